@@ -1,0 +1,50 @@
+/*
+ * locus: combining. A thread that finds the critical section busy does not
+ * wait for the lock: it publishes its request, and whichever thread holds the
+ * section runs it on its behalf, so the shared data stays in one cache.
+ *
+ *   oyama    requests pushed on a lock-free stack held in the lock word
+ *            (Oyama, Taura, Yonezawa); the holder runs its own request and
+ *            then every pending one. Requests live on the requester's stack:
+ *            no allocation per request.
+ *   ccsynch  CC-Synch (Fatourou, Kallimanis): requests form a queue; the
+ *            thread at its head combines up to `pass` requests, then hands the
+ *            combiner role to the next waiter.
+ *
+ * Both bound a combiner's pass (`pass` requests) and then hand the role on,
+ * so a combiner is not kept busy by other threads forever.
+ */
+#ifndef LOCUS_COMBINE_H
+#define LOCUS_COMBINE_H
+
+#include <stdint.h>
+
+#include "locus/fn.h"
+#include "locus/wait.h"
+
+#define LOCUS_COMBINE_PASS_DEFAULT 64u
+
+typedef struct locus_oyama {
+	uintptr_t word; /* 0 free, 1 held with no requests, else held + stack of requests */
+	uint32_t pass;
+	locus_wait wait;
+} locus_oyama;
+
+typedef struct locus_ccsynch {
+	struct locus_qnode *tail; /* last node of the request queue (always a node) */
+	uint32_t pass;
+	locus_wait wait;
+} locus_ccsynch;
+
+/* wait = NULL: default policy; pass = 0: LOCUS_COMBINE_PASS_DEFAULT. */
+int locus_oyama_init(locus_oyama *o, const locus_wait *wait, uint32_t pass);
+uint64_t locus_oyama_run(locus_oyama *o, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			 uint64_t c);
+void locus_oyama_destroy(locus_oyama *o);
+
+int locus_ccsynch_init(locus_ccsynch *s, const locus_wait *wait, uint32_t pass);
+uint64_t locus_ccsynch_run(locus_ccsynch *s, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			   uint64_t c);
+void locus_ccsynch_destroy(locus_ccsynch *s);
+
+#endif

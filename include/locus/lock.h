@@ -1,0 +1,92 @@
+/*
+ * locus: locks. One type, seven algorithms, chosen at init:
+ *
+ *   mutex   pthread mutex (baseline; glibc waits its own way, the policy is ignored)
+ *   tas     test-and-set (xchg) spin
+ *   ttas    test-and-test-and-set with bounded exponential backoff
+ *   ticket  FIFO ticket lock
+ *   mcs     MCS queue lock (each waiter spins on its own node), with
+ *           concurrency restriction: surplus waiters are moved aside so that
+ *           hand-offs go to threads that are running (see lock_mcs.c)
+ *   clh     CLH queue lock (each waiter spins on its predecessor's node)
+ *   futex   three-state futex mutex (free / held / held with sleepers)
+ *
+ * Every lock but `mutex` waits by the policy given at init (wait.h); the
+ * default is spin-then-park. Queue nodes come from a per-thread pool and are
+ * remembered in the lock by its holder, so lock()/unlock() need no node
+ * argument and there is no limit on the number of threads.
+ */
+#ifndef LOCUS_LOCK_H
+#define LOCUS_LOCK_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "locus/wait.h"
+
+typedef enum {
+	LOCUS_LOCK_MUTEX = 0,
+	LOCUS_LOCK_TAS,
+	LOCUS_LOCK_TTAS,
+	LOCUS_LOCK_TICKET,
+	LOCUS_LOCK_MCS,
+	LOCUS_LOCK_CLH,
+	LOCUS_LOCK_FUTEX,
+	LOCUS_LOCK_NKINDS
+} locus_lock_kind;
+
+struct locus_qnode;
+
+/* locus_lock.flags */
+#define LOCUS_LOCK_NOCR 1u /* mcs: plain FIFO, no concurrency restriction */
+
+typedef struct locus_lock {
+	uint32_t kind;        /* locus_lock_kind */
+	uint32_t backoff_max; /* ttas: ceiling of the exponential backoff, in pauses */
+	locus_wait wait;
+	uint32_t flags;       /* LOCUS_LOCK_*; may be set between init and first use */
+	union {
+		uint32_t word; /* tas, ttas, futex: 0 free, 1 held, 2 held and maybe sleepers */
+		struct {
+			/* low half: ticket being served; high half: next ticket */
+			union {
+				uint64_t both;
+				struct {
+					uint32_t owner;
+					uint32_t next;
+				} half;
+			} t;
+			uint32_t parked; /* waiters asleep (or about to be) on t.half.owner */
+		} ticket;
+		struct {
+			struct locus_qnode *tail;
+			struct locus_qnode *holder; /* the holder's node, written by the holder */
+			/* waiters moved aside (FIFO), touched only by the holder */
+			struct locus_qnode *passive_head, *passive_tail;
+			uint32_t handoffs;      /* since the holder last looked at the clock */
+			uint64_t readmitted_ns; /* when a passive waiter was last readmitted */
+		} mcs;
+		struct {
+			uintptr_t tail;             /* node pointer | CLH_FREE bit */
+			struct locus_qnode *holder; /* node the holder enqueued */
+			struct locus_qnode *pred;   /* node it waited on; recycled at unlock */
+		} clh;
+		pthread_mutex_t mutex;
+	} u;
+} locus_lock;
+
+/* Initialize; wait = NULL means locus_wait_default(). Returns 0 or an errno. */
+int locus_lock_init(locus_lock *l, locus_lock_kind kind, const locus_wait *wait);
+void locus_lock_lock(locus_lock *l);
+/* 0 if acquired, EBUSY if held by anyone (never waits). */
+int locus_lock_trylock(locus_lock *l);
+void locus_lock_unlock(locus_lock *l);
+/* The lock must be free. */
+void locus_lock_destroy(locus_lock *l);
+
+/* "mcs" etc.; NULL for an unknown kind. */
+const char *locus_lock_kind_name(locus_lock_kind kind);
+/* Returns 0 and sets *kind, or -1 for an unknown name. */
+int locus_lock_kind_parse(const char *name, locus_lock_kind *kind);
+
+#endif

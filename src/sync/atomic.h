@@ -1,0 +1,51 @@
+/*
+ * The one atomic layer: every shared-memory access in src/sync goes through
+ * these, each with its memory order spelled out at the call site.
+ */
+#ifndef LOCUS_SYNC_ATOMIC_H
+#define LOCUS_SYNC_ATOMIC_H
+
+#define ld_relaxed(p)        __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ld_acquire(p)        __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define ld_seqcst(p)         __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define st_relaxed(p, v)     __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define st_release(p, v)     __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define st_seqcst(p, v)      __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define xchg_acquire(p, v)   __atomic_exchange_n((p), (v), __ATOMIC_ACQUIRE)
+#define xchg_release(p, v)   __atomic_exchange_n((p), (v), __ATOMIC_RELEASE)
+#define xchg_acqrel(p, v)    __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
+#define xchg_seqcst(p, v)    __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
+#define faa_acqrel(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#define faa_seqcst(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define fas_seqcst(p, v)     __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
+#define fence_seqcst()       __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+/* Strong compare-and-swap; *expected is updated on failure. */
+#define cas_acquire(p, expected, desired)                                                          \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQUIRE,                 \
+				    __ATOMIC_RELAXED)
+#define cas_release(p, expected, desired)                                                          \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_RELEASE,                 \
+				    __ATOMIC_RELAXED)
+#define cas_acqrel(p, expected, desired)                                                           \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL,                 \
+				    __ATOMIC_ACQUIRE)
+#define cas_seqcst(p, expected, desired)                                                           \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_SEQ_CST,                 \
+				    __ATOMIC_SEQ_CST)
+
+/* Tell the core we are spinning: saves power and yields to a hyperthread. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+#define LOCUS_CACHELINE 64
+
+#endif

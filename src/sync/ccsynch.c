@@ -1,0 +1,79 @@
+/*
+ * CC-Synch (Fatourou, Kallimanis, PPoPP 2012): combining over a queue.
+ *
+ * The queue always ends in a node without a request. A thread swaps a fresh
+ * node in as the new tail, writes its request into the node it got back (the
+ * old tail), links it to the fresh node, and waits on the old tail's flag.
+ * The flag says DONE (a combiner ran the request; the result is in the node)
+ * or COMBINE (this thread is now the combiner). A combiner walks the queue
+ * from its own node, running each request whose successor link is set (so the
+ * request is complete), up to `pass` of them; then it gives the combiner role
+ * to the node where it stopped. If that node has no request yet, its owner is
+ * a thread that has not arrived: it finds COMBINE at once.
+ *
+ * A combiner reads a node's link before releasing the node, and never touches
+ * it afterwards, so a released thread may recycle its node immediately; the
+ * thread keeps the old tail as its spare (nodes.h). Waiting follows flag.h,
+ * so a sleeping thread cannot miss DONE or COMBINE.
+ */
+#include <errno.h>
+
+#include "locus/combine.h"
+#include "sync/atomic.h"
+#include "sync/flag.h"
+#include "sync/nodes.h"
+
+enum { CC_DONE = 0, CC_COMBINE = 1 };
+
+int locus_ccsynch_init(locus_ccsynch *s, const locus_wait *wait, uint32_t pass)
+{
+	struct locus_qnode *dummy = qnode_get();
+	dummy->next = NULL;
+	dummy->flag = CC_COMBINE;
+	s->tail = dummy;
+	s->pass = pass ? pass : LOCUS_COMBINE_PASS_DEFAULT;
+	s->wait = wait ? *wait : locus_wait_default();
+	return 0;
+}
+
+void locus_ccsynch_destroy(locus_ccsynch *s)
+{
+	qnode_free(s->tail);
+	s->tail = NULL;
+}
+
+/* Run requests from `mine` on; return after handing the combiner role on. */
+static void combine(locus_ccsynch *s, struct locus_qnode *mine)
+{
+	struct locus_qnode *n = mine;
+	for (uint32_t done = 0; done < s->pass; done++) {
+		struct locus_qnode *next = ld_acquire(&n->next);
+		if (!next)
+			break;
+		n->ret = n->fn(n->state, n->a, n->b, n->c);
+		if (n != mine)
+			flag_release(&n->flag, CC_DONE);
+		n = next;
+	}
+	flag_release(&n->flag, CC_COMBINE);
+}
+
+uint64_t locus_ccsynch_run(locus_ccsynch *s, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			   uint64_t c)
+{
+	struct locus_qnode *fresh = qnode_get();
+	fresh->next = NULL;
+	flag_arm(&fresh->flag);
+	struct locus_qnode *mine = xchg_acqrel(&s->tail, fresh);
+	mine->fn = fn;
+	mine->state = state;
+	mine->a = a;
+	mine->b = b;
+	mine->c = c;
+	st_release(&mine->next, fresh);
+	if (flag_wait(&mine->flag, &s->wait) == CC_COMBINE)
+		combine(s, mine);
+	uint64_t r = mine->ret;
+	qnode_put(mine);
+	return r;
+}

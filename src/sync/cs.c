@@ -1,0 +1,457 @@
+/*
+ * The executor: one interface over every mechanism, chosen by a spec string.
+ *
+ * A mechanism is a row in `mechs`: its name, what it is, the options it
+ * takes, and how to open, run and close it. Adding a mechanism is adding a
+ * row; the spec parser, the error messages and --help all read this table.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "locus/combine.h"
+#include "locus/cs.h"
+#include "locus/lock.h"
+#include "locus/stm.h"
+#include "sync/lock_impl.h"
+
+#define SPEC_MAX 256
+
+struct mech;
+
+struct locus_cs {
+	union {
+		locus_lock lock;
+		locus_oyama oyama;
+		locus_ccsynch ccsynch;
+	} u;
+	const struct mech *m;
+	void *state;
+	char spec[SPEC_MAX];
+} __attribute__((aligned(64)));
+
+/* Options of one spec, already split; parsing fills these in. */
+struct opts {
+	locus_wait wait;
+	uint32_t backoff_max;
+	uint32_t pass;
+	uint32_t lock_flags;
+	const char *method;
+};
+
+struct mech {
+	const char *name;
+	const char *summary;
+	const char *options; /* for usage; NULL: takes none */
+	int takes_wait;
+	/* Apply one option not handled generically: 1 taken, 0 unknown, -1 bad value. */
+	int (*option)(struct opts *o, const char *opt);
+	int (*open)(locus_cs *cs, const struct opts *o);
+	uint64_t (*run)(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c);
+	void (*close)(locus_cs *cs);
+	locus_lock_kind kind; /* for the lock mechanisms */
+};
+
+static __thread char errbuf[1024];
+
+const char *locus_cs_error(void)
+{
+	return errbuf;
+}
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- option values ------------------------------------------------------ */
+
+/* A positive decimal number that fits in 32 bits. */
+static int parse_positive(const char *v, uint32_t *out)
+{
+	char *end;
+	if (*v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (*end != '\0' || errno || n == 0 || n > UINT32_MAX)
+		return -1;
+	*out = (uint32_t)n;
+	return 0;
+}
+
+static int ttas_option(struct opts *o, const char *opt)
+{
+	if (strcmp(opt, "backoff") == 0) {
+		o->backoff_max = TTAS_BACKOFF_MAX_DEFAULT;
+		return 1;
+	}
+	if (strcmp(opt, "nobackoff") == 0) {
+		o->backoff_max = 1;
+		return 1;
+	}
+	if (strncmp(opt, "backoff_max=", 12) == 0)
+		return parse_positive(opt + 12, &o->backoff_max) == 0 ? 1 : -1;
+	return 0;
+}
+
+static int mcs_option(struct opts *o, const char *opt)
+{
+	if (strcmp(opt, "cr") == 0) {
+		o->lock_flags &= ~LOCUS_LOCK_NOCR;
+		return 1;
+	}
+	if (strcmp(opt, "nocr") == 0) {
+		o->lock_flags |= LOCUS_LOCK_NOCR;
+		return 1;
+	}
+	return 0;
+}
+
+static int combine_option(struct opts *o, const char *opt)
+{
+	if (strncmp(opt, "pass=", 5) == 0)
+		return parse_positive(opt + 5, &o->pass) == 0 ? 1 : -1;
+	return 0;
+}
+
+static int stm_option(struct opts *o, const char *opt)
+{
+	if (strcmp(opt, "ml_wt") == 0 || strcmp(opt, "gl_wt") == 0 ||
+	    strcmp(opt, "serialirr") == 0) {
+		o->method = opt;
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- locks ---------------------------------------------------------------- */
+
+static int lock_open(locus_cs *cs, const struct opts *o)
+{
+	int rc = locus_lock_init(&cs->u.lock, cs->m->kind, &o->wait);
+	if (rc) {
+		fail("%s: cannot initialize: %s", cs->m->name, strerror(rc));
+		return -1;
+	}
+	cs->u.lock.backoff_max = o->backoff_max;
+	cs->u.lock.flags = o->lock_flags;
+	return 0;
+}
+
+static uint64_t lock_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	locus_lock_lock(&cs->u.lock);
+	uint64_t r = fn(cs->state, a, b, c);
+	locus_lock_unlock(&cs->u.lock);
+	return r;
+}
+
+static void lock_close(locus_cs *cs)
+{
+	locus_lock_destroy(&cs->u.lock);
+}
+
+/* ---- combining ------------------------------------------------------------ */
+
+static int oyama_open(locus_cs *cs, const struct opts *o)
+{
+	return locus_oyama_init(&cs->u.oyama, &o->wait, o->pass);
+}
+
+static uint64_t oyama_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	return locus_oyama_run(&cs->u.oyama, fn, cs->state, a, b, c);
+}
+
+static void oyama_close(locus_cs *cs)
+{
+	locus_oyama_destroy(&cs->u.oyama);
+}
+
+static int ccsynch_open(locus_cs *cs, const struct opts *o)
+{
+	return locus_ccsynch_init(&cs->u.ccsynch, &o->wait, o->pass);
+}
+
+static uint64_t ccsynch_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	return locus_ccsynch_run(&cs->u.ccsynch, fn, cs->state, a, b, c);
+}
+
+static void ccsynch_close(locus_cs *cs)
+{
+	locus_ccsynch_destroy(&cs->u.ccsynch);
+}
+
+/* ---- stm ------------------------------------------------------------------ */
+#ifdef LOCUS_HAVE_STM
+
+static int stm_open(locus_cs *cs, const struct opts *o)
+{
+	char err[256];
+	if (locus_stm_use(o->method, err, sizeof(err)) != 0) {
+		fail("stm: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static uint64_t stm_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	return locus_stm_run(fn, cs->state, a, b, c);
+}
+
+static void stm_close(locus_cs *cs)
+{
+	(void)cs;
+}
+#endif
+
+/* ---- the table ------------------------------------------------------------ */
+
+#define WAIT_OPTS "spinpark (default) | spin | park, spins=N (default 2048)"
+
+#define LOCK_MECH(nm, k, sum)                                                                      \
+	{                                                                                          \
+		.name = nm, .summary = sum, .options = WAIT_OPTS, .takes_wait = 1,                 \
+		.open = lock_open, .run = lock_run, .close = lock_close, .kind = k                 \
+	}
+
+static const struct mech mechs[] = {
+	{.name = "mutex",
+	 .summary = "pthread mutex (baseline; glibc's own waiting)",
+	 .open = lock_open,
+	 .run = lock_run,
+	 .close = lock_close,
+	 .kind = LOCUS_LOCK_MUTEX},
+	LOCK_MECH("tas", LOCUS_LOCK_TAS, "test-and-set spin lock"),
+	{.name = "ttas",
+	 .summary = "test-and-test-and-set lock with exponential backoff",
+	 .options = WAIT_OPTS ", backoff (default) | nobackoff, backoff_max=N (default 1024)",
+	 .takes_wait = 1,
+	 .option = ttas_option,
+	 .open = lock_open,
+	 .run = lock_run,
+	 .close = lock_close,
+	 .kind = LOCUS_LOCK_TTAS},
+	LOCK_MECH("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock"),
+	{.name = "mcs",
+	 .summary = "MCS queue lock with concurrency restriction for oversubscription",
+	 .options = WAIT_OPTS ", cr (default) | nocr (plain FIFO MCS)",
+	 .takes_wait = 1,
+	 .option = mcs_option,
+	 .open = lock_open,
+	 .run = lock_run,
+	 .close = lock_close,
+	 .kind = LOCUS_LOCK_MCS},
+	LOCK_MECH("clh", LOCUS_LOCK_CLH, "CLH queue lock"),
+	LOCK_MECH("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex"),
+	{.name = "oyama",
+	 .summary = "Oyama combining lock: the holder runs the waiters' sections",
+	 .options = WAIT_OPTS ", pass=N requests per combiner (default 64)",
+	 .takes_wait = 1,
+	 .option = combine_option,
+	 .open = oyama_open,
+	 .run = oyama_run,
+	 .close = oyama_close},
+	{.name = "ccsynch",
+	 .summary = "CC-Synch combining queue",
+	 .options = WAIT_OPTS ", pass=N requests per combiner (default 64)",
+	 .takes_wait = 1,
+	 .option = combine_option,
+	 .open = ccsynch_open,
+	 .run = ccsynch_run,
+	 .close = ccsynch_close},
+#ifdef LOCUS_HAVE_STM
+	{.name = "stm",
+	 .summary = "GCC transactional memory (libitm); method is process-wide",
+	 .options = "ml_wt (default) | gl_wt | serialirr",
+	 .option = stm_option,
+	 .open = stm_open,
+	 .run = stm_run,
+	 .close = stm_close},
+#endif
+};
+
+#define NMECHS (sizeof(mechs) / sizeof(mechs[0]))
+
+static const char *names[NMECHS + 1];
+
+const char *const *locus_cs_mechanisms(void)
+{
+	/* Filling the same constant pointers from several threads is a benign race;
+	   do it with relaxed atomics so sanitizers agree. */
+	for (size_t i = 0; i < NMECHS; i++)
+		__atomic_store_n(&names[i], mechs[i].name, __ATOMIC_RELAXED);
+	return names;
+}
+
+static void known_list(char *buf, size_t len)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < NMECHS && off < len; i++)
+		off += snprintf(buf + off, len - off, "%s%s", i ? ", " : "", mechs[i].name);
+}
+
+static const struct mech *find_mech(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NMECHS; i++)
+		if (strlen(mechs[i].name) == len && memcmp(mechs[i].name, name, len) == 0)
+			return &mechs[i];
+	return NULL;
+}
+
+/* Apply every option of `list` (comma-separated, may be NULL); 0 or -1 with errbuf set. */
+static int apply_options(const struct mech *m, char *list, struct opts *o)
+{
+	if (!list)
+		return 0;
+	char *save = NULL;
+	if (*list == '\0' || list[strlen(list) - 1] == ',' || strstr(list, ",,")) {
+		fail("%s: empty option in '%s'", m->name, list);
+		return -1;
+	}
+	for (char *opt = strtok_r(list, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		int r = m->takes_wait ? locus_wait_option(&o->wait, opt) : 0;
+		if (r == 0 && m->option)
+			r = m->option(o, opt);
+		if (r < 0) {
+			fail("%s: bad value in option '%s'", m->name, opt);
+			return -1;
+		}
+		if (r == 0) {
+			fail("%s: unknown option '%s' (%s takes: %s)", m->name, opt, m->name,
+			     m->options ? m->options : "no options");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void canonical_spec(locus_cs *cs, const struct opts *o)
+{
+	const struct mech *m = cs->m;
+	int n = snprintf(cs->spec, sizeof(cs->spec), "%s", m->name);
+	if (m->takes_wait) {
+		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ":%s", locus_wait_name(&o->wait));
+		if (o->wait.kind == LOCUS_WAIT_SPINPARK)
+			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",spins=%u",
+				      o->wait.spins);
+	}
+	if (m->kind == LOCUS_LOCK_TTAS && m->takes_wait)
+		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",backoff_max=%u",
+			      o->backoff_max);
+	if (m->option == mcs_option)
+		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",%s",
+			      o->lock_flags & LOCUS_LOCK_NOCR ? "nocr" : "cr");
+	if (m->option == combine_option)
+		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",pass=%u", o->pass);
+	if (m->option == stm_option)
+		snprintf(cs->spec + n, sizeof(cs->spec) - n, ":%s", o->method);
+}
+
+locus_cs *locus_cs_open(const char *spec, void *state)
+{
+	char known[256];
+	known_list(known, sizeof(known));
+	if (!spec || !*spec) {
+		fail("empty mechanism spec; known mechanisms: %s", known);
+		return NULL;
+	}
+	if (strlen(spec) >= SPEC_MAX) {
+		fail("mechanism spec longer than %d characters", SPEC_MAX - 1);
+		return NULL;
+	}
+	const char *colon = strchr(spec, ':');
+	size_t namelen = colon ? (size_t)(colon - spec) : strlen(spec);
+	const struct mech *m = find_mech(spec, namelen);
+	if (!m) {
+		fail("unknown mechanism '%.*s'; known mechanisms: %s", (int)namelen, spec, known);
+		return NULL;
+	}
+	struct opts o = {.wait = locus_wait_default(),
+			 .backoff_max = TTAS_BACKOFF_MAX_DEFAULT,
+			 .pass = LOCUS_COMBINE_PASS_DEFAULT,
+			 .method = "ml_wt"};
+	char list[SPEC_MAX];
+	if (colon)
+		snprintf(list, sizeof(list), "%s", colon + 1);
+	if (apply_options(m, colon ? list : NULL, &o) != 0)
+		return NULL;
+
+	locus_cs *cs = aligned_alloc(64, sizeof(*cs));
+	if (!cs) {
+		fail("out of memory");
+		return NULL;
+	}
+	memset(cs, 0, sizeof(*cs));
+	cs->m = m;
+	cs->state = state;
+	canonical_spec(cs, &o);
+	if (m->open(cs, &o) != 0) {
+		free(cs);
+		return NULL;
+	}
+	errbuf[0] = '\0';
+	return cs;
+}
+
+uint64_t locus_cs_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	return cs->m->run(cs, fn, a, b, c);
+}
+
+int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
+		  void *ctx)
+{
+	uint64_t r = cs->m->run(cs, fn, a, b, c);
+	if (cb)
+		cb(ctx, r);
+	return 0;
+}
+
+void locus_cs_drain(void)
+{
+	/* Every mechanism in this build completes a post before post returns. */
+}
+
+void locus_cs_close(locus_cs *cs)
+{
+	if (!cs)
+		return;
+	cs->m->close(cs);
+	free(cs);
+}
+
+const char *locus_cs_spec(const locus_cs *cs)
+{
+	return cs->spec;
+}
+
+const char *locus_cs_name(const locus_cs *cs)
+{
+	return cs->m->name;
+}
+
+int locus_cs_is_async(const locus_cs *cs)
+{
+	(void)cs;
+	return 0;
+}
+
+void locus_cs_usage(FILE *out)
+{
+	for (size_t i = 0; i < NMECHS; i++) {
+		fprintf(out, "  %-8s %s\n", mechs[i].name, mechs[i].summary);
+		if (mechs[i].options)
+			fprintf(out, "  %-8s   options: %s\n", "", mechs[i].options);
+	}
+}

@@ -1,0 +1,124 @@
+/* locus_lock: dispatch to the algorithm chosen at init, and the pthread baseline. */
+#include <errno.h>
+#include <string.h>
+
+#include "sync/lock_impl.h"
+
+static const char *const kind_names[LOCUS_LOCK_NKINDS] = {
+	[LOCUS_LOCK_MUTEX] = "mutex", [LOCUS_LOCK_TAS] = "tas",   [LOCUS_LOCK_TTAS] = "ttas",
+	[LOCUS_LOCK_TICKET] = "ticket", [LOCUS_LOCK_MCS] = "mcs", [LOCUS_LOCK_CLH] = "clh",
+	[LOCUS_LOCK_FUTEX] = "futex",
+};
+
+const char *locus_lock_kind_name(locus_lock_kind kind)
+{
+	return (unsigned)kind < LOCUS_LOCK_NKINDS ? kind_names[kind] : NULL;
+}
+
+int locus_lock_kind_parse(const char *name, locus_lock_kind *kind)
+{
+	for (int k = 0; name && k < LOCUS_LOCK_NKINDS; k++) {
+		if (strcmp(name, kind_names[k]) == 0) {
+			*kind = (locus_lock_kind)k;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int locus_lock_init(locus_lock *l, locus_lock_kind kind, const locus_wait *wait)
+{
+	if ((unsigned)kind >= LOCUS_LOCK_NKINDS)
+		return EINVAL;
+	memset(l, 0, sizeof(*l));
+	l->kind = kind;
+	l->wait = wait ? *wait : locus_wait_default();
+	l->backoff_max = TTAS_BACKOFF_MAX_DEFAULT;
+	switch (kind) {
+	case LOCUS_LOCK_MUTEX:
+		return pthread_mutex_init(&l->u.mutex, NULL);
+	case LOCUS_LOCK_TICKET:
+		ticket_init(l);
+		return 0;
+	case LOCUS_LOCK_MCS:
+		mcs_init(l);
+		return 0;
+	case LOCUS_LOCK_CLH:
+		return clh_init(l);
+	default:
+		word_init(l);
+		return 0;
+	}
+}
+
+void locus_lock_lock(locus_lock *l)
+{
+	switch (l->kind) {
+	case LOCUS_LOCK_MUTEX:
+		pthread_mutex_lock(&l->u.mutex);
+		break;
+	case LOCUS_LOCK_TAS:
+		tas_lock(l);
+		break;
+	case LOCUS_LOCK_TTAS:
+		ttas_lock(l);
+		break;
+	case LOCUS_LOCK_TICKET:
+		ticket_lock(l);
+		break;
+	case LOCUS_LOCK_MCS:
+		mcs_lock(l);
+		break;
+	case LOCUS_LOCK_CLH:
+		clh_lock(l);
+		break;
+	case LOCUS_LOCK_FUTEX:
+		futex_lock(l);
+		break;
+	}
+}
+
+int locus_lock_trylock(locus_lock *l)
+{
+	switch (l->kind) {
+	case LOCUS_LOCK_MUTEX:
+		return pthread_mutex_trylock(&l->u.mutex) == 0 ? 0 : EBUSY;
+	case LOCUS_LOCK_TICKET:
+		return ticket_trylock(l);
+	case LOCUS_LOCK_MCS:
+		return mcs_trylock(l);
+	case LOCUS_LOCK_CLH:
+		return clh_trylock(l);
+	default:
+		return word_trylock(l);
+	}
+}
+
+void locus_lock_unlock(locus_lock *l)
+{
+	switch (l->kind) {
+	case LOCUS_LOCK_MUTEX:
+		pthread_mutex_unlock(&l->u.mutex);
+		break;
+	case LOCUS_LOCK_TICKET:
+		ticket_unlock(l);
+		break;
+	case LOCUS_LOCK_MCS:
+		mcs_unlock(l);
+		break;
+	case LOCUS_LOCK_CLH:
+		clh_unlock(l);
+		break;
+	default:
+		word_unlock(l);
+		break;
+	}
+}
+
+void locus_lock_destroy(locus_lock *l)
+{
+	if (l->kind == LOCUS_LOCK_MUTEX)
+		pthread_mutex_destroy(&l->u.mutex);
+	else if (l->kind == LOCUS_LOCK_CLH)
+		clh_destroy(l);
+}

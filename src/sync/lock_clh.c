@@ -1,0 +1,82 @@
+/*
+ * CLH queue lock: the tail is the last node enqueued; each waiter waits on
+ * its predecessor's node, and at unlock takes that node as its own spare
+ * (nodes migrate between threads; nodes.h says who frees what).
+ *
+ * Trylock needs to know, in one word, that the lock is free. So when the
+ * holder unlocks with nobody queued behind it, it marks the tail word with
+ * CLH_FREE (a bit that a 64-byte-aligned pointer never has). The mark is set
+ * by a CAS that expects the unmarked tail, before the holder's node is
+ * released, so it cannot hit a recycled incarnation of the node: the node is
+ * recycled only after a successor acquired through it, which needs either
+ * this mark or the node's release. While the mark is set the lock is free:
+ * any locker swaps it out and proceeds without waiting.
+ */
+#include <errno.h>
+#include <stddef.h>
+
+#include "sync/atomic.h"
+#include "sync/flag.h"
+#include "sync/lock_impl.h"
+#include "sync/nodes.h"
+
+#define CLH_FREE ((uintptr_t)1)
+
+static struct locus_qnode *clh_node(uintptr_t w)
+{
+	return (struct locus_qnode *)(w & ~CLH_FREE);
+}
+
+int clh_init(locus_lock *l)
+{
+	struct locus_qnode *dummy = qnode_get();
+	dummy->flag = 0;
+	l->u.clh.tail = (uintptr_t)dummy | CLH_FREE;
+	l->u.clh.holder = NULL;
+	l->u.clh.pred = NULL;
+	return 0;
+}
+
+void clh_lock(locus_lock *l)
+{
+	struct locus_qnode *n = qnode_get();
+	flag_arm(&n->flag);
+	uintptr_t w = xchg_acqrel(&l->u.clh.tail, (uintptr_t)n);
+	struct locus_qnode *pred = clh_node(w);
+	if (!(w & CLH_FREE))
+		flag_wait(&pred->flag, &l->wait);
+	l->u.clh.holder = n;
+	l->u.clh.pred = pred;
+}
+
+int clh_trylock(locus_lock *l)
+{
+	uintptr_t w = ld_relaxed(&l->u.clh.tail);
+	if (!(w & CLH_FREE))
+		return EBUSY;
+	struct locus_qnode *n = qnode_get();
+	flag_arm(&n->flag);
+	if (!cas_acquire(&l->u.clh.tail, &w, (uintptr_t)n)) {
+		qnode_put(n);
+		return EBUSY;
+	}
+	l->u.clh.holder = n;
+	l->u.clh.pred = clh_node(w);
+	return 0;
+}
+
+void clh_unlock(locus_lock *l)
+{
+	struct locus_qnode *n = l->u.clh.holder;
+	struct locus_qnode *pred = l->u.clh.pred;
+	uintptr_t expected = (uintptr_t)n;
+	if (ld_relaxed(&l->u.clh.tail) != expected ||
+	    !cas_release(&l->u.clh.tail, &expected, (uintptr_t)n | CLH_FREE))
+		flag_release(&n->flag, 0);
+	qnode_put(pred);
+}
+
+void clh_destroy(locus_lock *l)
+{
+	qnode_free(clh_node(l->u.clh.tail));
+}

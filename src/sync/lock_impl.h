@@ -1,0 +1,32 @@
+/* The per-algorithm lock functions behind lock.c's dispatch. */
+#ifndef LOCUS_SYNC_LOCK_IMPL_H
+#define LOCUS_SYNC_LOCK_IMPL_H
+
+#include "locus/lock.h"
+
+void word_init(locus_lock *l);
+void tas_lock(locus_lock *l);
+void ttas_lock(locus_lock *l);
+void futex_lock(locus_lock *l);
+int word_trylock(locus_lock *l);
+void word_unlock(locus_lock *l);
+
+void ticket_init(locus_lock *l);
+void ticket_lock(locus_lock *l);
+int ticket_trylock(locus_lock *l);
+void ticket_unlock(locus_lock *l);
+
+void mcs_init(locus_lock *l);
+void mcs_lock(locus_lock *l);
+int mcs_trylock(locus_lock *l);
+void mcs_unlock(locus_lock *l);
+
+int clh_init(locus_lock *l);
+void clh_lock(locus_lock *l);
+int clh_trylock(locus_lock *l);
+void clh_unlock(locus_lock *l);
+void clh_destroy(locus_lock *l);
+
+#define TTAS_BACKOFF_MAX_DEFAULT 1024u
+
+#endif
