@@ -24,6 +24,9 @@
 #define cas_acquire(p, expected, desired)                                                          \
 	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQUIRE,                 \
 				    __ATOMIC_RELAXED)
+#define cas_acquire_both(p, expected, desired)                                                     \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQUIRE,                 \
+				    __ATOMIC_ACQUIRE)
 #define cas_release(p, expected, desired)                                                          \
 	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_RELEASE,                 \
 				    __ATOMIC_RELAXED)

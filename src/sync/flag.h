@@ -51,7 +51,8 @@ static inline uint32_t flag_wait(uint32_t *f, const locus_wait *w)
 	}
 	for (;;) {
 		uint32_t expected = FLAG_WAIT;
-		if (v == FLAG_WAIT && !cas_acquire(f, &expected, FLAG_PARKED)) {
+		/* Acquire on failure too: failing means the release value is in. */
+		if (v == FLAG_WAIT && !cas_acquire_both(f, &expected, FLAG_PARKED)) {
 			v = expected;
 			if (v < FLAG_WAIT)
 				return v;

@@ -56,7 +56,8 @@ int clh_trylock(locus_lock *l)
 		return EBUSY;
 	struct locus_qnode *n = qnode_get();
 	flag_arm(&n->flag);
-	if (!cas_acquire(&l->u.clh.tail, &w, (uintptr_t)n)) {
+	/* Release too: the CAS publishes our node to the next locker. */
+	if (!cas_acqrel(&l->u.clh.tail, &w, (uintptr_t)n)) {
 		qnode_put(n);
 		return EBUSY;
 	}

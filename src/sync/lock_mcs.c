@@ -81,7 +81,8 @@ int mcs_trylock(locus_lock *l)
 	struct locus_qnode *n = qnode_get();
 	n->next = NULL;
 	struct locus_qnode *expected = NULL;
-	if (!cas_acquire(&l->u.mcs.tail, &expected, n)) {
+	/* Release too: the CAS publishes our node to the next locker. */
+	if (!cas_acqrel(&l->u.mcs.tail, &expected, n)) {
 		qnode_put(n);
 		return EBUSY;
 	}
