@@ -14,8 +14,8 @@
  * the passive ones sleep (spin-then-park) instead of competing for cores.
  * For long-term fairness the holder readmits the oldest passive waiter once
  * per CR_READMIT_NS of time (checked every CR_CHECK hand-offs, so the clock
- * is rarely read), and always when nobody else is waiting, so every waiter
- * is eventually served. Readmitting by time, not by count, matters: a
+ * is rarely read), and whenever nobody else queues up within a short grace
+ * period, so every waiter is eventually served. Readmitting by time, not by count, matters: a
  * passive waiter is usually asleep and takes tens of microseconds to wake,
  * during which the lock is idle. The passive list is touched only by the
  * holder, so the lock itself protects it.
@@ -31,7 +31,8 @@
 #include "sync/nodes.h"
 
 #define CR_CHECK       256u
-#define CR_READMIT_NS  1000000ull
+#define CR_READMIT_NS  2000000ull
+#define CR_GRACE       512u
 
 static uint64_t now_ns(void)
 {
@@ -129,12 +130,28 @@ static struct locus_qnode *passive_pop(locus_lock *l)
 }
 
 /*
+ * Nobody queued behind the holder, but passive waiters exist. A circulating
+ * thread is usually a few instructions away from queueing again, and a
+ * passive one is usually asleep; so wait a moment for the former before
+ * readmitting the latter, which would leave the lock idle while it wakes.
+ */
+static struct locus_qnode *cr_grace(struct locus_qnode *n)
+{
+	struct locus_qnode *next = NULL;
+	for (unsigned i = 0; i < CR_GRACE && !(next = ld_acquire(&n->next)); i++)
+		cpu_relax();
+	return next;
+}
+
+/*
  * Hand the lock to `next` (the holder's successor in the queue, or NULL if
  * the holder is the tail), applying concurrency restriction. Returns the
  * node to release.
  */
 static struct locus_qnode *cr_choose(locus_lock *l, struct locus_qnode *n, struct locus_qnode *next)
 {
+	if (!next)
+		next = cr_grace(n);
 	if (!next) {
 		/* Queue empty behind us: readmit a passive waiter as the new tail. */
 		struct locus_qnode *p = passive_pop(l);
