@@ -147,7 +147,8 @@ void child_describe(const struct child_status *st, char *out, size_t n)
 		snprintf(out, n, "child exited with status %d", st->code);
 		break;
 	case CHILD_SIGNALED:
-		snprintf(out, n, "child was killed by signal %d (%s)", st->code, strsignal(st->code));
+		snprintf(out, n, "child was killed by signal %d (%s)", st->code,
+			 strsignal(st->code));
 		break;
 	case CHILD_TIMED_OUT:
 		snprintf(out, n, "child did not finish within %.0f s and was killed", st->timeout);

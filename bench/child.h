@@ -12,8 +12,8 @@
 #include <stddef.h>
 
 enum child_end {
-	CHILD_EXITED,      /* code = exit status */
-	CHILD_SIGNALED,    /* code = signal number */
+	CHILD_EXITED,	   /* code = exit status */
+	CHILD_SIGNALED,	   /* code = signal number */
 	CHILD_TIMED_OUT,   /* killed by us after the time limit */
 	CHILD_NOT_STARTED, /* pipe or fork failed; code = errno */
 };
@@ -21,7 +21,7 @@ enum child_end {
 struct child_status {
 	enum child_end end;
 	int code;
-	size_t len;     /* bytes the child wrote, as stored in the buffer */
+	size_t len;	/* bytes the child wrote, as stored in the buffer */
 	double timeout; /* the limit it was given, in seconds */
 };
 

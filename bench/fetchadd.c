@@ -17,7 +17,7 @@
 #include "locus/cs.h"
 #include "opts.h"
 
-#define PROG          "locus-bench fetchadd"
+#define PROG	      "locus-bench fetchadd"
 #define MAX_THREADS   1024
 #define MAX_VARS      (1u << 20)
 #define MAX_DELAY     1000000000ull
@@ -103,7 +103,8 @@ void fetchadd_usage(FILE *out)
 		"                      options, then every peer). A spec's own options are\n"
 		"                      separated by commas too: an item that is not a mechanism\n"
 		"                      name continues the previous spec, as in\n"
-		"                      \"ttas:spin,backoff_max=64,mcs\" (two specs). May be repeated.\n"
+		"                      \"ttas:spin,backoff_max=64,mcs\" (two specs). May be "
+		"repeated.\n"
 		"  --threads LIST      thread counts, e.g. 1,2,8 (default: 1, CPUs, 2 x CPUs;\n"
 		"                      here %s%ld,%ld; at most %d)\n"
 		"  --vars LIST         counter counts, e.g. 1,1024 (default: 1; at most %u)\n"
@@ -265,8 +266,7 @@ static int option(int argc, char **argv, int *i, const char *name, const char **
 	return *v != NULL;
 }
 
-static int parse_list(const char *name, const char *v, uint64_t max, uint64_t **list,
-		      size_t *n)
+static int parse_list(const char *name, const char *v, uint64_t max, uint64_t **list, size_t *n)
 {
 	char err[256];
 
@@ -291,7 +291,8 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 	if ((r = option(argc, argv, i, "--mechanisms", &v)) != 0)
 		return r < 0 ? 2 : parse_mechanisms(c, v);
 	if ((r = option(argc, argv, i, "--threads", &v)) != 0)
-		return r < 0 ? 2 : parse_list("--threads", v, MAX_THREADS, &c->threads, &c->nthreads);
+		return r < 0 ? 2
+			     : parse_list("--threads", v, MAX_THREADS, &c->threads, &c->nthreads);
 	if ((r = option(argc, argv, i, "--vars", &v)) != 0)
 		return r < 0 ? 2 : parse_list("--vars", v, MAX_VARS, &c->vars, &c->nvars);
 	if ((r = option(argc, argv, i, "--duration", &v)) != 0) {
@@ -376,8 +377,7 @@ static int check_mech(const struct mech *m)
 	    st.len != sizeof(r)) {
 		/* Not the user's fault: measure it anyway and let the measurements report. */
 		child_describe(&st, how, sizeof(how));
-		fprintf(stderr, "%s: warning: opening '%s' to check it: %s\n", PROG,
-			m->spec, how);
+		fprintf(stderr, "%s: warning: opening '%s' to check it: %s\n", PROG, m->spec, how);
 		return 1;
 	}
 	if (r.ok)
@@ -471,8 +471,7 @@ static int measure_body(void *arg, int fd)
 static void measure_failed(const struct fetchadd_params *p, const char *why)
 {
 	progress_clear();
-	fprintf(stderr, "%s: %s (T=%u V=%zu): %s\n", PROG, p->mechanism, p->threads, p->vars,
-		why);
+	fprintf(stderr, "%s: %s (T=%u V=%zu): %s\n", PROG, p->mechanism, p->threads, p->vars, why);
 }
 
 /* Measure one cell in a child; 0, or -1 if it failed (reported). */
@@ -544,8 +543,8 @@ static void column_label(const struct config *c, size_t col, char *buf, size_t n
 {
 	uint64_t t = c->threads[col / c->nvars], v = c->vars[col % c->nvars];
 
-	snprintf(buf, n, "T=%llu%s V=%llu", (unsigned long long)t,
-		 (long)t > c->cpus ? "*" : "", (unsigned long long)v);
+	snprintf(buf, n, "T=%llu%s V=%llu", (unsigned long long)t, (long)t > c->cpus ? "*" : "",
+		 (unsigned long long)v);
 }
 
 static void print_cell(FILE *out, const struct cell *cell, int width)

@@ -38,16 +38,16 @@ struct fetchadd_params {
 	unsigned threads;
 	size_t vars;
 	double duration; /* seconds the threads run */
-	uint64_t delay;  /* pause iterations between operations */
+	uint64_t delay;	 /* pause iterations between operations */
 };
 
 /* What one measurement sends back from its child process. */
 struct fetchadd_result {
-	int ok;          /* 0: err says what went wrong */
-	uint64_t ops;    /* increments the threads counted */
-	uint64_t sum;    /* sum of the counters afterwards: equal to ops, or updates were lost */
-	double seconds;  /* from the start barrier until the last thread stopped */
-	char spec[256];  /* locus_cs_spec() of the executor, or the peer name */
+	int ok;		/* 0: err says what went wrong */
+	uint64_t ops;	/* increments the threads counted */
+	uint64_t sum;	/* sum of the counters afterwards: equal to ops, or updates were lost */
+	double seconds; /* from the start barrier until the last thread stopped */
+	char spec[256]; /* locus_cs_spec() of the executor, or the peer name */
 	char err[512];
 };
 
@@ -55,8 +55,7 @@ struct fetchadd_result {
 void fetchadd_measure(const struct fetchadd_params *p, struct fetchadd_result *r);
 
 /* Open spec once to check it; 0, or -1 with locus_cs_error()'s text in err. */
-int fetchadd_check_spec(const char *spec, char *canonical, size_t cap, char *err,
-			size_t errlen);
+int fetchadd_check_spec(const char *spec, char *canonical, size_t cap, char *err, size_t errlen);
 
 int fetchadd_main(int argc, char **argv);
 void fetchadd_usage(FILE *out);

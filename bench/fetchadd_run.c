@@ -21,11 +21,7 @@
 #include "locus/cs.h"
 
 const char *const fetchadd_peers[] = {
-	"peer:atomic",
-	"peer:ck_ticket",
-	"peer:ck_mcs",
-	"peer:pthread_spin",
-	NULL,
+	"peer:atomic", "peer:ck_ticket", "peer:ck_mcs", "peer:pthread_spin", NULL,
 };
 
 const char *const fetchadd_peer_help[] = {
@@ -52,7 +48,7 @@ struct bench {
 	size_t vars;
 	uint64_t delay;
 	struct fetchadd_slot *slot;
-	locus_cs **cs;          /* KIND_CS: one per counter */
+	locus_cs **cs;		/* KIND_CS: one per counter */
 	struct peer_lock *lock; /* lock-based peers: one per counter */
 	pthread_barrier_t start;
 	/* On its own line: every thread reads it every operation; only main writes it, once. */
@@ -192,8 +188,8 @@ static void op_pthread_spin(struct bench *b, size_t i)
  * The measured loop. Inlined into one copy per mechanism, with op a constant,
  * so that no mechanism pays for an indirect call the others do not.
  */
-static inline __attribute__((always_inline)) uint64_t
-loop(struct bench *b, unsigned index, void (*op)(struct bench *, size_t))
+static inline __attribute__((always_inline)) uint64_t loop(struct bench *b, unsigned index,
+							   void (*op)(struct bench *, size_t))
 {
 	uint64_t rng = seed_for(index), ops = 0;
 
@@ -370,8 +366,7 @@ void fetchadd_measure(const struct fetchadd_params *p, struct fetchadd_result *r
 	teardown(&b);
 }
 
-int fetchadd_check_spec(const char *spec, char *canonical, size_t cap, char *err,
-			size_t errlen)
+int fetchadd_check_spec(const char *spec, char *canonical, size_t cap, char *err, size_t errlen)
 {
 	struct fetchadd_slot slot = {0};
 	locus_cs *cs = locus_cs_open(spec, &slot);

@@ -7,15 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-int opts_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err,
-	      size_t errlen)
+int opts_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen)
 {
 	char *end;
 	unsigned long long v;
 
 	/* strtoull alone would accept " 5", "+5" and even "-5" (as a huge number). */
 	if (s[0] == '-' && s[1] >= '0' && s[1] <= '9') {
-		snprintf(err, errlen, "'%s' is negative (at least %llu)", s, (unsigned long long)min);
+		snprintf(err, errlen, "'%s' is negative (at least %llu)", s,
+			 (unsigned long long)min);
 		return -1;
 	}
 	if (s[0] < '0' || s[0] > '9') {
@@ -29,19 +29,21 @@ int opts_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *er
 		return -1;
 	}
 	if (errno == ERANGE || v > max) {
-		snprintf(err, errlen, "'%s' is too large (at most %llu)", s, (unsigned long long)max);
+		snprintf(err, errlen, "'%s' is too large (at most %llu)", s,
+			 (unsigned long long)max);
 		return -1;
 	}
 	if (v < min) {
-		snprintf(err, errlen, "'%s' is too small (at least %llu)", s, (unsigned long long)min);
+		snprintf(err, errlen, "'%s' is too small (at least %llu)", s,
+			 (unsigned long long)min);
 		return -1;
 	}
 	*out = v;
 	return 0;
 }
 
-int opts_uint_list(const char *s, uint64_t min, uint64_t max, uint64_t **out, size_t *n,
-		   char *err, size_t errlen)
+int opts_uint_list(const char *s, uint64_t min, uint64_t max, uint64_t **out, size_t *n, char *err,
+		   size_t errlen)
 {
 	size_t count, i;
 	char **items = opts_split(s, &count);
@@ -148,7 +150,8 @@ const char *opts_value(int argc, char **argv, int *i, const char *name, int *mis
 	}
 	if (arg[len] != '\0')
 		return NULL;
-	/* No value of ours starts with "--": the next option means this one's value was forgotten. */
+	/* No value of ours starts with "--": the next option means this one's value was forgotten.
+	 */
 	if (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0) {
 		*missing = 1;
 		return NULL;

@@ -11,12 +11,11 @@
 #include <stdint.h>
 
 /* A decimal integer in [min, max]; no sign, no spaces, no suffix. */
-int opts_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err,
-	      size_t errlen);
+int opts_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen);
 
 /* "1,2,8": a comma list of opts_uint values, in a new array (free it). */
-int opts_uint_list(const char *s, uint64_t min, uint64_t max, uint64_t **out, size_t *n,
-		   char *err, size_t errlen);
+int opts_uint_list(const char *s, uint64_t min, uint64_t max, uint64_t **out, size_t *n, char *err,
+		   size_t errlen);
 
 /* A finite decimal number greater than min and at most max. */
 int opts_seconds(const char *s, double min, double max, double *out, char *err, size_t errlen);

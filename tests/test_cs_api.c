@@ -23,8 +23,8 @@
 #define HANG_S (30 * TEST_SLOWDOWN)
 
 /* The mechanisms every build has (stm is added when LOCUS_HAVE_STM). */
-static const char *const required[] = {"mutex", "tas",   "ttas",  "ticket",  "mcs",
-                                       "clh",   "futex", "oyama", "ccsynch", NULL};
+static const char *const required[] = {"mutex", "tas",	 "ttas",  "ticket",  "mcs",
+				       "clh",	"futex", "oyama", "ccsynch", NULL};
 
 static int listed(const char *name)
 {
@@ -49,10 +49,10 @@ static const char *open_fails(const char *spec)
 	uint64_t state = 0;
 	locus_cs *cs = locus_cs_open(spec, &state);
 	ck_assert_msg(cs == NULL, "locus_cs_open(\"%s\") succeeded, expected an error",
-	              spec ? spec : "(null)");
+		      spec ? spec : "(null)");
 	const char *err = locus_cs_error();
 	ck_assert_msg(err != NULL && err[0] != '\0',
-	              "locus_cs_open(\"%s\") failed without a message", spec ? spec : "(null)");
+		      "locus_cs_open(\"%s\") failed without a message", spec ? spec : "(null)");
 	return err;
 }
 
@@ -70,10 +70,10 @@ START_TEST(mechanisms_listed)
 	for (int i = 0; i < n; i++) {
 		ck_assert_msg(m[i][0] != '\0', "mechanism %d has an empty name", i);
 		ck_assert_msg(strchr(m[i], ':') == NULL && strchr(m[i], ',') == NULL,
-		              "mechanism name \"%s\" contains spec punctuation", m[i]);
+			      "mechanism name \"%s\" contains spec punctuation", m[i]);
 		for (int j = 0; j < i; j++)
 			ck_assert_msg(strcmp(m[i], m[j]) != 0, "mechanism \"%s\" listed twice",
-			              m[i]);
+				      m[i]);
 	}
 	for (int i = 0; required[i]; i++)
 		ck_assert_msg(listed(required[i]), "mechanism \"%s\" is not listed", required[i]);
@@ -106,18 +106,18 @@ START_TEST(every_mechanism_runs)
 		ck_assert_pstr_eq(locus_cs_name(cs), m[i]);
 		if (is_required(m[i]))
 			ck_assert_msg(locus_cs_is_async(cs) == 0, "%s: is_async = %d, expected 0",
-			              m[i], locus_cs_is_async(cs));
+				      m[i], locus_cs_is_async(cs));
 
 		ck_assert_uint_eq(locus_cs_run(cs, counter_add, 5, 0, 0), 0);
 		ck_assert_uint_eq(locus_cs_run(cs, counter_add, 1, 0, 0), 5);
 
 		cb_calls = 0;
 		ck_assert_int_eq(locus_cs_post(cs, counter_add, 10, 0, 0, note_result, &cb_result),
-		                 0);
+				 0);
 		if (!locus_cs_is_async(cs))
 			ck_assert_msg(cb_calls == 1,
-			              "%s: post returned before its callback ran (%d calls)", m[i],
-			              cb_calls);
+				      "%s: post returned before its callback ran (%d calls)", m[i],
+				      cb_calls);
 		/* No callback: the section still runs. */
 		ck_assert_int_eq(locus_cs_post(cs, counter_add, 100, 0, 0, NULL, NULL), 0);
 		locus_cs_drain();
@@ -130,7 +130,7 @@ START_TEST(every_mechanism_runs)
 		ck_assert_ptr_nonnull(spec);
 		size_t len = strlen(m[i]);
 		ck_assert_msg(strncmp(spec, m[i], len) == 0 && (spec[len] == ':' || spec[len] == 0),
-		              "spec \"%s\" does not start with \"%s\"", spec, m[i]);
+			      "spec \"%s\" does not start with \"%s\"", spec, m[i]);
 		char *copy = strdup(spec);
 		locus_cs *again = locus_cs_open(copy, &state);
 		ck_assert_msg(again != NULL, "reopening \"%s\" failed: %s", copy, locus_cs_error());
@@ -158,7 +158,7 @@ START_TEST(waiting_variants_open)
 			ck_assert_msg(cs != NULL, "open \"%s\": %s", spec, locus_cs_error());
 			ck_assert_pstr_eq(locus_cs_name(cs), m[i]);
 			ck_assert_msg(strstr(locus_cs_spec(cs), opts[j]) != NULL,
-			              "spec of \"%s\" is \"%s\"", spec, locus_cs_spec(cs));
+				      "spec of \"%s\" is \"%s\"", spec, locus_cs_spec(cs));
 			ck_assert_uint_eq(locus_cs_run(cs, counter_add, 3, 0, 0), 0);
 			ck_assert_uint_eq(state, 3);
 			locus_cs_close(cs);
@@ -174,7 +174,7 @@ START_TEST(unknown_mechanism)
 	const char *const *m = locus_cs_mechanisms();
 	for (int i = 0; m[i]; i++)
 		ck_assert_msg(strstr(err, m[i]) != NULL, "error does not list \"%s\": %s", m[i],
-		              err);
+			      err);
 	open_fails("nosuch:spin");
 	open_fails("mcsx");
 }
@@ -192,8 +192,8 @@ END_TEST
 START_TEST(bad_values)
 {
 	static const char *const bad[] = {
-	    "mcs:spins=abc", "ccsynch:pass=0", "mcs:spins=", "mcs:spins=-1",
-	    "oyama:pass=x",  "ccsynch:pass=",  NULL};
+		"mcs:spins=abc", "ccsynch:pass=0", "mcs:spins=", "mcs:spins=-1",
+		"oyama:pass=x",	 "ccsynch:pass=",  NULL};
 	for (int i = 0; bad[i]; i++)
 		open_fails(bad[i]);
 }
@@ -224,21 +224,21 @@ START_TEST(explicit_spec)
 	cs = locus_cs_open("mcs:spins=100", &state);
 	ck_assert_ptr_nonnull(cs);
 	ck_assert_msg(strstr(locus_cs_spec(cs), "spins=100") != NULL, "spec: %s",
-	              locus_cs_spec(cs));
+		      locus_cs_spec(cs));
 	locus_cs_close(cs);
 
 	cs = locus_cs_open("mcs:park", &state);
 	ck_assert_ptr_nonnull(cs);
 	ck_assert_msg(strstr(locus_cs_spec(cs), "park") != NULL &&
-	                  strstr(locus_cs_spec(cs), "spinpark") == NULL,
-	              "spec: %s", locus_cs_spec(cs));
+			      strstr(locus_cs_spec(cs), "spinpark") == NULL,
+		      "spec: %s", locus_cs_spec(cs));
 	locus_cs_close(cs);
 
 	cs = locus_cs_open("ccsynch", &state);
 	ck_assert_ptr_nonnull(cs);
 	snprintf(want, sizeof want, "pass=%u", LOCUS_COMBINE_PASS_DEFAULT);
 	ck_assert_msg(strstr(locus_cs_spec(cs), want) != NULL, "default pass not explicit: %s",
-	              locus_cs_spec(cs));
+		      locus_cs_spec(cs));
 	locus_cs_close(cs);
 
 	cs = locus_cs_open("oyama:pass=16", &state);
@@ -301,11 +301,11 @@ START_TEST(post_is_synchronous_under_contention)
 		}
 		for (int t = 0; t < 4; t++)
 			ck_assert_msg(test_join_within(th[t], HANG_S) == 0, "%s: thread %d hung",
-			              required[i], t);
+				      required[i], t);
 		for (int t = 0; t < 4; t++)
 			ck_assert_msg(args[t].late == 0,
-			              "%s: %d posts returned before their callback ran",
-			              required[i], args[t].late);
+				      "%s: %d posts returned before their callback ran",
+				      required[i], args[t].late);
 		ck_assert_uint_eq(state, 4 * 500);
 		locus_cs_close(cs);
 	}
@@ -357,7 +357,7 @@ static void *combine_thread(void *arg)
 	uint64_t prev = 0;
 	for (int i = 0; i < COMBINE_OPS; i++) {
 		uint64_t old = a->o ? locus_oyama_run(a->o, counter_add, a->state, 1, 0, 0)
-		                    : locus_ccsynch_run(a->c, counter_add, a->state, 1, 0, 0);
+				    : locus_ccsynch_run(a->c, counter_add, a->state, 1, 0, 0);
 		if (i > 0 && old <= prev)
 			a->out_of_order++;
 		prev = old;
@@ -378,9 +378,9 @@ static void combine_contended(locus_oyama *o, locus_ccsynch *c, const char *what
 		ck_assert_msg(test_join_within(th[t], HANG_S) == 0, "%s: thread %d hung", what, t);
 	for (int t = 0; t < COMBINE_THREADS; t++)
 		ck_assert_msg(args[t].out_of_order == 0, "%s: thread %d saw results out of order",
-		              what, t);
+			      what, t);
 	ck_assert_msg(state == COMBINE_THREADS * COMBINE_OPS, "%s: count %llu, expected %d", what,
-	              (unsigned long long)state, COMBINE_THREADS * COMBINE_OPS);
+		      (unsigned long long)state, COMBINE_THREADS * COMBINE_OPS);
 }
 
 START_TEST(oyama_direct)
@@ -486,11 +486,11 @@ static void check_modes(const char *method, uint64_t want_tm, uint64_t want_plai
 	uint64_t tm = locus_stm_run(mode_probe_tm, &state, 0, 0, 0);
 	uint64_t plain = locus_stm_run(mode_probe_plain, &state, 0, 0, 0);
 	ck_assert_msg(tm == want_tm,
-	              "%s: LOCUS_TM_CALLABLE section saw locus_stm_mode() = %llu, expected %llu",
-	              method, (unsigned long long)tm, (unsigned long long)want_tm);
+		      "%s: LOCUS_TM_CALLABLE section saw locus_stm_mode() = %llu, expected %llu",
+		      method, (unsigned long long)tm, (unsigned long long)want_tm);
 	ck_assert_msg(plain == want_plain,
-	              "%s: uninstrumented section saw locus_stm_mode() = %llu, expected %llu",
-	              method, (unsigned long long)plain, (unsigned long long)want_plain);
+		      "%s: uninstrumented section saw locus_stm_mode() = %llu, expected %llu",
+		      method, (unsigned long long)plain, (unsigned long long)want_plain);
 	ck_assert_int_eq(locus_stm_mode(), 0);
 
 	/* The same through the executor. */

@@ -147,8 +147,8 @@ struct worker {
 	uint32_t n;
 	struct stress_node *nodes;
 	struct slot *slots;
-	uint32_t post_errors;     /* post() returned nonzero */
-	uint32_t post_not_done;   /* synchronous post returned before its callback ran */
+	uint32_t post_errors;	  /* post() returned nonzero */
+	uint32_t post_not_done;	  /* synchronous post returned before its callback ran */
 	uint32_t cb_wrong_thread; /* callback ran on another thread */
 };
 
@@ -198,7 +198,7 @@ static void *worker_main(void *arg)
 		} else {
 			ctxs[i] = (struct cb_ctx){&w->slots[i], pthread_self(), w};
 			if (locus_cs_post(r->cs, stress_section, node, back, 0, record_result,
-			                  &ctxs[i]) != 0)
+					  &ctxs[i]) != 0)
 				w->post_errors++;
 			else if (!r->async && w->slots[i].done != 1)
 				w->post_not_done++;
@@ -244,21 +244,21 @@ static void stress_one(const char *spec, int threads)
 	for (int t = 0; t < threads; t++) {
 		int rc = test_join_within(r.workers[t].th, RUN_DEADLINE_S);
 		ck_assert_msg(rc == 0,
-		              "%s threads=%d: worker %d did not finish within %d s (deadlock or "
-		              "livelock; %u ops per thread)",
-		              full, threads, t, RUN_DEADLINE_S, n);
+			      "%s threads=%d: worker %d did not finish within %d s (deadlock or "
+			      "livelock; %u ops per thread)",
+			      full, threads, t, RUN_DEADLINE_S, n);
 	}
 	pthread_barrier_destroy(&r.start);
 
 	/* The sections' effects: exactly those of a serial execution of all of them. */
 	ck_assert_msg(st.torn == 0, "%s threads=%d: %llu sections saw from+to != total on entry",
-	              full, threads, (unsigned long long)st.torn);
+		      full, threads, (unsigned long long)st.torn);
 	ck_assert_msg(st.from + st.to == st.total,
-	              "%s threads=%d: from+to = %llu, expected %llu (a torn update)", full, threads,
-	              (unsigned long long)(st.from + st.to), (unsigned long long)st.total);
+		      "%s threads=%d: from+to = %llu, expected %llu (a torn update)", full, threads,
+		      (unsigned long long)(st.from + st.to), (unsigned long long)st.total);
 	ck_assert_msg(st.count == expected,
-	              "%s threads=%d: count = %llu, expected %llu (lost or doubled updates)", full,
-	              threads, (unsigned long long)st.count, (unsigned long long)expected);
+		      "%s threads=%d: count = %llu, expected %llu (lost or doubled updates)", full,
+		      threads, (unsigned long long)st.count, (unsigned long long)expected);
 
 	/*
 	 * How the sections ran: stm with a retryable method runs the instrumented
@@ -267,25 +267,25 @@ static void stress_one(const char *spec, int threads)
 	 */
 	uint64_t ran = st.by_mode[0] + st.by_mode[1] + st.by_mode[2];
 	ck_assert_msg(ran == st.count, "%s threads=%d: by_mode sums to %llu, count %llu", full,
-	              threads, (unsigned long long)ran, (unsigned long long)st.count);
+		      threads, (unsigned long long)ran, (unsigned long long)st.count);
 	if (strcmp(locus_cs_name(r.cs), "stm") != 0) {
 		ck_assert_msg(st.by_mode[0] == expected,
-		              "%s threads=%d: %llu sections ran inside a transaction", full,
-		              threads, (unsigned long long)(expected - st.by_mode[0]));
+			      "%s threads=%d: %llu sections ran inside a transaction", full,
+			      threads, (unsigned long long)(expected - st.by_mode[0]));
 	} else {
 		ck_assert_msg(st.by_mode[0] == 0,
-		              "%s threads=%d: %llu stm sections ran outside a transaction", full,
-		              threads, (unsigned long long)st.by_mode[0]);
+			      "%s threads=%d: %llu stm sections ran outside a transaction", full,
+			      threads, (unsigned long long)st.by_mode[0]);
 		if (strstr(full, "serialirr"))
 			ck_assert_msg(st.by_mode[1] == 0,
-			              "%s threads=%d: %llu sections ran retryable under serialirr",
-			              full, threads, (unsigned long long)st.by_mode[1]);
+				      "%s threads=%d: %llu sections ran retryable under serialirr",
+				      full, threads, (unsigned long long)st.by_mode[1]);
 		else
 			ck_assert_msg(
-			    st.by_mode[1] > 0,
-			    "%s threads=%d: no section ran in a retryable transaction (the "
-			    "transactional clone was not used)",
-			    full, threads);
+				st.by_mode[1] > 0,
+				"%s threads=%d: no section ran in a retryable transaction (the "
+				"transactional clone was not used)",
+				full, threads);
 	}
 
 	/* Every node in the list exactly once, nothing else, and tail is its end. */
@@ -295,24 +295,24 @@ static void stress_one(const char *spec, int threads)
 	struct stress_node *last = NULL;
 	for (struct stress_node *p = st.head; p && len <= expected; p = p->next) {
 		ck_assert_msg(p->tid < (uint32_t)threads && p->seq < n,
-		              "%s threads=%d: list node %llu has bad tid %u / seq %u", full,
-		              threads, (unsigned long long)len, p->tid, p->seq);
+			      "%s threads=%d: list node %llu has bad tid %u / seq %u", full,
+			      threads, (unsigned long long)len, p->tid, p->seq);
 		uint64_t idx = (uint64_t)p->tid * n + p->seq;
 		ck_assert_msg(!in_list[idx],
-		              "%s threads=%d: node (thread %u, op %u) is in the list twice", full,
-		              threads, p->tid, p->seq);
+			      "%s threads=%d: node (thread %u, op %u) is in the list twice", full,
+			      threads, p->tid, p->seq);
 		in_list[idx] = 1;
 		last = p;
 		len++;
 	}
 	ck_assert_msg(len == st.count, "%s threads=%d: list length %llu != count %llu", full,
-	              threads, (unsigned long long)len, (unsigned long long)st.count);
+		      threads, (unsigned long long)len, (unsigned long long)st.count);
 	ck_assert_msg(last == st.tail, "%s threads=%d: tail is not the last node of the list", full,
-	              threads);
+		      threads);
 	for (uint64_t i = 0; i < expected; i++)
 		ck_assert_msg(in_list[i],
-		              "%s threads=%d: node (thread %llu, op %llu) missing from list", full,
-		              threads, (unsigned long long)(i / n), (unsigned long long)(i % n));
+			      "%s threads=%d: node (thread %llu, op %llu) missing from list", full,
+			      threads, (unsigned long long)(i / n), (unsigned long long)(i % n));
 
 	/* Returned old counts: each of 0..count-1 once, increasing within each thread. */
 	uint8_t *seen = calloc(expected, 1);
@@ -320,42 +320,42 @@ static void stress_one(const char *spec, int threads)
 	for (int t = 0; t < threads; t++) {
 		struct worker *w = &r.workers[t];
 		ck_assert_msg(w->post_errors == 0, "%s threads=%d: thread %d: %u posts failed",
-		              full, threads, t, w->post_errors);
+			      full, threads, t, w->post_errors);
 		ck_assert_msg(
-		    w->post_not_done == 0,
-		    "%s threads=%d: thread %d: %u posts on a synchronous executor returned "
-		    "before their callback ran",
-		    full, threads, t, w->post_not_done);
+			w->post_not_done == 0,
+			"%s threads=%d: thread %d: %u posts on a synchronous executor returned "
+			"before their callback ran",
+			full, threads, t, w->post_not_done);
 		ck_assert_msg(w->cb_wrong_thread == 0,
-		              "%s threads=%d: thread %d: %u callbacks ran on another thread", full,
-		              threads, t, w->cb_wrong_thread);
+			      "%s threads=%d: thread %d: %u callbacks ran on another thread", full,
+			      threads, t, w->cb_wrong_thread);
 		for (uint32_t i = 0; i < n; i++) {
 			struct slot *s = &w->slots[i];
 			ck_assert_msg(
-			    s->done == 1,
-			    "%s threads=%d: thread %d op %u completed %u times after drain", full,
-			    threads, t, i, s->done);
+				s->done == 1,
+				"%s threads=%d: thread %d op %u completed %u times after drain",
+				full, threads, t, i, s->done);
 			ck_assert_msg(
-			    s->result < expected,
-			    "%s threads=%d: thread %d op %u returned %llu, beyond count %llu", full,
-			    threads, t, i, (unsigned long long)s->result,
-			    (unsigned long long)expected);
+				s->result < expected,
+				"%s threads=%d: thread %d op %u returned %llu, beyond count %llu",
+				full, threads, t, i, (unsigned long long)s->result,
+				(unsigned long long)expected);
 			ck_assert_msg(!seen[s->result],
-			              "%s threads=%d: value %llu returned twice (thread %d op %u)",
-			              full, threads, (unsigned long long)s->result, t, i);
+				      "%s threads=%d: value %llu returned twice (thread %d op %u)",
+				      full, threads, (unsigned long long)s->result, t, i);
 			seen[s->result] = 1;
 			if (i > 0)
 				ck_assert_msg(
-				    s->result > w->slots[i - 1].result,
-				    "%s threads=%d: thread %d op %u returned %llu after %llu "
-				    "(a thread's sections out of order)",
-				    full, threads, t, i, (unsigned long long)s->result,
-				    (unsigned long long)w->slots[i - 1].result);
+					s->result > w->slots[i - 1].result,
+					"%s threads=%d: thread %d op %u returned %llu after %llu "
+					"(a thread's sections out of order)",
+					full, threads, t, i, (unsigned long long)s->result,
+					(unsigned long long)w->slots[i - 1].result);
 		}
 	}
 	for (uint64_t v = 0; v < expected; v++)
 		ck_assert_msg(seen[v], "%s threads=%d: value %llu never returned", full, threads,
-		              (unsigned long long)v);
+			      (unsigned long long)v);
 
 	printf("cs_stress: %-40s threads=%2d ops=%-6llu ok", full, threads,
 	       (unsigned long long)expected);

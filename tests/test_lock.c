@@ -17,7 +17,7 @@
 
 static const locus_wait_kind policies[] = {LOCUS_WAIT_SPIN, LOCUS_WAIT_SPINPARK, LOCUS_WAIT_PARK};
 #define NPOLICIES ((int)(sizeof policies / sizeof policies[0]))
-#define NCASES    (LOCUS_LOCK_NKINDS * NPOLICIES)
+#define NCASES	  (LOCUS_LOCK_NKINDS * NPOLICIES)
 
 /* Bound on anything that must not hang: a trylock, a join after unlock. */
 #define HANG_S (30 * TEST_SLOWDOWN)
@@ -36,7 +36,7 @@ static struct lcase lcase_of(int i)
 	c.wait = locus_wait_default();
 	c.wait.kind = policies[i % NPOLICIES];
 	snprintf(c.name, sizeof c.name, "%s/%s", locus_lock_kind_name(c.kind),
-	         locus_wait_name(&c.wait));
+		 locus_wait_name(&c.wait));
 	return c;
 }
 
@@ -70,8 +70,8 @@ static int trylock_elsewhere(const struct lcase *c, locus_lock *l, int unlock_if
 	pthread_t t;
 	test_start_thread(&t, try_thread, &a);
 	ck_assert_msg(test_join_within(t, HANG_S) == 0,
-	              "%s: trylock in another thread did not return within %d s (it waited)",
-	              c->name, HANG_S);
+		      "%s: trylock in another thread did not return within %d s (it waited)",
+		      c->name, HANG_S);
 	return a.rc;
 }
 
@@ -84,12 +84,12 @@ START_TEST(trylock_semantics)
 	ck_assert_msg(locus_lock_trylock(&l) == 0, "%s: trylock of a free lock failed", c.name);
 	int rc = trylock_elsewhere(&c, &l, 1);
 	ck_assert_msg(rc == EBUSY, "%s: trylock of a held lock returned %d, expected EBUSY (%d)",
-	              c.name, rc, EBUSY);
+		      c.name, rc, EBUSY);
 	locus_lock_unlock(&l);
 
 	rc = trylock_elsewhere(&c, &l, 1);
 	ck_assert_msg(rc == 0, "%s: trylock after unlock returned %d in another thread", c.name,
-	              rc);
+		      rc);
 	ck_assert_msg(locus_lock_trylock(&l) == 0, "%s: trylock after unlock failed", c.name);
 	locus_lock_unlock(&l);
 
@@ -100,7 +100,7 @@ START_TEST(trylock_semantics)
 	locus_lock_unlock(&l);
 	for (int i = 0; i < 100; i++) {
 		ck_assert_msg(locus_lock_trylock(&l) == 0, "%s: trylock %d of a free lock failed",
-		              c.name, i);
+			      c.name, i);
 		locus_lock_unlock(&l);
 		locus_lock_lock(&l);
 		locus_lock_unlock(&l);
@@ -115,8 +115,8 @@ END_TEST
 
 struct block_shared {
 	locus_lock l;
-	int released;   /* set by the holder just before it unlocks */
-	int acquired;   /* waiters that got the lock */
+	int released;	/* set by the holder just before it unlocks */
+	int acquired;	/* waiters that got the lock */
 	uint64_t plain; /* incremented under the lock, without atomics */
 };
 
@@ -154,20 +154,20 @@ START_TEST(lock_waits_for_unlock)
 	int rc = trylock_elsewhere(&c, &sh.l, 1);
 	ck_assert_msg(rc == EBUSY, "%s: trylock with waiters queued returned %d", c.name, rc);
 	ck_assert_msg(__atomic_load_n(&sh.acquired, __ATOMIC_ACQUIRE) == 0,
-	              "%s: a waiter got the lock while it was held", c.name);
+		      "%s: a waiter got the lock while it was held", c.name);
 
 	__atomic_store_n(&sh.released, 1, __ATOMIC_RELEASE);
 	locus_lock_unlock(&sh.l);
 	for (int i = 0; i < NWAITERS; i++)
 		ck_assert_msg(test_join_within(th[i], HANG_S) == 0,
-		              "%s: waiter %d still blocked %d s after unlock", c.name, i, HANG_S);
+			      "%s: waiter %d still blocked %d s after unlock", c.name, i, HANG_S);
 	for (int i = 0; i < NWAITERS; i++)
 		ck_assert_msg(args[i].saw_released == 1,
-		              "%s: waiter %d acquired the lock before the holder released it",
-		              c.name, i);
+			      "%s: waiter %d acquired the lock before the holder released it",
+			      c.name, i);
 	ck_assert_uint_eq(sh.plain, NWAITERS);
 	ck_assert_msg(locus_lock_trylock(&sh.l) == 0, "%s: lock not free after the waiters",
-	              c.name);
+		      c.name);
 	locus_lock_unlock(&sh.l);
 	locus_lock_destroy(&sh.l);
 }
@@ -189,9 +189,9 @@ END_TEST
 struct churn_shared {
 	locus_lock locks[CHURN_LOCKS];
 	uint64_t counts[CHURN_LOCKS]; /* counts[i] is protected by locks[i] */
-	uint64_t nested;              /* protected by holding locks[0] and locks[1] */
-	uint32_t ops;                 /* per short-lived thread */
-	int stop;                     /* residents: finish now */
+	uint64_t nested;	      /* protected by holding locks[0] and locks[1] */
+	uint32_t ops;		      /* per short-lived thread */
+	int stop;		      /* residents: finish now */
 	pthread_barrier_t wave_start;
 };
 
@@ -299,15 +299,15 @@ START_TEST(thread_churn)
 		}
 		for (int k = 0; k < CHURN_WAVE; k++)
 			ck_assert_msg(test_join_within(th[wave * CHURN_WAVE + k], HANG_S) == 0,
-			              "%s: thread %d of wave %d did not finish within %d s", c.name,
-			              k, wave, HANG_S);
+				      "%s: thread %d of wave %d did not finish within %d s", c.name,
+				      k, wave, HANG_S);
 		pthread_barrier_destroy(&sh->wave_start);
 	}
 	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELAXED);
 	for (int r = 0; r < CHURN_RESIDENT; r++)
 		ck_assert_msg(test_join_within(th[CHURN_WAVE * CHURN_WAVES + r], HANG_S) == 0,
-		              "%s: resident thread %d did not finish within %d s", c.name, r,
-		              HANG_S);
+			      "%s: resident thread %d did not finish within %d s", c.name, r,
+			      HANG_S);
 
 	uint64_t want[CHURN_LOCKS] = {0}, want_nested = 0;
 	for (int t = 0; t < CHURN_THREADS; t++) {
@@ -317,15 +317,15 @@ START_TEST(thread_churn)
 	}
 	for (int i = 0; i < CHURN_LOCKS; i++) {
 		ck_assert_msg(sh->counts[i] == want[i], "%s: lock %d: count %llu, expected %llu",
-		              c.name, i, (unsigned long long)sh->counts[i],
-		              (unsigned long long)want[i]);
+			      c.name, i, (unsigned long long)sh->counts[i],
+			      (unsigned long long)want[i]);
 		ck_assert_msg(locus_lock_trylock(&sh->locks[i]) == 0,
-		              "%s: lock %d not free at the end", c.name, i);
+			      "%s: lock %d not free at the end", c.name, i);
 		locus_lock_unlock(&sh->locks[i]);
 		locus_lock_destroy(&sh->locks[i]);
 	}
 	ck_assert_msg(sh->nested == want_nested, "%s: nested count %llu, expected %llu", c.name,
-	              (unsigned long long)sh->nested, (unsigned long long)want_nested);
+		      (unsigned long long)sh->nested, (unsigned long long)want_nested);
 	free(th);
 	free(args);
 	free(sh);
@@ -345,7 +345,7 @@ static void nest(locus_lock_kind k1, locus_lock_kind k2, const locus_wait *w)
 		locus_lock_lock(&a);
 		if (round % 2)
 			ck_assert_msg(locus_lock_trylock(&b) == 0,
-			              "%s->%s: trylock of inner failed", n1, n2);
+				      "%s->%s: trylock of inner failed", n1, n2);
 		else
 			locus_lock_lock(&b);
 		/* Both held: another thread sees both busy. */
@@ -417,7 +417,7 @@ END_TEST
 START_TEST(kind_names_round_trip)
 {
 	static const char *const expect[LOCUS_LOCK_NKINDS] = {"mutex", "tas", "ttas", "ticket",
-	                                                      "mcs",   "clh", "futex"};
+							      "mcs",   "clh", "futex"};
 	for (int k = 0; k < LOCUS_LOCK_NKINDS; k++) {
 		const char *name = locus_lock_kind_name((locus_lock_kind)k);
 		ck_assert_pstr_eq(name, expect[k]);

@@ -22,7 +22,7 @@ typedef void (*locus_cb)(void *ctx, uint64_t result);
  */
 #if defined(LOCUS_TM) && defined(__GNUC__) && !defined(__clang__)
 #define LOCUS_TM_CALLABLE __attribute__((transaction_callable))
-#define LOCUS_TM_PURE     __attribute__((transaction_pure))
+#define LOCUS_TM_PURE	  __attribute__((transaction_pure))
 #else
 #define LOCUS_TM_CALLABLE
 #define LOCUS_TM_PURE

@@ -41,10 +41,10 @@ struct locus_qnode;
 #define LOCUS_LOCK_NOCR 1u /* mcs: plain FIFO, no concurrency restriction */
 
 typedef struct locus_lock {
-	uint32_t kind;        /* locus_lock_kind */
+	uint32_t kind;	      /* locus_lock_kind */
 	uint32_t backoff_max; /* ttas: ceiling of the exponential backoff, in pauses */
 	locus_wait wait;
-	uint32_t flags;       /* LOCUS_LOCK_*; may be set between init and first use */
+	uint32_t flags; /* LOCUS_LOCK_*; may be set between init and first use */
 	union {
 		uint32_t word; /* tas, ttas, futex: 0 free, 1 held, 2 held and maybe sleepers */
 		struct {
@@ -63,11 +63,11 @@ typedef struct locus_lock {
 			struct locus_qnode *holder; /* the holder's node, written by the holder */
 			/* waiters moved aside (FIFO), touched only by the holder */
 			struct locus_qnode *passive_head, *passive_tail;
-			uint32_t handoffs;      /* since the holder last looked at the clock */
+			uint32_t handoffs;	/* since the holder last looked at the clock */
 			uint64_t readmitted_ns; /* when a passive waiter was last readmitted */
 		} mcs;
 		struct {
-			uintptr_t tail;             /* node pointer | CLH_FREE bit */
+			uintptr_t tail;		    /* node pointer | CLH_FREE bit */
 			struct locus_qnode *holder; /* node the holder enqueued */
 			struct locus_qnode *pred;   /* node it waited on; recycled at unlock */
 		} clh;

@@ -6,13 +6,13 @@
 
 typedef enum {
 	LOCUS_WAIT_SPINPARK = 0, /* spin up to `spins` times, then sleep on a futex (default) */
-	LOCUS_WAIT_SPIN = 1,     /* spin forever: fastest with a core per thread, collapses
+	LOCUS_WAIT_SPIN = 1,	 /* spin forever: fastest with a core per thread, collapses
 				    when threads outnumber cores */
-	LOCUS_WAIT_PARK = 2,     /* sleep on a futex at once */
+	LOCUS_WAIT_PARK = 2,	 /* sleep on a futex at once */
 } locus_wait_kind;
 
 typedef struct locus_wait {
-	uint32_t kind;  /* locus_wait_kind */
+	uint32_t kind;	/* locus_wait_kind */
 	uint32_t spins; /* spin budget before parking (LOCUS_WAIT_SPINPARK) */
 } locus_wait;
 

@@ -5,36 +5,36 @@
 #ifndef LOCUS_SYNC_ATOMIC_H
 #define LOCUS_SYNC_ATOMIC_H
 
-#define ld_relaxed(p)        __atomic_load_n((p), __ATOMIC_RELAXED)
-#define ld_acquire(p)        __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define ld_seqcst(p)         __atomic_load_n((p), __ATOMIC_SEQ_CST)
-#define st_relaxed(p, v)     __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-#define st_release(p, v)     __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define st_seqcst(p, v)      __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
-#define xchg_acquire(p, v)   __atomic_exchange_n((p), (v), __ATOMIC_ACQUIRE)
-#define xchg_release(p, v)   __atomic_exchange_n((p), (v), __ATOMIC_RELEASE)
-#define xchg_acqrel(p, v)    __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
-#define xchg_seqcst(p, v)    __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
-#define faa_acqrel(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
-#define faa_seqcst(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
-#define fas_seqcst(p, v)     __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
-#define fence_seqcst()       __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define ld_relaxed(p)	   __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ld_acquire(p)	   __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define ld_seqcst(p)	   __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define st_relaxed(p, v)   __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define st_release(p, v)   __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define st_seqcst(p, v)	   __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define xchg_acquire(p, v) __atomic_exchange_n((p), (v), __ATOMIC_ACQUIRE)
+#define xchg_release(p, v) __atomic_exchange_n((p), (v), __ATOMIC_RELEASE)
+#define xchg_acqrel(p, v)  __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
+#define xchg_seqcst(p, v)  __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
+#define faa_acqrel(p, v)   __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#define faa_seqcst(p, v)   __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define fas_seqcst(p, v)   __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
+#define fence_seqcst()	   __atomic_thread_fence(__ATOMIC_SEQ_CST)
 
 /* Strong compare-and-swap; *expected is updated on failure. */
 #define cas_acquire(p, expected, desired)                                                          \
-	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQUIRE,                 \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQUIRE,               \
 				    __ATOMIC_RELAXED)
 #define cas_acquire_both(p, expected, desired)                                                     \
-	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQUIRE,                 \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQUIRE,               \
 				    __ATOMIC_ACQUIRE)
 #define cas_release(p, expected, desired)                                                          \
-	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_RELEASE,                 \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_RELEASE,               \
 				    __ATOMIC_RELAXED)
 #define cas_acqrel(p, expected, desired)                                                           \
-	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL,                 \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL,               \
 				    __ATOMIC_ACQUIRE)
 #define cas_seqcst(p, expected, desired)                                                           \
-	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_SEQ_CST,                 \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_SEQ_CST,               \
 				    __ATOMIC_SEQ_CST)
 
 /* Tell the core we are spinning: saves power and yields to a hyperthread. */

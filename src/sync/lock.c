@@ -5,7 +5,7 @@
 #include "sync/lock_impl.h"
 
 static const char *const kind_names[LOCUS_LOCK_NKINDS] = {
-	[LOCUS_LOCK_MUTEX] = "mutex", [LOCUS_LOCK_TAS] = "tas",   [LOCUS_LOCK_TTAS] = "ttas",
+	[LOCUS_LOCK_MUTEX] = "mutex",	[LOCUS_LOCK_TAS] = "tas", [LOCUS_LOCK_TTAS] = "ttas",
 	[LOCUS_LOCK_TICKET] = "ticket", [LOCUS_LOCK_MCS] = "mcs", [LOCUS_LOCK_CLH] = "clh",
 	[LOCUS_LOCK_FUTEX] = "futex",
 };

@@ -30,9 +30,9 @@
 #include "sync/lock_impl.h"
 #include "sync/nodes.h"
 
-#define CR_CHECK       256u
-#define CR_READMIT_NS  2000000ull
-#define CR_GRACE       512u
+#define CR_CHECK      256u
+#define CR_READMIT_NS 2000000ull
+#define CR_GRACE      512u
 
 static uint64_t now_ns(void)
 {

@@ -16,9 +16,9 @@
 
 /* One cache line per node, so a waiter spinning on its node shares it with no one. */
 struct locus_qnode {
-	uint32_t flag;              /* flag.h states, or a release value */
+	uint32_t flag; /* flag.h states, or a release value */
 	uint32_t pad0;
-	struct locus_qnode *next;   /* mcs, ccsynch: successor in the queue */
+	struct locus_qnode *next; /* mcs, ccsynch: successor in the queue */
 	/* ccsynch: the request carried by this node */
 	locus_fn fn;
 	void *state;

@@ -24,7 +24,7 @@
 #include "sync/atomic.h"
 #include "sync/flag.h"
 
-#define OY_FREE   ((uintptr_t)0)
+#define OY_FREE	  ((uintptr_t)0)
 #define OY_LOCKED ((uintptr_t)1)
 
 enum { OY_DONE = 0, OY_OWNER = 1 };
