@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "locus/cs.h"
+#include "locus/wait.h"
 
 const char *const fetchadd_peers[] = {
 	"peer:atomic", "peer:ck_ticket", "peer:ck_mcs", "peer:pthread_spin", NULL,
@@ -102,22 +103,11 @@ static void sleep_until(double t)
 		;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 /* --delay: work outside the critical section, so that threads do not only contend. */
 static inline void think(uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
-		cpu_relax();
+		locus_cpu_relax();
 }
 
 /* splitmix64: turns the thread index into a well-mixed, nonzero xorshift seed. */

@@ -22,7 +22,7 @@
 #include "locus/fn.h"
 #include "locus/wait.h"
 
-#define LOCUS_COMBINE_PASS_DEFAULT 64u
+#define LOCUS_COMBINE_PASS_DEFAULT 64
 
 typedef struct locus_oyama {
 	uintptr_t word; /* 0 free, 1 held with no requests, else held + stack of requests */

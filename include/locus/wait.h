@@ -21,7 +21,7 @@ typedef struct locus_wait {
  * enough to cover a short critical section held by a running thread, short
  * enough that a waiter behind a preempted holder gives its core back quickly.
  */
-#define LOCUS_WAIT_SPINS_DEFAULT 2048u
+#define LOCUS_WAIT_SPINS_DEFAULT 2048
 
 /* The default policy: spin-then-park with LOCUS_WAIT_SPINS_DEFAULT. */
 locus_wait locus_wait_default(void);
@@ -32,6 +32,19 @@ locus_wait locus_wait_default(void);
  * 0 if it is not a waiting option, -1 if it is one but its value is bad.
  */
 int locus_wait_option(locus_wait *w, const char *opt);
+
+/* One step of a busy-wait: tells the core we are spinning (saves power, yields
+   to a hyperthread). */
+static inline void locus_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
 
 /* "spin", "park" or "spinpark". */
 const char *locus_wait_name(const locus_wait *w);

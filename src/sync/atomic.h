@@ -5,6 +5,8 @@
 #ifndef LOCUS_SYNC_ATOMIC_H
 #define LOCUS_SYNC_ATOMIC_H
 
+#include "locus/wait.h"
+
 #define ld_relaxed(p)	   __atomic_load_n((p), __ATOMIC_RELAXED)
 #define ld_acquire(p)	   __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define ld_seqcst(p)	   __atomic_load_n((p), __ATOMIC_SEQ_CST)
@@ -37,17 +39,7 @@
 	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_SEQ_CST,               \
 				    __ATOMIC_SEQ_CST)
 
-/* Tell the core we are spinning: saves power and yields to a hyperthread. */
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
+#define cpu_relax() locus_cpu_relax()
 
 #define LOCUS_CACHELINE 64
 

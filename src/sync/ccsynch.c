@@ -13,8 +13,16 @@
  *
  * A combiner reads a node's link before releasing the node, and never touches
  * it afterwards, so a released thread may recycle its node immediately; the
- * thread keeps the old tail as its spare (nodes.h). Waiting follows flag.h,
- * so a sleeping thread cannot miss DONE or COMBINE.
+ * thread keeps the old tail as its spare (nodes.h).
+ *
+ * Why a sleeping waiter cannot miss its wake-up (flag.h has it in full): the
+ * waiter announces that it will sleep by a CAS from WAIT to PARKED on its
+ * flag, and the releaser writes its value with an exchange on the same word.
+ * Whichever comes second sees the other: a failed CAS means the value is
+ * already there, so the waiter does not sleep; an exchange that returns
+ * PARKED makes the releaser call futex_wake, and the kernel's futex_wait
+ * sleeps only while the word still reads PARKED. After the exchange the
+ * releaser touches the flag only by address, so the waiter may reuse it.
  */
 #include <errno.h>
 

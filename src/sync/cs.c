@@ -216,12 +216,26 @@ static void stm_close(locus_cs *cs)
 
 /* ---- the table ------------------------------------------------------------ */
 
-#define WAIT_OPTS "spinpark (default) | spin | park, spins=N (default 2048)"
+#define STR_(x) #x
+#define STR(x)	STR_(x)
+#define WAIT_OPTS                                                                                  \
+	"spinpark (default) | spin | park, spins=N (default " STR(LOCUS_WAIT_SPINS_DEFAULT) ")"
 
-#define LOCK_MECH(nm, k, sum)                                                                      \
+/* A lock mechanism: name, lock kind, description, extra options and their parser. */
+#define LOCK_ROW(nm, k, sum, extra, parser)                                                        \
 	{                                                                                          \
-		.name = nm, .summary = sum, .options = WAIT_OPTS, .takes_wait = 1,                 \
-		.open = lock_open, .run = lock_run, .close = lock_close, .kind = k                 \
+		.name = nm, .summary = sum, .options = WAIT_OPTS extra, .takes_wait = 1,           \
+		.option = parser, .open = lock_open, .run = lock_run, .close = lock_close,         \
+		.kind = k                                                                          \
+	}
+
+#define COMBINE_ROW(nm, sum, prefix)                                                               \
+	{                                                                                          \
+		.name = nm, .summary = sum,                                                        \
+		.options = WAIT_OPTS ", pass=N requests per combiner (default " STR(               \
+			LOCUS_COMBINE_PASS_DEFAULT) ")",                                           \
+		.takes_wait = 1, .option = combine_option, .open = prefix##_open,                  \
+		.run = prefix##_run, .close = prefix##_close                                       \
 	}
 
 static const struct mech mechs[] = {
@@ -231,44 +245,19 @@ static const struct mech mechs[] = {
 	 .run = lock_run,
 	 .close = lock_close,
 	 .kind = LOCUS_LOCK_MUTEX},
-	LOCK_MECH("tas", LOCUS_LOCK_TAS, "test-and-set spin lock"),
-	{.name = "ttas",
-	 .summary = "test-and-test-and-set lock with exponential backoff",
-	 .options = WAIT_OPTS ", backoff (default) | nobackoff, backoff_max=N (default 1024)",
-	 .takes_wait = 1,
-	 .option = ttas_option,
-	 .open = lock_open,
-	 .run = lock_run,
-	 .close = lock_close,
-	 .kind = LOCUS_LOCK_TTAS},
-	LOCK_MECH("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock"),
-	{.name = "mcs",
-	 .summary = "MCS queue lock with concurrency restriction for oversubscription",
-	 .options = WAIT_OPTS ", cr (default) | nocr (plain FIFO MCS)",
-	 .takes_wait = 1,
-	 .option = mcs_option,
-	 .open = lock_open,
-	 .run = lock_run,
-	 .close = lock_close,
-	 .kind = LOCUS_LOCK_MCS},
-	LOCK_MECH("clh", LOCUS_LOCK_CLH, "CLH queue lock"),
-	LOCK_MECH("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex"),
-	{.name = "oyama",
-	 .summary = "Oyama combining lock: the holder runs the waiters' sections",
-	 .options = WAIT_OPTS ", pass=N requests per combiner (default 64)",
-	 .takes_wait = 1,
-	 .option = combine_option,
-	 .open = oyama_open,
-	 .run = oyama_run,
-	 .close = oyama_close},
-	{.name = "ccsynch",
-	 .summary = "CC-Synch combining queue",
-	 .options = WAIT_OPTS ", pass=N requests per combiner (default 64)",
-	 .takes_wait = 1,
-	 .option = combine_option,
-	 .open = ccsynch_open,
-	 .run = ccsynch_run,
-	 .close = ccsynch_close},
+	LOCK_ROW("tas", LOCUS_LOCK_TAS, "test-and-set spin lock", "", NULL),
+	LOCK_ROW("ttas", LOCUS_LOCK_TTAS, "test-and-test-and-set lock with exponential backoff",
+		 ", backoff (default) | nobackoff, backoff_max=N (default " STR(
+			 TTAS_BACKOFF_MAX_DEFAULT) ")",
+		 ttas_option),
+	LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", "", NULL),
+	LOCK_ROW("mcs", LOCUS_LOCK_MCS,
+		 "MCS queue lock with concurrency restriction for oversubscription",
+		 ", cr (default) | nocr (plain FIFO MCS)", mcs_option),
+	LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", "", NULL),
+	LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", "", NULL),
+	COMBINE_ROW("oyama", "Oyama combining lock: the holder runs the waiters' sections", oyama),
+	COMBINE_ROW("ccsynch", "CC-Synch combining queue", ccsynch),
 #ifdef LOCUS_HAVE_STM
 	{.name = "stm",
 	 .summary = "GCC transactional memory (libitm); method is process-wide",

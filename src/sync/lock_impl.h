@@ -27,6 +27,6 @@ int clh_trylock(locus_lock *l);
 void clh_unlock(locus_lock *l);
 void clh_destroy(locus_lock *l);
 
-#define TTAS_BACKOFF_MAX_DEFAULT 1024u
+#define TTAS_BACKOFF_MAX_DEFAULT 1024
 
 #endif

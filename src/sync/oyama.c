@@ -15,8 +15,14 @@
  * free during the hand-off, so no request is lost, and no thread combines
  * for others without bound — the starvation the seed documents.
  *
- * Waiting on a request flag follows flag.h, so a sleeping requester cannot
- * miss its completion.
+ * Why a sleeping waiter cannot miss its wake-up (flag.h has it in full): the
+ * waiter announces that it will sleep by a CAS from WAIT to PARKED on its
+ * flag, and the releaser writes its value with an exchange on the same word.
+ * Whichever comes second sees the other: a failed CAS means the value is
+ * already there, so the waiter does not sleep; an exchange that returns
+ * PARKED makes the releaser call futex_wake, and the kernel's futex_wait
+ * sleeps only while the word still reads PARKED. After the exchange the
+ * releaser touches the flag only by address, so the waiter may reuse it.
  */
 #include <errno.h>
 
