@@ -13,8 +13,10 @@
 
 #include "locus/combine.h"
 #include "locus/cs.h"
+#include "locus/delegate.h"
 #include "locus/lock.h"
 #include "locus/stm.h"
+#include "sync/deleg.h"
 #include "sync/lock_impl.h"
 
 #define SPEC_MAX 256
@@ -26,6 +28,10 @@ struct locus_cs {
 		locus_lock lock;
 		locus_oyama oyama;
 		locus_ccsynch ccsynch;
+		struct {
+			unsigned server;
+			struct dl_async_cfg cfg;
+		} dl;
 	} u;
 	const struct mech *m;
 	void *state;
@@ -39,6 +45,11 @@ struct opts {
 	uint32_t pass;
 	uint32_t lock_flags;
 	const char *method;
+	/* delegation */
+	uint32_t servers; /* 0: whatever runs, else 1 */
+	uint32_t server;  /* UINT32_MAX: round robin */
+	uint32_t lines;
+	uint32_t queue; /* UINT32_MAX: 2 x lines; 0: direct */
 };
 
 struct mech {
@@ -50,6 +61,9 @@ struct mech {
 	int (*option)(struct opts *o, const char *opt);
 	int (*open)(locus_cs *cs, const struct opts *o);
 	uint64_t (*run)(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c);
+	/* NULL: post runs at once and calls back (synchronous mechanisms) */
+	int (*post)(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
+		    void *ctx);
 	void (*close)(locus_cs *cs);
 	locus_lock_kind kind; /* for the lock mechanisms */
 };
@@ -109,6 +123,39 @@ static int mcs_option(struct opts *o, const char *opt)
 	}
 	if (strcmp(opt, "nocr") == 0) {
 		o->lock_flags |= LOCUS_LOCK_NOCR;
+		return 1;
+	}
+	return 0;
+}
+
+static int server_option(struct opts *o, const char *opt)
+{
+	if (strncmp(opt, "servers=", 8) == 0)
+		return parse_positive(opt + 8, &o->servers) == 0 ? 1 : -1;
+	if (strncmp(opt, "server=", 7) == 0) {
+		if (strcmp(opt + 7, "0") == 0) {
+			o->server = 0;
+			return 1;
+		}
+		return parse_positive(opt + 7, &o->server) == 0 ? 1 : -1;
+	}
+	return 0;
+}
+
+static int async_option(struct opts *o, const char *opt)
+{
+	int r = server_option(o, opt);
+	if (r)
+		return r;
+	if (strncmp(opt, "lines=", 6) == 0)
+		return parse_positive(opt + 6, &o->lines) == 0 &&
+				       o->lines <= LOCUS_DELEGATE_LINES_MAX
+			       ? 1
+			       : -1;
+	if (strncmp(opt, "queue=", 6) == 0)
+		return parse_positive(opt + 6, &o->queue) == 0 ? 1 : -1;
+	if (strcmp(opt, "direct") == 0) {
+		o->queue = 0;
 		return 1;
 	}
 	return 0;
@@ -190,6 +237,51 @@ static void ccsynch_close(locus_cs *cs)
 	locus_ccsynch_destroy(&cs->u.ccsynch);
 }
 
+/* ---- delegation ----------------------------------------------------------- */
+
+static int dl_open(locus_cs *cs, const struct opts *o)
+{
+	char err[256];
+	if (dl_acquire(o->servers, err, sizeof(err)) != 0) {
+		fail("%s: %s", cs->m->name, err);
+		return -1;
+	}
+	unsigned n = dl_nservers();
+	if (o->server != UINT32_MAX && o->server >= n) {
+		fail("%s: server=%u but the runtime has %u server%s (0..%u)", cs->m->name,
+		     o->server, n, n == 1 ? "" : "s", n - 1);
+		dl_release();
+		return -1;
+	}
+	cs->u.dl.server = o->server != UINT32_MAX ? o->server : dl_next_server();
+	cs->u.dl.cfg.lines = o->lines;
+	cs->u.dl.cfg.queue = o->queue == UINT32_MAX ? 2 * o->lines : o->queue;
+	cs->u.dl.cfg.wait = o->wait;
+	return 0;
+}
+
+static void dl_close(locus_cs *cs)
+{
+	(void)cs;
+	dl_release();
+}
+
+static uint64_t ffwd_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	return dl_ffwd_run(cs->u.dl.server, &cs->u.dl.cfg.wait, fn, cs->state, a, b, c);
+}
+
+static uint64_t async_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	return dl_async_run(cs->u.dl.server, &cs->u.dl.cfg, fn, cs->state, a, b, c);
+}
+
+static int async_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
+		      void *ctx)
+{
+	return dl_async_post(cs->u.dl.server, &cs->u.dl.cfg, fn, cs->state, a, b, c, cb, ctx);
+}
+
 /* ---- stm ------------------------------------------------------------------ */
 #ifdef LOCUS_HAVE_STM
 
@@ -258,6 +350,27 @@ static const struct mech mechs[] = {
 	LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", "", NULL),
 	COMBINE_ROW("oyama", "Oyama combining lock: the holder runs the waiters' sections", oyama),
 	COMBINE_ROW("ccsynch", "CC-Synch combining queue", ccsynch),
+	{.name = "ffwd",
+	 .summary = "synchronous delegation to a server thread (one request line per client)",
+	 .options =
+		 WAIT_OPTS ", servers=N (runtime size, default 1), server=K (default: round robin)",
+	 .takes_wait = 1,
+	 .option = server_option,
+	 .open = dl_open,
+	 .run = ffwd_run,
+	 .close = dl_close},
+	{.name = "async",
+	 .summary = "asynchronous dedicated delegation: post returns at once, callback later",
+	 .options =
+		 WAIT_OPTS ", lines=N (default " STR(LOCUS_DELEGATE_LINES_DEFAULT) ", at most " STR(
+			 LOCUS_DELEGATE_LINES_MAX) "), queue=N (default 2 x lines) | direct, "
+						   "servers=N, server=K",
+	 .takes_wait = 1,
+	 .option = async_option,
+	 .open = dl_open,
+	 .run = async_run,
+	 .post = async_post,
+	 .close = dl_close},
 #ifdef LOCUS_HAVE_STM
 	{.name = "stm",
 	 .summary = "GCC transactional memory (libitm); method is process-wide",
@@ -341,6 +454,18 @@ static void canonical_spec(locus_cs *cs, const struct opts *o)
 	if (m->option == mcs_option)
 		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",%s",
 			      o->lock_flags & LOCUS_LOCK_NOCR ? "nocr" : "cr");
+	if (m->option == server_option || m->option == async_option) {
+		if (m->option == async_option) {
+			uint32_t q = o->queue == UINT32_MAX ? 2 * o->lines : o->queue;
+			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",lines=%u", o->lines);
+			n += q ? snprintf(cs->spec + n, sizeof(cs->spec) - n, ",queue=%u", q)
+			       : snprintf(cs->spec + n, sizeof(cs->spec) - n, ",direct");
+		}
+		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",servers=%u",
+			      o->servers ? o->servers : 1);
+		if (o->server != UINT32_MAX)
+			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",server=%u", o->server);
+	}
 	if (m->option == combine_option)
 		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",pass=%u", o->pass);
 	if (m->option == stm_option)
@@ -369,7 +494,10 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 	struct opts o = {.wait = locus_wait_default(),
 			 .backoff_max = TTAS_BACKOFF_MAX_DEFAULT,
 			 .pass = LOCUS_COMBINE_PASS_DEFAULT,
-			 .method = "ml_wt"};
+			 .method = "ml_wt",
+			 .server = UINT32_MAX,
+			 .lines = LOCUS_DELEGATE_LINES_DEFAULT,
+			 .queue = UINT32_MAX};
 	char list[SPEC_MAX];
 	if (colon)
 		snprintf(list, sizeof(list), "%s", colon + 1);
@@ -401,6 +529,8 @@ uint64_t locus_cs_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_
 int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
 		  void *ctx)
 {
+	if (cs->m->post)
+		return cs->m->post(cs, fn, a, b, c, cb, ctx);
 	uint64_t r = cs->m->run(cs, fn, a, b, c);
 	if (cb)
 		cb(ctx, r);
@@ -409,7 +539,8 @@ int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c,
 
 void locus_cs_drain(void)
 {
-	/* Every mechanism in this build completes a post before post returns. */
+	/* The synchronous mechanisms complete a post before post returns. */
+	dl_async_drain();
 }
 
 void locus_cs_close(locus_cs *cs)
@@ -432,8 +563,7 @@ const char *locus_cs_name(const locus_cs *cs)
 
 int locus_cs_is_async(const locus_cs *cs)
 {
-	(void)cs;
-	return 0;
+	return cs->m->post != NULL;
 }
 
 void locus_cs_usage(FILE *out)

@@ -1,0 +1,45 @@
+/*
+ * locus: delegation. Shared state is owned by a server thread; other threads
+ * send it the critical section as a message and either wait for the answer
+ * (ffwd: synchronous) or continue and get a callback later (async).
+ *
+ * Servers belong to a runtime that starts lazily, at the first delegation
+ * executor opened (locus_cs_open("ffwd"), "async", ...), with the number of
+ * servers given by that spec's servers=N (default 1), or explicitly with
+ * locus_delegate_start(). It stops when the last delegation executor is
+ * closed, or with locus_delegate_stop(); stopping completes every request a
+ * server has been sent. Servers with nothing to do spin briefly and then
+ * sleep on a futex; a request wakes them.
+ *
+ * Each client thread gets, per server, a channel of request lines (64 bytes,
+ * written only by the client) and response slots (16 bytes, written only by
+ * the server), so no line has two writers and the fast path has no atomic
+ * read-modify-write. Channels are made on a thread's first request and are
+ * reused by later threads after their owner exits; there is no thread limit.
+ */
+#ifndef LOCUS_DELEGATE_H
+#define LOCUS_DELEGATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LOCUS_DELEGATE_LINES_DEFAULT 16 /* request lines per client-server pair (async) */
+#define LOCUS_DELEGATE_LINES_MAX     64
+
+/* Start `servers` servers (>= 1). 0, or -1 with a message (already running with another count). */
+int locus_delegate_start(unsigned servers, char *err, size_t errlen);
+/* Complete every request sent to a server, then stop and join the servers. */
+void locus_delegate_stop(void);
+/* Servers running now (0 if stopped). */
+unsigned locus_delegate_servers(void);
+
+struct locus_delegate_stats {
+	uint64_t requests; /* requests served */
+	uint64_t busy_ns;  /* time spent in passes that found work */
+	uint64_t alive_ns; /* time since the server started */
+	uint64_t sleeps;   /* times the server parked */
+};
+/* Statistics of server `i` (< locus_delegate_servers()); 0, or -1 if no such server. */
+int locus_delegate_stats(unsigned i, struct locus_delegate_stats *out);
+
+#endif

@@ -1,0 +1,93 @@
+/* Delegation internals shared by the runtime (deleg_server.c) and clients (deleg_client.c). */
+#ifndef LOCUS_SYNC_DELEG_H
+#define LOCUS_SYNC_DELEG_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "locus/delegate.h"
+#include "locus/fn.h"
+#include "locus/wait.h"
+
+/* A request line: written by one client, read by one server. */
+struct dl_req {
+	locus_fn fn;
+	void *state;
+	uint64_t a, b, c;
+	uint64_t seq; /* the client bumps it (release) to publish a request */
+	uint64_t pad[2];
+} __attribute__((aligned(64)));
+
+/* A response slot: written by the server, read by one client. Four to a line. */
+struct dl_resp {
+	uint64_t ret;
+	uint64_t seq; /* equals the request's seq once served */
+};
+
+enum { DL_SYNC = 0, DL_ASYNC = 1 };
+
+struct dl_chan {
+	/* read by the server */
+	struct dl_req *req;
+	struct dl_resp *resp;
+	uint32_t lines;
+	uint32_t kind;
+	struct dl_chan *next; /* in the server's list; set before publication */
+	/* written by the client when it parks waiting for responses (futex word) */
+	uint32_t client_wait __attribute__((aligned(64)));
+	uint32_t owned; /* 1 while a thread owns the channel; 0: free for reuse */
+};
+
+struct dl_server {
+	pthread_t thread;
+	unsigned index;
+	struct dl_chan *chans; /* list head, pushed with CAS */
+	pthread_mutex_t reg;   /* serializes registration and slot allocation */
+	struct dl_resp *slot_block;
+	unsigned slot_used;
+	void **allocs; /* everything allocated for this server, freed at stop */
+	size_t nallocs, capallocs;
+	uint32_t sleeping __attribute__((aligned(64)));
+	uint32_t doorbell;
+	uint32_t stop;
+	uint32_t spins;
+	struct locus_delegate_stats stats;
+	uint64_t started_ns;
+} __attribute__((aligned(64)));
+
+/* Runtime: servers and their count; generation changes at every start. */
+struct dl_server *dl_server_get(unsigned i);
+unsigned dl_nservers(void);
+uint64_t dl_generation(void);
+/* Reference the runtime for an executor: starts it (with `servers`) if stopped. */
+int dl_acquire(unsigned servers, char *err, size_t errlen);
+void dl_release(void);
+/* Round-robin choice of server for a new executor. */
+unsigned dl_next_server(void);
+
+/* A channel owned by the calling thread on server s (registered on first use). */
+struct dl_chan *dl_chan_claim(struct dl_server *s, uint32_t kind, uint32_t lines);
+/* Give a drained channel back for reuse. */
+void dl_chan_unclaim(struct dl_chan *ch);
+
+/* Tell server s a request was published; wakes it if asleep (a full fence first). */
+void dl_ring(struct dl_server *s);
+
+/* Client waits until cond(arg) or parks on ch->client_wait. */
+void dl_client_wait(struct dl_chan *ch, int (*ready)(void *), void *arg, const locus_wait *w);
+
+/* Client side, for the executor (deleg_client.c). */
+uint64_t dl_ffwd_run(unsigned server, const locus_wait *w, locus_fn fn, void *state, uint64_t a,
+		     uint64_t b, uint64_t c);
+struct dl_async_cfg {
+	uint32_t lines;
+	uint32_t queue; /* pending queue length; 0 = direct writes */
+	locus_wait wait;
+};
+int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
+		  uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx);
+uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
+		      uint64_t a, uint64_t b, uint64_t c);
+void dl_async_drain(void);
+
+#endif

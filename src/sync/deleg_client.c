@@ -1,0 +1,340 @@
+/*
+ * Delegation, client side: ffwd (synchronous) and async (dedicated servers).
+ *
+ * ffwd: one request line per client-server pair. The client writes the
+ * request, bumps the line's sequence number and waits (spin, then park) for
+ * the response slot to show the same number.
+ *
+ * async (seed 002 §2.1): post() puts the request in a per-server pending
+ * queue in the client's own memory and returns. When that queue is full the
+ * client polls its response slots, runs the callbacks of answered requests
+ * and moves pending requests into free request lines; `lines` requests can
+ * be in flight per client-server pair. drain() does the same until nothing
+ * is pending or in flight (the seed's Async_Barrier). With `direct` there is
+ * no pending queue: post() writes straight into the next request line,
+ * waiting for it to free up if needed (seed 002 Figure 3's comparison).
+ *
+ * Order: a server runs one client's lines in line order in each pass, so
+ * with several lines a later request can run before an earlier one (seed 002
+ * §2.3); with lines=1 a client's requests to one server run in the order
+ * they were posted. Callbacks always run on the posting thread, inside
+ * post(), run() or drain(), and never while the client's own state is being
+ * updated, so a callback may post again.
+ *
+ * Per-thread state lives in thread-local memory; a thread that exits drains
+ * its posts (running their callbacks) and hands its channels back for reuse.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sync/atomic.h"
+#include "sync/deleg.h"
+
+struct pending {
+	locus_fn fn;
+	void *state;
+	uint64_t a, b, c;
+	locus_cb cb;
+	void *ctx;
+};
+
+struct inflight {
+	locus_cb cb;
+	void *ctx;
+	int busy;
+};
+
+/* One client thread's async state for one (server, lines, queue) triple. */
+struct dl_async {
+	struct dl_chan *ch;
+	struct dl_server *srv;
+	uint32_t lines, queue;
+	locus_wait wait;
+	uint32_t next_line; /* direct: where the next request goes */
+	uint32_t busy;	    /* lines in flight */
+	struct inflight *fl;
+	struct pending *q; /* ring of `queue` */
+	uint32_t qhead, qlen;
+	unsigned server;
+	struct dl_async *next;
+};
+
+struct completion {
+	locus_cb cb;
+	void *ctx;
+	uint64_t ret;
+};
+
+static __thread struct {
+	uint64_t generation;
+	unsigned nservers;
+	struct dl_chan **sync; /* per server, ffwd channel */
+	struct dl_async *async;
+	int registered;
+} tls;
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void forget_all(void)
+{
+	struct dl_async *as = tls.async;
+	while (as) {
+		struct dl_async *next = as->next;
+		free(as->fl);
+		free(as->q);
+		free(as);
+		as = next;
+	}
+	tls.async = NULL;
+	free(tls.sync);
+	tls.sync = NULL;
+	tls.nservers = 0;
+}
+
+/* At thread exit: finish this thread's posts, then hand its channels back. */
+static void client_exit(void *unused)
+{
+	(void)unused;
+	if (tls.generation == dl_generation() && tls.nservers) {
+		dl_async_drain();
+		for (struct dl_async *as = tls.async; as; as = as->next)
+			dl_chan_unclaim(as->ch);
+		for (unsigned i = 0; i < tls.nservers; i++)
+			if (tls.sync[i])
+				dl_chan_unclaim(tls.sync[i]);
+	}
+	forget_all();
+}
+
+static void exit_key_create(void)
+{
+	pthread_key_create(&exit_key, client_exit);
+}
+
+/* Make the thread-local state match the running runtime (it may have restarted). */
+static void tls_sync_runtime(void)
+{
+	uint64_t gen = dl_generation();
+	if (tls.generation == gen && tls.nservers)
+		return;
+	forget_all();
+	tls.generation = gen;
+	tls.nservers = dl_nservers();
+	tls.sync = calloc(tls.nservers, sizeof(*tls.sync));
+	if (!tls.sync)
+		abort();
+	if (!tls.registered) {
+		pthread_once(&exit_once, exit_key_create);
+		pthread_setspecific(exit_key, (void *)1);
+		tls.registered = 1;
+	}
+}
+
+/* ---- ffwd ------------------------------------------------------------------ */
+
+struct seq_wait {
+	struct dl_resp *resp;
+	uint64_t seq;
+};
+
+static int seq_ready(void *arg)
+{
+	struct seq_wait *w = arg;
+	return ld_acquire(&w->resp->seq) == w->seq;
+}
+
+uint64_t dl_ffwd_run(unsigned server, const locus_wait *w, locus_fn fn, void *state, uint64_t a,
+		     uint64_t b, uint64_t c)
+{
+	tls_sync_runtime();
+	struct dl_server *srv = dl_server_get(server);
+	struct dl_chan *ch = tls.sync[server];
+	if (!ch)
+		ch = tls.sync[server] = dl_chan_claim(srv, DL_SYNC, 1);
+	struct dl_req *r = &ch->req[0];
+	r->fn = fn;
+	r->state = state;
+	r->a = a;
+	r->b = b;
+	r->c = c;
+	struct seq_wait sw = {&ch->resp[0], r->seq + 1};
+	st_release(&r->seq, sw.seq);
+	dl_ring(srv);
+	if (!seq_ready(&sw))
+		dl_client_wait(ch, seq_ready, &sw, w);
+	return ld_relaxed(&ch->resp[0].ret);
+}
+
+/* ---- async ----------------------------------------------------------------- */
+
+static struct dl_async *async_state(unsigned server, const struct dl_async_cfg *cfg)
+{
+	tls_sync_runtime();
+	for (struct dl_async *as = tls.async; as; as = as->next)
+		if (as->server == server && as->lines == cfg->lines && as->queue == cfg->queue &&
+		    as->wait.kind == cfg->wait.kind && as->wait.spins == cfg->wait.spins)
+			return as;
+	struct dl_async *as = calloc(1, sizeof(*as));
+	if (!as)
+		abort();
+	as->srv = dl_server_get(server);
+	as->server = server;
+	as->lines = cfg->lines;
+	as->queue = cfg->queue;
+	as->wait = cfg->wait;
+	as->fl = calloc(cfg->lines, sizeof(*as->fl));
+	as->q = cfg->queue ? calloc(cfg->queue, sizeof(*as->q)) : NULL;
+	if (!as->fl || (cfg->queue && !as->q))
+		abort();
+	as->ch = dl_chan_claim(as->srv, DL_ASYNC, cfg->lines);
+	as->next = tls.async;
+	tls.async = as;
+	return as;
+}
+
+static void write_line(struct dl_async *as, uint32_t i, const struct pending *p)
+{
+	struct dl_req *r = &as->ch->req[i];
+	r->fn = p->fn;
+	r->state = p->state;
+	r->a = p->a;
+	r->b = p->b;
+	r->c = p->c;
+	as->fl[i] = (struct inflight){p->cb, p->ctx, 1};
+	as->busy++;
+	st_release(&r->seq, r->seq + 1);
+}
+
+/* Collect answered lines into done[]; returns how many. */
+static uint32_t collect(struct dl_async *as, struct completion *done)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < as->lines && as->busy; i++) {
+		if (!as->fl[i].busy ||
+		    ld_acquire(&as->ch->resp[i].seq) != ld_relaxed(&as->ch->req[i].seq))
+			continue;
+		done[n++] = (struct completion){as->fl[i].cb, as->fl[i].ctx,
+						ld_relaxed(&as->ch->resp[i].ret)};
+		as->fl[i].busy = 0;
+		as->busy--;
+	}
+	return n;
+}
+
+/* Move pending requests into free lines; returns how many were written. */
+static uint32_t fill(struct dl_async *as)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < as->lines && as->qlen; i++) {
+		if (as->fl[i].busy)
+			continue;
+		write_line(as, i, &as->q[as->qhead]);
+		as->qhead = (as->qhead + 1) % as->queue;
+		as->qlen--;
+		n++;
+	}
+	return n;
+}
+
+static void run_callbacks(const struct completion *done, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (done[i].cb)
+			done[i].cb(done[i].ctx, done[i].ret);
+}
+
+/* One round of polling and writing; callbacks last. Returns progress made. */
+static uint32_t flush(struct dl_async *as)
+{
+	struct completion done[LOCUS_DELEGATE_LINES_MAX];
+	uint32_t n = collect(as, done);
+	uint32_t wrote = as->queue ? fill(as) : 0;
+	if (wrote)
+		dl_ring(as->srv);
+	run_callbacks(done, n);
+	return n + wrote;
+}
+
+static int any_answered(void *arg)
+{
+	struct dl_async *as = arg;
+	for (uint32_t i = 0; i < as->lines; i++)
+		if (as->fl[i].busy &&
+		    ld_acquire(&as->ch->resp[i].seq) == ld_relaxed(&as->ch->req[i].seq))
+			return 1;
+	return 0;
+}
+
+/* Wait until some request in flight is answered, then flush. */
+static void make_progress(struct dl_async *as)
+{
+	if (flush(as))
+		return;
+	if (as->busy)
+		dl_client_wait(as->ch, any_answered, as, &as->wait);
+	flush(as);
+}
+
+static void post_direct(struct dl_async *as, const struct pending *p)
+{
+	while (as->fl[as->next_line].busy)
+		make_progress(as);
+	write_line(as, as->next_line, p);
+	as->next_line = (as->next_line + 1) % as->lines;
+	dl_ring(as->srv);
+}
+
+static void post_queued(struct dl_async *as, const struct pending *p)
+{
+	while (as->qlen == as->queue)
+		make_progress(as);
+	as->q[(as->qhead + as->qlen) % as->queue] = *p;
+	as->qlen++;
+}
+
+int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
+		  uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx)
+{
+	struct dl_async *as = async_state(server, cfg);
+	struct pending p = {fn, state, a, b, c, cb, ctx};
+	if (as->queue)
+		post_queued(as, &p);
+	else
+		post_direct(as, &p);
+	return 0;
+}
+
+struct run_result {
+	uint64_t ret;
+	int done;
+};
+
+static void store_result(void *ctx, uint64_t ret)
+{
+	struct run_result *r = ctx;
+	r->ret = ret;
+	r->done = 1;
+}
+
+uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
+		      uint64_t a, uint64_t b, uint64_t c)
+{
+	struct run_result res = {0, 0};
+	dl_async_post(server, cfg, fn, state, a, b, c, store_result, &res);
+	struct dl_async *as = async_state(server, cfg);
+	while (!res.done)
+		make_progress(as);
+	return res.ret;
+}
+
+void dl_async_drain(void)
+{
+	if (!tls.nservers || tls.generation != dl_generation())
+		return;
+	for (struct dl_async *as = tls.async; as; as = as->next)
+		while (as->qlen || as->busy)
+			make_progress(as);
+}

@@ -1,0 +1,390 @@
+/*
+ * Delegation runtime: server threads and the channels clients register.
+ *
+ * A server makes passes over its channels; in each it runs every request
+ * line whose sequence number moved and writes the result and the number back
+ * to the line's response slot. Only the client writes a request line and only
+ * the server writes a response slot, so neither side needs an atomic
+ * read-modify-write to exchange a request.
+ *
+ * Sleeping without losing a request: an idle server reads the doorbell, sets
+ * `sleeping`, issues a full fence and scans once more before it waits on the
+ * doorbell futex. A client publishes its request, issues a full fence and
+ * reads `sleeping`; if set, it bumps the doorbell and wakes the server. By
+ * the two fences, either the server's last scan sees the request or the
+ * client sees `sleeping`; the futex compares the doorbell, so a bump that
+ * lands before the server sleeps makes the wait return at once. Clients that
+ * sleep waiting for responses use the mirror image on their channel's
+ * client_wait word.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sync/atomic.h"
+#include "sync/deleg.h"
+#include "sync/futex.h"
+
+static struct {
+	pthread_mutex_t mu;
+	struct dl_server *servers;
+	unsigned n;
+	unsigned refs;
+	uint64_t generation;
+	unsigned rr;
+	int explicit_start;
+} rt = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct dl_server *dl_server_get(unsigned i)
+{
+	return &rt.servers[i];
+}
+
+unsigned dl_nservers(void)
+{
+	return ld_acquire(&rt.n);
+}
+
+uint64_t dl_generation(void)
+{
+	return ld_acquire(&rt.generation);
+}
+
+unsigned dl_next_server(void)
+{
+	pthread_mutex_lock(&rt.mu);
+	unsigned s = rt.n ? rt.rr++ % rt.n : 0;
+	pthread_mutex_unlock(&rt.mu);
+	return s;
+}
+
+/* ---- server side ----------------------------------------------------------- */
+
+static uint64_t serve_channel(struct dl_chan *ch)
+{
+	uint64_t served = 0;
+	for (uint32_t i = 0; i < ch->lines; i++) {
+		struct dl_req *r = &ch->req[i];
+		uint64_t seq = ld_acquire(&r->seq);
+		if (seq == ld_relaxed(&ch->resp[i].seq))
+			continue;
+		st_relaxed(&ch->resp[i].ret, r->fn(r->state, r->a, r->b, r->c));
+		st_release(&ch->resp[i].seq, seq);
+		served++;
+	}
+	return served;
+}
+
+/* Wake every client that sleeps waiting for a response we may have written. */
+static void wake_clients(struct dl_server *s)
+{
+	fence_seqcst();
+	for (struct dl_chan *ch = ld_acquire(&s->chans); ch; ch = ch->next)
+		if (ld_relaxed(&ch->client_wait) && xchg_acqrel(&ch->client_wait, 0))
+			futex_wake(&ch->client_wait, 1);
+}
+
+static uint64_t serve_pass(struct dl_server *s)
+{
+	uint64_t served = 0;
+	for (struct dl_chan *ch = ld_acquire(&s->chans); ch; ch = ch->next)
+		served += serve_channel(ch);
+	if (served)
+		wake_clients(s);
+	return served;
+}
+
+static int anything_pending(struct dl_server *s)
+{
+	for (struct dl_chan *ch = ld_acquire(&s->chans); ch; ch = ch->next)
+		for (uint32_t i = 0; i < ch->lines; i++)
+			if (ld_seqcst(&ch->req[i].seq) != ld_relaxed(&ch->resp[i].seq))
+				return 1;
+	return 0;
+}
+
+static void server_sleep(struct dl_server *s)
+{
+	uint32_t bell = ld_acquire(&s->doorbell);
+	st_seqcst(&s->sleeping, 1);
+	fence_seqcst();
+	if (!anything_pending(s) && !ld_acquire(&s->stop)) {
+		st_relaxed(&s->stats.sleeps, s->stats.sleeps + 1);
+		futex_wait(&s->doorbell, bell);
+	}
+	st_relaxed(&s->sleeping, 0);
+}
+
+static void *server_main(void *arg)
+{
+	struct dl_server *s = arg;
+	uint32_t idle = 0;
+	for (;;) {
+		uint64_t t0 = now_ns();
+		uint64_t served = serve_pass(s);
+		if (served) {
+			/* Only this thread writes its stats; readers load them atomically. */
+			st_relaxed(&s->stats.requests, s->stats.requests + served);
+			st_relaxed(&s->stats.busy_ns, s->stats.busy_ns + (now_ns() - t0));
+			idle = 0;
+			continue;
+		}
+		if (ld_acquire(&s->stop)) {
+			/* Everything sent before stop was seen: one empty pass after it. */
+			if (!anything_pending(s))
+				break;
+			continue;
+		}
+		if (++idle < s->spins) {
+			cpu_relax();
+			continue;
+		}
+		server_sleep(s);
+		idle = 0;
+	}
+	return NULL;
+}
+
+void dl_ring(struct dl_server *s)
+{
+	fence_seqcst();
+	if (ld_relaxed(&s->sleeping)) {
+		faa_acqrel(&s->doorbell, 1);
+		futex_wake(&s->doorbell, 1);
+	}
+}
+
+/* ---- client waiting ------------------------------------------------------ */
+
+void dl_client_wait(struct dl_chan *ch, int (*ready)(void *), void *arg, const locus_wait *w)
+{
+	if (w->kind == LOCUS_WAIT_SPIN) {
+		while (!ready(arg))
+			cpu_relax();
+		return;
+	}
+	for (uint32_t i = 0; w->kind == LOCUS_WAIT_SPINPARK && i < w->spins; i++) {
+		if (ready(arg))
+			return;
+		cpu_relax();
+	}
+	for (;;) {
+		st_seqcst(&ch->client_wait, 1);
+		fence_seqcst();
+		if (ready(arg)) {
+			st_relaxed(&ch->client_wait, 0);
+			return;
+		}
+		futex_wait(&ch->client_wait, 1);
+		if (ready(arg)) {
+			st_relaxed(&ch->client_wait, 0);
+			return;
+		}
+	}
+}
+
+/* ---- channels ------------------------------------------------------------ */
+
+static void *server_alloc(struct dl_server *s, size_t size)
+{
+	void *p = aligned_alloc(64, (size + 63) & ~(size_t)63);
+	if (!p)
+		abort(); /* a post cannot fail for lack of memory halfway; treat as fatal */
+	memset(p, 0, size);
+	if (s->nallocs == s->capallocs) {
+		s->capallocs = s->capallocs ? 2 * s->capallocs : 16;
+		s->allocs = realloc(s->allocs, s->capallocs * sizeof(*s->allocs));
+		if (!s->allocs)
+			abort();
+	}
+	s->allocs[s->nallocs++] = p;
+	return p;
+}
+
+/* Response slots: a one-line channel (ffwd) shares a cache line with three others. */
+static struct dl_resp *alloc_slots(struct dl_server *s, uint32_t lines)
+{
+	if (lines > 1)
+		return server_alloc(s, lines * sizeof(struct dl_resp));
+	if (!s->slot_block || s->slot_used == 64 / sizeof(struct dl_resp)) {
+		s->slot_block = server_alloc(s, 64);
+		s->slot_used = 0;
+	}
+	return &s->slot_block[s->slot_used++];
+}
+
+struct dl_chan *dl_chan_claim(struct dl_server *s, uint32_t kind, uint32_t lines)
+{
+	pthread_mutex_lock(&s->reg);
+	struct dl_chan *ch;
+	for (ch = s->chans; ch; ch = ch->next) {
+		uint32_t free_ = 0;
+		if (ch->kind == kind && ch->lines == lines && cas_acqrel(&ch->owned, &free_, 1))
+			break;
+	}
+	if (!ch) {
+		ch = server_alloc(s, sizeof(*ch));
+		ch->req = server_alloc(s, lines * sizeof(struct dl_req));
+		ch->resp = alloc_slots(s, lines);
+		ch->lines = lines;
+		ch->kind = kind;
+		ch->owned = 1;
+		ch->next = s->chans;
+		st_release(&s->chans, ch);
+	}
+	pthread_mutex_unlock(&s->reg);
+	return ch;
+}
+
+void dl_chan_unclaim(struct dl_chan *ch)
+{
+	st_release(&ch->owned, 0);
+}
+
+/* ---- start and stop ------------------------------------------------------ */
+
+static int start_locked(unsigned n, char *err, size_t errlen)
+{
+	struct dl_server *servers = aligned_alloc(64, n * sizeof(*servers));
+	if (!servers) {
+		snprintf(err, errlen, "delegation: out of memory for %u servers", n);
+		return -1;
+	}
+	memset(servers, 0, n * sizeof(*servers));
+	for (unsigned i = 0; i < n; i++) {
+		servers[i].index = i;
+		servers[i].spins = LOCUS_WAIT_SPINS_DEFAULT;
+		pthread_mutex_init(&servers[i].reg, NULL);
+		servers[i].started_ns = now_ns();
+	}
+	rt.servers = servers;
+	for (unsigned i = 0; i < n; i++) {
+		int rc = pthread_create(&servers[i].thread, NULL, server_main, &servers[i]);
+		if (rc) {
+			snprintf(err, errlen, "delegation: cannot start server %u: %s", i,
+				 strerror(rc));
+			for (unsigned j = 0; j < i; j++) {
+				st_release(&servers[j].stop, 1);
+				faa_acqrel(&servers[j].doorbell, 1);
+				futex_wake(&servers[j].doorbell, 1);
+				pthread_join(servers[j].thread, NULL);
+			}
+			free(servers);
+			rt.servers = NULL;
+			return -1;
+		}
+	}
+	faa_acqrel(&rt.generation, 1);
+	st_release(&rt.n, n);
+	return 0;
+}
+
+static void stop_locked(void)
+{
+	for (unsigned i = 0; i < rt.n; i++) {
+		struct dl_server *s = &rt.servers[i];
+		st_release(&s->stop, 1);
+		faa_acqrel(&s->doorbell, 1);
+		futex_wake(&s->doorbell, 1);
+	}
+	for (unsigned i = 0; i < rt.n; i++) {
+		struct dl_server *s = &rt.servers[i];
+		pthread_join(s->thread, NULL);
+		for (size_t k = 0; k < s->nallocs; k++)
+			free(s->allocs[k]);
+		free(s->allocs);
+		pthread_mutex_destroy(&s->reg);
+	}
+	free(rt.servers);
+	rt.servers = NULL;
+	faa_acqrel(&rt.generation, 1);
+	st_release(&rt.n, 0);
+}
+
+int dl_acquire(unsigned servers, char *err, size_t errlen)
+{
+	int rc = 0;
+	pthread_mutex_lock(&rt.mu);
+	if (rt.n == 0)
+		rc = start_locked(servers ? servers : 1, err, errlen);
+	else if (servers && servers != rt.n) {
+		snprintf(err, errlen,
+			 "the delegation runtime already runs %u server%s; servers=%u conflicts",
+			 rt.n, rt.n == 1 ? "" : "s", servers);
+		rc = -1;
+	}
+	if (rc == 0)
+		rt.refs++;
+	pthread_mutex_unlock(&rt.mu);
+	return rc;
+}
+
+void dl_release(void)
+{
+	pthread_mutex_lock(&rt.mu);
+	if (rt.refs && --rt.refs == 0 && rt.n)
+		stop_locked();
+	pthread_mutex_unlock(&rt.mu);
+}
+
+int locus_delegate_start(unsigned servers, char *err, size_t errlen)
+{
+	if (servers == 0) {
+		snprintf(err, errlen, "delegation: servers must be at least 1");
+		return -1;
+	}
+	pthread_mutex_lock(&rt.mu);
+	int already = rt.explicit_start;
+	pthread_mutex_unlock(&rt.mu);
+	if (already) {
+		snprintf(err, errlen, "delegation: locus_delegate_start called twice");
+		return -1;
+	}
+	if (dl_acquire(servers, err, errlen) != 0)
+		return -1;
+	pthread_mutex_lock(&rt.mu);
+	rt.explicit_start = 1;
+	pthread_mutex_unlock(&rt.mu);
+	return 0;
+}
+
+void locus_delegate_stop(void)
+{
+	pthread_mutex_lock(&rt.mu);
+	int had = rt.explicit_start;
+	rt.explicit_start = 0;
+	pthread_mutex_unlock(&rt.mu);
+	if (had)
+		dl_release();
+}
+
+unsigned locus_delegate_servers(void)
+{
+	return dl_nservers();
+}
+
+int locus_delegate_stats(unsigned i, struct locus_delegate_stats *out)
+{
+	pthread_mutex_lock(&rt.mu);
+	int rc = -1;
+	if (i < rt.n) {
+		struct dl_server *s = &rt.servers[i];
+		out->requests = __atomic_load_n(&s->stats.requests, __ATOMIC_RELAXED);
+		out->busy_ns = __atomic_load_n(&s->stats.busy_ns, __ATOMIC_RELAXED);
+		out->sleeps = __atomic_load_n(&s->stats.sleeps, __ATOMIC_RELAXED);
+		out->alive_ns = now_ns() - s->started_ns;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&rt.mu);
+	return rc;
+}

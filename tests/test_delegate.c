@@ -1,0 +1,301 @@
+/*
+ * Delegation (ffwd, async): what the stress suite does not cover. Callbacks
+ * run exactly once and on the posting thread; drain() returns only when all
+ * of a thread's posts completed; lines=1 keeps a client's order; a thread
+ * that exits with posts outstanding finishes them (its callbacks run before
+ * it is gone); closing the last executor stops the servers without losing a
+ * request already sent; the runtime restarts cleanly; bad specs fail.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "locus/cs.h"
+#include "locus/delegate.h"
+#include "testutil.h"
+
+#define HANG_S (60 * TEST_SLOWDOWN)
+#define OPS    (TEST_SANITIZED ? 2000u : 20000u)
+
+struct counter {
+	uint64_t value;
+};
+
+static uint64_t bump(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct counter *k = state;
+	return k->value++;
+}
+
+struct record {
+	pthread_t owner;
+	uint64_t *results; /* by post index */
+	uint32_t *calls;   /* callbacks per post index */
+	uint32_t wrong_thread;
+	uint32_t completed;
+};
+
+struct cb_arg {
+	struct record *rec;
+	uint32_t index;
+};
+
+static void on_done(void *ctx, uint64_t result)
+{
+	struct cb_arg *arg = ctx;
+	struct record *rec = arg->rec;
+	if (!pthread_equal(rec->owner, pthread_self()))
+		rec->wrong_thread++;
+	rec->results[arg->index] = result;
+	rec->calls[arg->index]++;
+	rec->completed++;
+}
+
+struct poster {
+	locus_cs *cs;
+	uint32_t n;
+	int drain;
+	struct record rec;
+	struct cb_arg *args;
+	uint32_t completed_before_drain;
+};
+
+static void poster_init(struct poster *p, locus_cs *cs, uint32_t n, int drain)
+{
+	memset(p, 0, sizeof(*p));
+	p->cs = cs;
+	p->n = n;
+	p->drain = drain;
+	p->rec.results = calloc(n, sizeof(uint64_t));
+	p->rec.calls = calloc(n, sizeof(uint32_t));
+	p->args = calloc(n, sizeof(*p->args));
+	ck_assert(p->rec.results && p->rec.calls && p->args);
+}
+
+static void poster_free(struct poster *p)
+{
+	free(p->rec.results);
+	free(p->rec.calls);
+	free(p->args);
+}
+
+static void *post_all(void *arg)
+{
+	struct poster *p = arg;
+	p->rec.owner = pthread_self();
+	for (uint32_t i = 0; i < p->n; i++) {
+		p->args[i] = (struct cb_arg){&p->rec, i};
+		ck_assert_int_eq(locus_cs_post(p->cs, bump, 0, 0, 0, on_done, &p->args[i]), 0);
+	}
+	p->completed_before_drain = p->rec.completed;
+	if (p->drain)
+		locus_cs_drain();
+	return NULL;
+}
+
+static void assert_each_once(struct poster *p, const char *spec)
+{
+	ck_assert_msg(p->rec.wrong_thread == 0, "%s: %u callbacks ran on another thread", spec,
+		      p->rec.wrong_thread);
+	for (uint32_t i = 0; i < p->n; i++)
+		ck_assert_msg(p->rec.calls[i] == 1, "%s: post %u called back %u times", spec, i,
+			      p->rec.calls[i]);
+}
+
+static const char *const async_specs[] = {"async",	"async:direct", "async:lines=1",
+					  "async:park", "async:spin",	NULL};
+
+START_TEST(callbacks_once_on_poster_and_drain_completes)
+{
+	const char *spec = async_specs[_i];
+	struct counter k = {0};
+	locus_cs *cs = locus_cs_open(spec, &k);
+	ck_assert_msg(cs, "%s: %s", spec, locus_cs_error());
+	ck_assert_int_eq(locus_cs_is_async(cs), 1);
+	enum { T = 4 };
+	struct poster p[T];
+	pthread_t th[T];
+	for (int t = 0; t < T; t++) {
+		poster_init(&p[t], cs, OPS / T, 1);
+		test_start_thread(&th[t], post_all, &p[t]);
+	}
+	for (int t = 0; t < T; t++)
+		ck_assert_msg(test_join_within(th[t], HANG_S) == 0, "%s: poster %d hung", spec, t);
+	for (int t = 0; t < T; t++) {
+		assert_each_once(&p[t], spec);
+		poster_free(&p[t]);
+	}
+	ck_assert_uint_eq(k.value, (OPS / T) * T);
+	locus_cs_close(cs);
+}
+END_TEST
+
+/* Some posts are still outstanding when post() returns: asynchrony is real. */
+START_TEST(post_returns_before_completion)
+{
+	struct counter k = {0};
+	locus_cs *cs = locus_cs_open("async", &k);
+	ck_assert(cs);
+	struct poster p;
+	poster_init(&p, cs, 1000, 1);
+	post_all(&p);
+	/* With a pending queue of 32, the last posts cannot have been sent yet. */
+	ck_assert_uint_lt(p.completed_before_drain, p.n);
+	ck_assert_uint_eq(p.rec.completed, p.n);
+	assert_each_once(&p, "async");
+	poster_free(&p);
+	locus_cs_close(cs);
+}
+END_TEST
+
+/* lines=1: each client's requests run in the order it posted them. */
+START_TEST(lines1_keeps_client_order)
+{
+	const char *spec = _i ? "async:lines=1,direct" : "async:lines=1";
+	struct counter k = {0};
+	locus_cs *cs = locus_cs_open(spec, &k);
+	ck_assert(cs);
+	enum { T = 3 };
+	struct poster p[T];
+	pthread_t th[T];
+	for (int t = 0; t < T; t++) {
+		poster_init(&p[t], cs, OPS / T, 1);
+		test_start_thread(&th[t], post_all, &p[t]);
+	}
+	for (int t = 0; t < T; t++)
+		ck_assert(test_join_within(th[t], HANG_S) == 0);
+	for (int t = 0; t < T; t++) {
+		for (uint32_t i = 1; i < p[t].n; i++)
+			ck_assert_msg(p[t].rec.results[i] > p[t].rec.results[i - 1],
+				      "%s: client %d post %u ran before post %u", spec, t, i,
+				      i - 1);
+		poster_free(&p[t]);
+	}
+	locus_cs_close(cs);
+}
+END_TEST
+
+/* A thread that exits without draining: its posts still complete, with callbacks, on it. */
+START_TEST(exiting_thread_finishes_its_posts)
+{
+	struct counter k = {0};
+	locus_cs *cs = locus_cs_open("async", &k);
+	ck_assert(cs);
+	enum { WAVES = 5, T = 4 };
+	uint64_t total = 0;
+	for (int w = 0; w < WAVES; w++) {
+		struct poster p[T];
+		pthread_t th[T];
+		for (int t = 0; t < T; t++) {
+			poster_init(&p[t], cs, 1000 + 7 * (uint32_t)t, 0);
+			test_start_thread(&th[t], post_all, &p[t]);
+		}
+		for (int t = 0; t < T; t++) {
+			ck_assert(test_join_within(th[t], HANG_S) == 0);
+			assert_each_once(&p[t], "async (no drain, thread exit)");
+			total += p[t].n;
+			poster_free(&p[t]);
+		}
+		ck_assert_uint_eq(k.value, total);
+	}
+	locus_cs_close(cs);
+}
+END_TEST
+
+/* Requests already written to request lines complete when the servers stop. */
+START_TEST(stop_completes_requests_in_flight)
+{
+	struct counter k = {0};
+	locus_cs *cs = locus_cs_open("async:direct,lines=16", &k);
+	ck_assert(cs);
+	/* direct: every post goes straight to a request line; no drain. */
+	for (int i = 0; i < 16; i++)
+		ck_assert_int_eq(locus_cs_post(cs, bump, 0, 0, 0, NULL, NULL), 0);
+	locus_cs_close(cs); /* the last delegation executor: servers stop */
+	ck_assert_uint_eq(locus_delegate_servers(), 0);
+	ck_assert_uint_eq(k.value, 16);
+}
+END_TEST
+
+/* The runtime stops with the last executor and starts again with the next. */
+START_TEST(runtime_restarts)
+{
+	/* One counter per executor: each belongs to its own server. */
+	struct counter ka = {0}, kb = {0};
+	for (int round = 0; round < 3; round++) {
+		locus_cs *a = locus_cs_open("ffwd:servers=2,server=0", &ka);
+		ck_assert_msg(a, "%s", locus_cs_error());
+		locus_cs *b = locus_cs_open("async:server=1", &kb);
+		ck_assert_msg(b, "%s", locus_cs_error());
+		ck_assert_uint_eq(locus_delegate_servers(), 2);
+		for (int i = 0; i < 100; i++) {
+			locus_cs_run(a, bump, 0, 0, 0);
+			locus_cs_post(b, bump, 0, 0, 0, NULL, NULL);
+		}
+		locus_cs_drain();
+		locus_cs_close(a);
+		locus_cs_close(b);
+		ck_assert_uint_eq(locus_delegate_servers(), 0);
+	}
+	ck_assert_uint_eq(ka.value, 300);
+	ck_assert_uint_eq(kb.value, 300);
+}
+END_TEST
+
+START_TEST(explicit_start_and_stats)
+{
+	char err[256];
+	ck_assert_int_eq(locus_delegate_start(2, err, sizeof(err)), 0);
+	ck_assert_uint_eq(locus_delegate_servers(), 2);
+	ck_assert_int_eq(locus_delegate_start(2, err, sizeof(err)), -1);
+	struct counter k = {0};
+	locus_cs *cs = locus_cs_open("ffwd:server=1", &k);
+	ck_assert(cs);
+	for (int i = 0; i < 1000; i++)
+		ck_assert_uint_eq(locus_cs_run(cs, bump, 0, 0, 0), (uint64_t)i);
+	struct locus_delegate_stats st;
+	ck_assert_int_eq(locus_delegate_stats(1, &st), 0);
+	ck_assert_uint_eq(st.requests, 1000);
+	ck_assert_int_eq(locus_delegate_stats(2, &st), -1);
+	locus_cs_close(cs);
+	ck_assert_uint_eq(locus_delegate_servers(), 2); /* still held by the explicit start */
+	locus_delegate_stop();
+	ck_assert_uint_eq(locus_delegate_servers(), 0);
+}
+END_TEST
+
+START_TEST(bad_specs)
+{
+	struct counter k = {0};
+	const char *bad[] = {"async:lines=0", "async:lines=65", "async:queue=0", "ffwd:servers=0",
+			     "ffwd:lines=4",  "async:bogus",	"ffwd:server=x", NULL};
+	for (int i = 0; bad[i]; i++) {
+		ck_assert_msg(locus_cs_open(bad[i], &k) == NULL, "%s opened", bad[i]);
+		ck_assert(strlen(locus_cs_error()) > 0);
+	}
+	locus_cs *a = locus_cs_open("ffwd:servers=2", &k);
+	ck_assert(a);
+	ck_assert_msg(locus_cs_open("async:servers=3", &k) == NULL, "servers conflict accepted");
+	ck_assert_ptr_nonnull(strstr(locus_cs_error(), "2 servers"));
+	ck_assert_msg(locus_cs_open("async:server=2", &k) == NULL, "server out of range");
+	locus_cs_close(a);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("delegate");
+	TCase *tc = tcase_create("delegate");
+	tcase_set_timeout(tc, 3 * HANG_S);
+	tcase_add_loop_test(tc, callbacks_once_on_poster_and_drain_completes, 0, 5);
+	tcase_add_test(tc, post_returns_before_completion);
+	tcase_add_loop_test(tc, lines1_keeps_client_order, 0, 2);
+	tcase_add_test(tc, exiting_thread_finishes_its_posts);
+	tcase_add_test(tc, stop_completes_requests_in_flight);
+	tcase_add_test(tc, runtime_restarts);
+	tcase_add_test(tc, explicit_start_and_stats);
+	tcase_add_test(tc, bad_specs);
+	suite_add_tcase(s, tc);
+	return test_run_suite(s);
+}
