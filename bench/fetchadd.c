@@ -19,6 +19,7 @@
 
 #define PROG	      "locus-bench fetchadd"
 #define MAX_THREADS   1024
+#define MAX_SERVERS   FETCHADD_MAX_SERVERS
 #define MAX_VARS      (1u << 20)
 #define MAX_DELAY     1000000000ull
 #define MAX_DURATION  86400.0
@@ -28,6 +29,7 @@
 struct mech {
 	char *spec;
 	int from_all; /* from the default list: skipped with a warning if it cannot open */
+	char *run;    /* the spec measured: spec, with servers= added for delegation (checked) */
 };
 
 struct config {
@@ -39,6 +41,9 @@ struct config {
 	size_t nvars;
 	double duration;
 	uint64_t delay;
+	uint64_t servers; /* --servers: for delegation specs that do not say servers= */
+	enum fetchadd_fn fn;
+	int latency;
 	int json;
 	long cpus;
 };
@@ -49,6 +54,9 @@ enum cell_state { CELL_EMPTY, CELL_OK, CELL_FAILED, CELL_LOST };
 struct cell {
 	enum cell_state state;
 	double mops;
+	double lat_median, lat_p99; /* ns, with --latency */
+	unsigned servers;	    /* delegation server threads beside the clients */
+	int oversubscribed;	    /* clients + servers > CPUs */
 };
 
 static int progress_shown;
@@ -91,12 +99,17 @@ void fetchadd_usage(FILE *out)
 
 	fprintf(out,
 		"usage: locus-bench fetchadd [--mechanisms LIST] [--threads LIST] [--vars LIST]\n"
-		"                            [--duration SECONDS] [--delay N] [--json]\n"
+		"                            [--duration SECONDS] [--delay N] [--servers N]\n"
+		"                            [--fn add|sqrt] [--latency] [--json]\n"
 		"\n"
 		"Threads increment counters picked uniformly at random among V, each counter on\n"
 		"its own cache line and guarded by its own instance of the mechanism (one\n"
 		"executor or lock per counter), and we count increments per second. Every\n"
 		"(mechanism, threads, vars) measurement runs in a child process of its own.\n"
+		"On an asynchronous executor (async; any whose post returns before the\n"
+		"function ran) an increment is a post without callback, and each thread drains\n"
+		"its posts when told to stop: the time runs until the last thread has drained,\n"
+		"so every increment counted was done within it.\n"
 		"\n"
 		"  --mechanisms LIST   executor specs and peer names, separated by commas, or\n"
 		"                      \"all\" (the default: every executor below at its default\n"
@@ -105,27 +118,61 @@ void fetchadd_usage(FILE *out)
 		"                      name continues the previous spec, as in\n"
 		"                      \"ttas:spin,backoff_max=64,mcs\" (two specs). May be "
 		"repeated.\n"
-		"  --threads LIST      thread counts, e.g. 1,2,8 (default: 1, CPUs, 2 x CPUs;\n"
-		"                      here %s%ld,%ld; at most %d)\n"
+		"  --threads LIST      client thread counts, e.g. 1,2,8 (default: 1, CPUs,\n"
+		"                      2 x CPUs; here %s%ld,%ld; at most %d). Delegation\n"
+		"                      servers are not counted: they run beside these.\n"
 		"  --vars LIST         counter counts, e.g. 1,1024 (default: 1; at most %u)\n"
 		"  --duration SECONDS  how long each measurement runs (default: 1)\n"
 		"  --delay N           pause instructions a thread executes after each increment,\n"
 		"                      outside the critical section (default: 0)\n"
+		"  --servers N         server threads of the delegation runtime (ffwd, async, "
+		"...)\n"
+		"                      for every delegation spec that does not say servers=\n"
+		"                      itself: servers=N is added to its options (default: 1;\n"
+		"                      at most %d). The V counters' executors are bound to the\n"
+		"                      servers round robin unless the spec says server=K.\n"
+		"  --fn add|sqrt       the critical section: add increments the counter (the\n"
+		"                      default); sqrt also stores the square root of the new\n"
+		"                      value beside it (a slower section, seed 002 Figure 9).\n"
+		"                      peer:atomic does the square root after its atomic add.\n"
+		"  --latency           also time one operation in %d: for an asynchronous\n"
+		"                      executor from before its post until its callback runs\n"
+		"                      (callbacks run on the posting thread, inside its later\n"
+		"                      posts or drain, so this includes the time until it\n"
+		"                      looks), otherwise the call. CLOCK_MONOTONIC, in ns,\n"
+		"                      including one clock read (about 20 ns here: the floor);\n"
+		"                      at most %u samples per thread (fewer above %u\n"
+		"                      threads), then no more are taken. The table shows\n"
+		"                      median/p99 instead of Mops/s; --json adds\n"
+		"                      latency_ns_median, latency_ns_p99, latency_ns_mean,\n"
+		"                      latency_samples and latency_every.\n"
 		"  --json              one JSON object per measurement on stdout, the table on\n"
-		"                      stderr\n"
+		"                      stderr. Fields: mechanism (as written), spec (as\n"
+		"                      measured, every default explicit), fn, threads (clients),\n"
+		"                      servers (0 unless delegation), server_requests and\n"
+		"                      server_sleeps (per server, from locus_delegate_stats),\n"
+		"                      vars, duration_s, requested_s, ops, mops,\n"
+		"                      oversubscribed (threads + servers > CPUs), cpus, delay.\n"
 		"  --help              this text\n"
 		"\n"
-		"Output: a table of Mops/s (million increments per second), one row per\n"
-		"mechanism, one column per (threads, vars); '*' marks columns with more threads\n"
-		"than online CPUs (%ld here). Measurements run in the order threads, vars,\n"
-		"mechanism, so mechanisms compared in one column ran close together in time.\n"
-		"A measurement that crashes, runs past 10 x duration + 10 s, or loses an update\n"
-		"(counters do not sum to the increments counted) is reported on stderr and as\n"
-		"FAIL or LOST in the table, gives no JSON line, and makes the exit status 1.\n"
+		"Output: a table of Mops/s (million increments per second; with --latency,\n"
+		"median/p99 latency in ns), one row per mechanism as measured (delegation\n"
+		"rows show the servers= they ran with), one column per (threads, vars).\n"
+		"'*' after T marks columns with more client threads\n"
+		"than online CPUs (%ld here); '*' after a figure marks a delegation measurement\n"
+		"whose clients and servers together outnumber the CPUs. Measurements run in\n"
+		"the order threads, vars, mechanism, so mechanisms compared in one column ran\n"
+		"close together in time.\n"
+		"A measurement that crashes, runs past 10 x duration + 10 s, loses an update\n"
+		"(counters do not sum to the increments counted) or has a post fail is reported\n"
+		"on stderr and as FAIL or LOST in the table, gives no JSON line, and makes the\n"
+		"exit status 1.\n"
 		"Exit status: 0 all measured, 1 a measurement failed, 2 bad command line.\n"
 		"\n"
 		"Executor mechanisms:",
-		cpus > 1 ? "1," : "", cpus, 2 * cpus, MAX_THREADS, MAX_VARS, cpus);
+		cpus > 1 ? "1," : "", cpus, 2 * cpus, MAX_THREADS, MAX_VARS, MAX_SERVERS,
+		FETCHADD_SAMPLE_EVERY, FETCHADD_SAMPLES_PER_THREAD,
+		FETCHADD_SAMPLES_TOTAL / FETCHADD_SAMPLES_PER_THREAD, cpus);
 	for (i = 0; names[i]; i++)
 		fprintf(out, " %s", names[i]);
 	fprintf(out, "\n(spec = NAME or NAME:OPTION,OPTION...)\n\n");
@@ -142,7 +189,7 @@ static int add_mech(struct config *c, const char *spec, int from_all)
 	if (!m)
 		return -1;
 	c->mechs = m;
-	m[c->nmechs] = (struct mech){.spec = strdup(spec), .from_all = from_all};
+	m[c->nmechs] = (struct mech){.spec = strdup(spec), .from_all = from_all, .run = NULL};
 	if (!m[c->nmechs].spec)
 		return -1;
 	c->nmechs++;
@@ -305,6 +352,26 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 			return complain("--delay: %s", err);
 		return r < 0 ? 2 : 0;
 	}
+	if ((r = option(argc, argv, i, "--servers", &v)) != 0) {
+		if (r > 0 && opts_uint(v, 1, MAX_SERVERS, &c->servers, err, sizeof(err)))
+			return complain("--servers: %s", err);
+		return r < 0 ? 2 : 0;
+	}
+	if ((r = option(argc, argv, i, "--fn", &v)) != 0) {
+		if (r < 0)
+			return 2;
+		if (strcmp(v, "add") == 0)
+			c->fn = FETCHADD_ADD;
+		else if (strcmp(v, "sqrt") == 0)
+			c->fn = FETCHADD_SQRT;
+		else
+			return complain("--fn: unknown function '%s' (add or sqrt)", v);
+		return 0;
+	}
+	if (strcmp(argv[*i], "--latency") == 0) {
+		c->latency = 1;
+		return 0;
+	}
 	if (argv[*i][0] == '-')
 		return complain("unknown option '%s' (see --help)", argv[*i]);
 	return complain("unexpected argument '%s' (see --help)", argv[*i]);
@@ -322,6 +389,8 @@ static int parse_args(int argc, char **argv, struct config *c)
 		}
 	}
 	c->duration = 1.0;
+	c->servers = 1;
+	c->fn = FETCHADD_ADD;
 	c->cpus = online_cpus();
 	for (i = 1; i < argc; i++)
 		if (parse_arg(argc, argv, &i, c))
@@ -329,19 +398,24 @@ static int parse_args(int argc, char **argv, struct config *c)
 	return apply_defaults(c);
 }
 
+struct check_arg {
+	const char *spec;
+	unsigned servers;
+};
+
 /* The reply of a child that opened one executor to check its spec. */
 struct check_reply {
 	int ok;
-	char canonical[256];
+	struct fetchadd_check check;
 	char err[512];
 };
 
 static int check_body(void *arg, int fd)
 {
+	const struct check_arg *a = arg;
 	struct check_reply r = {0};
 
-	r.ok = fetchadd_check_spec(arg, r.canonical, sizeof(r.canonical), r.err, sizeof(r.err)) ==
-	       0;
+	r.ok = fetchadd_check_spec(a->spec, a->servers, &r.check, r.err, sizeof(r.err)) == 0;
 	return child_write_all(fd, &r, sizeof(r)) ? 3 : 0;
 }
 
@@ -359,29 +433,34 @@ static void one_line(char *s)
 
 /*
  * Check one spec before any measurement, so that a typo fails in a second
- * instead of after a sweep. 1 keep, 0 drop (warned), 2 bad spec (reported).
+ * instead of after a sweep, and learn the spec to measure (m->run).
+ * 1 keep, 0 drop (warned), 2 bad spec (reported), -1 out of memory.
  */
-static int check_mech(const struct mech *m)
+static int check_mech(const struct config *c, struct mech *m)
 {
+	struct check_arg arg = {.spec = m->spec, .servers = (unsigned)c->servers};
 	struct check_reply r;
 	struct child_status st;
 	char how[128];
 
 	if (fetchadd_is_peer(m->spec)) {
-		if (fetchadd_peer_known(m->spec))
-			return 1;
-		return complain("--mechanisms: unknown peer '%s' (peers: %s)", m->spec,
-				peer_names());
+		if (!fetchadd_peer_known(m->spec))
+			return complain("--mechanisms: unknown peer '%s' (peers: %s)", m->spec,
+					peer_names());
+		m->run = strdup(m->spec);
+		return m->run ? 1 : -1;
 	}
-	if (child_run(check_body, m->spec, CHECK_TIMEOUT, &r, sizeof(r), &st) ||
-	    st.len != sizeof(r)) {
+	if (child_run(check_body, &arg, CHECK_TIMEOUT, &r, sizeof(r), &st) || st.len != sizeof(r)) {
 		/* Not the user's fault: measure it anyway and let the measurements report. */
 		child_describe(&st, how, sizeof(how));
 		fprintf(stderr, "%s: warning: opening '%s' to check it: %s\n", PROG, m->spec, how);
-		return 1;
+		m->run = strdup(m->spec);
+		return m->run ? 1 : -1;
 	}
-	if (r.ok)
-		return 1;
+	if (r.ok) {
+		m->run = strdup(r.check.effective);
+		return m->run ? 1 : -1;
+	}
 	one_line(r.err);
 	if (m->from_all) {
 		fprintf(stderr, "%s: warning: skipping '%s': %s\n", PROG, m->spec, r.err);
@@ -394,17 +473,26 @@ static int check_mechanisms(struct config *c)
 {
 	size_t i, kept = 0;
 
-	for (i = 0; i < c->nmechs; i++) {
-		int r = check_mech(&c->mechs[i]);
+	int rc = 0;
 
+	for (i = 0; i < c->nmechs; i++) {
+		/* After an error the rest are only kept, so that free_config frees each once. */
+		int r = rc ? 1 : check_mech(c, &c->mechs[i]);
+
+		if (r < 0)
+			rc = complain("out of memory");
 		if (r == 2)
-			return 2;
-		if (r == 1)
+			rc = 2;
+		if (r != 0) {
 			c->mechs[kept++] = c->mechs[i];
-		else
+		} else {
 			free(c->mechs[i].spec);
+			free(c->mechs[i].run);
+		}
 	}
 	c->nmechs = kept;
+	if (rc)
+		return rc;
 	if (kept == 0)
 		return complain("no mechanism left to measure");
 	return 0;
@@ -445,18 +533,50 @@ static void json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void print_json(const struct config *c, const struct fetchadd_params *p,
-		       const struct fetchadd_result *r, double mops)
+static const char *fn_name(enum fetchadd_fn fn)
+{
+	return fn == FETCHADD_SQRT ? "sqrt" : "add";
+}
+
+/*
+ * "mechanism" is the row as written (so rows group across runs with another
+ * --servers), "spec" what was measured with every default explicit, and
+ * "threads" the client threads: the process ran threads + servers.
+ */
+static void print_json(const struct config *c, const char *written, const struct fetchadd_params *p,
+		       const struct fetchadd_result *r, const struct cell *cell)
 {
 	printf("{\"bench\":\"fetchadd\",\"mechanism\":");
-	json_string(stdout, p->mechanism);
+	json_string(stdout, written);
 	printf(",\"spec\":");
 	json_string(stdout, r->spec);
-	printf(",\"threads\":%u,\"vars\":%zu,\"duration_s\":%.6f,\"requested_s\":%.6f,"
-	       "\"ops\":%llu,\"mops\":%.4f,\"oversubscribed\":%s,\"cpus\":%ld,\"delay\":%llu}\n",
-	       p->threads, p->vars, r->seconds, p->duration, (unsigned long long)r->ops, mops,
-	       (long)p->threads > c->cpus ? "true" : "false", c->cpus,
-	       (unsigned long long)p->delay);
+	printf(",\"fn\":\"%s\",\"threads\":%u,\"servers\":%u,\"vars\":%zu,\"duration_s\":%.6f,"
+	       "\"requested_s\":%.6f,\"ops\":%llu,\"mops\":%.4f,\"oversubscribed\":%s,"
+	       "\"cpus\":%ld,\"delay\":%llu",
+	       fn_name(p->fn), p->threads, r->servers, p->vars, r->seconds, p->duration,
+	       (unsigned long long)r->ops, cell->mops, cell->oversubscribed ? "true" : "false",
+	       c->cpus, (unsigned long long)p->delay);
+	if (r->servers) {
+		printf(",\"server_requests\":[");
+		for (unsigned i = 0; i < r->servers && i < FETCHADD_MAX_SERVERS; i++)
+			printf("%s%llu", i ? "," : "", (unsigned long long)r->server_requests[i]);
+		printf("],\"server_sleeps\":[");
+		for (unsigned i = 0; i < r->servers && i < FETCHADD_MAX_SERVERS; i++)
+			printf("%s%llu", i ? "," : "", (unsigned long long)r->server_sleeps[i]);
+		printf("]");
+	}
+	if (p->latency) {
+		if (r->lat_samples)
+			printf(",\"latency_ns_median\":%.0f,\"latency_ns_p99\":%.0f,"
+			       "\"latency_ns_mean\":%.1f",
+			       r->lat_median, r->lat_p99, r->lat_mean);
+		else
+			printf(",\"latency_ns_median\":null,\"latency_ns_p99\":null,"
+			       "\"latency_ns_mean\":null");
+		printf(",\"latency_samples\":%llu,\"latency_every\":%d",
+		       (unsigned long long)r->lat_samples, FETCHADD_SAMPLE_EVERY);
+	}
+	printf("}\n");
 	fflush(stdout);
 }
 
@@ -475,7 +595,8 @@ static void measure_failed(const struct fetchadd_params *p, const char *why)
 }
 
 /* Measure one cell in a child; 0, or -1 if it failed (reported). */
-static int measure(const struct config *c, const struct fetchadd_params *p, struct cell *cell)
+static int measure(const struct config *c, const struct mech *m, const struct fetchadd_params *p,
+		   struct cell *cell)
 {
 	struct fetchadd_result r;
 	struct child_status st;
@@ -496,6 +617,12 @@ static int measure(const struct config *c, const struct fetchadd_params *p, stru
 		measure_failed(p, r.err);
 		return -1;
 	}
+	if (r.post_failures) {
+		snprintf(why, sizeof(why), "locus_cs_post failed %llu times",
+			 (unsigned long long)r.post_failures);
+		measure_failed(p, why);
+		return -1;
+	}
 	if (r.sum != r.ops) {
 		snprintf(why, sizeof(why),
 			 "lost updates: the counters sum to %llu, the threads counted %llu "
@@ -507,8 +634,12 @@ static int measure(const struct config *c, const struct fetchadd_params *p, stru
 	}
 	cell->state = CELL_OK;
 	cell->mops = r.seconds > 0 ? (double)r.ops / r.seconds / 1e6 : 0;
+	cell->lat_median = r.lat_samples ? r.lat_median : -1;
+	cell->lat_p99 = r.lat_samples ? r.lat_p99 : -1;
+	cell->servers = r.servers;
+	cell->oversubscribed = (long)p->threads + (long)r.servers > c->cpus;
 	if (c->json)
-		print_json(c, p, &r, cell->mops);
+		print_json(c, m->spec, p, &r, cell);
 	return 0;
 }
 
@@ -522,15 +653,18 @@ static int sweep(const struct config *c, struct cell *cells)
 		for (size_t v = 0; v < c->nvars; v++) {
 			for (size_t m = 0; m < c->nmechs; m++) {
 				struct fetchadd_params p = {
-					.mechanism = c->mechs[m].spec,
+					.mechanism = c->mechs[m].run,
 					.threads = (unsigned)c->threads[t],
 					.vars = (size_t)c->vars[v],
 					.duration = c->duration,
 					.delay = c->delay,
+					.fn = c->fn,
+					.latency = c->latency,
 				};
 
 				progress(++done, total, p.mechanism, p.threads, p.vars);
-				if (measure(c, &p, &cells[m * ncols + t * c->nvars + v]))
+				if (measure(c, &c->mechs[m], &p,
+					    &cells[m * ncols + t * c->nvars + v]))
 					rc = 1;
 			}
 		}
@@ -547,37 +681,110 @@ static void column_label(const struct config *c, size_t col, char *buf, size_t n
 		 (unsigned long long)v);
 }
 
-static void print_cell(FILE *out, const struct cell *cell, int width)
+/*
+ * A cell's text. A delegation row's cell whose clients and servers together
+ * outnumber the CPUs gets a '*' of its own: its column's header counts
+ * clients only.
+ */
+static void format_cell(const struct config *c, const struct cell *cell, char *buf, size_t n)
 {
+	const char *mark = cell->servers && cell->oversubscribed ? "*" : "";
+
 	switch (cell->state) {
 	case CELL_OK:
-		fprintf(out, "  %*.2f", width, cell->mops);
+		if (!c->latency)
+			snprintf(buf, n, "%.2f%s", cell->mops, mark);
+		else if (cell->lat_median < 0)
+			snprintf(buf, n, "-%s", mark);
+		else
+			snprintf(buf, n, "%.0f/%.0f%s", cell->lat_median, cell->lat_p99, mark);
 		break;
 	case CELL_LOST:
-		fprintf(out, "  %*s", width, "LOST");
+		snprintf(buf, n, "LOST");
+		break;
+	case CELL_FAILED:
+		snprintf(buf, n, "FAIL");
 		break;
 	default:
-		fprintf(out, "  %*s", width, "FAIL");
+		snprintf(buf, n, "-");
 		break;
 	}
+}
+
+/* Numbers end where their '*' would be, so that marked and unmarked ones line up. */
+static void print_cell(FILE *out, const char *text, int width)
+{
+	size_t len = strlen(text);
+
+	if (len && text[len - 1] == '*')
+		fprintf(out, "  %*s", width, text);
+	else
+		fprintf(out, "  %*s ", width - 1, text);
+}
+
+static void print_title(FILE *out, const struct config *c)
+{
+	if (c->latency)
+		fprintf(out,
+			"fetchadd: latency in ns, median/p99, of one operation in %d (post to "
+			"callback for asynchronous executors, the call otherwise), fn %s, %g s "
+			"each, delay %llu\n",
+			FETCHADD_SAMPLE_EVERY, fn_name(c->fn), c->duration,
+			(unsigned long long)c->delay);
+	else
+		fprintf(out,
+			"fetchadd: Mops/s (million increments per second), fn %s, %g s each, "
+			"delay %llu\n",
+			fn_name(c->fn), c->duration, (unsigned long long)c->delay);
+}
+
+static void print_footnotes(FILE *out, const struct config *c, const struct cell *cells)
+{
+	size_t ncells = c->nmechs * c->nthreads * c->nvars;
+	int over = 0, cell_over = 0, deleg = 0;
+
+	for (size_t t = 0; t < c->nthreads; t++)
+		over |= (long)c->threads[t] > c->cpus;
+	for (size_t i = 0; i < ncells; i++) {
+		deleg |= cells[i].servers > 0;
+		cell_over |= cells[i].servers > 0 && cells[i].oversubscribed;
+	}
+	if (deleg)
+		fprintf(out,
+			"T counts client threads; delegation rows ran their servers= server "
+			"threads beside them (--servers %llu unless the spec says)\n",
+			(unsigned long long)c->servers);
+	if (over)
+		fprintf(out,
+			"* after T: oversubscribed, more client threads than the %ld online CPUs\n",
+			c->cpus);
+	if (cell_over)
+		fprintf(out,
+			"* after a figure: oversubscribed, clients + servers more than the %ld "
+			"online CPUs\n",
+			c->cpus);
 }
 
 static void print_table(FILE *out, const struct config *c, const struct cell *cells)
 {
 	size_t ncols = c->nthreads * c->nvars, col, m;
-	int namew = (int)strlen("mechanism"), colw = 0, over = 0;
-	char label[64];
+	int namew = (int)strlen("mechanism"), colw = 0;
+	char label[64], text[64];
 
 	for (m = 0; m < c->nmechs; m++)
-		if ((int)strlen(c->mechs[m].spec) > namew)
-			namew = (int)strlen(c->mechs[m].spec);
+		if ((int)strlen(c->mechs[m].run) > namew)
+			namew = (int)strlen(c->mechs[m].run);
 	for (col = 0; col < ncols; col++) {
 		column_label(c, col, label, sizeof(label));
 		if ((int)strlen(label) > colw)
 			colw = (int)strlen(label);
+		for (m = 0; m < c->nmechs; m++) {
+			format_cell(c, &cells[m * ncols + col], text, sizeof(text));
+			if ((int)strlen(text) + 1 > colw)
+				colw = (int)strlen(text) + 1;
+		}
 	}
-	fprintf(out, "fetchadd: Mops/s (million increments per second), %g s each, delay %llu\n",
-		c->duration, (unsigned long long)c->delay);
+	print_title(out, c);
 	fprintf(out, "%-*s", namew, "mechanism");
 	for (col = 0; col < ncols; col++) {
 		column_label(c, col, label, sizeof(label));
@@ -585,22 +792,23 @@ static void print_table(FILE *out, const struct config *c, const struct cell *ce
 	}
 	fputc('\n', out);
 	for (m = 0; m < c->nmechs; m++) {
-		fprintf(out, "%-*s", namew, c->mechs[m].spec);
-		for (col = 0; col < ncols; col++)
-			print_cell(out, &cells[m * ncols + col], colw);
+		fprintf(out, "%-*s", namew, c->mechs[m].run);
+		for (col = 0; col < ncols; col++) {
+			format_cell(c, &cells[m * ncols + col], text, sizeof(text));
+			print_cell(out, text, colw);
+		}
 		fputc('\n', out);
 	}
-	for (size_t t = 0; t < c->nthreads; t++)
-		over |= (long)c->threads[t] > c->cpus;
-	if (over)
-		fprintf(out, "* oversubscribed: more threads than the %ld online CPUs\n", c->cpus);
+	print_footnotes(out, c, cells);
 	fflush(out);
 }
 
 static void free_config(struct config *c)
 {
-	for (size_t i = 0; i < c->nmechs; i++)
+	for (size_t i = 0; i < c->nmechs; i++) {
 		free(c->mechs[i].spec);
+		free(c->mechs[i].run);
+	}
 	free(c->mechs);
 	free(c->threads);
 	free(c->vars);

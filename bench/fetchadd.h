@@ -16,13 +16,25 @@
 /*
  * One shared counter alone on its cache line, so that two counters never
  * share a line and contention is only the contention the workload asks for.
+ * aux is written by the sqrt critical section only, on the same line.
  */
 struct fetchadd_slot {
 	_Alignas(64) uint64_t v;
+	double aux;
 };
 
-/* The critical section: slot->v += a, returning the new value. */
+/* --fn: which critical section the threads run. */
+enum fetchadd_fn { FETCHADD_ADD, FETCHADD_SQRT };
+
+/* The critical section (--fn add): slot->v += a, returning the new value. */
 uint64_t fetchadd_inc(void *state, uint64_t a, uint64_t b, uint64_t c);
+/*
+ * --fn sqrt, seed 002 Figure 9's slower delegated function: slot->v += a and
+ * slot->aux = sqrt(slot->v), returning the new value.
+ */
+uint64_t fetchadd_sqrt(void *state, uint64_t a, uint64_t b, uint64_t c);
+/* peer:atomic's share of the sqrt work, done after its lock-free increment returned v. */
+void fetchadd_sqrt_after(struct fetchadd_slot *slot, uint64_t v);
 
 /* The mechanisms that are not locus executors, NULL-terminated. */
 extern const char *const fetchadd_peers[];
@@ -34,19 +46,34 @@ int fetchadd_is_peer(const char *name);
 int fetchadd_peer_known(const char *name);
 
 struct fetchadd_params {
-	const char *mechanism; /* executor spec or peer name */
-	unsigned threads;
+	const char *mechanism; /* executor spec (with servers= added) or peer name */
+	unsigned threads;      /* client threads; delegation servers are extra */
 	size_t vars;
 	double duration; /* seconds the threads run */
 	uint64_t delay;	 /* pause iterations between operations */
+	enum fetchadd_fn fn;
+	int latency; /* sample the latency of every FETCHADD_SAMPLE_EVERY-th operation */
 };
+
+#define FETCHADD_SAMPLE_EVERY 64 /* --latency: one operation in this many is timed */
+/* --latency: samples kept per thread: at most this many, and at most TOTAL / threads */
+#define FETCHADD_SAMPLES_PER_THREAD (1u << 20)
+#define FETCHADD_SAMPLES_TOTAL	    (1u << 22)
+#define FETCHADD_MAX_SERVERS	    64 /* servers whose request counts a result carries */
 
 /* What one measurement sends back from its child process. */
 struct fetchadd_result {
 	int ok;		/* 0: err says what went wrong */
 	uint64_t ops;	/* increments the threads counted */
 	uint64_t sum;	/* sum of the counters afterwards: equal to ops, or updates were lost */
-	double seconds; /* from the start barrier until the last thread stopped */
+	double seconds; /* from the start barrier until the last thread stopped (and drained) */
+	uint64_t post_failures; /* locus_cs_post calls that returned nonzero (not counted in ops) */
+	unsigned servers;	/* delegation server threads during the run (0: none) */
+	uint64_t server_requests[FETCHADD_MAX_SERVERS]; /* requests each server served */
+	uint64_t server_sleeps[FETCHADD_MAX_SERVERS];	/* times each server parked */
+	/* --latency, in ns, over every sampled operation of every thread */
+	uint64_t lat_samples;
+	double lat_median, lat_p99, lat_mean;
 	char spec[256]; /* locus_cs_spec() of the executor, or the peer name */
 	char err[512];
 };
@@ -54,8 +81,20 @@ struct fetchadd_result {
 /* Run one measurement in the calling process (meant to be a fresh child). */
 void fetchadd_measure(const struct fetchadd_params *p, struct fetchadd_result *r);
 
-/* Open spec once to check it; 0, or -1 with locus_cs_error()'s text in err. */
-int fetchadd_check_spec(const char *spec, char *canonical, size_t cap, char *err, size_t errlen);
+/* What opening a spec to check it found. */
+struct fetchadd_check {
+	int delegation;	     /* the executor has delegation servers (its spec shows servers=) */
+	char effective[256]; /* the spec to measure: the given one, with servers= added */
+	char canonical[256]; /* locus_cs_spec() of the effective spec */
+};
+
+/*
+ * Open spec once to check it. If it is a delegation mechanism whose spec does
+ * not say servers=, add servers=`servers` and check that too.
+ * 0, or -1 with locus_cs_error()'s text in err.
+ */
+int fetchadd_check_spec(const char *spec, unsigned servers, struct fetchadd_check *out, char *err,
+			size_t errlen);
 
 int fetchadd_main(int argc, char **argv);
 void fetchadd_usage(FILE *out);

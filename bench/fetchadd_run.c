@@ -7,10 +7,23 @@
  * and each lock-based peer has one lock per counter. With V = 1 every thread
  * fights for one line; with large V collisions are rare and what is left is
  * the cost of the mechanism itself.
+ *
+ * On an asynchronous executor (locus_cs_is_async) an operation is a post
+ * without callback, and each thread drains its posts after it sees the stop
+ * flag: the interval ends when the last thread has drained, so every
+ * operation counted completed inside it.
+ *
+ * --latency: every FETCHADD_SAMPLE_EVERY-th operation is timed with
+ * CLOCK_MONOTONIC (vDSO, about 20 ns a read here): a synchronous call from
+ * before to after it; a post from before it to its callback, which carries
+ * the post time in its ctx. Samples go to a per-thread buffer, allocated and
+ * touched before the start so no page fault lands in a sample; a thread
+ * stops sampling when its buffer is full.
  */
 #include "fetchadd.h"
 
 #include <ck_spinlock.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,6 +32,7 @@
 #include <time.h>
 
 #include "locus/cs.h"
+#include "locus/delegate.h"
 #include "locus/wait.h"
 
 const char *const fetchadd_peers[] = {
@@ -32,7 +46,7 @@ const char *const fetchadd_peer_help[] = {
 	"glibc pthread_spinlock_t, one per counter; spins only",
 };
 
-enum kind { KIND_CS, KIND_ATOMIC, KIND_CK_TICKET, KIND_CK_MCS, KIND_PTHREAD_SPIN };
+enum kind { KIND_CS, KIND_POST, KIND_ATOMIC, KIND_CK_TICKET, KIND_CK_MCS, KIND_PTHREAD_SPIN };
 
 /* A peer's lock, on its own line like the counter it guards (as an executor's lock is). */
 struct peer_lock {
@@ -43,11 +57,17 @@ struct peer_lock {
 	} u;
 };
 
+#define SAMPLES_MIN 4096u /* --latency: per thread, however many threads */
+
 /* Everything the threads of one measurement share; read-only once they run, but stop. */
 struct bench {
 	enum kind kind;
 	size_t vars;
 	uint64_t delay;
+	locus_fn fn;
+	int sqrt_fn; /* fn is fetchadd_sqrt (peer:atomic does its share of the work) */
+	int latency;
+	size_t sample_cap; /* per thread */
 	struct fetchadd_slot *slot;
 	locus_cs **cs;		/* KIND_CS: one per counter */
 	struct peer_lock *lock; /* lock-based peers: one per counter */
@@ -60,7 +80,10 @@ struct worker {
 	_Alignas(64) struct bench *b;
 	unsigned index;
 	uint64_t ops;
-	double end; /* when this thread saw the stop flag */
+	uint64_t failures; /* posts that returned nonzero */
+	double end;	   /* when this thread saw the stop flag (and had drained) */
+	uint64_t *samples; /* --latency: ns each; a post's slot holds its post time until done */
+	size_t nsamples;
 	pthread_t tid;
 };
 
@@ -90,6 +113,14 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void sleep_until(double t)
@@ -139,79 +170,147 @@ static inline size_t pick(uint64_t *s, size_t n)
 	return (size_t)(((unsigned __int128)next_random(s) * n) >> 64);
 }
 
-static void op_cs(struct bench *b, size_t i)
+/* Each op returns 0 when the increment was done (or, for a post, will be). */
+static int op_cs(struct bench *b, size_t i)
 {
-	locus_cs_run(b->cs[i], fetchadd_inc, 1, 0, 0);
+	locus_cs_run(b->cs[i], b->fn, 1, 0, 0);
+	return 0;
 }
 
-/* The lock-based peers call the same out-of-line fetchadd_inc as the executors. */
-static void op_atomic(struct bench *b, size_t i)
+static int op_post(struct bench *b, size_t i)
+{
+	return locus_cs_post(b->cs[i], b->fn, 1, 0, 0, NULL, NULL);
+}
+
+static int op_atomic(struct bench *b, size_t i)
 {
 	/* Relaxed: only the final count matters, and joining the threads publishes it. */
-	__atomic_fetch_add(&b->slot[i].v, 1, __ATOMIC_RELAXED);
+	uint64_t v = __atomic_add_fetch(&b->slot[i].v, 1, __ATOMIC_RELAXED);
+
+	if (b->sqrt_fn)
+		fetchadd_sqrt_after(&b->slot[i], v);
+	return 0;
 }
 
-static void op_ck_ticket(struct bench *b, size_t i)
+/*
+ * The lock-based peers call the critical section through the same pointer the
+ * executors are given, so that both pay for the same out-of-line, indirect call.
+ */
+static int op_ck_ticket(struct bench *b, size_t i)
 {
 	ck_spinlock_ticket_lock(&b->lock[i].u.ticket);
-	fetchadd_inc(&b->slot[i], 1, 0, 0);
+	b->fn(&b->slot[i], 1, 0, 0);
 	ck_spinlock_ticket_unlock(&b->lock[i].u.ticket);
+	return 0;
 }
 
-static void op_ck_mcs(struct bench *b, size_t i)
+static int op_ck_mcs(struct bench *b, size_t i)
 {
 	ck_spinlock_mcs_context_t node;
 
 	ck_spinlock_mcs_lock(&b->lock[i].u.mcs, &node);
-	fetchadd_inc(&b->slot[i], 1, 0, 0);
+	b->fn(&b->slot[i], 1, 0, 0);
 	ck_spinlock_mcs_unlock(&b->lock[i].u.mcs, &node);
+	return 0;
 }
 
-static void op_pthread_spin(struct bench *b, size_t i)
+static int op_pthread_spin(struct bench *b, size_t i)
 {
 	pthread_spin_lock(&b->lock[i].u.spin);
-	fetchadd_inc(&b->slot[i], 1, 0, 0);
+	b->fn(&b->slot[i], 1, 0, 0);
 	pthread_spin_unlock(&b->lock[i].u.spin);
+	return 0;
+}
+
+/* A sampled post's callback: its ctx is the sample slot, holding the post time. */
+static void post_done(void *ctx, uint64_t result)
+{
+	uint64_t *slot = ctx;
+
+	(void)result;
+	*slot = now_ns() - *slot;
+}
+
+/* One operation timed into the thread's next sample slot. */
+static inline __attribute__((always_inline)) int
+sampled(struct worker *w, int (*op)(struct bench *, size_t), int post, size_t i)
+{
+	uint64_t *slot = &w->samples[w->nsamples++];
+	uint64_t t0;
+	int r;
+
+	if (post) {
+		*slot = now_ns();
+		return locus_cs_post(w->b->cs[i], w->b->fn, 1, 0, 0, post_done, slot);
+	}
+	t0 = now_ns();
+	r = op(w->b, i);
+	*slot = now_ns() - t0;
+	return r;
 }
 
 /*
- * The measured loop. Inlined into one copy per mechanism, with op a constant,
- * so that no mechanism pays for an indirect call the others do not.
+ * The measured loop. Inlined into one copy per mechanism and per latency
+ * mode, with op, post and lat constants, so that no mechanism pays for an
+ * indirect call or a test the others do not, and without --latency nothing
+ * is paid for it.
  */
-static inline __attribute__((always_inline)) uint64_t loop(struct bench *b, unsigned index,
-							   void (*op)(struct bench *, size_t))
+static inline __attribute__((always_inline)) void
+loop(struct worker *w, int (*op)(struct bench *, size_t), int post, int lat)
 {
-	uint64_t rng = seed_for(index), ops = 0;
+	struct bench *b = w->b;
+	uint64_t rng = seed_for(w->index), ops = 0, failures = 0;
 
 	while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
-		op(b, pick(&rng, b->vars));
-		ops++;
+		size_t i = pick(&rng, b->vars);
+		int r;
+
+		if (lat && (ops + failures) % FETCHADD_SAMPLE_EVERY == 0 &&
+		    w->nsamples < b->sample_cap)
+			r = sampled(w, op, post, i);
+		else
+			r = op(b, i);
+		if (r)
+			failures++;
+		else
+			ops++;
 		think(b->delay);
 	}
-	return ops;
+	if (post)
+		locus_cs_drain();
+	w->ops = ops;
+	w->failures = failures;
 }
+
+#define LOOP(w, op, post) ((w)->b->latency ? loop(w, op, post, 1) : loop(w, op, post, 0))
 
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct bench *b = w->b;
 
+	/* Touch the sample buffer now: a page fault would otherwise land in a sample. */
+	if (w->samples)
+		memset(w->samples, 0, b->sample_cap * sizeof(*w->samples));
 	pthread_barrier_wait(&b->start);
 	switch (b->kind) {
 	case KIND_CS:
-		w->ops = loop(b, w->index, op_cs);
+		LOOP(w, op_cs, 0);
+		break;
+	case KIND_POST:
+		LOOP(w, op_post, 1);
 		break;
 	case KIND_ATOMIC:
-		w->ops = loop(b, w->index, op_atomic);
+		LOOP(w, op_atomic, 0);
 		break;
 	case KIND_CK_TICKET:
-		w->ops = loop(b, w->index, op_ck_ticket);
+		LOOP(w, op_ck_ticket, 0);
 		break;
 	case KIND_CK_MCS:
-		w->ops = loop(b, w->index, op_ck_mcs);
+		LOOP(w, op_ck_mcs, 0);
 		break;
 	case KIND_PTHREAD_SPIN:
-		w->ops = loop(b, w->index, op_pthread_spin);
+		LOOP(w, op_pthread_spin, 0);
 		break;
 	}
 	w->end = now();
@@ -253,6 +352,10 @@ static int open_executors(struct bench *b, const char *spec, struct fetchadd_res
 		}
 	}
 	snprintf(r->spec, sizeof(r->spec), "%s", locus_cs_spec(b->cs[0]));
+	if (locus_cs_is_async(b->cs[0]))
+		b->kind = KIND_POST;
+	/* The runtime starts with the first delegation executor; 0 if none was opened. */
+	r->servers = locus_delegate_servers();
 	return 0;
 }
 
@@ -264,6 +367,9 @@ static int setup(struct bench *b, const struct fetchadd_params *p, struct fetcha
 
 	b->vars = p->vars;
 	b->delay = p->delay;
+	b->fn = p->fn == FETCHADD_SQRT ? fetchadd_sqrt : fetchadd_inc;
+	b->sqrt_fn = p->fn == FETCHADD_SQRT;
+	b->latency = p->latency;
 	b->slot = aligned_alloc(64, b->vars * sizeof(*b->slot));
 	if (!b->slot) {
 		snprintf(r->err, sizeof(r->err), "out of memory for %zu counters", b->vars);
@@ -287,6 +393,76 @@ static int setup(struct bench *b, const struct fetchadd_params *p, struct fetcha
 	return 0;
 }
 
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* Merge every thread's samples and summarize them into r (nearest-rank percentiles). */
+static int summarize_latency(const struct worker *w, unsigned threads, struct fetchadd_result *r)
+{
+	size_t n = 0, k = 0;
+	uint64_t *all;
+	double sum = 0;
+
+	for (unsigned i = 0; i < threads; i++)
+		n += w[i].nsamples;
+	r->lat_samples = n;
+	if (n == 0)
+		return 0;
+	all = malloc(n * sizeof(*all));
+	if (!all) {
+		snprintf(r->err, sizeof(r->err), "out of memory for %zu latency samples", n);
+		return -1;
+	}
+	for (unsigned i = 0; i < threads; i++) {
+		memcpy(all + k, w[i].samples, w[i].nsamples * sizeof(*all));
+		k += w[i].nsamples;
+	}
+	qsort(all, n, sizeof(*all), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		sum += (double)all[i];
+	r->lat_mean = sum / (double)n;
+	r->lat_median = (double)all[(n - 1) / 2];
+	r->lat_p99 = (double)all[(size_t)ceil(0.99 * (double)n) - 1];
+	free(all);
+	return 0;
+}
+
+static int alloc_samples(struct bench *b, struct worker *w, unsigned threads,
+			 struct fetchadd_result *r)
+{
+	size_t cap = FETCHADD_SAMPLES_TOTAL / threads;
+
+	if (cap > FETCHADD_SAMPLES_PER_THREAD)
+		cap = FETCHADD_SAMPLES_PER_THREAD;
+	if (cap < SAMPLES_MIN)
+		cap = SAMPLES_MIN;
+	b->sample_cap = cap;
+	for (unsigned i = 0; i < threads; i++) {
+		w[i].samples = malloc(cap * sizeof(*w[i].samples));
+		if (!w[i].samples) {
+			snprintf(r->err, sizeof(r->err),
+				 "out of memory for %zu latency samples per thread", cap);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void server_stats(struct fetchadd_result *r)
+{
+	struct locus_delegate_stats st;
+
+	for (unsigned i = 0; i < r->servers && i < FETCHADD_MAX_SERVERS; i++)
+		if (locus_delegate_stats(i, &st) == 0) {
+			r->server_requests[i] = st.requests;
+			r->server_sleeps[i] = st.sleeps;
+		}
+}
+
 /*
  * Start the threads, let them run for the duration, stop and join them.
  * On a failed pthread_create the started threads stay blocked at the barrier:
@@ -304,9 +480,12 @@ static int run_threads(struct bench *b, unsigned threads, double duration,
 		snprintf(r->err, sizeof(r->err), "out of memory for %u threads", threads);
 		return -1;
 	}
+	for (i = 0; i < threads; i++)
+		w[i] = (struct worker){.b = b, .index = i};
+	if (b->latency && alloc_samples(b, w, threads, r))
+		return -1;
 	pthread_barrier_init(&b->start, NULL, threads + 1);
 	for (i = 0; i < threads; i++) {
-		w[i] = (struct worker){.b = b, .index = i};
 		err = pthread_create(&w[i].tid, NULL, worker_main, &w[i]);
 		if (err) {
 			snprintf(r->err, sizeof(r->err), "starting thread %u of %u: %s", i + 1,
@@ -321,13 +500,18 @@ static int run_threads(struct bench *b, unsigned threads, double duration,
 	for (i = 0; i < threads; i++) {
 		pthread_join(w[i].tid, NULL);
 		r->ops += w[i].ops;
+		r->post_failures += w[i].failures;
 		if (w[i].end > end)
 			end = w[i].end;
 	}
 	r->seconds = end - start;
 	pthread_barrier_destroy(&b->start);
+	server_stats(r);
+	err = b->latency ? summarize_latency(w, threads, r) : 0;
+	for (i = 0; i < threads; i++)
+		free(w[i].samples);
 	free(w);
-	return 0;
+	return err;
 }
 
 static void teardown(struct bench *b)
@@ -356,7 +540,23 @@ void fetchadd_measure(const struct fetchadd_params *p, struct fetchadd_result *r
 	teardown(&b);
 }
 
-int fetchadd_check_spec(const char *spec, char *canonical, size_t cap, char *err, size_t errlen)
+/* 1 if the spec's options (after the colon) include one that starts with `prefix`. */
+static int spec_has_option(const char *spec, const char *prefix)
+{
+	const char *p = strchr(spec, ':');
+	size_t len = strlen(prefix);
+
+	while (p) {
+		p++;
+		if (strncmp(p, prefix, len) == 0)
+			return 1;
+		p = strchr(p, ',');
+	}
+	return 0;
+}
+
+/* Open spec and close it again; 0, or -1 with the library's reason. */
+static int try_open(const char *spec, char *canonical, size_t cap, char *err, size_t errlen)
 {
 	struct fetchadd_slot slot = {0};
 	locus_cs *cs = locus_cs_open(spec, &slot);
@@ -368,4 +568,40 @@ int fetchadd_check_spec(const char *spec, char *canonical, size_t cap, char *err
 	snprintf(canonical, cap, "%s", locus_cs_spec(cs));
 	locus_cs_close(cs);
 	return 0;
+}
+
+/*
+ * Delegation mechanisms are told apart by their canonical spec, which always
+ * shows servers=: that holds for any that may be added, without a list here.
+ * The bare name is opened for that, not the spec, whose options (server=3)
+ * may only make sense once servers= is added.
+ */
+int fetchadd_check_spec(const char *spec, unsigned servers, struct fetchadd_check *out, char *err,
+			size_t errlen)
+{
+	char name[256];
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->effective, sizeof(out->effective), "%s", spec);
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ":"), spec);
+	if (strchr(spec, ':') && !spec_has_option(spec, "servers=") &&
+	    try_open(name, out->canonical, sizeof(out->canonical), err, errlen) == 0 &&
+	    spec_has_option(out->canonical, "servers=") &&
+	    (size_t)snprintf(out->effective, sizeof(out->effective), "%s,servers=%u", spec,
+			     servers) >= sizeof(out->effective)) {
+		snprintf(err, errlen, "spec too long to add servers=%u", servers);
+		return -1;
+	}
+	if (try_open(out->effective, out->canonical, sizeof(out->canonical), err, errlen))
+		return -1;
+	out->delegation = spec_has_option(out->canonical, "servers=");
+	if (!out->delegation || spec_has_option(out->effective, "servers="))
+		return 0;
+	/* A bare name: it opened, so now it can be given its servers. */
+	if ((size_t)snprintf(out->effective, sizeof(out->effective), "%s:servers=%u", spec,
+			     servers) >= sizeof(out->effective)) {
+		snprintf(err, errlen, "spec too long to add servers=%u", servers);
+		return -1;
+	}
+	return try_open(out->effective, out->canonical, sizeof(out->canonical), err, errlen);
 }
