@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,9 @@
 #include "sync/atomic.h"
 #include "sync/deleg.h"
 #include "sync/futex.h"
+
+/* Spinning waiters yield the core once per this many spins. */
+#define DL_YIELD_EVERY 64
 
 static struct {
 	pthread_mutex_t mu;
@@ -146,7 +150,11 @@ static void *server_main(void *arg)
 			continue;
 		}
 		if (++idle < s->spins) {
-			cpu_relax();
+			/* Now and then give the core away: a client may be waiting for it. */
+			if (idle % DL_YIELD_EVERY == 0)
+				sched_yield();
+			else
+				cpu_relax();
 			continue;
 		}
 		server_sleep(s);
@@ -173,10 +181,14 @@ void dl_client_wait(struct dl_chan *ch, int (*ready)(void *), void *arg, const l
 			cpu_relax();
 		return;
 	}
-	for (uint32_t i = 0; w->kind == LOCUS_WAIT_SPINPARK && i < w->spins; i++) {
+	for (uint32_t i = 1; w->kind == LOCUS_WAIT_SPINPARK && i <= w->spins; i++) {
 		if (ready(arg))
 			return;
-		cpu_relax();
+		/* The server may share this core: let it run now and then. */
+		if (i % DL_YIELD_EVERY == 0)
+			sched_yield();
+		else
+			cpu_relax();
 	}
 	for (;;) {
 		st_seqcst(&ch->client_wait, 1);
