@@ -18,6 +18,7 @@
 #include "locus/stm.h"
 #include "sync/deleg.h"
 #include "sync/lock_impl.h"
+#include "sync/mpsc.h"
 
 #define SPEC_MAX 256
 
@@ -32,6 +33,7 @@ struct locus_cs {
 			unsigned server;
 			struct dl_async_cfg cfg;
 		} dl;
+		struct mpsc *mpsc;
 	} u;
 	const struct mech *m;
 	void *state;
@@ -50,6 +52,7 @@ struct opts {
 	uint32_t server;  /* UINT32_MAX: round robin */
 	uint32_t lines;
 	uint32_t queue; /* UINT32_MAX: 2 x lines; 0: direct */
+	struct mpsc_opts mpsc;
 };
 
 struct mech {
@@ -158,6 +161,41 @@ static int async_option(struct opts *o, const char *opt)
 		o->queue = 0;
 		return 1;
 	}
+	return 0;
+}
+
+static int mpsc_option(struct opts *o, const char *opt)
+{
+	struct mpsc_opts *m = &o->mpsc;
+	if (strcmp(opt, "lockfree") == 0 || strcmp(opt, "locked") == 0) {
+		m->lockfree = opt[4] == 'f';
+		return 1;
+	}
+	if (strcmp(opt, "zerocopy") == 0 || strcmp(opt, "copy") == 0) {
+		m->zerocopy = opt[0] == 'z';
+		return 1;
+	}
+	/* spinpark and park are the names the other mechanisms use for the same policies. */
+	if (strcmp(opt, "spinblock") == 0 || strcmp(opt, "spinpark") == 0) {
+		m->wait = MPSC_WAIT_SPINBLOCK;
+		return 1;
+	}
+	if (strcmp(opt, "block") == 0 || strcmp(opt, "park") == 0) {
+		m->wait = MPSC_WAIT_BLOCK;
+		return 1;
+	}
+	if (strcmp(opt, "spin") == 0) {
+		m->wait = MPSC_WAIT_SPIN;
+		return 1;
+	}
+	if (strcmp(opt, "batch") == 0 || strcmp(opt, "nobatch") == 0) {
+		m->batch = opt[0] == 'b';
+		return 1;
+	}
+	if (strncmp(opt, "spins=", 6) == 0)
+		return parse_positive(opt + 6, &m->spins) == 0 ? 1 : -1;
+	if (strncmp(opt, "capacity=", 9) == 0)
+		return parse_positive(opt + 9, &m->capacity) == 0 ? 1 : -1;
 	return 0;
 }
 
@@ -282,6 +320,35 @@ static int async_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_
 	return dl_async_post(cs->u.dl.server, &cs->u.dl.cfg, fn, cs->state, a, b, c, cb, ctx);
 }
 
+/* ---- mpsc ----------------------------------------------------------------- */
+
+static int mpsc_cs_open(locus_cs *cs, const struct opts *o)
+{
+	char err[256];
+	cs->u.mpsc = mpsc_open(&o->mpsc, err, sizeof(err));
+	if (!cs->u.mpsc) {
+		fail("mpsc: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static uint64_t mpsc_cs_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	return mpsc_run(cs->u.mpsc, fn, cs->state, a, b, c);
+}
+
+static int mpsc_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
+			void *ctx)
+{
+	return mpsc_post(cs->u.mpsc, fn, cs->state, a, b, c, cb, ctx);
+}
+
+static void mpsc_cs_close(locus_cs *cs)
+{
+	mpsc_close(cs->u.mpsc);
+}
+
 /* ---- stm ------------------------------------------------------------------ */
 #ifdef LOCUS_HAVE_STM
 
@@ -371,6 +438,17 @@ static const struct mech mechs[] = {
 	 .run = async_run,
 	 .post = async_post,
 	 .close = dl_close},
+	{.name = "mpsc",
+	 .summary = "a server thread of its own fed by one multi-producer queue (post is "
+		    "asynchronous)",
+	 .options = "lockfree (default) | locked, zerocopy (default) | copy, spinblock (default) | "
+		    "block | spin (also spelled spinpark, park), spins=N, batch | nobatch (default), "
+		    "capacity=N (initial, grows)",
+	 .option = mpsc_option,
+	 .open = mpsc_cs_open,
+	 .run = mpsc_cs_run,
+	 .post = mpsc_cs_post,
+	 .close = mpsc_cs_close},
 #ifdef LOCUS_HAVE_STM
 	{.name = "stm",
 	 .summary = "GCC transactional memory (libitm); method is process-wide",
@@ -466,6 +544,17 @@ static void canonical_spec(locus_cs *cs, const struct opts *o)
 		if (o->server != UINT32_MAX)
 			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",server=%u", o->server);
 	}
+	if (m->option == mpsc_option) {
+		const char *waits[] = {"spinpark", "park", "spin"};
+		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ":%s,%s,%s",
+			      o->mpsc.lockfree ? "lockfree" : "locked",
+			      o->mpsc.zerocopy ? "zerocopy" : "copy", waits[o->mpsc.wait]);
+		if (o->mpsc.wait == MPSC_WAIT_SPINBLOCK)
+			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",spins=%u",
+				      o->mpsc.spins);
+		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",%s,capacity=%u",
+			      o->mpsc.batch ? "batch" : "nobatch", o->mpsc.capacity);
+	}
 	if (m->option == combine_option)
 		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",pass=%u", o->pass);
 	if (m->option == stm_option)
@@ -498,6 +587,7 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 			 .server = UINT32_MAX,
 			 .lines = LOCUS_DELEGATE_LINES_DEFAULT,
 			 .queue = UINT32_MAX};
+	mpsc_opts_default(&o.mpsc);
 	char list[SPEC_MAX];
 	if (colon)
 		snprintf(list, sizeof(list), "%s", colon + 1);
@@ -541,6 +631,7 @@ void locus_cs_drain(void)
 {
 	/* The synchronous mechanisms complete a post before post returns. */
 	dl_async_drain();
+	mpsc_drain_thread();
 }
 
 void locus_cs_close(locus_cs *cs)

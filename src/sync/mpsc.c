@@ -1,0 +1,810 @@
+/*
+ * mpsc: a dedicated server thread fed by one multi-producer single-consumer
+ * queue (seed 000 §2.4, §3.2-3.3; the §4.3 refinements and the growable
+ * queue of its future work are options).
+ *
+ * Requests and results. A client describes each request in a record from
+ * its own per-thread free list (no malloc per request once warm). The server
+ * runs the request, writes the result into the record and releases the
+ * record's hand-off flag (flag.h); the client waits on that flag (spin, then
+ * park) in run and drain. A posting thread keeps its in-flight records in a
+ * thread-local list in post order; post (cheaply: it only looks at the oldest
+ * record), run and drain run the callbacks of completed records in post
+ * order, on the posting thread, and recycle the records. A pthread key
+ * destructor drains a thread's posts when it exits, before its records are
+ * freed.
+ *
+ * Four queues, chosen by lockfree x zerocopy. Zero-copy queues carry a
+ * pointer to the client's record, whose fields the server reads in place;
+ * single-copy queues carry a copy of the fields (fn, state, a, b, c and the
+ * record to answer) in a slot of the queue's own memory.
+ *
+ *  - locked ring (lockfree=0): the seed's circular array behind a mutex,
+ *    with elements of either kind. When full, the producer that finds it
+ *    full doubles it under the lock. Not lock-free: a producer or the server
+ *    preempted while holding the mutex stalls everyone (the seed's §4.3
+ *    complaint).
+ *
+ *  - Vyukov intrusive list (lockfree=1, zerocopy=1): producers exchange the
+ *    queue's tail with their record's link, then store the link into the
+ *    previous tail's next; the consumer follows next pointers from a stub.
+ *    Unbounded by construction, so it "grows" for free. Producers are
+ *    wait-free (one exchange, one store). The consumer is not lock-free: a
+ *    producer preempted between its exchange and its store hides its request
+ *    and every later one until it runs again (the server parks meanwhile;
+ *    the producer wakes it when it completes the link).
+ *
+ *  - list of ring segments (lockfree=1, zerocopy=0): producers claim a slot
+ *    of the current segment with fetch-and-add, copy the request in and mark
+ *    the slot ready. A producer that finds the segment full allocates the
+ *    next one (`capacity` slots, like every segment), links it with a CAS
+ *    (losers free theirs) and swings the tail. Slot claims are lock-free; allocation
+ *    goes through malloc, which is not. As with the linked list, a producer
+ *    preempted between claim and "ready" stalls the consumer at that slot.
+ *    Freeing a used-up segment is the hard part, since a slow producer may
+ *    still hold a pointer to it: producers announce themselves in one of two
+ *    counters (the one the current phase selects, re-checked after the
+ *    increment) while they touch segments; the server retires segments in
+ *    batches, flips the phase, and frees a batch once the counter of the
+ *    phase it was retired in reads zero. Flipping only after the previous
+ *    batch was freed means a producer can never be counted under a phase
+ *    older than the one being checked. It is a two-counter RCU; it costs
+ *    producers two atomic adds on one shared line per post.
+ *
+ * Server waiting (the seed's blocking, §4.3's spinning): an idle server
+ * spins up to its budget re-checking the queue, then sets `sleeping`, issues
+ * a full fence, checks once more, and waits on the `sleeping` futex. A
+ * producer publishes its request, issues a full fence and reads `sleeping`;
+ * only if it is set does it exchange it to 0 and wake the server. By the two
+ * fences either the server's last check sees the request or the producer
+ * sees `sleeping`; and the futex compares the word, so an exchange that lands
+ * before the server sleeps makes its wait return at once. A busy server is
+ * never woken: no system call per request.
+ *
+ * Batch (§4.3 item 3): the server takes everything available (up to
+ * MPSC_BATCH_MAX) in one dequeue, then runs it; otherwise one at a time.
+ *
+ * Order: each queue is FIFO, so one thread's requests to one mpsc run in
+ * the order it made them, and its records complete in that order.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sync/atomic.h"
+#include "sync/flag.h"
+#include "sync/futex.h"
+#include "sync/mpsc.h"
+
+/* Largest batch: bounds how long a stream of posts can hold back results. */
+#define MPSC_BATCH_MAX 1024
+/* Ring capacity bound: doubling past it would overflow the 32-bit indices. */
+#define MPSC_RING_MAX (1u << 30)
+
+struct mpsc_rec;
+
+/* What the server needs to run one request and answer it. */
+struct mpsc_msg {
+	locus_fn fn;
+	void *state;
+	uint64_t a, b, c;
+	struct mpsc_rec *rec; /* where the result goes */
+};
+
+struct mpsc_link {
+	struct mpsc_link *next;
+};
+
+/* A client's request record; owned by the thread that posted it. */
+struct mpsc_rec {
+	struct mpsc_msg msg;	/* zero-copy: the request the server reads in place */
+	struct mpsc_link qlink; /* lock-free zero-copy: link in the server's queue */
+	uint64_t ret;		/* written by the server before it releases `flag` */
+	uint32_t flag;		/* flag.h: FLAG_WAIT until served */
+	locus_wait wait;	/* how the owner waits for it (its mpsc's policy) */
+	locus_cb cb;		/* post: completion, NULL for none */
+	void *ctx;		/* post: cb's argument */
+	struct mpsc_rec *next;	/* owner's in-flight list or free list */
+} __attribute__((aligned(64)));
+
+/* ---- locked ring ----------------------------------------------------------- */
+
+/* The seed's ring: elements of `esz` bytes (a record pointer or a message). */
+struct ring {
+	pthread_mutex_t lock;
+	unsigned char *buf;
+	uint32_t cap; /* a power of two */
+	uint32_t head;
+	uint32_t count; /* changed under the lock; the idle server reads it without */
+	size_t esz;
+};
+
+/* The server's private array of dequeued elements. */
+struct sbuf {
+	unsigned char *p;
+	size_t cap, esz;
+};
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p)
+		abort(); /* post() cannot report failure mid-way; out of memory is fatal */
+	return p;
+}
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t c = 1;
+	while (c < n && c < MPSC_RING_MAX)
+		c <<= 1;
+	return c;
+}
+
+static void ring_init(struct ring *r, uint32_t cap, size_t esz)
+{
+	pthread_mutex_init(&r->lock, NULL);
+	r->cap = pow2_at_least(cap);
+	r->buf = xmalloc((size_t)r->cap * esz);
+	r->head = 0;
+	r->count = 0;
+	r->esz = esz;
+}
+
+static unsigned char *ring_slot(struct ring *r, uint32_t i)
+{
+	return r->buf + (size_t)((r->head + i) & (r->cap - 1)) * r->esz;
+}
+
+/* Under the lock: double the ring, keeping its elements in order from index 0. */
+static void ring_grow(struct ring *r)
+{
+	if (r->cap >= MPSC_RING_MAX)
+		abort();
+	uint32_t ncap = r->cap * 2;
+	unsigned char *nb = xmalloc((size_t)ncap * r->esz);
+	for (uint32_t i = 0; i < r->count; i++)
+		memcpy(nb + (size_t)i * r->esz, ring_slot(r, i), r->esz);
+	free(r->buf);
+	r->buf = nb;
+	r->cap = ncap;
+	r->head = 0;
+}
+
+static void ring_put(struct ring *r, const void *e)
+{
+	pthread_mutex_lock(&r->lock);
+	uint32_t n = ld_relaxed(&r->count);
+	if (n == r->cap)
+		ring_grow(r);
+	memcpy(ring_slot(r, n), e, r->esz);
+	st_release(&r->count, n + 1);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void sbuf_reserve(struct sbuf *b, size_t n)
+{
+	if (n <= b->cap)
+		return;
+	size_t cap = b->cap ? b->cap : 16;
+	while (cap < n)
+		cap *= 2;
+	void *p = realloc(b->p, cap * b->esz);
+	if (!p)
+		abort();
+	b->p = p;
+	b->cap = cap;
+}
+
+/* Move up to max elements into out, in one critical section (the seed's batch remove). */
+static size_t ring_take(struct ring *r, struct sbuf *out, size_t max)
+{
+	pthread_mutex_lock(&r->lock);
+	uint32_t count = ld_relaxed(&r->count);
+	size_t n = count < max ? count : max;
+	sbuf_reserve(out, n);
+	for (size_t i = 0; i < n; i++)
+		memcpy(out->p + i * r->esz, ring_slot(r, (uint32_t)i), r->esz);
+	r->head = (r->head + (uint32_t)n) & (r->cap - 1);
+	st_relaxed(&r->count, count - (uint32_t)n);
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+static int ring_ready(struct ring *r)
+{
+	return ld_acquire(&r->count) != 0;
+}
+
+static void ring_destroy(struct ring *r)
+{
+	free(r->buf);
+	pthread_mutex_destroy(&r->lock);
+}
+
+/* ---- Vyukov intrusive list (lock-free, zero-copy) ------------------------- */
+
+struct vyq {
+	struct mpsc_link *tail __attribute__((aligned(64))); /* producers exchange it */
+	struct mpsc_link *head __attribute__((aligned(64))); /* consumer only */
+	struct mpsc_link stub; /* keeps the list non-empty so producers never touch head */
+};
+
+static void vy_init(struct vyq *q)
+{
+	q->stub.next = NULL;
+	q->head = &q->stub;
+	q->tail = &q->stub;
+}
+
+static void vy_push(struct vyq *q, struct mpsc_link *l)
+{
+	st_relaxed(&l->next, NULL);
+	struct mpsc_link *prev = xchg_acqrel(&q->tail, l);
+	/* Preempted here, this producer hides l and all later links from the consumer. */
+	st_release(&prev->next, l);
+}
+
+/* The oldest complete link, or NULL if empty or the oldest is still being linked. */
+static struct mpsc_link *vy_pop(struct vyq *q)
+{
+	struct mpsc_link *h = q->head;
+	struct mpsc_link *next = ld_acquire(&h->next);
+	if (h == &q->stub) {
+		if (!next)
+			return NULL;
+		q->head = h = next;
+		next = ld_acquire(&h->next);
+	}
+	if (next) {
+		q->head = next;
+		return h;
+	}
+	/* h is the last link: it can go only once something follows it. */
+	if (ld_acquire(&q->tail) != h)
+		return NULL;
+	vy_push(q, &q->stub);
+	next = ld_acquire(&h->next);
+	if (!next)
+		return NULL;
+	q->head = next;
+	return h;
+}
+
+/* 1 if vy_pop would return a link (after at most skipping the stub). */
+static int vy_ready(struct vyq *q)
+{
+	struct mpsc_link *h = q->head;
+	if (ld_acquire(&h->next))
+		return 1;
+	return h != &q->stub && ld_acquire(&q->tail) == h;
+}
+
+/* ---- list of ring segments (lock-free, single-copy) ----------------------- */
+
+struct seg_slot {
+	struct mpsc_msg msg;
+	uint32_t ready; /* set (release) once msg is written */
+};
+
+struct seg {
+	uint32_t claim;		  /* slots handed out; runs past size when full */
+	uint32_t size;		  /* immutable */
+	struct seg *next;	  /* set once, by CAS */
+	struct seg *retired_next; /* consumer: in the retired or limbo list */
+	struct seg_slot slot[] __attribute__((aligned(64)));
+};
+
+struct segq {
+	struct seg *tail __attribute__((aligned(64))); /* producers claim here */
+	uint32_t phase __attribute__((aligned(64)));   /* bumped by the consumer */
+	uint32_t active[2];			       /* producers inside, by phase parity */
+	/* consumer only */
+	struct seg *head __attribute__((aligned(64)));
+	uint32_t idx;	     /* next slot of head to read */
+	struct seg *retired; /* used up, since the last phase flip */
+	struct seg *limbo;   /* retired before the last flip: freed once its phase is idle */
+	uint32_t limbo_phase;
+};
+
+static struct seg *seg_new(uint32_t size)
+{
+	struct seg *s = aligned_alloc(64, (sizeof(*s) + size * sizeof(s->slot[0]) + 63) & ~63ul);
+	if (!s)
+		abort();
+	s->claim = 0;
+	s->size = size;
+	s->next = NULL;
+	s->retired_next = NULL;
+	for (uint32_t i = 0; i < size; i++)
+		s->slot[i].ready = 0;
+	return s;
+}
+
+static void seg_init(struct segq *q, uint32_t cap)
+{
+	q->tail = q->head = seg_new(cap);
+	q->phase = 0;
+	q->active[0] = q->active[1] = 0;
+	q->idx = 0;
+	q->retired = q->limbo = NULL;
+	q->limbo_phase = 0;
+}
+
+/* Announce a producer under the current phase; returns the counter to leave. */
+static uint32_t seg_enter(struct segq *q)
+{
+	for (;;) {
+		uint32_t p = ld_seqcst(&q->phase);
+		faa_seqcst(&q->active[p & 1], 1);
+		/* Counted under p only if no flip happened around the increment. */
+		if (ld_seqcst(&q->phase) == p)
+			return p & 1;
+		fas_seqcst(&q->active[p & 1], 1);
+	}
+}
+
+/* Segment s is full: make sure it has a successor and that the tail moves to it. */
+static void seg_extend(struct segq *q, struct seg *s)
+{
+	struct seg *next = ld_acquire(&s->next);
+	if (!next) {
+		struct seg *n = seg_new(s->size);
+		struct seg *expected = NULL;
+		if (cas_acqrel(&s->next, &expected, n)) {
+			next = n;
+		} else {
+			free(n);
+			next = expected;
+		}
+	}
+	cas_seqcst(&q->tail, &s, next);
+}
+
+static void seg_put(struct segq *q, const struct mpsc_msg *msg)
+{
+	uint32_t e = seg_enter(q);
+	for (;;) {
+		struct seg *s = ld_seqcst(&q->tail);
+		uint32_t i = faa_acqrel(&s->claim, 1);
+		if (i < s->size) {
+			s->slot[i].msg = *msg;
+			st_release(&s->slot[i].ready, 1);
+			break;
+		}
+		seg_extend(q, s);
+	}
+	fas_seqcst(&q->active[e], 1);
+}
+
+static void seg_free_list(struct seg *s)
+{
+	while (s) {
+		struct seg *next = s->retired_next;
+		free(s);
+		s = next;
+	}
+}
+
+/* Free the limbo batch if no producer of its phase is left; start a new batch. */
+static void seg_reclaim(struct segq *q)
+{
+	if (q->limbo && ld_seqcst(&q->active[q->limbo_phase & 1]) == 0) {
+		seg_free_list(q->limbo);
+		q->limbo = NULL;
+	}
+	if (!q->limbo && q->retired) {
+		q->limbo = q->retired;
+		q->retired = NULL;
+		q->limbo_phase = ld_relaxed(&q->phase);
+		st_seqcst(&q->phase, q->limbo_phase + 1);
+	}
+}
+
+/* The consumer has read all of s: unlink it from the tail and retire it. */
+static void seg_retire(struct segq *q, struct seg *s, struct seg *next)
+{
+	struct seg *expected = s;
+	/* From here no producer can find s; only those that already hold it remain. */
+	cas_seqcst(&q->tail, &expected, next);
+	s->retired_next = q->retired;
+	q->retired = s;
+	q->head = next;
+	q->idx = 0;
+	seg_reclaim(q);
+}
+
+/* 1 if the next slot is written; moves past a used-up segment first. */
+static int seg_ready(struct segq *q)
+{
+	struct seg *s = q->head;
+	if (q->idx == s->size) {
+		struct seg *next = ld_acquire(&s->next);
+		if (!next)
+			return 0;
+		seg_retire(q, s, next);
+		s = next;
+	}
+	return ld_acquire(&s->slot[q->idx].ready) != 0;
+}
+
+static int seg_pop(struct segq *q, struct mpsc_msg *out)
+{
+	if (!seg_ready(q))
+		return 0;
+	*out = q->head->slot[q->idx++].msg;
+	return 1;
+}
+
+static void seg_destroy(struct segq *q)
+{
+	struct seg *s = q->head;
+	while (s) {
+		struct seg *next = s->next;
+		free(s);
+		s = next;
+	}
+	seg_free_list(q->retired);
+	seg_free_list(q->limbo);
+}
+
+/* ---- the server ------------------------------------------------------------ */
+
+struct mpsc {
+	int lockfree, zerocopy, batch;
+	locus_wait wait;
+	pthread_t thread;
+	struct ring ring;				/* !lockfree */
+	struct vyq vy;					/* lockfree && zerocopy */
+	struct segq seg;				/* lockfree && !zerocopy */
+	struct sbuf out;				/* server only: dequeued elements */
+	uint32_t sleeping __attribute__((aligned(64))); /* futex word: 1 while the server parks */
+	uint32_t stop;
+};
+
+static struct mpsc_rec *rec_of(struct mpsc_link *l)
+{
+	return (struct mpsc_rec *)((char *)l - offsetof(struct mpsc_rec, qlink));
+}
+
+/* Dequeue up to max elements into m->out; returns how many. */
+static size_t take(struct mpsc *m, size_t max)
+{
+	if (!m->lockfree)
+		return ring_take(&m->ring, &m->out, max);
+	size_t n = 0;
+	while (n < max) {
+		sbuf_reserve(&m->out, n + 1);
+		if (m->zerocopy) {
+			struct mpsc_link *l = vy_pop(&m->vy);
+			if (!l)
+				break;
+			((struct mpsc_rec **)m->out.p)[n] = rec_of(l);
+		} else if (!seg_pop(&m->seg, (struct mpsc_msg *)m->out.p + n)) {
+			break;
+		}
+		n++;
+	}
+	return n;
+}
+
+static int queue_ready(struct mpsc *m)
+{
+	if (!m->lockfree)
+		return ring_ready(&m->ring);
+	return m->zerocopy ? vy_ready(&m->vy) : seg_ready(&m->seg);
+}
+
+static void serve(const struct mpsc_msg *msg)
+{
+	struct mpsc_rec *rec = msg->rec;
+	rec->ret = msg->fn(msg->state, msg->a, msg->b, msg->c);
+	/* The record is the client's again from here: touch nothing after this. */
+	flag_release(&rec->flag, 1);
+}
+
+static void serve_all(struct mpsc *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (m->zerocopy)
+			serve(&((struct mpsc_rec **)m->out.p)[i]->msg);
+		else
+			serve(&((struct mpsc_msg *)m->out.p)[i]);
+	}
+}
+
+static int should_wake(struct mpsc *m)
+{
+	return queue_ready(m) || ld_acquire(&m->stop);
+}
+
+/* Nothing to do: spin within the budget, then park (see the top of the file). */
+static void server_idle(struct mpsc *m)
+{
+	if (m->wait.kind == LOCUS_WAIT_SPIN) {
+		while (!should_wake(m))
+			cpu_relax();
+		return;
+	}
+	for (uint32_t i = 0; m->wait.kind == LOCUS_WAIT_SPINPARK && i < m->wait.spins; i++) {
+		if (should_wake(m))
+			return;
+		cpu_relax();
+	}
+	st_relaxed(&m->sleeping, 1);
+	fence_seqcst();
+	if (!should_wake(m))
+		futex_wait(&m->sleeping, 1);
+	st_relaxed(&m->sleeping, 0);
+}
+
+static void *server_main(void *arg)
+{
+	struct mpsc *m = arg;
+	size_t max = m->batch ? MPSC_BATCH_MAX : 1;
+	for (;;) {
+		size_t n = take(m, max);
+		if (n) {
+			serve_all(m, n);
+			continue;
+		}
+		/* Requests posted before close are in the queue by the time stop is seen. */
+		if (ld_acquire(&m->stop)) {
+			if (!queue_ready(m))
+				break;
+			continue;
+		}
+		server_idle(m);
+	}
+	return NULL;
+}
+
+/* After publishing: wake the server if, and only if, it is parked or about to be. */
+static void wake_server(struct mpsc *m)
+{
+	fence_seqcst();
+	if (ld_relaxed(&m->sleeping) && xchg_acqrel(&m->sleeping, 0) == 1)
+		futex_wake(&m->sleeping, 1);
+}
+
+void mpsc_opts_default(struct mpsc_opts *o)
+{
+	o->lockfree = 1;
+	o->zerocopy = 1;
+	o->wait = MPSC_WAIT_SPINBLOCK;
+	o->spins = LOCUS_WAIT_SPINS_DEFAULT;
+	o->batch = 0;
+	o->capacity = 64;
+}
+
+static int check_opts(const struct mpsc_opts *o, char *err, size_t errlen)
+{
+	if (o->wait < MPSC_WAIT_SPINBLOCK || o->wait > MPSC_WAIT_SPIN) {
+		snprintf(err, errlen, "mpsc: unknown wait policy %d", o->wait);
+		return -1;
+	}
+	if (o->capacity == 0 || o->capacity > MPSC_RING_MAX) {
+		snprintf(err, errlen, "mpsc: capacity must be 1..%u, not %u", MPSC_RING_MAX,
+			 o->capacity);
+		return -1;
+	}
+	return 0;
+}
+
+static locus_wait wait_of(const struct mpsc_opts *o)
+{
+	static const uint32_t kinds[] = {
+		[MPSC_WAIT_SPINBLOCK] = LOCUS_WAIT_SPINPARK,
+		[MPSC_WAIT_BLOCK] = LOCUS_WAIT_PARK,
+		[MPSC_WAIT_SPIN] = LOCUS_WAIT_SPIN,
+	};
+	locus_wait w = {.kind = kinds[o->wait], .spins = o->spins};
+	return w;
+}
+
+static void queue_destroy(struct mpsc *m)
+{
+	if (!m->lockfree)
+		ring_destroy(&m->ring);
+	else if (!m->zerocopy)
+		seg_destroy(&m->seg);
+}
+
+struct mpsc *mpsc_open(const struct mpsc_opts *o, char *err, size_t errlen)
+{
+	struct mpsc_opts def;
+	if (!o) {
+		mpsc_opts_default(&def);
+		o = &def;
+	}
+	if (check_opts(o, err, errlen))
+		return NULL;
+	struct mpsc *m = aligned_alloc(64, (sizeof(*m) + 63) & ~63ul);
+	if (!m) {
+		snprintf(err, errlen, "mpsc: out of memory");
+		return NULL;
+	}
+	memset(m, 0, sizeof(*m));
+	m->lockfree = !!o->lockfree;
+	m->zerocopy = !!o->zerocopy;
+	m->batch = !!o->batch;
+	m->wait = wait_of(o);
+	size_t esz = m->zerocopy ? sizeof(struct mpsc_rec *) : sizeof(struct mpsc_msg);
+	m->out.esz = esz;
+	if (!m->lockfree)
+		ring_init(&m->ring, o->capacity, esz);
+	else if (m->zerocopy)
+		vy_init(&m->vy);
+	else
+		seg_init(&m->seg, o->capacity);
+	int rc = pthread_create(&m->thread, NULL, server_main, m);
+	if (rc != 0) {
+		snprintf(err, errlen, "mpsc: cannot start the server thread: %s", strerror(rc));
+		queue_destroy(m);
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void mpsc_close(struct mpsc *m)
+{
+	if (!m)
+		return;
+	st_release(&m->stop, 1);
+	wake_server(m);
+	pthread_join(m->thread, NULL);
+	queue_destroy(m);
+	free(m->out.p);
+	free(m);
+}
+
+/* ---- the client ------------------------------------------------------------ */
+
+/* A thread's records: free ones, and posted ones in post order. */
+static __thread struct {
+	struct mpsc_rec *free;
+	struct mpsc_rec *first, *last; /* in flight */
+	int registered;
+} me;
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+/* At thread exit: finish this thread's posts (running their callbacks), then free its records. */
+static void client_exit(void *unused)
+{
+	(void)unused;
+	mpsc_drain_thread();
+	struct mpsc_rec *r = me.free;
+	me.free = NULL;
+	while (r) {
+		struct mpsc_rec *next = r->next;
+		free(r);
+		r = next;
+	}
+	/* A later destructor that posts registers again, and glibc runs this once more. */
+	me.registered = 0;
+}
+
+static void exit_key_create(void)
+{
+	pthread_key_create(&exit_key, client_exit);
+}
+
+static void client_register(void)
+{
+	pthread_once(&exit_once, exit_key_create);
+	/* Any non-NULL value makes the destructor run at thread exit. */
+	pthread_setspecific(exit_key, (void *)1);
+	me.registered = 1;
+}
+
+static struct mpsc_rec *rec_get(void)
+{
+	struct mpsc_rec *r = me.free;
+	if (r) {
+		me.free = r->next;
+		return r;
+	}
+	if (!me.registered)
+		client_register();
+	r = aligned_alloc(64, sizeof(*r));
+	if (!r)
+		abort();
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+static void rec_put(struct mpsc_rec *r)
+{
+	r->next = me.free;
+	me.free = r;
+}
+
+/* Hand the request to m's server; the result will arrive in r. */
+static void submit(struct mpsc *m, struct mpsc_rec *r, locus_fn fn, void *state, uint64_t a,
+		   uint64_t b, uint64_t c)
+{
+	struct mpsc_msg msg = {fn, state, a, b, c, r};
+	flag_arm(&r->flag);
+	r->wait = m->wait;
+	if (m->zerocopy) {
+		r->msg = msg;
+		if (m->lockfree)
+			vy_push(&m->vy, &r->qlink);
+		else
+			ring_put(&m->ring, &r);
+	} else if (m->lockfree) {
+		seg_put(&m->seg, &msg);
+	} else {
+		ring_put(&m->ring, &msg);
+	}
+	/* A spinning server never parks, so there is nobody to wake. */
+	if (m->wait.kind != LOCUS_WAIT_SPIN)
+		wake_server(m);
+}
+
+/*
+ * The oldest in-flight record is complete: unlink and recycle it, then run
+ * its callback. Unlinking first lets the callback post or drain.
+ */
+static void finish_first(void)
+{
+	struct mpsc_rec *r = me.first;
+	me.first = r->next;
+	if (!me.first)
+		me.last = NULL;
+	locus_cb cb = r->cb;
+	void *ctx = r->ctx;
+	uint64_t ret = r->ret;
+	rec_put(r);
+	if (cb)
+		cb(ctx, ret);
+}
+
+/* Run the callbacks of the oldest posts that have completed, without waiting. */
+static void reap(void)
+{
+	while (me.first && ld_acquire(&me.first->flag) < FLAG_WAIT)
+		finish_first();
+}
+
+uint64_t mpsc_run(struct mpsc *m, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct mpsc_rec *r = rec_get();
+	submit(m, r, fn, state, a, b, c);
+	flag_wait(&r->flag, &m->wait);
+	uint64_t ret = r->ret;
+	rec_put(r);
+	/* FIFO: this thread's earlier posts to m are done too; answer them now. */
+	reap();
+	return ret;
+}
+
+int mpsc_post(struct mpsc *m, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c,
+	      locus_cb cb, void *ctx)
+{
+	reap();
+	struct mpsc_rec *r = rec_get();
+	r->cb = cb;
+	r->ctx = ctx;
+	r->next = NULL;
+	if (me.last)
+		me.last->next = r;
+	else
+		me.first = r;
+	me.last = r;
+	submit(m, r, fn, state, a, b, c);
+	return 0;
+}
+
+void mpsc_drain_thread(void)
+{
+	while (me.first) {
+		flag_wait(&me.first->flag, &me.first->wait);
+		finish_first();
+	}
+}
