@@ -103,6 +103,19 @@ static void assert_each_once(struct poster *p, const char *spec)
 			      p->rec.calls[i]);
 }
 
+/* Start T posters of n posts each on cs and wait for them; spec names failures. */
+static void run_posters(struct poster *p, int T, locus_cs *cs, uint32_t n, int drain,
+			const char *spec)
+{
+	pthread_t th[T];
+	for (int t = 0; t < T; t++) {
+		poster_init(&p[t], cs, n, drain);
+		test_start_thread(&th[t], post_all, &p[t]);
+	}
+	for (int t = 0; t < T; t++)
+		ck_assert_msg(test_join_within(th[t], HANG_S) == 0, "%s: poster %d hung", spec, t);
+}
+
 static const char *const async_specs[] = {"async",	"async:direct", "async:lines=1",
 					  "async:park", "async:spin",	NULL};
 
@@ -115,13 +128,7 @@ START_TEST(callbacks_once_on_poster_and_drain_completes)
 	ck_assert_int_eq(locus_cs_is_async(cs), 1);
 	enum { T = 4 };
 	struct poster p[T];
-	pthread_t th[T];
-	for (int t = 0; t < T; t++) {
-		poster_init(&p[t], cs, OPS / T, 1);
-		test_start_thread(&th[t], post_all, &p[t]);
-	}
-	for (int t = 0; t < T; t++)
-		ck_assert_msg(test_join_within(th[t], HANG_S) == 0, "%s: poster %d hung", spec, t);
+	run_posters(p, T, cs, OPS / T, 1, spec);
 	for (int t = 0; t < T; t++) {
 		assert_each_once(&p[t], spec);
 		poster_free(&p[t]);
@@ -158,13 +165,7 @@ START_TEST(lines1_keeps_client_order)
 	ck_assert(cs);
 	enum { T = 3 };
 	struct poster p[T];
-	pthread_t th[T];
-	for (int t = 0; t < T; t++) {
-		poster_init(&p[t], cs, OPS / T, 1);
-		test_start_thread(&th[t], post_all, &p[t]);
-	}
-	for (int t = 0; t < T; t++)
-		ck_assert(test_join_within(th[t], HANG_S) == 0);
+	run_posters(p, T, cs, OPS / T, 1, spec);
 	for (int t = 0; t < T; t++) {
 		for (uint32_t i = 1; i < p[t].n; i++)
 			ck_assert_msg(p[t].rec.results[i] > p[t].rec.results[i - 1],
@@ -186,13 +187,8 @@ START_TEST(exiting_thread_finishes_its_posts)
 	uint64_t total = 0;
 	for (int w = 0; w < WAVES; w++) {
 		struct poster p[T];
-		pthread_t th[T];
+		run_posters(p, T, cs, 1000 + (uint32_t)w, 0, "async (no drain)");
 		for (int t = 0; t < T; t++) {
-			poster_init(&p[t], cs, 1000 + 7 * (uint32_t)t, 0);
-			test_start_thread(&th[t], post_all, &p[t]);
-		}
-		for (int t = 0; t < T; t++) {
-			ck_assert(test_join_within(th[t], HANG_S) == 0);
 			assert_each_once(&p[t], "async (no drain, thread exit)");
 			total += p[t].n;
 			poster_free(&p[t]);
