@@ -93,6 +93,10 @@ static void build_specs(void)
 	add_spec("async:lines=1,direct");
 	add_spec("async:lines=3,queue=1");
 	add_spec("async:servers=3");
+	add_spec("flat:blocked");
+	add_spec("flat:doorbell");
+	add_spec("flat:bound=4");
+	add_spec("flat:lines=1");
 	add_spec("mcs:nocr");
 	add_spec("oyama:pass=1");
 	add_spec("ccsynch:pass=1");

@@ -116,8 +116,9 @@ static void run_posters(struct poster *p, int T, locus_cs *cs, uint32_t n, int d
 		ck_assert_msg(test_join_within(th[t], HANG_S) == 0, "%s: poster %d hung", spec, t);
 }
 
-static const char *const async_specs[] = {"async",	"async:direct", "async:lines=1",
-					  "async:park", "async:spin",	NULL};
+static const char *const async_specs[] = {
+	"async", "async:direct", "async:lines=1", "async:park",	  "async:spin",
+	"flat",	 "flat:blocked", "flat:doorbell", "flat:bound=8", NULL};
 
 START_TEST(callbacks_once_on_poster_and_drain_completes)
 {
@@ -279,12 +280,61 @@ START_TEST(bad_specs)
 }
 END_TEST
 
+/*
+ * Seed 002 §2.2.1.3's greedy client: one thread keeps posting to its own
+ * slot while others post to the same slot. Under every flat policy the
+ * others must finish (a livelock would hit the bounded join).
+ */
+static const char *const flat_specs[] = {"flat:queue,slot=0",	 "flat:blocked,slot=0",
+					 "flat:doorbell,slot=0", "flat:bound=1,slot=0",
+					 "flat:bound=64,slot=0", NULL};
+
+struct greedy {
+	locus_cs *cs;
+	int stop;
+	uint64_t posted;
+};
+
+static void *greedy_main(void *arg)
+{
+	struct greedy *g = arg;
+	while (!__atomic_load_n(&g->stop, __ATOMIC_RELAXED)) {
+		locus_cs_post(g->cs, bump, 0, 0, 0, NULL, NULL);
+		g->posted++;
+	}
+	locus_cs_drain();
+	return NULL;
+}
+
+START_TEST(flat_no_greedy_livelock)
+{
+	const char *spec = flat_specs[_i];
+	struct counter k = {0};
+	locus_cs *cs = locus_cs_open(spec, &k);
+	ck_assert_msg(cs, "%s: %s", spec, locus_cs_error());
+	struct greedy g = {.cs = cs};
+	pthread_t gt;
+	test_start_thread(&gt, greedy_main, &g);
+	enum { T = 3 };
+	struct poster p[T];
+	run_posters(p, T, cs, OPS / T, 1, spec);
+	__atomic_store_n(&g.stop, 1, __ATOMIC_RELAXED);
+	ck_assert_msg(test_join_within(gt, HANG_S) == 0, "%s: greedy client hung", spec);
+	for (int t = 0; t < T; t++) {
+		assert_each_once(&p[t], spec);
+		poster_free(&p[t]);
+	}
+	ck_assert_uint_eq(k.value, (OPS / T) * T + g.posted);
+	locus_cs_close(cs);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("delegate");
 	TCase *tc = tcase_create("delegate");
 	tcase_set_timeout(tc, 3 * HANG_S);
-	tcase_add_loop_test(tc, callbacks_once_on_poster_and_drain_completes, 0, 5);
+	tcase_add_loop_test(tc, callbacks_once_on_poster_and_drain_completes, 0, 9);
 	tcase_add_test(tc, post_returns_before_completion);
 	tcase_add_loop_test(tc, lines1_keeps_client_order, 0, 2);
 	tcase_add_test(tc, exiting_thread_finishes_its_posts);
@@ -292,6 +342,7 @@ int main(void)
 	tcase_add_test(tc, runtime_restarts);
 	tcase_add_test(tc, explicit_start_and_stats);
 	tcase_add_test(tc, bad_specs);
+	tcase_add_loop_test(tc, flat_no_greedy_livelock, 0, 5);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "locus/combine.h"
 #include "locus/cs.h"
@@ -53,6 +54,8 @@ struct opts {
 	uint32_t lines;
 	uint32_t queue; /* UINT32_MAX: 2 x lines; 0: direct */
 	struct mpsc_opts mpsc;
+	uint32_t policy; /* flat */
+	uint32_t bound;
 };
 
 struct mech {
@@ -199,6 +202,37 @@ static int mpsc_option(struct opts *o, const char *opt)
 	return 0;
 }
 
+static int flat_option(struct opts *o, const char *opt)
+{
+	static const char *const policies[] = {[DL_FLAT_QUEUE] = "queue",
+					       [DL_FLAT_BLOCKED] = "blocked",
+					       [DL_FLAT_DOORBELL] = "doorbell"};
+	for (uint32_t p = DL_FLAT_QUEUE; p <= DL_FLAT_DOORBELL; p++)
+		if (strcmp(opt, policies[p]) == 0) {
+			o->policy = p;
+			return 1;
+		}
+	if (strncmp(opt, "bound=", 6) == 0) {
+		o->policy = DL_FLAT_BOUND;
+		return parse_positive(opt + 6, &o->bound) == 0 ? 1 : -1;
+	}
+	if (strncmp(opt, "slots=", 6) == 0)
+		return parse_positive(opt + 6, &o->servers) == 0 ? 1 : -1;
+	if (strncmp(opt, "slot=", 5) == 0) {
+		if (strcmp(opt + 5, "0") == 0) {
+			o->server = 0;
+			return 1;
+		}
+		return parse_positive(opt + 5, &o->server) == 0 ? 1 : -1;
+	}
+	if (strncmp(opt, "lines=", 6) == 0)
+		return parse_positive(opt + 6, &o->lines) == 0 &&
+				       o->lines <= LOCUS_DELEGATE_LINES_MAX
+			       ? 1
+			       : -1;
+	return 0;
+}
+
 static int combine_option(struct opts *o, const char *opt)
 {
 	if (strncmp(opt, "pass=", 5) == 0)
@@ -320,6 +354,43 @@ static int async_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_
 	return dl_async_post(cs->u.dl.server, &cs->u.dl.cfg, fn, cs->state, a, b, c, cb, ctx);
 }
 
+/* ---- flat delegation ------------------------------------------------------ */
+
+/* slots=N, else one slot per CPU. */
+static unsigned flat_slots(const struct opts *o)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return o->servers ? o->servers : (unsigned)(cpus > 0 ? cpus : 1);
+}
+
+static int flat_open(locus_cs *cs, const struct opts *o)
+{
+	char err[256];
+	if (dl_flat_acquire(flat_slots(o), err, sizeof(err)) != 0) {
+		fail("flat: %s", err);
+		return -1;
+	}
+	unsigned n = dl_flat_nslots();
+	if (o->server != UINT32_MAX && o->server >= n) {
+		fail("flat: slot=%u but there are %u slots (0..%u)", o->server, n, n - 1);
+		dl_flat_release();
+		return -1;
+	}
+	cs->u.dl.server = o->server != UINT32_MAX ? o->server : dl_flat_next_slot();
+	cs->u.dl.cfg = (struct dl_async_cfg){.lines = o->lines,
+					     .queue = o->policy == DL_FLAT_QUEUE ? 2 * o->lines : 0,
+					     .wait = o->wait,
+					     .policy = o->policy,
+					     .bound = o->bound};
+	return 0;
+}
+
+static void flat_close(locus_cs *cs)
+{
+	(void)cs;
+	dl_flat_release();
+}
+
 /* ---- mpsc ----------------------------------------------------------------- */
 
 static int mpsc_cs_open(locus_cs *cs, const struct opts *o)
@@ -438,12 +509,24 @@ static const struct mech mechs[] = {
 	 .run = async_run,
 	 .post = async_post,
 	 .close = dl_close},
+	{.name = "flat",
+	 .summary = "asynchronous flat delegation: no server threads, clients serve the slots",
+	 .options = "queue (default) | blocked | doorbell | bound=K, lines=N (default " STR(
+		 LOCUS_DELEGATE_LINES_DEFAULT) "), slots=N (default: CPUs), slot=K, spins=N "
+					       "(doorbell wait)",
+	 .takes_wait = 1,
+	 .option = flat_option,
+	 .open = flat_open,
+	 .run = async_run,
+	 .post = async_post,
+	 .close = flat_close},
 	{.name = "mpsc",
 	 .summary = "a server thread of its own fed by one multi-producer queue (post is "
 		    "asynchronous)",
-	 .options = "lockfree (default) | locked, zerocopy (default) | copy, spinblock (default) | "
-		    "block | spin (also spelled spinpark, park), spins=N, batch | nobatch (default), "
-		    "capacity=N (initial, grows)",
+	 .options =
+		 "lockfree (default) | locked, zerocopy (default) | copy, spinblock (default) | "
+		 "block | spin (also spelled spinpark, park), spins=N, batch | nobatch (default), "
+		 "capacity=N (initial, grows)",
 	 .option = mpsc_option,
 	 .open = mpsc_cs_open,
 	 .run = mpsc_cs_run,
@@ -555,6 +638,14 @@ static void canonical_spec(locus_cs *cs, const struct opts *o)
 		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",%s,capacity=%u",
 			      o->mpsc.batch ? "batch" : "nobatch", o->mpsc.capacity);
 	}
+	if (m->option == flat_option) {
+		static const char *const policies[] = {"", "queue", "blocked", "doorbell", "bound"};
+		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",%s", policies[o->policy]);
+		if (o->policy == DL_FLAT_BOUND)
+			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, "=%u", o->bound);
+		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",lines=%u,slots=%u", o->lines,
+			      flat_slots(o));
+	}
 	if (m->option == combine_option)
 		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",pass=%u", o->pass);
 	if (m->option == stm_option)
@@ -586,7 +677,9 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 			 .method = "ml_wt",
 			 .server = UINT32_MAX,
 			 .lines = LOCUS_DELEGATE_LINES_DEFAULT,
-			 .queue = UINT32_MAX};
+			 .queue = UINT32_MAX,
+			 .policy = DL_FLAT_QUEUE,
+			 .bound = 1};
 	mpsc_opts_default(&o.mpsc);
 	char list[SPEC_MAX];
 	if (colon)
@@ -631,6 +724,7 @@ void locus_cs_drain(void)
 {
 	/* The synchronous mechanisms complete a post before post returns. */
 	dl_async_drain();
+	dl_flat_drain();
 	mpsc_drain_thread();
 }
 

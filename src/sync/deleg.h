@@ -47,6 +47,9 @@ struct dl_server {
 	unsigned slot_used;
 	void **allocs; /* everything allocated for this server, freed at stop */
 	size_t nallocs, capallocs;
+	uint32_t flat; /* a flat slot: no thread; clients serve it themselves */
+	uint32_t serving __attribute__((aligned(64))); /* flat: 1 while a thread serves */
+	uint32_t bell;				       /* flat doorbell: serve me */
 	uint32_t sleeping __attribute__((aligned(64)));
 	uint32_t doorbell;
 	uint32_t stop;
@@ -65,6 +68,16 @@ void dl_release(void);
 /* Round-robin choice of server for a new executor. */
 unsigned dl_next_server(void);
 
+/* Flat delegation: slots that no thread owns; every client serves them. */
+int dl_flat_acquire(unsigned slots, char *err, size_t errlen);
+void dl_flat_release(void);
+struct dl_server *dl_flat_slot(unsigned i);
+unsigned dl_flat_nslots(void);
+uint64_t dl_flat_generation(void);
+unsigned dl_flat_next_slot(void);
+/* Serve slot s once if nobody else is: requests run, or -1 if another thread serves it. */
+int dl_serve_try(struct dl_server *s);
+
 /* A channel owned by the calling thread on server s (registered on first use). */
 struct dl_chan *dl_chan_claim(struct dl_server *s, uint32_t kind, uint32_t lines);
 /* Give a drained channel back for reuse. */
@@ -79,15 +92,20 @@ void dl_client_wait(struct dl_chan *ch, int (*ready)(void *), void *arg, const l
 /* Client side, for the executor (deleg_client.c). */
 uint64_t dl_ffwd_run(unsigned server, const locus_wait *w, locus_fn fn, void *state, uint64_t a,
 		     uint64_t b, uint64_t c);
+enum { DL_DEDICATED = 0, DL_FLAT_QUEUE, DL_FLAT_BLOCKED, DL_FLAT_DOORBELL, DL_FLAT_BOUND };
+
 struct dl_async_cfg {
 	uint32_t lines;
 	uint32_t queue; /* pending queue length; 0 = direct writes */
 	locus_wait wait;
+	uint32_t policy; /* DL_DEDICATED or a flat policy */
+	uint32_t bound;	 /* DL_FLAT_BOUND: serve the home slot after this many posts */
 };
 int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
 		  uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx);
 uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
 		      uint64_t a, uint64_t b, uint64_t c);
 void dl_async_drain(void);
+void dl_flat_drain(void);
 
 #endif

@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,8 +59,12 @@ struct dl_async {
 	struct pending *q; /* ring of `queue` */
 	uint32_t qhead, qlen;
 	unsigned server;
+	uint32_t policy, bound;
 	struct dl_async *next;
 };
+
+/* Pauses a flat client waits after ringing a doorbell before serving the slot itself. */
+#define DOORBELL_PATIENCE 128
 
 struct completion {
 	locus_cb cb;
@@ -73,10 +78,34 @@ static __thread struct {
 	struct dl_chan **sync; /* per server, ffwd channel */
 	struct dl_async *async;
 	int registered;
+	/* flat delegation: its own slots and generation */
+	uint64_t flat_generation;
+	struct dl_async *flat;
+	unsigned home; /* the slot this thread serves on its own (doorbell, bound) */
+	int has_home;
+	uint32_t posts; /* since this thread last served its home slot */
 } tls;
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void free_list(struct dl_async *as)
+{
+	while (as) {
+		struct dl_async *next = as->next;
+		free(as->fl);
+		free(as->q);
+		free(as);
+		as = next;
+	}
+}
+
+static void forget_flat(void)
+{
+	free_list(tls.flat);
+	tls.flat = NULL;
+	tls.has_home = 0;
+}
 
 static void forget_all(void)
 {
@@ -98,6 +127,12 @@ static void forget_all(void)
 static void client_exit(void *unused)
 {
 	(void)unused;
+	if (tls.flat && tls.flat_generation == dl_flat_generation()) {
+		dl_flat_drain();
+		for (struct dl_async *as = tls.flat; as; as = as->next)
+			dl_chan_unclaim(as->ch);
+	}
+	forget_flat();
 	if (tls.generation == dl_generation() && tls.nservers) {
 		dl_async_drain();
 		for (struct dl_async *as = tls.async; as; as = as->next)
@@ -114,6 +149,26 @@ static void exit_key_create(void)
 	pthread_key_create(&exit_key, client_exit);
 }
 
+static void register_exit(void)
+{
+	if (!tls.registered) {
+		pthread_once(&exit_once, exit_key_create);
+		pthread_setspecific(exit_key, (void *)1);
+		tls.registered = 1;
+	}
+}
+
+/* The same for flat slots. */
+static void tls_sync_flat(void)
+{
+	uint64_t gen = dl_flat_generation();
+	if (tls.flat_generation == gen)
+		return;
+	forget_flat();
+	tls.flat_generation = gen;
+	register_exit();
+}
+
 /* Make the thread-local state match the running runtime (it may have restarted). */
 static void tls_sync_runtime(void)
 {
@@ -126,11 +181,7 @@ static void tls_sync_runtime(void)
 	tls.sync = calloc(tls.nservers, sizeof(*tls.sync));
 	if (!tls.sync)
 		abort();
-	if (!tls.registered) {
-		pthread_once(&exit_once, exit_key_create);
-		pthread_setspecific(exit_key, (void *)1);
-		tls.registered = 1;
-	}
+	register_exit();
 }
 
 /* ---- ffwd ------------------------------------------------------------------ */
@@ -172,16 +223,24 @@ uint64_t dl_ffwd_run(unsigned server, const locus_wait *w, locus_fn fn, void *st
 
 static struct dl_async *async_state(unsigned server, const struct dl_async_cfg *cfg)
 {
-	tls_sync_runtime();
-	for (struct dl_async *as = tls.async; as; as = as->next)
+	int flat = cfg->policy != DL_DEDICATED;
+	if (flat)
+		tls_sync_flat();
+	else
+		tls_sync_runtime();
+	struct dl_async **list = flat ? &tls.flat : &tls.async;
+	for (struct dl_async *as = *list; as; as = as->next)
 		if (as->server == server && as->lines == cfg->lines && as->queue == cfg->queue &&
-		    as->wait.kind == cfg->wait.kind && as->wait.spins == cfg->wait.spins)
+		    as->wait.kind == cfg->wait.kind && as->wait.spins == cfg->wait.spins &&
+		    as->policy == cfg->policy && as->bound == cfg->bound)
 			return as;
 	struct dl_async *as = calloc(1, sizeof(*as));
 	if (!as)
 		abort();
-	as->srv = dl_server_get(server);
+	as->srv = flat ? dl_flat_slot(server) : dl_server_get(server);
 	as->server = server;
+	as->policy = cfg->policy;
+	as->bound = cfg->bound;
 	as->lines = cfg->lines;
 	as->queue = cfg->queue;
 	as->wait = cfg->wait;
@@ -190,8 +249,8 @@ static struct dl_async *async_state(unsigned server, const struct dl_async_cfg *
 	if (!as->fl || (cfg->queue && !as->q))
 		abort();
 	as->ch = dl_chan_claim(as->srv, DL_ASYNC, cfg->lines);
-	as->next = tls.async;
-	tls.async = as;
+	as->next = *list;
+	*list = as;
 	return as;
 }
 
@@ -252,7 +311,7 @@ static uint32_t flush(struct dl_async *as)
 	struct completion done[LOCUS_DELEGATE_LINES_MAX];
 	uint32_t n = collect(as, done);
 	uint32_t wrote = as->queue ? fill(as) : 0;
-	if (wrote)
+	if (wrote && as->policy == DL_DEDICATED)
 		dl_ring(as->srv);
 	run_callbacks(done, n);
 	return n + wrote;
@@ -268,9 +327,54 @@ static int any_answered(void *arg)
 	return 0;
 }
 
+/*
+ * Flat: nobody serves a slot unless a client does. So a blocked client serves
+ * the slot it is blocked on (doorbell: after first asking the slot's home
+ * thread to, for a while). This is what keeps a greedy client from starving
+ * its victims (seed 002 §2.2.1.3): whoever waits on a slot can always empty
+ * it itself.
+ */
+static void flat_progress(struct dl_async *as)
+{
+	if (flush(as))
+		return;
+	if (as->policy == DL_FLAT_DOORBELL) {
+		st_relaxed(&as->srv->bell, 1);
+		/* Give the slot's home thread a moment, then serve it ourselves. */
+		for (uint32_t i = 0; i < DOORBELL_PATIENCE && !any_answered(as); i++)
+			cpu_relax();
+	}
+	if (!any_answered(as) && dl_serve_try(as->srv) < 0)
+		sched_yield(); /* another thread is serving it: let it run */
+	flush(as);
+}
+
+/* Serve this thread's home slot when its policy says so. */
+static void flat_home_duty(const struct dl_async *as)
+{
+	if (as->policy != DL_FLAT_DOORBELL && as->policy != DL_FLAT_BOUND)
+		return;
+	if (!tls.has_home) {
+		tls.home = dl_flat_next_slot();
+		tls.has_home = 1;
+	}
+	struct dl_server *home = dl_flat_slot(tls.home);
+	if (as->policy == DL_FLAT_DOORBELL) {
+		if (ld_relaxed(&home->bell) && xchg_acqrel(&home->bell, 0))
+			dl_serve_try(home);
+	} else if (++tls.posts >= as->bound) {
+		tls.posts = 0;
+		dl_serve_try(home);
+	}
+}
+
 /* Wait until some request in flight is answered, then flush. */
 static void make_progress(struct dl_async *as)
 {
+	if (as->policy != DL_DEDICATED) {
+		flat_progress(as);
+		return;
+	}
 	if (flush(as))
 		return;
 	if (as->busy)
@@ -284,7 +388,8 @@ static void post_direct(struct dl_async *as, const struct pending *p)
 		make_progress(as);
 	write_line(as, as->next_line, p);
 	as->next_line = (as->next_line + 1) % as->lines;
-	dl_ring(as->srv);
+	if (as->policy == DL_DEDICATED)
+		dl_ring(as->srv);
 }
 
 static void post_queued(struct dl_async *as, const struct pending *p)
@@ -300,6 +405,8 @@ int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, 
 {
 	struct dl_async *as = async_state(server, cfg);
 	struct pending p = {fn, state, a, b, c, cb, ctx};
+	if (as->policy != DL_DEDICATED)
+		flat_home_duty(as);
 	if (as->queue)
 		post_queued(as, &p);
 	else
@@ -328,6 +435,15 @@ uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn 
 	while (!res.done)
 		make_progress(as);
 	return res.ret;
+}
+
+void dl_flat_drain(void)
+{
+	if (!tls.flat || tls.flat_generation != dl_flat_generation())
+		return;
+	for (struct dl_async *as = tls.flat; as; as = as->next)
+		while (as->qlen || as->busy)
+			make_progress(as);
 }
 
 void dl_async_drain(void)

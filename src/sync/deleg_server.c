@@ -163,6 +163,18 @@ static void *server_main(void *arg)
 	return NULL;
 }
 
+int dl_serve_try(struct dl_server *s)
+{
+	uint32_t idle = 0;
+	if (ld_relaxed(&s->serving) || !cas_acquire(&s->serving, &idle, 1))
+		return -1;
+	uint64_t served = 0;
+	for (struct dl_chan *ch = ld_acquire(&s->chans); ch; ch = ch->next)
+		served += serve_channel(ch);
+	st_release(&s->serving, 0);
+	return (int)served;
+}
+
 void dl_ring(struct dl_server *s)
 {
 	fence_seqcst();
@@ -399,4 +411,91 @@ int locus_delegate_stats(unsigned i, struct locus_delegate_stats *out)
 	}
 	pthread_mutex_unlock(&rt.mu);
 	return rc;
+}
+
+/* ---- flat slots ------------------------------------------------------------ */
+
+static struct {
+	pthread_mutex_t mu;
+	struct dl_server *slots;
+	unsigned n;
+	unsigned refs;
+	uint64_t generation;
+	unsigned rr;
+} flat = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+int dl_flat_acquire(unsigned slots, char *err, size_t errlen)
+{
+	int rc = 0;
+	pthread_mutex_lock(&flat.mu);
+	if (flat.n == 0) {
+		unsigned n = slots ? slots : 2;
+		flat.slots = aligned_alloc(64, n * sizeof(*flat.slots));
+		if (!flat.slots) {
+			snprintf(err, errlen, "flat: out of memory for %u slots", n);
+			rc = -1;
+		} else {
+			memset(flat.slots, 0, n * sizeof(*flat.slots));
+			for (unsigned i = 0; i < n; i++) {
+				flat.slots[i].index = i;
+				flat.slots[i].flat = 1;
+				pthread_mutex_init(&flat.slots[i].reg, NULL);
+			}
+			faa_acqrel(&flat.generation, 1);
+			st_release(&flat.n, n);
+		}
+	} else if (slots && slots != flat.n) {
+		snprintf(err, errlen, "flat delegation already has %u slots; slots=%u conflicts",
+			 flat.n, slots);
+		rc = -1;
+	}
+	if (rc == 0)
+		flat.refs++;
+	pthread_mutex_unlock(&flat.mu);
+	return rc;
+}
+
+void dl_flat_release(void)
+{
+	pthread_mutex_lock(&flat.mu);
+	if (flat.refs && --flat.refs == 0 && flat.n) {
+		for (unsigned i = 0; i < flat.n; i++) {
+			struct dl_server *s = &flat.slots[i];
+			/* Requests still in lines run now: none is lost. */
+			while (dl_serve_try(s) > 0)
+				;
+			for (size_t k = 0; k < s->nallocs; k++)
+				free(s->allocs[k]);
+			free(s->allocs);
+			pthread_mutex_destroy(&s->reg);
+		}
+		free(flat.slots);
+		flat.slots = NULL;
+		faa_acqrel(&flat.generation, 1);
+		st_release(&flat.n, 0);
+	}
+	pthread_mutex_unlock(&flat.mu);
+}
+
+struct dl_server *dl_flat_slot(unsigned i)
+{
+	return &flat.slots[i];
+}
+
+unsigned dl_flat_nslots(void)
+{
+	return ld_acquire(&flat.n);
+}
+
+uint64_t dl_flat_generation(void)
+{
+	return ld_acquire(&flat.generation);
+}
+
+unsigned dl_flat_next_slot(void)
+{
+	pthread_mutex_lock(&flat.mu);
+	unsigned s = flat.n ? flat.rr++ % flat.n : 0;
+	pthread_mutex_unlock(&flat.mu);
+	return s;
 }
