@@ -329,6 +329,24 @@ START_TEST(flat_no_greedy_livelock)
 }
 END_TEST
 
+/* close() drains the closing thread: its queued posts complete and call back. */
+START_TEST(close_drains_the_closing_thread)
+{
+	const char *spec = _i ? "flat" : "async";
+	struct counter k = {0};
+	locus_cs *cs = locus_cs_open(spec, &k);
+	ck_assert(cs);
+	struct poster p;
+	poster_init(&p, cs, 1000, 0);
+	post_all(&p); /* no drain: up to 32 posts still queued */
+	locus_cs_close(cs);
+	ck_assert_uint_eq(k.value, 1000);
+	ck_assert_uint_eq(p.rec.completed, 1000);
+	assert_each_once(&p, spec);
+	poster_free(&p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("delegate");
@@ -342,6 +360,7 @@ int main(void)
 	tcase_add_test(tc, runtime_restarts);
 	tcase_add_test(tc, explicit_start_and_stats);
 	tcase_add_test(tc, bad_specs);
+	tcase_add_loop_test(tc, close_drains_the_closing_thread, 0, 2);
 	tcase_add_loop_test(tc, flat_no_greedy_livelock, 0, 5);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);

@@ -7,9 +7,16 @@
  * executor opened (locus_cs_open("ffwd"), "async", ...), with the number of
  * servers given by that spec's servers=N (default 1), or explicitly with
  * locus_delegate_start(). It stops when the last delegation executor is
- * closed, or with locus_delegate_stop(); stopping completes every request a
- * server has been sent. Servers with nothing to do spin briefly and then
- * sleep on a futex; a request wakes them.
+ * closed (and, after locus_delegate_start(), locus_delegate_stop() was
+ * called); stopping completes every request a server has been sent. Closing
+ * an executor drains the closing thread first; posts that other threads
+ * still hold in their pending queues are theirs to drain before the last
+ * close. Servers with nothing to do spin briefly, yield, and then sleep on a
+ * futex; a request wakes them.
+ *
+ * Flat delegation ("flat") has no server threads: requests go to slots, and
+ * a client that is blocked on a slot serves it (runs every request in it)
+ * under the slot's try-lock, so a greedy client cannot starve the others.
  *
  * Each client thread gets, per server, a channel of request lines (64 bytes,
  * written only by the client) and response slots (16 bytes, written only by

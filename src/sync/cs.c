@@ -332,9 +332,11 @@ static int dl_open(locus_cs *cs, const struct opts *o)
 	return 0;
 }
 
+/* Closing drains the closing thread, so its own posts complete and call back. */
 static void dl_close(locus_cs *cs)
 {
 	(void)cs;
+	dl_async_drain();
 	dl_release();
 }
 
@@ -388,6 +390,7 @@ static int flat_open(locus_cs *cs, const struct opts *o)
 static void flat_close(locus_cs *cs)
 {
 	(void)cs;
+	dl_flat_drain();
 	dl_flat_release();
 }
 
