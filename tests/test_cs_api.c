@@ -122,7 +122,12 @@ START_TEST(every_mechanism_runs)
 		ck_assert_int_eq(locus_cs_post(cs, counter_add, 100, 0, 0, NULL, NULL), 0);
 		locus_cs_drain();
 		ck_assert_int_eq(cb_calls, 1);
-		ck_assert_uint_eq(cb_result, 6);
+		/* Asynchronous mechanisms may run the two posts in either order. */
+		if (locus_cs_is_async(cs))
+			ck_assert_msg(cb_result == 6 || cb_result == 106, "%s: post saw %llu", m[i],
+				      (unsigned long long)cb_result);
+		else
+			ck_assert_uint_eq(cb_result, 6);
 		ck_assert_uint_eq(state, 116);
 
 		/* The explicit spec names the mechanism and opens an identical executor. */
