@@ -437,20 +437,22 @@ uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn 
 	return res.ret;
 }
 
-void dl_flat_drain(void)
+/* Until nothing of this thread's is pending or in flight in `list`. */
+static void drain_list(struct dl_async *list)
 {
-	if (!tls.flat || tls.flat_generation != dl_flat_generation())
-		return;
-	for (struct dl_async *as = tls.flat; as; as = as->next)
+	for (struct dl_async *as = list; as; as = as->next)
 		while (as->qlen || as->busy)
 			make_progress(as);
 }
 
+void dl_flat_drain(void)
+{
+	if (tls.flat && tls.flat_generation == dl_flat_generation())
+		drain_list(tls.flat);
+}
+
 void dl_async_drain(void)
 {
-	if (!tls.nservers || tls.generation != dl_generation())
-		return;
-	for (struct dl_async *as = tls.async; as; as = as->next)
-		while (as->qlen || as->busy)
-			make_progress(as);
+	if (tls.nservers && tls.generation == dl_generation())
+		drain_list(tls.async);
 }
