@@ -471,6 +471,12 @@ static void stm_close(locus_cs *cs)
 		.run = prefix##_run, .close = prefix##_close                                       \
 	}
 
+#define FLAT_OPTS                                                                                  \
+	"queue (default) | blocked | doorbell | bound=K, lines=N (default " STR(                   \
+		LOCUS_DELEGATE_LINES_DEFAULT) "), slots=N (default: CPUs), slot=K; wait options "  \
+					      "are accepted but unused: a blocked client serves "  \
+					      "the slot or yields"
+
 static const struct mech mechs[] = {
 	{.name = "mutex",
 	 .summary = "pthread mutex (baseline; glibc's own waiting)",
@@ -514,9 +520,7 @@ static const struct mech mechs[] = {
 	 .close = dl_close},
 	{.name = "flat",
 	 .summary = "asynchronous flat delegation: no server threads, clients serve the slots",
-	 .options = "queue (default) | blocked | doorbell | bound=K, lines=N (default " STR(
-		 LOCUS_DELEGATE_LINES_DEFAULT) "), slots=N (default: CPUs), slot=K, spins=N "
-					       "(doorbell wait)",
+	 .options = FLAT_OPTS,
 	 .takes_wait = 1,
 	 .option = flat_option,
 	 .open = flat_open,
@@ -524,7 +528,7 @@ static const struct mech mechs[] = {
 	 .post = async_post,
 	 .close = flat_close},
 	{.name = "mpsc",
-	 .summary = "a server thread of its own fed by one multi-producer queue (post is "
+	 .summary = "a server thread per executor, fed by one multi-producer queue (post is "
 		    "asynchronous)",
 	 .options =
 		 "lockfree (default) | locked, zerocopy (default) | copy, spinblock (default) | "

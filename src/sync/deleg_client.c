@@ -109,14 +109,7 @@ static void forget_flat(void)
 
 static void forget_all(void)
 {
-	struct dl_async *as = tls.async;
-	while (as) {
-		struct dl_async *next = as->next;
-		free(as->fl);
-		free(as->q);
-		free(as);
-		as = next;
-	}
+	free_list(tls.async);
 	tls.async = NULL;
 	free(tls.sync);
 	tls.sync = NULL;
@@ -400,17 +393,21 @@ static void post_queued(struct dl_async *as, const struct pending *p)
 	as->qlen++;
 }
 
-int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
-		  uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx)
+static void post_on(struct dl_async *as, const struct pending *p)
 {
-	struct dl_async *as = async_state(server, cfg);
-	struct pending p = {fn, state, a, b, c, cb, ctx};
 	if (as->policy != DL_DEDICATED)
 		flat_home_duty(as);
 	if (as->queue)
-		post_queued(as, &p);
+		post_queued(as, p);
 	else
-		post_direct(as, &p);
+		post_direct(as, p);
+}
+
+int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
+		  uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx)
+{
+	struct pending p = {fn, state, a, b, c, cb, ctx};
+	post_on(async_state(server, cfg), &p);
 	return 0;
 }
 
@@ -430,8 +427,9 @@ uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn 
 		      uint64_t a, uint64_t b, uint64_t c)
 {
 	struct run_result res = {0, 0};
-	dl_async_post(server, cfg, fn, state, a, b, c, store_result, &res);
 	struct dl_async *as = async_state(server, cfg);
+	struct pending p = {fn, state, a, b, c, store_result, &res};
+	post_on(as, &p);
 	while (!res.done)
 		make_progress(as);
 	return res.ret;

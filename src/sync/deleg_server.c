@@ -32,15 +32,37 @@
 /* Spinning waiters yield the core once per this many spins. */
 #define DL_YIELD_EVERY 64
 
-static struct {
+/*
+ * A set of servers (dedicated, with threads) or of flat slots (without):
+ * started by the first reference, retired by the last. `generation` changes
+ * at both, so clients can tell that cached channels belong to an old set.
+ */
+struct pool {
 	pthread_mutex_t mu;
 	struct dl_server *servers;
 	unsigned n;
 	unsigned refs;
 	uint64_t generation;
 	unsigned rr;
-	int explicit_start;
-} rt = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	const char *what;				    /* "server" or "slot", for messages */
+	int (*start)(unsigned n, char *err, size_t errlen); /* with mu held */
+	void (*stop)(void);				    /* with mu held */
+};
+
+static int start_locked(unsigned n, char *err, size_t errlen);
+static void stop_locked(void);
+static int flat_start_locked(unsigned n, char *err, size_t errlen);
+static void flat_stop_locked(void);
+
+static struct pool rt = {.mu = PTHREAD_MUTEX_INITIALIZER,
+			 .what = "server",
+			 .start = start_locked,
+			 .stop = stop_locked};
+static struct pool flat = {.mu = PTHREAD_MUTEX_INITIALIZER,
+			   .what = "slot",
+			   .start = flat_start_locked,
+			   .stop = flat_stop_locked};
+static int explicit_start; /* locus_delegate_start() holds a reference; under rt.mu */
 
 static uint64_t now_ns(void)
 {
@@ -64,12 +86,90 @@ uint64_t dl_generation(void)
 	return ld_acquire(&rt.generation);
 }
 
+static unsigned pool_next(struct pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	unsigned s = p->n ? p->rr++ % p->n : 0;
+	pthread_mutex_unlock(&p->mu);
+	return s;
+}
+
 unsigned dl_next_server(void)
 {
-	pthread_mutex_lock(&rt.mu);
-	unsigned s = rt.n ? rt.rr++ % rt.n : 0;
-	pthread_mutex_unlock(&rt.mu);
-	return s;
+	return pool_next(&rt);
+}
+
+/* Take a reference; the first starts the pool with n (0: default 1). */
+static int pool_acquire(struct pool *p, unsigned n, char *err, size_t errlen)
+{
+	int rc = 0;
+	pthread_mutex_lock(&p->mu);
+	if (p->n == 0)
+		rc = p->start(n ? n : 1, err, errlen);
+	else if (n && n != p->n) {
+		snprintf(err, errlen, "delegation already has %u %s%s; %ss=%u conflicts", p->n,
+			 p->what, p->n == 1 ? "" : "s", p->what, n);
+		rc = -1;
+	}
+	if (rc == 0)
+		p->refs++;
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+static void pool_release(struct pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	if (p->refs && --p->refs == 0 && p->n)
+		p->stop();
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Make `servers` the pool's current set (or retire it, with NULL and 0). */
+static void pool_publish(struct pool *p, struct dl_server *servers, unsigned n)
+{
+	if (!servers)
+		free(p->servers);
+	p->servers = servers;
+	faa_acqrel(&p->generation, 1);
+	st_release(&p->n, n);
+}
+
+/* n zeroed servers with their registration locks; flat ones have no thread. */
+static struct dl_server *servers_new(unsigned n, int is_flat, char *err, size_t errlen)
+{
+	struct dl_server *servers = aligned_alloc(64, n * sizeof(*servers));
+	if (!servers) {
+		snprintf(err, errlen, "delegation: out of memory for %u %s", n,
+			 is_flat ? "slots" : "servers");
+		return NULL;
+	}
+	memset(servers, 0, n * sizeof(*servers));
+	for (unsigned i = 0; i < n; i++) {
+		servers[i].index = i;
+		servers[i].flat = is_flat;
+		servers[i].spins = LOCUS_WAIT_SPINS_DEFAULT;
+		pthread_mutex_init(&servers[i].reg, NULL);
+		servers[i].started_ns = now_ns();
+	}
+	return servers;
+}
+
+/* Free everything a server allocated for its channels. */
+static void server_free_memory(struct dl_server *s)
+{
+	for (size_t k = 0; k < s->nallocs; k++)
+		free(s->allocs[k]);
+	free(s->allocs);
+	pthread_mutex_destroy(&s->reg);
+}
+
+/* Ask a server thread to finish what it was sent and exit. */
+static void server_signal_stop(struct dl_server *s)
+{
+	st_release(&s->stop, 1);
+	faa_acqrel(&s->doorbell, 1);
+	futex_wake(&s->doorbell, 1);
 }
 
 /* ---- server side ----------------------------------------------------------- */
@@ -279,86 +379,45 @@ void dl_chan_unclaim(struct dl_chan *ch)
 
 static int start_locked(unsigned n, char *err, size_t errlen)
 {
-	struct dl_server *servers = aligned_alloc(64, n * sizeof(*servers));
-	if (!servers) {
-		snprintf(err, errlen, "delegation: out of memory for %u servers", n);
+	struct dl_server *servers = servers_new(n, 0, err, errlen);
+	if (!servers)
 		return -1;
-	}
-	memset(servers, 0, n * sizeof(*servers));
-	for (unsigned i = 0; i < n; i++) {
-		servers[i].index = i;
-		servers[i].spins = LOCUS_WAIT_SPINS_DEFAULT;
-		pthread_mutex_init(&servers[i].reg, NULL);
-		servers[i].started_ns = now_ns();
-	}
-	rt.servers = servers;
 	for (unsigned i = 0; i < n; i++) {
 		int rc = pthread_create(&servers[i].thread, NULL, server_main, &servers[i]);
 		if (rc) {
 			snprintf(err, errlen, "delegation: cannot start server %u: %s", i,
 				 strerror(rc));
 			for (unsigned j = 0; j < i; j++) {
-				st_release(&servers[j].stop, 1);
-				faa_acqrel(&servers[j].doorbell, 1);
-				futex_wake(&servers[j].doorbell, 1);
+				server_signal_stop(&servers[j]);
 				pthread_join(servers[j].thread, NULL);
 			}
 			free(servers);
-			rt.servers = NULL;
 			return -1;
 		}
 	}
-	faa_acqrel(&rt.generation, 1);
-	st_release(&rt.n, n);
+	pool_publish(&rt, servers, n);
 	return 0;
 }
 
 static void stop_locked(void)
 {
+	for (unsigned i = 0; i < rt.n; i++)
+		server_signal_stop(&rt.servers[i]);
 	for (unsigned i = 0; i < rt.n; i++) {
-		struct dl_server *s = &rt.servers[i];
-		st_release(&s->stop, 1);
-		faa_acqrel(&s->doorbell, 1);
-		futex_wake(&s->doorbell, 1);
+		pthread_join(rt.servers[i].thread, NULL);
+		server_free_memory(&rt.servers[i]);
 	}
-	for (unsigned i = 0; i < rt.n; i++) {
-		struct dl_server *s = &rt.servers[i];
-		pthread_join(s->thread, NULL);
-		for (size_t k = 0; k < s->nallocs; k++)
-			free(s->allocs[k]);
-		free(s->allocs);
-		pthread_mutex_destroy(&s->reg);
-	}
-	free(rt.servers);
-	rt.servers = NULL;
-	faa_acqrel(&rt.generation, 1);
-	st_release(&rt.n, 0);
+	pool_publish(&rt, NULL, 0);
 }
 
 int dl_acquire(unsigned servers, char *err, size_t errlen)
 {
-	int rc = 0;
-	pthread_mutex_lock(&rt.mu);
-	if (rt.n == 0)
-		rc = start_locked(servers ? servers : 1, err, errlen);
-	else if (servers && servers != rt.n) {
-		snprintf(err, errlen,
-			 "the delegation runtime already runs %u server%s; servers=%u conflicts",
-			 rt.n, rt.n == 1 ? "" : "s", servers);
-		rc = -1;
-	}
-	if (rc == 0)
-		rt.refs++;
-	pthread_mutex_unlock(&rt.mu);
-	return rc;
+	return pool_acquire(&rt, servers, err, errlen);
 }
 
 void dl_release(void)
 {
-	pthread_mutex_lock(&rt.mu);
-	if (rt.refs && --rt.refs == 0 && rt.n)
-		stop_locked();
-	pthread_mutex_unlock(&rt.mu);
+	pool_release(&rt);
 }
 
 int locus_delegate_start(unsigned servers, char *err, size_t errlen)
@@ -368,7 +427,7 @@ int locus_delegate_start(unsigned servers, char *err, size_t errlen)
 		return -1;
 	}
 	pthread_mutex_lock(&rt.mu);
-	int already = rt.explicit_start;
+	int already = explicit_start;
 	pthread_mutex_unlock(&rt.mu);
 	if (already) {
 		snprintf(err, errlen, "delegation: locus_delegate_start called twice");
@@ -377,7 +436,7 @@ int locus_delegate_start(unsigned servers, char *err, size_t errlen)
 	if (dl_acquire(servers, err, errlen) != 0)
 		return -1;
 	pthread_mutex_lock(&rt.mu);
-	rt.explicit_start = 1;
+	explicit_start = 1;
 	pthread_mutex_unlock(&rt.mu);
 	return 0;
 }
@@ -385,8 +444,8 @@ int locus_delegate_start(unsigned servers, char *err, size_t errlen)
 void locus_delegate_stop(void)
 {
 	pthread_mutex_lock(&rt.mu);
-	int had = rt.explicit_start;
-	rt.explicit_start = 0;
+	int had = explicit_start;
+	explicit_start = 0;
 	pthread_mutex_unlock(&rt.mu);
 	if (had)
 		dl_release();
@@ -415,71 +474,39 @@ int locus_delegate_stats(unsigned i, struct locus_delegate_stats *out)
 
 /* ---- flat slots ------------------------------------------------------------ */
 
-static struct {
-	pthread_mutex_t mu;
-	struct dl_server *slots;
-	unsigned n;
-	unsigned refs;
-	uint64_t generation;
-	unsigned rr;
-} flat = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static int flat_start_locked(unsigned n, char *err, size_t errlen)
+{
+	struct dl_server *slots = servers_new(n, 1, err, errlen);
+	if (!slots)
+		return -1;
+	pool_publish(&flat, slots, n);
+	return 0;
+}
+
+static void flat_stop_locked(void)
+{
+	for (unsigned i = 0; i < flat.n; i++) {
+		/* Requests still in lines run now: none is lost. */
+		while (dl_serve_try(&flat.servers[i]) > 0)
+			;
+		server_free_memory(&flat.servers[i]);
+	}
+	pool_publish(&flat, NULL, 0);
+}
 
 int dl_flat_acquire(unsigned slots, char *err, size_t errlen)
 {
-	int rc = 0;
-	pthread_mutex_lock(&flat.mu);
-	if (flat.n == 0) {
-		unsigned n = slots ? slots : 2;
-		flat.slots = aligned_alloc(64, n * sizeof(*flat.slots));
-		if (!flat.slots) {
-			snprintf(err, errlen, "flat: out of memory for %u slots", n);
-			rc = -1;
-		} else {
-			memset(flat.slots, 0, n * sizeof(*flat.slots));
-			for (unsigned i = 0; i < n; i++) {
-				flat.slots[i].index = i;
-				flat.slots[i].flat = 1;
-				pthread_mutex_init(&flat.slots[i].reg, NULL);
-			}
-			faa_acqrel(&flat.generation, 1);
-			st_release(&flat.n, n);
-		}
-	} else if (slots && slots != flat.n) {
-		snprintf(err, errlen, "flat delegation already has %u slots; slots=%u conflicts",
-			 flat.n, slots);
-		rc = -1;
-	}
-	if (rc == 0)
-		flat.refs++;
-	pthread_mutex_unlock(&flat.mu);
-	return rc;
+	return pool_acquire(&flat, slots, err, errlen);
 }
 
 void dl_flat_release(void)
 {
-	pthread_mutex_lock(&flat.mu);
-	if (flat.refs && --flat.refs == 0 && flat.n) {
-		for (unsigned i = 0; i < flat.n; i++) {
-			struct dl_server *s = &flat.slots[i];
-			/* Requests still in lines run now: none is lost. */
-			while (dl_serve_try(s) > 0)
-				;
-			for (size_t k = 0; k < s->nallocs; k++)
-				free(s->allocs[k]);
-			free(s->allocs);
-			pthread_mutex_destroy(&s->reg);
-		}
-		free(flat.slots);
-		flat.slots = NULL;
-		faa_acqrel(&flat.generation, 1);
-		st_release(&flat.n, 0);
-	}
-	pthread_mutex_unlock(&flat.mu);
+	pool_release(&flat);
 }
 
 struct dl_server *dl_flat_slot(unsigned i)
 {
-	return &flat.slots[i];
+	return &flat.servers[i];
 }
 
 unsigned dl_flat_nslots(void)
@@ -494,8 +521,5 @@ uint64_t dl_flat_generation(void)
 
 unsigned dl_flat_next_slot(void)
 {
-	pthread_mutex_lock(&flat.mu);
-	unsigned s = flat.n ? flat.rr++ % flat.n : 0;
-	pthread_mutex_unlock(&flat.mu);
-	return s;
+	return pool_next(&flat);
 }
