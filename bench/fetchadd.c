@@ -7,34 +7,26 @@
  */
 #include "fetchadd.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "child.h"
+#include "common.h"
 #include "locus/cs.h"
+#include "mechlist.h"
 #include "opts.h"
 
-#define PROG	      "locus-bench fetchadd"
-#define MAX_THREADS   1024
-#define MAX_SERVERS   FETCHADD_MAX_SERVERS
-#define MAX_VARS      (1u << 20)
-#define MAX_DELAY     1000000000ull
-#define MAX_DURATION  86400.0
-#define CHECK_TIMEOUT 10.0 /* seconds to open and close one executor */
-
-/* One row of the report: a mechanism as the user wrote it. */
-struct mech {
-	char *spec;
-	int from_all; /* from the default list: skipped with a warning if it cannot open */
-	char *run;    /* the spec measured: spec, with servers= added for delegation (checked) */
-};
+#define PROG	     "locus-bench fetchadd"
+#define MAX_THREADS  1024
+#define MAX_SERVERS  FETCHADD_MAX_SERVERS
+#define MAX_VARS     (1u << 20)
+#define MAX_DELAY    1000000000ull
+#define MAX_DURATION 86400.0
 
 struct config {
-	struct mech *mechs;
-	size_t nmechs;
+	struct mechlist mechs;
 	uint64_t *threads;
 	size_t nthreads;
 	uint64_t *vars;
@@ -59,42 +51,12 @@ struct cell {
 	int oversubscribed;	    /* clients + servers > CPUs */
 };
 
-static int progress_shown;
-
-static int complain(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", PROG);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return 2;
-}
-
-static long online_cpus(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n < 1 ? 1 : n;
-}
-
-static const char *peer_names(void)
-{
-	static char buf[256];
-	size_t i, len = 0;
-
-	for (i = 0; fetchadd_peers[i] && len < sizeof(buf); i++)
-		len += snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? ", " : "",
-				fetchadd_peers[i]);
-	return buf;
-}
+#define complain(...) bench_complain(PROG, __VA_ARGS__)
 
 void fetchadd_usage(FILE *out)
 {
 	const char *const *names = locus_cs_mechanisms();
-	long cpus = online_cpus();
+	long cpus = bench_cpus();
 	size_t i;
 
 	fprintf(out,
@@ -182,94 +144,6 @@ void fetchadd_usage(FILE *out)
 		fprintf(out, "  %-18s  %s\n", fetchadd_peers[i], fetchadd_peer_help[i]);
 }
 
-static int add_mech(struct config *c, const char *spec, int from_all)
-{
-	struct mech *m = realloc(c->mechs, (c->nmechs + 1) * sizeof(*m));
-
-	if (!m)
-		return -1;
-	c->mechs = m;
-	m[c->nmechs] = (struct mech){.spec = strdup(spec), .from_all = from_all, .run = NULL};
-	if (!m[c->nmechs].spec)
-		return -1;
-	c->nmechs++;
-	return 0;
-}
-
-static int add_all(struct config *c)
-{
-	const char *const *names = locus_cs_mechanisms();
-	size_t i;
-
-	for (i = 0; names[i]; i++)
-		if (add_mech(c, names[i], 1))
-			return -1;
-	for (i = 0; fetchadd_peers[i]; i++)
-		if (add_mech(c, fetchadd_peers[i], 1))
-			return -1;
-	return 0;
-}
-
-/* 1 if a list item begins a new spec: "all", a peer, or a mechanism name (options or not). */
-static int starts_spec(const char *item)
-{
-	const char *const *names = locus_cs_mechanisms();
-	size_t len = strcspn(item, ":");
-
-	if (strcmp(item, "all") == 0 || fetchadd_is_peer(item))
-		return 1;
-	for (size_t i = 0; names[i]; i++)
-		if (strlen(names[i]) == len && strncmp(item, names[i], len) == 0)
-			return 1;
-	return 0;
-}
-
-/* The item is one more option of the last spec: append ",item" to it. */
-static int extend_last(struct config *c, const char *item)
-{
-	struct mech *m = &c->mechs[c->nmechs - 1];
-	size_t len = strlen(m->spec) + 1 + strlen(item) + 1;
-	char *s = malloc(len);
-
-	if (!s)
-		return -1;
-	snprintf(s, len, "%s,%s", m->spec, item);
-	free(m->spec);
-	m->spec = s;
-	return 0;
-}
-
-/*
- * Commas separate both specs and the options inside one spec, so an item
- * that does not name a mechanism continues the last spec if it has options.
- */
-static int parse_mechanisms(struct config *c, const char *list)
-{
-	size_t n, i;
-	char **items = opts_split(list, &n);
-	int takes_options = 0, rc = 0;
-
-	if (!items)
-		return complain("out of memory");
-	for (i = 0; i < n && rc == 0; i++) {
-		const char *item = items[i];
-
-		if (item[0] == '\0') {
-			rc = complain("--mechanisms: empty name in '%s'", list);
-		} else if (takes_options && !starts_spec(item)) {
-			rc = extend_last(c, item) ? complain("out of memory") : 0;
-		} else if (strcmp(item, "all") == 0) {
-			rc = add_all(c) ? complain("out of memory") : 0;
-			takes_options = 0;
-		} else {
-			rc = add_mech(c, item, 0) ? complain("out of memory") : 0;
-			takes_options = strchr(item, ':') != NULL;
-		}
-	}
-	opts_free_list(items);
-	return rc;
-}
-
 static int default_threads(struct config *c)
 {
 	uint64_t t[3] = {1, (uint64_t)c->cpus, 2 * (uint64_t)c->cpus};
@@ -286,8 +160,8 @@ static int default_threads(struct config *c)
 
 static int apply_defaults(struct config *c)
 {
-	if (!c->mechs && add_all(c))
-		return complain("out of memory");
+	if (c->mechs.n == 0 && mechlist_add_all(&c->mechs))
+		return 2;
 	if (!c->threads && default_threads(c))
 		return complain("out of memory");
 	if (!c->vars) {
@@ -336,7 +210,7 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 		return 0;
 	}
 	if ((r = option(argc, argv, i, "--mechanisms", &v)) != 0)
-		return r < 0 ? 2 : parse_mechanisms(c, v);
+		return r < 0 ? 2 : mechlist_parse(&c->mechs, v);
 	if ((r = option(argc, argv, i, "--threads", &v)) != 0)
 		return r < 0 ? 2
 			     : parse_list("--threads", v, MAX_THREADS, &c->threads, &c->nthreads);
@@ -391,146 +265,12 @@ static int parse_args(int argc, char **argv, struct config *c)
 	c->duration = 1.0;
 	c->servers = 1;
 	c->fn = FETCHADD_ADD;
-	c->cpus = online_cpus();
+	c->cpus = bench_cpus();
+	c->mechs = (struct mechlist){.prog = PROG, .peers = fetchadd_peers};
 	for (i = 1; i < argc; i++)
 		if (parse_arg(argc, argv, &i, c))
 			return 2;
 	return apply_defaults(c);
-}
-
-struct check_arg {
-	const char *spec;
-	unsigned servers;
-};
-
-/* The reply of a child that opened one executor to check its spec. */
-struct check_reply {
-	int ok;
-	struct fetchadd_check check;
-	char err[512];
-};
-
-static int check_body(void *arg, int fd)
-{
-	const struct check_arg *a = arg;
-	struct check_reply r = {0};
-
-	r.ok = fetchadd_check_spec(a->spec, a->servers, &r.check, r.err, sizeof(r.err)) == 0;
-	return child_write_all(fd, &r, sizeof(r)) ? 3 : 0;
-}
-
-/* Library messages may span lines; ours are one line each. */
-static void one_line(char *s)
-{
-	size_t n = strlen(s);
-
-	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' '))
-		s[--n] = '\0';
-	for (char *p = s; *p; p++)
-		if (*p == '\n' || *p == '\t')
-			*p = ' ';
-}
-
-/*
- * Check one spec before any measurement, so that a typo fails in a second
- * instead of after a sweep, and learn the spec to measure (m->run).
- * 1 keep, 0 drop (warned), 2 bad spec (reported), -1 out of memory.
- */
-static int check_mech(const struct config *c, struct mech *m)
-{
-	struct check_arg arg = {.spec = m->spec, .servers = (unsigned)c->servers};
-	struct check_reply r;
-	struct child_status st;
-	char how[128];
-
-	if (fetchadd_is_peer(m->spec)) {
-		if (!fetchadd_peer_known(m->spec))
-			return complain("--mechanisms: unknown peer '%s' (peers: %s)", m->spec,
-					peer_names());
-		m->run = strdup(m->spec);
-		return m->run ? 1 : -1;
-	}
-	if (child_run(check_body, &arg, CHECK_TIMEOUT, &r, sizeof(r), &st) || st.len != sizeof(r)) {
-		/* Not the user's fault: measure it anyway and let the measurements report. */
-		child_describe(&st, how, sizeof(how));
-		fprintf(stderr, "%s: warning: opening '%s' to check it: %s\n", PROG, m->spec, how);
-		m->run = strdup(m->spec);
-		return m->run ? 1 : -1;
-	}
-	if (r.ok) {
-		m->run = strdup(r.check.effective);
-		return m->run ? 1 : -1;
-	}
-	one_line(r.err);
-	if (m->from_all) {
-		fprintf(stderr, "%s: warning: skipping '%s': %s\n", PROG, m->spec, r.err);
-		return 0;
-	}
-	return complain("--mechanisms: '%s': %s (peers: %s)", m->spec, r.err, peer_names());
-}
-
-static int check_mechanisms(struct config *c)
-{
-	size_t i, kept = 0;
-
-	int rc = 0;
-
-	for (i = 0; i < c->nmechs; i++) {
-		/* After an error the rest are only kept, so that free_config frees each once. */
-		int r = rc ? 1 : check_mech(c, &c->mechs[i]);
-
-		if (r < 0)
-			rc = complain("out of memory");
-		if (r == 2)
-			rc = 2;
-		if (r != 0) {
-			c->mechs[kept++] = c->mechs[i];
-		} else {
-			free(c->mechs[i].spec);
-			free(c->mechs[i].run);
-		}
-	}
-	c->nmechs = kept;
-	if (rc)
-		return rc;
-	if (kept == 0)
-		return complain("no mechanism left to measure");
-	return 0;
-}
-
-static void progress(size_t done, size_t total, const char *spec, unsigned t, size_t v)
-{
-	if (!isatty(STDERR_FILENO))
-		return;
-	fprintf(stderr, "\r\033[K[%zu/%zu] %s T=%u V=%zu ...", done, total, spec, t, v);
-	fflush(stderr);
-	progress_shown = 1;
-}
-
-/* Clear the progress line before anything else goes to the terminal. */
-static void progress_clear(void)
-{
-	if (!progress_shown)
-		return;
-	fprintf(stderr, "\r\033[K");
-	fflush(stderr);
-	progress_shown = 0;
-}
-
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(out, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(out, "\\u%04x", ch);
-		else
-			fputc(ch, out);
-	}
-	fputc('"', out);
 }
 
 static const char *fn_name(enum fetchadd_fn fn)
@@ -547,9 +287,9 @@ static void print_json(const struct config *c, const char *written, const struct
 		       const struct fetchadd_result *r, const struct cell *cell)
 {
 	printf("{\"bench\":\"fetchadd\",\"mechanism\":");
-	json_string(stdout, written);
+	bench_json_string(stdout, written);
 	printf(",\"spec\":");
-	json_string(stdout, r->spec);
+	bench_json_string(stdout, r->spec);
 	printf(",\"fn\":\"%s\",\"threads\":%u,\"servers\":%u,\"vars\":%zu,\"duration_s\":%.6f,"
 	       "\"requested_s\":%.6f,\"ops\":%llu,\"mops\":%.4f,\"oversubscribed\":%s,"
 	       "\"cpus\":%ld,\"delay\":%llu",
@@ -590,7 +330,7 @@ static int measure_body(void *arg, int fd)
 
 static void measure_failed(const struct fetchadd_params *p, const char *why)
 {
-	progress_clear();
+	bench_progress_clear();
 	fprintf(stderr, "%s: %s (T=%u V=%zu): %s\n", PROG, p->mechanism, p->threads, p->vars, why);
 }
 
@@ -613,7 +353,7 @@ static int measure(const struct config *c, const struct mech *m, const struct fe
 		return -1;
 	}
 	if (!r.ok) {
-		one_line(r.err);
+		bench_one_line(r.err);
 		measure_failed(p, r.err);
 		return -1;
 	}
@@ -646,14 +386,14 @@ static int measure(const struct config *c, const struct mech *m, const struct fe
 /* Columns are (threads, vars), threads-major; rows are mechanisms. */
 static int sweep(const struct config *c, struct cell *cells)
 {
-	size_t ncols = c->nthreads * c->nvars, total = ncols * c->nmechs, done = 0;
+	size_t ncols = c->nthreads * c->nvars, total = ncols * c->mechs.n, done = 0;
 	int rc = 0;
 
 	for (size_t t = 0; t < c->nthreads; t++) {
 		for (size_t v = 0; v < c->nvars; v++) {
-			for (size_t m = 0; m < c->nmechs; m++) {
+			for (size_t m = 0; m < c->mechs.n; m++) {
 				struct fetchadd_params p = {
-					.mechanism = c->mechs[m].run,
+					.mechanism = c->mechs.m[m].run,
 					.threads = (unsigned)c->threads[t],
 					.vars = (size_t)c->vars[v],
 					.duration = c->duration,
@@ -662,14 +402,15 @@ static int sweep(const struct config *c, struct cell *cells)
 					.latency = c->latency,
 				};
 
-				progress(++done, total, p.mechanism, p.threads, p.vars);
-				if (measure(c, &c->mechs[m], &p,
+				bench_progress("[%zu/%zu] %s T=%u V=%zu ...", ++done, total,
+					       p.mechanism, p.threads, p.vars);
+				if (measure(c, &c->mechs.m[m], &p,
 					    &cells[m * ncols + t * c->nvars + v]))
 					rc = 1;
 			}
 		}
 	}
-	progress_clear();
+	bench_progress_clear();
 	return rc;
 }
 
@@ -740,7 +481,7 @@ static void print_title(FILE *out, const struct config *c)
 
 static void print_footnotes(FILE *out, const struct config *c, const struct cell *cells)
 {
-	size_t ncells = c->nmechs * c->nthreads * c->nvars;
+	size_t ncells = c->mechs.n * c->nthreads * c->nvars;
 	int over = 0, cell_over = 0, deleg = 0;
 
 	for (size_t t = 0; t < c->nthreads; t++)
@@ -771,14 +512,14 @@ static void print_table(FILE *out, const struct config *c, const struct cell *ce
 	int namew = (int)strlen("mechanism"), colw = 0;
 	char label[64], text[64];
 
-	for (m = 0; m < c->nmechs; m++)
-		if ((int)strlen(c->mechs[m].run) > namew)
-			namew = (int)strlen(c->mechs[m].run);
+	for (m = 0; m < c->mechs.n; m++)
+		if ((int)strlen(c->mechs.m[m].run) > namew)
+			namew = (int)strlen(c->mechs.m[m].run);
 	for (col = 0; col < ncols; col++) {
 		column_label(c, col, label, sizeof(label));
 		if ((int)strlen(label) > colw)
 			colw = (int)strlen(label);
-		for (m = 0; m < c->nmechs; m++) {
+		for (m = 0; m < c->mechs.n; m++) {
 			format_cell(c, &cells[m * ncols + col], text, sizeof(text));
 			if ((int)strlen(text) + 1 > colw)
 				colw = (int)strlen(text) + 1;
@@ -791,8 +532,8 @@ static void print_table(FILE *out, const struct config *c, const struct cell *ce
 		fprintf(out, "  %*s", colw, label);
 	}
 	fputc('\n', out);
-	for (m = 0; m < c->nmechs; m++) {
-		fprintf(out, "%-*s", namew, c->mechs[m].run);
+	for (m = 0; m < c->mechs.n; m++) {
+		fprintf(out, "%-*s", namew, c->mechs.m[m].run);
 		for (col = 0; col < ncols; col++) {
 			format_cell(c, &cells[m * ncols + col], text, sizeof(text));
 			print_cell(out, text, colw);
@@ -805,11 +546,7 @@ static void print_table(FILE *out, const struct config *c, const struct cell *ce
 
 static void free_config(struct config *c)
 {
-	for (size_t i = 0; i < c->nmechs; i++) {
-		free(c->mechs[i].spec);
-		free(c->mechs[i].run);
-	}
-	free(c->mechs);
+	mechlist_free(&c->mechs);
 	free(c->threads);
 	free(c->vars);
 }
@@ -821,12 +558,12 @@ int fetchadd_main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &c);
 
 	if (rc == 0)
-		rc = check_mechanisms(&c);
+		rc = mechlist_check(&c.mechs, (unsigned)c.servers);
 	if (rc) {
 		free_config(&c);
 		return rc == 1 ? 0 : 2;
 	}
-	cells = calloc(c.nmechs * c.nthreads * c.nvars, sizeof(*cells));
+	cells = calloc(c.mechs.n * c.nthreads * c.nvars, sizeof(*cells));
 	if (!cells) {
 		free_config(&c);
 		return complain("out of memory");

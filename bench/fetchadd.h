@@ -40,10 +40,6 @@ void fetchadd_sqrt_after(struct fetchadd_slot *slot, uint64_t v);
 extern const char *const fetchadd_peers[];
 /* One line describing peer i. */
 extern const char *const fetchadd_peer_help[];
-/* 1 if name is meant as a peer (starts with "peer:"), known or not. */
-int fetchadd_is_peer(const char *name);
-/* 1 if name is one of fetchadd_peers. */
-int fetchadd_peer_known(const char *name);
 
 struct fetchadd_params {
 	const char *mechanism; /* executor spec (with servers= added) or peer name */
@@ -80,21 +76,6 @@ struct fetchadd_result {
 
 /* Run one measurement in the calling process (meant to be a fresh child). */
 void fetchadd_measure(const struct fetchadd_params *p, struct fetchadd_result *r);
-
-/* What opening a spec to check it found. */
-struct fetchadd_check {
-	int delegation;	     /* the executor has delegation servers (its spec shows servers=) */
-	char effective[256]; /* the spec to measure: the given one, with servers= added */
-	char canonical[256]; /* locus_cs_spec() of the effective spec */
-};
-
-/*
- * Open spec once to check it. If it is a delegation mechanism whose spec does
- * not say servers=, add servers=`servers` and check that too.
- * 0, or -1 with locus_cs_error()'s text in err.
- */
-int fetchadd_check_spec(const char *spec, unsigned servers, struct fetchadd_check *out, char *err,
-			size_t errlen);
 
 int fetchadd_main(int argc, char **argv);
 void fetchadd_usage(FILE *out);

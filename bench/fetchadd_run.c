@@ -87,11 +87,6 @@ struct worker {
 	pthread_t tid;
 };
 
-int fetchadd_is_peer(const char *name)
-{
-	return strncmp(name, "peer:", 5) == 0;
-}
-
 static int peer_index(const char *name)
 {
 	int i;
@@ -100,11 +95,6 @@ static int peer_index(const char *name)
 		if (strcmp(name, fetchadd_peers[i]) == 0)
 			return i;
 	return -1;
-}
-
-int fetchadd_peer_known(const char *name)
-{
-	return peer_index(name) >= 0;
 }
 
 static double now(void)
@@ -538,70 +528,4 @@ void fetchadd_measure(const struct fetchadd_params *p, struct fetchadd_result *r
 		r->ok = 1;
 	}
 	teardown(&b);
-}
-
-/* 1 if the spec's options (after the colon) include one that starts with `prefix`. */
-static int spec_has_option(const char *spec, const char *prefix)
-{
-	const char *p = strchr(spec, ':');
-	size_t len = strlen(prefix);
-
-	while (p) {
-		p++;
-		if (strncmp(p, prefix, len) == 0)
-			return 1;
-		p = strchr(p, ',');
-	}
-	return 0;
-}
-
-/* Open spec and close it again; 0, or -1 with the library's reason. */
-static int try_open(const char *spec, char *canonical, size_t cap, char *err, size_t errlen)
-{
-	struct fetchadd_slot slot = {0};
-	locus_cs *cs = locus_cs_open(spec, &slot);
-
-	if (!cs) {
-		snprintf(err, errlen, "%s", locus_cs_error());
-		return -1;
-	}
-	snprintf(canonical, cap, "%s", locus_cs_spec(cs));
-	locus_cs_close(cs);
-	return 0;
-}
-
-/*
- * Delegation mechanisms are told apart by their canonical spec, which always
- * shows servers=: that holds for any that may be added, without a list here.
- * The bare name is opened for that, not the spec, whose options (server=3)
- * may only make sense once servers= is added.
- */
-int fetchadd_check_spec(const char *spec, unsigned servers, struct fetchadd_check *out, char *err,
-			size_t errlen)
-{
-	char name[256];
-
-	memset(out, 0, sizeof(*out));
-	snprintf(out->effective, sizeof(out->effective), "%s", spec);
-	snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ":"), spec);
-	if (strchr(spec, ':') && !spec_has_option(spec, "servers=") &&
-	    try_open(name, out->canonical, sizeof(out->canonical), err, errlen) == 0 &&
-	    spec_has_option(out->canonical, "servers=") &&
-	    (size_t)snprintf(out->effective, sizeof(out->effective), "%s,servers=%u", spec,
-			     servers) >= sizeof(out->effective)) {
-		snprintf(err, errlen, "spec too long to add servers=%u", servers);
-		return -1;
-	}
-	if (try_open(out->effective, out->canonical, sizeof(out->canonical), err, errlen))
-		return -1;
-	out->delegation = spec_has_option(out->canonical, "servers=");
-	if (!out->delegation || spec_has_option(out->effective, "servers="))
-		return 0;
-	/* A bare name: it opened, so now it can be given its servers. */
-	if ((size_t)snprintf(out->effective, sizeof(out->effective), "%s:servers=%u", spec,
-			     servers) >= sizeof(out->effective)) {
-		snprintf(err, errlen, "spec too long to add servers=%u", servers);
-		return -1;
-	}
-	return try_open(out->effective, out->canonical, sizeof(out->canonical), err, errlen);
 }

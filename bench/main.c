@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fetchadd.h"
+#include "locality.h"
 
 struct command {
 	const char *name;
@@ -18,6 +19,8 @@ struct command {
 static const struct command commands[] = {
 	{"fetchadd", "threads increment shared counters through each mechanism", fetchadd_main,
 	 fetchadd_usage},
+	{"locality", "seed 000's microbenchmark: thread-local walk, then a critical section",
+	 locality_main, locality_usage},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

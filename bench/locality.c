@@ -1,0 +1,570 @@
+/*
+ * locus-bench locality: the command line, the sweep over (threads, n1, n2,
+ * modify, msg, mechanism), and the report. Each measurement runs in a child
+ * process (locality_run.c); this process never opens an executor itself.
+ */
+#include "locality.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "common.h"
+#include "locus/cs.h"
+#include "mechlist.h"
+#include "opts.h"
+
+#define PROG	     "locus-bench locality"
+#define MAX_THREADS  1024
+#define MAX_SERVERS  64
+#define MAX_DURATION 86400.0
+
+#define complain(...) bench_complain(PROG, __VA_ARGS__)
+
+/* The swept parameters, in sweep order (outermost first); mechanisms are innermost. */
+enum param { P_THREADS, P_N1, P_N2, P_MODIFY, P_MSG, NPARAMS };
+
+static const char *const param_option[NPARAMS] = {"--threads", "--n1", "--n2", "--modify", "--msg"};
+static const char *const param_label[NPARAMS] = {"T", "n1", "n2", "m", "s"};
+static const uint64_t param_min[NPARAMS] = {1, 0, 1, 0, 0};
+static const uint64_t param_max[NPARAMS] = {MAX_THREADS, WALK_MAX_LINES, WALK_MAX_LINES,
+					    WALK_MAX_LINES, LOCALITY_MAX_MSG};
+
+struct config {
+	struct mechlist mechs;
+	uint64_t *list[NPARAMS];
+	size_t n[NPARAMS];
+	double duration;
+	uint64_t servers;
+	int json;
+	long cpus;
+};
+
+enum cell_state { CELL_EMPTY, CELL_OK, CELL_FAILED, CELL_LOST };
+
+/* One measurement: row = mechanism, column = one combination of the parameters. */
+struct cell {
+	enum cell_state state;
+	double ips;	    /* iterations per second */
+	double cycles;	    /* per iteration; < 0 without a TSC */
+	double cpu_ns;	    /* per iteration */
+	double busy;	    /* server-busy fraction; < 0: none */
+	unsigned servers;   /* threads that ran the section for the clients */
+	int oversubscribed; /* clients + servers > CPUs */
+};
+
+void locality_usage(FILE *out)
+{
+	const char *const *names = locus_cs_mechanisms();
+	long cpus = bench_cpus();
+
+	fprintf(out,
+		"usage: locus-bench locality [--mechanisms LIST] [--threads LIST] [--n1 LIST]\n"
+		"                            [--n2 LIST] [--modify LIST] [--msg LIST]\n"
+		"                            [--duration SECONDS] [--servers N] [--json]\n"
+		"\n"
+		"Seed 000's microbenchmark. Each client thread loops: it walks its private\n"
+		"array of n1 cache lines (the thread-local component), then runs the critical\n"
+		"section through the mechanism and waits for its result. The section copies\n"
+		"an s-byte message from the client into its own buffer, then walks a shared\n"
+		"array of n2 lines, incrementing a counter on m of them (m distinct lines,\n"
+		"spread along the walk). Each walk chases pointers around one random cycle\n"
+		"through its array, so the prefetcher cannot hide a miss. Under a lock or a\n"
+		"combiner the section runs on a client (the seed's synchronous mode); under\n"
+		"delegation (ffwd, async, mpsc) on a server thread that keeps the shared array\n"
+		"in its own cache (its asynchronous mode); flat runs it on whichever client\n"
+		"serves the slot. Every measurement runs in a child process of its own.\n"
+		"\n"
+		"  --mechanisms LIST   executor specs, separated by commas, or \"all\" (the\n"
+		"                      default: every executor at its default options). A\n"
+		"                      spec's own options are separated by commas too, as in\n"
+		"                      \"ttas:spin,backoff_max=64,mcs\" (two specs).\n"
+		"  --threads LIST      client thread counts (default: 1, CPUs, 2 x CPUs; here\n"
+		"                      %s%ld,%ld; at most %d). Servers are not counted: the\n"
+		"                      seed's \"T threads\" in asynchronous mode is T-1 here.\n"
+		"  --n1 LIST           lines in each client's private array (default 2048)\n"
+		"  --n2 LIST           lines in the shared array (default 128; at least 1)\n"
+		"  --modify LIST       lines the section modifies, m <= n2 (default 0)\n"
+		"  --msg LIST          message bytes the section copies (default 0; at most %u)\n"
+		"                      Arrays have at most %u lines (a line is %d bytes).\n"
+		"  --duration SECONDS  how long each measurement runs (default: 1)\n"
+		"  --servers N         server threads for delegation specs that do not say\n"
+		"                      servers= (default 1; at most %d)\n"
+		"  --json              one JSON object per measurement on stdout, the tables on\n"
+		"                      stderr. Fields: mechanism (as written), spec (as\n"
+		"                      measured), mode (async: the section ran on a server\n"
+		"                      thread, else sync), threads (clients), servers, n1, n2,\n"
+		"                      modify, msg, duration_s, requested_s, iterations,\n"
+		"                      iters_per_s, cpu_s, cpu_ns_per_iter, cycles_per_iter\n"
+		"                      (null without a TSC), tsc_ghz, server_busy_pct (null\n"
+		"                      unless dedicated delegation), hugepages (hugetlb, thp or\n"
+		"                      none: what backs the arrays), oversubscribed (clients +\n"
+		"                      servers > CPUs), cpus.\n"
+		"  --help              this text\n"
+		"\n"
+		"Metrics, as in seed 000 section 3.4.1:\n"
+		"  throughput      core-loop iterations per second, all clients together\n"
+		"  cycles/iter     the process's CPU time over the interval (every client and\n"
+		"                  server thread; spinning counts, sleeping does not) per\n"
+		"                  iteration, in TSC cycles at the TSC rate measured over the\n"
+		"                  same interval\n"
+		"  server busy     the share of the delegation servers' time spent in passes\n"
+		"                  that found requests (ffwd, async; not measured for mpsc)\n"
+		"The arrays are one contiguous mapping, aligned to 2 MiB; explicit huge pages\n"
+		"are tried first, then transparent huge pages (madvise), and the report says\n"
+		"which backed them.\n"
+		"\n"
+		"Output: tables of throughput (thousand iterations per second) and cycles per\n"
+		"iteration, one row per mechanism as measured, one column per combination of\n"
+		"the parameters; '*' marks measurements with more threads (clients + servers)\n"
+		"than the %ld online CPUs. Measurements run in the order threads, n1, n2,\n"
+		"modify, msg, mechanism, so mechanisms compared in one column ran close\n"
+		"together in time.\n"
+		"A measurement that crashes, runs past 10 x duration + 10 s, or leaves a\n"
+		"shared line with a count other than the iterations that ran (a lost update)\n"
+		"is reported on stderr and as FAIL or LOST, gives no JSON line, and makes the\n"
+		"exit status 1.\n"
+		"Exit status: 0 all measured, 1 a measurement failed, 2 bad command line.\n"
+		"\n"
+		"Executor mechanisms:",
+		cpus > 1 ? "1," : "", cpus, 2 * cpus, MAX_THREADS, LOCALITY_MAX_MSG, WALK_MAX_LINES,
+		WALK_LINE, MAX_SERVERS, cpus);
+	for (size_t i = 0; names[i]; i++)
+		fprintf(out, " %s", names[i]);
+	fprintf(out, "\n(spec = NAME or NAME:OPTION,OPTION...; locus-bench fetchadd --help lists "
+		     "their options)\n");
+}
+
+/* 1 if argv[*i] is option name (its value in *v), 0 if not, -1 if its value is missing. */
+static int option(int argc, char **argv, int *i, const char *name, const char **v)
+{
+	int missing;
+
+	*v = opts_value(argc, argv, i, name, &missing);
+	if (missing) {
+		complain("%s needs a value", name);
+		return -1;
+	}
+	return *v != NULL;
+}
+
+/* One argument at argv[*i]; 0 or 2 (reported). */
+static int parse_arg(int argc, char **argv, int *i, struct config *c)
+{
+	const char *v;
+	char err[256];
+	int r;
+
+	if (strcmp(argv[*i], "--json") == 0) {
+		c->json = 1;
+		return 0;
+	}
+	if ((r = option(argc, argv, i, "--mechanisms", &v)) != 0)
+		return r < 0 ? 2 : mechlist_parse(&c->mechs, v);
+	for (int k = 0; k < NPARAMS; k++) {
+		if ((r = option(argc, argv, i, param_option[k], &v)) == 0)
+			continue;
+		if (r < 0)
+			return 2;
+		free(c->list[k]);
+		c->list[k] = NULL;
+		if (opts_uint_list(v, param_min[k], param_max[k], &c->list[k], &c->n[k], err,
+				   sizeof(err)))
+			return complain("%s: %s", param_option[k], err);
+		return 0;
+	}
+	if ((r = option(argc, argv, i, "--duration", &v)) != 0) {
+		if (r > 0 && opts_seconds(v, 0, MAX_DURATION, &c->duration, err, sizeof(err)))
+			return complain("--duration: %s", err);
+		return r < 0 ? 2 : 0;
+	}
+	if ((r = option(argc, argv, i, "--servers", &v)) != 0) {
+		if (r > 0 && opts_uint(v, 1, MAX_SERVERS, &c->servers, err, sizeof(err)))
+			return complain("--servers: %s", err);
+		return r < 0 ? 2 : 0;
+	}
+	if (argv[*i][0] == '-')
+		return complain("unknown option '%s' (see --help)", argv[*i]);
+	return complain("unexpected argument '%s' (see --help)", argv[*i]);
+}
+
+static int set_default(struct config *c, enum param k, const uint64_t *v, size_t n)
+{
+	if (c->list[k])
+		return 0;
+	c->list[k] = malloc(n * sizeof(*v));
+	if (!c->list[k])
+		return complain("out of memory");
+	c->n[k] = 0;
+	/* Increasing and without repeats: 1, CPUs, 2 x CPUs collapse on one CPU. */
+	for (size_t i = 0; i < n; i++)
+		if (c->n[k] == 0 || c->list[k][c->n[k] - 1] < v[i])
+			c->list[k][c->n[k]++] = v[i];
+	return 0;
+}
+
+static uint64_t list_max(const struct config *c, enum param k)
+{
+	uint64_t m = 0;
+
+	for (size_t i = 0; i < c->n[k]; i++)
+		if (c->list[k][i] > m)
+			m = c->list[k][i];
+	return m;
+}
+
+static uint64_t list_min(const struct config *c, enum param k)
+{
+	uint64_t m = UINT64_MAX;
+
+	for (size_t i = 0; i < c->n[k]; i++)
+		if (c->list[k][i] < m)
+			m = c->list[k][i];
+	return m;
+}
+
+/* Combinations that cannot run are refused before the first measurement. */
+static int check_combinations(const struct config *c)
+{
+	uint64_t pages = (uint64_t)sysconf(_SC_PHYS_PAGES), page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t need, have = pages * page / 2;
+
+	if (list_max(c, P_MODIFY) > list_min(c, P_N2))
+		return complain("--modify %llu is more than --n2 %llu: the section modifies at "
+				"most the n2 lines it walks",
+				(unsigned long long)list_max(c, P_MODIFY),
+				(unsigned long long)list_min(c, P_N2));
+	need = (list_max(c, P_N2) + list_max(c, P_THREADS) * list_max(c, P_N1)) * WALK_LINE;
+	if (pages > 0 && page > 0 && need > have)
+		return complain("the arrays would take %llu MiB (n2 + threads x n1 lines of %d "
+				"bytes), more than half of this machine's memory (%llu MiB)",
+				(unsigned long long)(need >> 20), WALK_LINE,
+				(unsigned long long)(have >> 20));
+	return 0;
+}
+
+/* 0 to run, 1 if help was printed, 2 on a bad command line (reported). */
+static int parse_args(int argc, char **argv, struct config *c)
+{
+	uint64_t threads[3], n1 = 2048, n2 = 128, zero = 0;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			locality_usage(stdout);
+			return 1;
+		}
+	}
+	c->duration = 1.0;
+	c->servers = 1;
+	c->cpus = bench_cpus();
+	c->mechs = (struct mechlist){.prog = PROG, .peers = NULL};
+	for (i = 1; i < argc; i++)
+		if (parse_arg(argc, argv, &i, c))
+			return 2;
+	threads[0] = 1;
+	threads[1] = (uint64_t)c->cpus;
+	threads[2] = 2 * (uint64_t)c->cpus;
+	if (c->mechs.n == 0 && mechlist_add_all(&c->mechs))
+		return 2;
+	if (set_default(c, P_THREADS, threads, 3) || set_default(c, P_N1, &n1, 1) ||
+	    set_default(c, P_N2, &n2, 1) || set_default(c, P_MODIFY, &zero, 1) ||
+	    set_default(c, P_MSG, &zero, 1))
+		return 2;
+	return check_combinations(c);
+}
+
+static int measure_body(void *arg, int fd)
+{
+	struct locality_result r;
+
+	locality_measure(arg, &r);
+	return child_write_all(fd, &r, sizeof(r)) ? 3 : 0;
+}
+
+static void print_json(const struct config *c, const char *written, const struct locality_params *p,
+		       const struct locality_result *r, const struct cell *cell)
+{
+	printf("{\"bench\":\"locality\",\"mechanism\":");
+	bench_json_string(stdout, written);
+	printf(",\"spec\":");
+	bench_json_string(stdout, r->spec);
+	printf(",\"mode\":\"%s\",\"threads\":%u,\"servers\":%u,\"n1\":%zu,\"n2\":%zu,"
+	       "\"modify\":%zu,\"msg\":%zu,\"duration_s\":%.6f,\"requested_s\":%.6f,"
+	       "\"iterations\":%llu,\"iters_per_s\":%.1f,\"cpu_s\":%.6f,\"cpu_ns_per_iter\":%.1f,",
+	       r->servers ? "async" : "sync", p->threads, r->servers, p->n1, p->n2, p->modify,
+	       p->msg, r->seconds, p->duration, (unsigned long long)r->iterations, cell->ips,
+	       r->cpu_s, cell->cpu_ns);
+	if (cell->cycles >= 0)
+		printf("\"cycles_per_iter\":%.1f,\"tsc_ghz\":%.4f,", cell->cycles, r->tsc_ghz);
+	else
+		printf("\"cycles_per_iter\":null,\"tsc_ghz\":null,");
+	if (cell->busy >= 0)
+		printf("\"server_busy_pct\":%.2f,", 100 * cell->busy);
+	else
+		printf("\"server_busy_pct\":null,");
+	printf("\"hugepages\":\"%s\",\"oversubscribed\":%s,\"cpus\":%ld}\n",
+	       walk_pages_name(r->pages), cell->oversubscribed ? "true" : "false", c->cpus);
+	fflush(stdout);
+}
+
+static void measure_failed(const struct locality_params *p, const char *why)
+{
+	bench_progress_clear();
+	fprintf(stderr, "%s: %s (T=%u n1=%zu n2=%zu m=%zu s=%zu): %s\n", PROG, p->mechanism,
+		p->threads, p->n1, p->n2, p->modify, p->msg, why);
+}
+
+/* Measure one cell in a child; 0, or -1 if it failed (reported). */
+static int measure(const struct config *c, const struct mech *m, const struct locality_params *p,
+		   struct cell *cell, const char **pages)
+{
+	struct locality_result r;
+	struct child_status st;
+	char why[640];
+
+	cell->state = CELL_FAILED;
+	if (child_run(measure_body, (void *)p, 10 * p->duration + 10, &r, sizeof(r), &st)) {
+		child_describe(&st, why, sizeof(why));
+		measure_failed(p, why);
+		return -1;
+	}
+	if (st.len != sizeof(r)) {
+		measure_failed(p, "child exited without sending a complete result");
+		return -1;
+	}
+	if (!r.ok) {
+		bench_one_line(r.err);
+		measure_failed(p, r.err);
+		return -1;
+	}
+	if (r.bad_lines) {
+		snprintf(why, sizeof(why),
+			 "lost updates: %llu shared lines do not hold the %llu increments (or "
+			 "none) that the iterations imply",
+			 (unsigned long long)r.bad_lines, (unsigned long long)r.iterations);
+		measure_failed(p, why);
+		cell->state = CELL_LOST;
+		return -1;
+	}
+	cell->state = CELL_OK;
+	cell->ips = r.seconds > 0 ? (double)r.iterations / r.seconds : 0;
+	cell->cpu_ns = r.iterations ? r.cpu_s * 1e9 / (double)r.iterations : 0;
+	cell->cycles = r.tsc_ghz > 0 ? cell->cpu_ns * r.tsc_ghz : -1;
+	cell->busy = r.server_busy;
+	cell->servers = r.servers;
+	cell->oversubscribed = (long)p->threads + (long)r.servers > c->cpus;
+	*pages = walk_pages_name(r.pages);
+	if (c->json)
+		print_json(c, m->spec, p, &r, cell);
+	return 0;
+}
+
+static size_t ncols(const struct config *c)
+{
+	size_t n = 1;
+
+	for (int k = 0; k < NPARAMS; k++)
+		n *= c->n[k];
+	return n;
+}
+
+/* The parameter values of column col (threads-major, msg fastest). */
+static void column_values(const struct config *c, size_t col, uint64_t v[NPARAMS])
+{
+	for (int k = NPARAMS - 1; k >= 0; k--) {
+		v[k] = c->list[k][col % c->n[k]];
+		col /= c->n[k];
+	}
+}
+
+static int sweep(const struct config *c, struct cell *cells, const char **pages)
+{
+	size_t cols = ncols(c), total = cols * c->mechs.n, done = 0;
+	int rc = 0;
+
+	for (size_t col = 0; col < cols; col++) {
+		uint64_t v[NPARAMS];
+
+		column_values(c, col, v);
+		for (size_t m = 0; m < c->mechs.n; m++) {
+			struct locality_params p = {
+				.mechanism = c->mechs.m[m].run,
+				.threads = (unsigned)v[P_THREADS],
+				.n1 = (size_t)v[P_N1],
+				.n2 = (size_t)v[P_N2],
+				.modify = (size_t)v[P_MODIFY],
+				.msg = (size_t)v[P_MSG],
+				.duration = c->duration,
+			};
+
+			bench_progress("[%zu/%zu] %s T=%u n1=%zu n2=%zu m=%zu s=%zu ...", ++done,
+				       total, p.mechanism, p.threads, p.n1, p.n2, p.modify, p.msg);
+			if (measure(c, &c->mechs.m[m], &p, &cells[m * cols + col], pages))
+				rc = 1;
+		}
+	}
+	bench_progress_clear();
+	return rc;
+}
+
+/* A column is labelled with T and every parameter that takes more than one value. */
+static void column_label(const struct config *c, size_t col, char *buf, size_t n)
+{
+	uint64_t v[NPARAMS];
+	size_t len = 0;
+
+	column_values(c, col, v);
+	for (int k = 0; k < NPARAMS && len < n; k++)
+		if (k == P_THREADS || c->n[k] > 1)
+			len += snprintf(buf + len, n - len, "%s%s=%llu", len ? " " : "",
+					param_label[k], (unsigned long long)v[k]);
+}
+
+enum metric { M_THROUGHPUT, M_CYCLES, M_BUSY };
+
+static void format_cell(const struct cell *cell, enum metric what, char *buf, size_t n)
+{
+	const char *mark = cell->oversubscribed ? "*" : "";
+
+	switch (cell->state) {
+	case CELL_OK:
+		if (what == M_THROUGHPUT)
+			snprintf(buf, n, "%.1f%s", cell->ips / 1e3, mark);
+		else if (what == M_CYCLES && cell->cycles >= 0)
+			snprintf(buf, n, "%.0f%s", cell->cycles, mark);
+		else if (what == M_CYCLES)
+			snprintf(buf, n, "%.0fns%s", cell->cpu_ns, mark);
+		else if (cell->busy >= 0)
+			snprintf(buf, n, "%.1f%s", 100 * cell->busy, mark);
+		else
+			snprintf(buf, n, "-");
+		break;
+	case CELL_LOST:
+		snprintf(buf, n, "LOST");
+		break;
+	case CELL_FAILED:
+		snprintf(buf, n, "FAIL");
+		break;
+	default:
+		snprintf(buf, n, "-");
+		break;
+	}
+}
+
+/* Numbers end where their '*' would be, so that marked and unmarked ones line up. */
+static void print_cell(FILE *out, const char *text, int width)
+{
+	size_t len = strlen(text);
+
+	if (len && text[len - 1] == '*')
+		fprintf(out, "  %*s", width, text);
+	else
+		fprintf(out, "  %*s ", width - 1, text);
+}
+
+static void print_table(FILE *out, const struct config *c, const struct cell *cells,
+			enum metric what, const char *title)
+{
+	size_t cols = ncols(c);
+	int namew = (int)strlen("mechanism"), colw = 0;
+	char label[128], text[64];
+
+	for (size_t m = 0; m < c->mechs.n; m++)
+		if ((int)strlen(c->mechs.m[m].run) > namew)
+			namew = (int)strlen(c->mechs.m[m].run);
+	for (size_t col = 0; col < cols; col++) {
+		column_label(c, col, label, sizeof(label));
+		if ((int)strlen(label) > colw)
+			colw = (int)strlen(label);
+		for (size_t m = 0; m < c->mechs.n; m++) {
+			format_cell(&cells[m * cols + col], what, text, sizeof(text));
+			if ((int)strlen(text) + 1 > colw)
+				colw = (int)strlen(text) + 1;
+		}
+	}
+	fprintf(out, "%s\n%-*s", title, namew, "mechanism");
+	for (size_t col = 0; col < cols; col++) {
+		column_label(c, col, label, sizeof(label));
+		fprintf(out, "  %*s", colw, label);
+	}
+	fputc('\n', out);
+	for (size_t m = 0; m < c->mechs.n; m++) {
+		fprintf(out, "%-*s", namew, c->mechs.m[m].run);
+		for (size_t col = 0; col < cols; col++) {
+			format_cell(&cells[m * cols + col], what, text, sizeof(text));
+			print_cell(out, text, colw);
+		}
+		fputc('\n', out);
+	}
+}
+
+static void print_report(FILE *out, const struct config *c, const struct cell *cells,
+			 const char *pages)
+{
+	size_t n = ncols(c) * c->mechs.n;
+	char fixed[160] = "";
+	size_t len = 0;
+	int busy = 0, over = 0, servers = 0, no_tsc = 0;
+
+	for (int k = 1; k < NPARAMS; k++)
+		if (c->n[k] == 1)
+			len += snprintf(fixed + len, sizeof(fixed) - len, " %s=%llu",
+					param_label[k], (unsigned long long)c->list[k][0]);
+	for (size_t i = 0; i < n; i++) {
+		busy |= cells[i].state == CELL_OK && cells[i].busy >= 0;
+		over |= cells[i].oversubscribed;
+		servers |= cells[i].servers > 0;
+		no_tsc |= cells[i].state == CELL_OK && cells[i].cycles < 0;
+	}
+	fprintf(out, "locality:%s, %g s each, arrays on %s pages\n", fixed, c->duration,
+		strcmp(pages, "none") == 0 ? "ordinary" : pages);
+	print_table(out, c, cells, M_THROUGHPUT, "throughput, thousand iterations/s");
+	print_table(out, c, cells, M_CYCLES,
+		    no_tsc ? "CPU per iteration (ns: no TSC here)"
+			   : "cycles per iteration (process CPU time x TSC rate)");
+	if (busy)
+		print_table(out, c, cells, M_BUSY, "server busy, % of server time");
+	if (servers)
+		fprintf(out,
+			"T counts client threads; delegation rows ran their server threads "
+			"beside them (--servers %llu unless the spec says; mpsc: one)\n",
+			(unsigned long long)c->servers);
+	if (over)
+		fprintf(out, "* oversubscribed: clients + servers more than the %ld online CPUs\n",
+			c->cpus);
+	fflush(out);
+}
+
+static void free_config(struct config *c)
+{
+	mechlist_free(&c->mechs);
+	for (int k = 0; k < NPARAMS; k++)
+		free(c->list[k]);
+}
+
+int locality_main(int argc, char **argv)
+{
+	struct config c = {0};
+	struct cell *cells;
+	const char *pages = "none";
+	int rc = parse_args(argc, argv, &c);
+
+	if (rc == 0)
+		rc = mechlist_check(&c.mechs, (unsigned)c.servers);
+	if (rc) {
+		free_config(&c);
+		return rc == 1 ? 0 : 2;
+	}
+	cells = calloc(c.mechs.n * ncols(&c), sizeof(*cells));
+	if (!cells) {
+		free_config(&c);
+		return complain("out of memory");
+	}
+	rc = sweep(&c, cells, &pages);
+	print_report(c.json ? stderr : stdout, &c, cells, pages);
+	free(cells);
+	free_config(&c);
+	return rc;
+}
