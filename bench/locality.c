@@ -97,8 +97,9 @@ void locality_usage(FILE *out)
 		"                      thread, else sync), threads (clients), servers, n1, n2,\n"
 		"                      modify, msg, duration_s, requested_s, iterations,\n"
 		"                      iters_per_s, cpu_s, cpu_ns_per_iter, cycles_per_iter\n"
-		"                      (null without a TSC), tsc_ghz, server_busy_pct (null\n"
-		"                      unless dedicated delegation), hugepages (hugetlb, thp or\n"
+		"                      (null without a TSC), tsc_ghz, server_busy_pct and\n"
+		"                      server_busy_basis (time or dequeues; null without a\n"
+		"                      server thread), hugepages (hugetlb, thp or\n"
 		"                      none: what backs the arrays), oversubscribed (clients +\n"
 		"                      servers > CPUs), cpus.\n"
 		"  --help              this text\n"
@@ -109,8 +110,9 @@ void locality_usage(FILE *out)
 		"                  server thread; spinning counts, sleeping does not) per\n"
 		"                  iteration, in TSC cycles at the TSC rate measured over the\n"
 		"                  same interval\n"
-		"  server busy     the share of the delegation servers' time spent in passes\n"
-		"                  that found requests (ffwd, async; not measured for mpsc)\n"
+		"  server busy     ffwd, async: the share of the server's time spent in passes\n"
+		"                  that found requests; mpsc: the share of its dequeues that\n"
+		"                  did not find the queue empty (the seed's definition)\n"
 		"The arrays are one contiguous mapping, aligned to 2 MiB; explicit huge pages\n"
 		"are tried first, then transparent huge pages (madvise), and the report says\n"
 		"which backed them.\n"
@@ -301,9 +303,10 @@ static void print_json(const struct config *c, const char *written, const struct
 	else
 		printf("\"cycles_per_iter\":null,\"tsc_ghz\":null,");
 	if (cell->busy >= 0)
-		printf("\"server_busy_pct\":%.2f,", 100 * cell->busy);
+		printf("\"server_busy_pct\":%.2f,\"server_busy_basis\":\"%s\",", 100 * cell->busy,
+		       r->busy_basis == LOCALITY_BUSY_TIME ? "time" : "dequeues");
 	else
-		printf("\"server_busy_pct\":null,");
+		printf("\"server_busy_pct\":null,\"server_busy_basis\":null,");
 	printf("\"hugepages\":\"%s\",\"oversubscribed\":%s,\"cpus\":%ld}\n",
 	       walk_pages_name(r->pages), cell->oversubscribed ? "true" : "false", c->cpus);
 	fflush(stdout);
@@ -525,7 +528,8 @@ static void print_report(FILE *out, const struct config *c, const struct cell *c
 		    no_tsc ? "CPU per iteration (ns: no TSC here)"
 			   : "cycles per iteration (process CPU time x TSC rate)");
 	if (busy)
-		print_table(out, c, cells, M_BUSY, "server busy, % of server time");
+		print_table(out, c, cells, M_BUSY,
+			    "server busy, % (ffwd, async: of server time; mpsc: of dequeues)");
 	if (servers)
 		fprintf(out,
 			"T counts client threads; delegation rows ran their server threads "

@@ -39,6 +39,12 @@ struct locality_params {
 	double duration;
 };
 
+enum locality_busy_basis {
+	LOCALITY_BUSY_NONE,
+	LOCALITY_BUSY_TIME,	/* delegation servers: time in passes that found requests */
+	LOCALITY_BUSY_DEQUEUES, /* mpsc: dequeues that did not find the queue empty */
+};
+
 struct locality_result {
 	int ok;		     /* 0: err says what went wrong */
 	uint64_t iterations; /* core-loop iterations, all clients */
@@ -46,7 +52,8 @@ struct locality_result {
 	double cpu_s;	     /* process CPU time in that interval, every thread */
 	double tsc_ghz;	     /* TSC ticks per ns over the interval; 0: no TSC */
 	unsigned servers;    /* threads that ran the critical section for the clients */
-	double server_busy;  /* fraction of the servers' time spent serving; < 0: unknown */
+	double server_busy;  /* share of the server's time (or dequeues) with work; < 0: none */
+	enum locality_busy_basis busy_basis;
 	enum walk_pages pages;
 	uint64_t bad_lines; /* shared lines whose count is not what the runs imply */
 	uint64_t sink;	    /* every walk's result, so no walk can be optimized away */

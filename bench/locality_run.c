@@ -142,17 +142,23 @@ static int setup_memory(struct walk_region *reg, const struct locality_params *p
 	return 0;
 }
 
-/* Sum of busy and alive time over the delegation servers, now. */
-static void server_time(unsigned servers, uint64_t *busy, uint64_t *alive)
+/*
+ * A delegation server measures the time it spends in passes that find work;
+ * mpsc, like seed 000's server, counts the dequeues that found the queue
+ * empty (after which it waits), and busy is the share of the others.
+ */
+static void server_busy(const struct locus_cs_server_stats *s0,
+			const struct locus_cs_server_stats *s1, struct locality_result *r)
 {
-	struct locus_delegate_stats st;
-
-	*busy = *alive = 0;
-	for (unsigned i = 0; i < servers && i < MAX_STATS_SERVERS; i++)
-		if (locus_delegate_stats(i, &st) == 0) {
-			*busy += st.busy_ns;
-			*alive += st.alive_ns;
-		}
+	if (s1->alive_ns > s0->alive_ns) {
+		r->server_busy =
+			(double)(s1->busy_ns - s0->busy_ns) / (double)(s1->alive_ns - s0->alive_ns);
+		r->busy_basis = LOCALITY_BUSY_TIME;
+	} else if (s1->polls > s0->polls) {
+		r->server_busy = 1.0 - (double)(s1->empty_polls - s0->empty_polls) /
+					       (double)(s1->polls - s0->polls);
+		r->busy_basis = LOCALITY_BUSY_DEQUEUES;
+	}
 }
 
 /*
@@ -163,8 +169,9 @@ static void server_time(unsigned servers, uint64_t *busy, uint64_t *alive)
 static int run_clients(struct bench *b, struct client *c, const struct locality_params *p,
 		       struct locality_result *r)
 {
-	unsigned deleg = locus_delegate_servers();
-	uint64_t busy0, alive0, busy1, alive1, tsc0, tsc1;
+	struct locus_cs_server_stats s0, s1;
+	int has_server = locus_cs_server_stats(b->cs, &s0) == 0;
+	uint64_t tsc0, tsc1;
 	double start, end = 0, cpu0, tsc_t0, tsc_t1;
 	int err;
 
@@ -177,8 +184,9 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 			return -1;
 		}
 	}
-	server_time(deleg, &busy0, &alive0);
 	pthread_barrier_wait(&b->start);
+	if (has_server)
+		locus_cs_server_stats(b->cs, &s0);
 	start = now();
 	cpu0 = cpu_now();
 	tsc0 = tsc();
@@ -195,13 +203,14 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 	r->cpu_s = cpu_now() - cpu0;
 	tsc1 = tsc();
 	tsc_t1 = now();
-	server_time(deleg, &busy1, &alive1);
+	if (has_server)
+		locus_cs_server_stats(b->cs, &s1);
 	r->seconds = end - start;
 	r->tsc_ghz = tsc1 > tsc0 && tsc_t1 > tsc_t0
 			     ? (double)(tsc1 - tsc0) / ((tsc_t1 - tsc_t0) * 1e9)
 			     : 0;
-	r->server_busy =
-		deleg && alive1 > alive0 ? (double)(busy1 - busy0) / (double)(alive1 - alive0) : -1;
+	if (has_server)
+		server_busy(&s0, &s1, r);
 	pthread_barrier_destroy(&b->start);
 	return 0;
 }

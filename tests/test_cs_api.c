@@ -148,6 +148,37 @@ START_TEST(every_mechanism_runs)
 }
 END_TEST
 
+/* Server statistics: only where a server thread runs the sections, and they count them. */
+START_TEST(server_stats)
+{
+	const char *const *m = locus_cs_mechanisms();
+	for (int i = 0; m[i]; i++) {
+		if (strcmp(m[i], "stm") == 0 && !locus_stm_available())
+			continue;
+		uint64_t state = 0;
+		struct locus_cs_server_stats s0, s1;
+		locus_cs *cs = locus_cs_open(m[i], &state);
+		ck_assert_msg(cs != NULL, "open \"%s\": %s", m[i], locus_cs_error());
+		int server = strcmp(m[i], "ffwd") == 0 || strcmp(m[i], "async") == 0 ||
+			     strcmp(m[i], "mpsc") == 0;
+		int rc = locus_cs_server_stats(cs, &s0);
+		ck_assert_msg(rc == (server ? 0 : -1), "%s: server_stats returned %d", m[i], rc);
+		for (int k = 0; k < 50; k++)
+			locus_cs_run(cs, counter_add, 1, 0, 0);
+		if (server) {
+			ck_assert_int_eq(locus_cs_server_stats(cs, &s1), 0);
+			ck_assert_msg(s1.requests - s0.requests == 50, "%s: %llu requests counted",
+				      m[i], (unsigned long long)(s1.requests - s0.requests));
+			if (strcmp(m[i], "mpsc") == 0)
+				ck_assert(s1.polls - s0.polls >= 50 && s1.empty_polls <= s1.polls);
+			else
+				ck_assert(s1.alive_ns > s0.alive_ns && s1.busy_ns <= s1.alive_ns);
+		}
+		locus_cs_close(cs);
+	}
+}
+END_TEST
+
 START_TEST(waiting_variants_open)
 {
 	const char *const *m = locus_cs_mechanisms();
@@ -549,6 +580,7 @@ int main(void)
 	tcase_set_timeout(tc, 4 * HANG_S);
 	tcase_add_test(tc, mechanisms_listed);
 	tcase_add_test(tc, every_mechanism_runs);
+	tcase_add_test(tc, server_stats);
 	tcase_add_test(tc, waiting_variants_open);
 	tcase_add_test(tc, unknown_mechanism);
 	tcase_add_test(tc, unknown_option);

@@ -49,6 +49,21 @@ const char *locus_cs_spec(const locus_cs *cs);
 const char *locus_cs_name(const locus_cs *cs);
 /* 1 if post() returns before fn has run. */
 int locus_cs_is_async(const locus_cs *cs);
+/*
+ * What the server thread that runs an executor's sections has done, for
+ * executors whose sections run on one (ffwd, async: the delegation server
+ * the executor is bound to, shared with the executors bound to it; mpsc: its
+ * own). The counters run from the server's start; take differences.
+ */
+struct locus_cs_server_stats {
+	uint64_t requests;    /* sections run */
+	uint64_t busy_ns;     /* delegation: time in passes that found requests; mpsc: 0 */
+	uint64_t alive_ns;    /* delegation: time since the server started; mpsc: 0 */
+	uint64_t polls;	      /* mpsc: dequeues; delegation: 0 */
+	uint64_t empty_polls; /* mpsc: dequeues that found the queue empty (then it waited) */
+};
+/* 0, or -1 if the sections run on the calling threads (no server). */
+int locus_cs_server_stats(const locus_cs *cs, struct locus_cs_server_stats *out);
 /* Print each mechanism with a line of description and its options. */
 void locus_cs_usage(FILE *out);
 

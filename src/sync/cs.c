@@ -71,6 +71,8 @@ struct mech {
 	int (*post)(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
 		    void *ctx);
 	void (*close)(locus_cs *cs);
+	/* NULL: the sections run on the calling threads */
+	int (*stats)(const locus_cs *cs, struct locus_cs_server_stats *out);
 	locus_lock_kind kind; /* for the lock mechanisms */
 };
 
@@ -340,6 +342,17 @@ static void dl_close(locus_cs *cs)
 	dl_release();
 }
 
+static int dl_stats(const locus_cs *cs, struct locus_cs_server_stats *out)
+{
+	struct locus_delegate_stats st;
+
+	if (locus_delegate_stats(cs->u.dl.server, &st))
+		return -1;
+	*out = (struct locus_cs_server_stats){
+		.requests = st.requests, .busy_ns = st.busy_ns, .alive_ns = st.alive_ns};
+	return 0;
+}
+
 static uint64_t ffwd_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
 	return dl_ffwd_run(cs->u.dl.server, &cs->u.dl.cfg.wait, fn, cs->state, a, b, c);
@@ -416,6 +429,16 @@ static int mpsc_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint6
 			void *ctx)
 {
 	return mpsc_post(cs->u.mpsc, fn, cs->state, a, b, c, cb, ctx);
+}
+
+static int mpsc_cs_stats(const locus_cs *cs, struct locus_cs_server_stats *out)
+{
+	struct mpsc_stats st;
+
+	mpsc_stats(cs->u.mpsc, &st);
+	*out = (struct locus_cs_server_stats){
+		.requests = st.requests, .polls = st.polls, .empty_polls = st.empty_polls};
+	return 0;
 }
 
 static void mpsc_cs_close(locus_cs *cs)
@@ -505,7 +528,8 @@ static const struct mech mechs[] = {
 	 .option = server_option,
 	 .open = dl_open,
 	 .run = ffwd_run,
-	 .close = dl_close},
+	 .close = dl_close,
+	 .stats = dl_stats},
 	{.name = "async",
 	 .summary = "asynchronous dedicated delegation: post returns at once, callback later",
 	 .options =
@@ -517,7 +541,8 @@ static const struct mech mechs[] = {
 	 .open = dl_open,
 	 .run = async_run,
 	 .post = async_post,
-	 .close = dl_close},
+	 .close = dl_close,
+	 .stats = dl_stats},
 	{.name = "flat",
 	 .summary = "asynchronous flat delegation: no server threads, clients serve the slots",
 	 .options = FLAT_OPTS,
@@ -538,7 +563,8 @@ static const struct mech mechs[] = {
 	 .open = mpsc_cs_open,
 	 .run = mpsc_cs_run,
 	 .post = mpsc_cs_post,
-	 .close = mpsc_cs_close},
+	 .close = mpsc_cs_close,
+	 .stats = mpsc_cs_stats},
 #ifdef LOCUS_HAVE_STM
 	{.name = "stm",
 	 .summary = "GCC transactional memory (libitm); method is process-wide",
@@ -751,6 +777,12 @@ const char *locus_cs_spec(const locus_cs *cs)
 const char *locus_cs_name(const locus_cs *cs)
 {
 	return cs->m->name;
+}
+
+int locus_cs_server_stats(const locus_cs *cs, struct locus_cs_server_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	return cs->m->stats ? cs->m->stats(cs, out) : -1;
 }
 
 int locus_cs_is_async(const locus_cs *cs)

@@ -462,6 +462,9 @@ struct mpsc {
 	struct sbuf out;				/* server only: dequeued elements */
 	uint32_t sleeping __attribute__((aligned(64))); /* futex word: 1 while the server parks */
 	uint32_t stop;
+	/* Written by the server only, read by anyone (mpsc_stats), on a line of their own. */
+	uint64_t polls __attribute__((aligned(64)));
+	uint64_t empty_polls, requests;
 };
 
 static struct mpsc_rec *rec_of(struct mpsc_link *l)
@@ -546,10 +549,13 @@ static void *server_main(void *arg)
 	size_t max = m->batch ? MPSC_BATCH_MAX : 1;
 	for (;;) {
 		size_t n = take(m, max);
+		st_relaxed(&m->polls, m->polls + 1);
 		if (n) {
 			serve_all(m, n);
+			st_relaxed(&m->requests, m->requests + n);
 			continue;
 		}
+		st_relaxed(&m->empty_polls, m->empty_polls + 1);
 		/* Requests posted before close are in the queue by the time stop is seen. */
 		if (ld_acquire(&m->stop)) {
 			if (!queue_ready(m))
@@ -559,6 +565,13 @@ static void *server_main(void *arg)
 		server_idle(m);
 	}
 	return NULL;
+}
+
+void mpsc_stats(struct mpsc *m, struct mpsc_stats *out)
+{
+	out->polls = ld_relaxed(&m->polls);
+	out->empty_polls = ld_relaxed(&m->empty_polls);
+	out->requests = ld_relaxed(&m->requests);
 }
 
 /* After publishing: wake the server if, and only if, it is parked or about to be. */

@@ -52,6 +52,12 @@ int mpsc_post(struct mpsc *m, locus_fn fn, void *state, uint64_t a, uint64_t b, 
 /* Every mpsc_post of the calling thread (to any mpsc) has completed and its callback has run. */
 void mpsc_drain_thread(void);
 
+/* Server counters since open: dequeues, those that found nothing, and requests run. */
+struct mpsc_stats {
+	uint64_t polls, empty_polls, requests;
+};
+void mpsc_stats(struct mpsc *m, struct mpsc_stats *out);
+
 /*
  * Every request posted before close completes (none is lost), then the
  * server thread stops and is joined. Callbacks of posts still pending belong
