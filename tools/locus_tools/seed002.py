@@ -1,0 +1,308 @@
+"""Seed 002, chapters 2 and 3: asynchronous delegation (Figures 3, 4, 8, 9, 11, 15).
+
+The seed measured a 56-thread machine: in its dedicated-delegation figures the total
+thread count is fixed at 56 and the x axis moves threads from clients to servers. Here the
+total is TOT = 4 x CPUs (8 on 2 CPUs: oversubscribed on purpose, because a server-bound
+and a client-bound region need more threads than a 2-CPU machine has), servers go from 1
+to TOT-1 and the rest are clients.
+
+The seed's chapter 2 benchmark allocated one 64-byte variable per server; here 1024
+counters are spread round robin over the servers (each counter has its own executor), so
+a client still picks a server uniformly at random and the counters stay in the server's
+cache.
+"""
+
+from .bench import is_server_mechanism
+from .figure import Figure, Panel, Point, Ratio, span
+
+VARS = 1024
+
+
+def _tot(setup):
+    return 4 * setup.cpus
+
+
+def _servers(setup):
+    tot = _tot(setup)
+    if setup.quick:
+        return sorted({1, tot // 2, tot - 1})
+    return list(range(1, tot))
+
+
+def _fetchadd(spec, clients, vars_, servers=None, fn="add"):
+    args = ["--mechanisms", spec, "--threads", clients, "--vars", vars_, "--fn", fn]
+    if servers is not None:
+        args += ["--servers", servers]
+    return args
+
+
+def _dedicated_mapping(setup, what):
+    tot = _tot(setup)
+    return (
+        f"{what}; TOT={tot} threads in total (4 x {setup.cpus} CPUs; seed: 56), "
+        f"servers = {span(_servers(setup))}, clients = TOT - servers; {VARS} counters round robin over "
+        f"the servers (seed: one variable per server); fetch-and-add, no callback."
+    )
+
+
+def _by_servers(setup, series_specs, fn_of=lambda series: "add"):
+    """Points for an x = servers figure: every series at each server count."""
+    tot = _tot(setup)
+    pts = []
+    for s in _servers(setup):
+        for series, spec in series_specs:
+            args = _fetchadd(spec, tot - s, VARS, servers=s, fn=fn_of(series))
+            pts.append(Point(series=series, x=s, args=args, total_threads=tot, clients=tot - s))
+    return pts
+
+
+def _servers_panel(title="throughput"):
+    return [Panel(title, "mops", xscale="linear")]
+
+
+# ---- Figure 3: pending request queue vs direct request-line writes ---------------------
+
+FIG3_SERIES = [("pending queue (queue=32)", "async:lines=16,queue=32"),
+               ("direct writes", "async:lines=16,direct")]
+
+FIG3 = Figure(
+    name="seed002-fig3",
+    seed_ref="seed 002, Figure 3",
+    caption="asynchronous dedicated delegation: 32-long pending request queue vs direct writes",
+    bench="fetchadd",
+    x_name="servers",
+    x_label="delegation servers (the other threads are clients)",
+    points=lambda setup: _by_servers(setup, FIG3_SERIES),
+    panels=_servers_panel(),
+    mapping=lambda setup: _dedicated_mapping(setup, "async, 16 request lines; queue=32 vs direct"),
+    ratios=lambda series: [Ratio("queue / direct", [FIG3_SERIES[0][0]], [FIG3_SERIES[1][0]])],
+)
+
+
+# ---- Figure 4: pending queue length ----------------------------------------------------
+
+
+def _queue_lengths(setup):
+    return [2, 32] if setup.quick else [2, 4, 8, 16, 32, 64]
+
+
+def _fig4_series(setup):
+    return [(f"queue={q}", f"async:lines=16,queue={q}") for q in _queue_lengths(setup)]
+
+
+FIG4 = Figure(
+    name="seed002-fig4",
+    seed_ref="seed 002, Figure 4",
+    caption="asynchronous dedicated delegation by pending request queue length (16 request lines)",
+    bench="fetchadd",
+    x_name="servers",
+    x_label="delegation servers (the other threads are clients)",
+    points=lambda setup: _by_servers(setup, _fig4_series(setup)),
+    panels=_servers_panel(),
+    mapping=lambda setup: _dedicated_mapping(
+        setup, f"async, 16 request lines, queue length = {span(_queue_lengths(setup))}"),
+    ratios=lambda series: [Ratio("queue=32 / queue=2", ["queue=32"], ["queue=2"])],
+)
+
+
+# ---- Figure 8: request lines -----------------------------------------------------------
+
+
+def _fig8_server_counts(setup):
+    tot = _tot(setup)
+    return sorted({1, tot // 2})
+
+
+def _fig8_lines(setup):
+    return [1, 16] if setup.quick else [1, 2, 4, 8, 16, 32, 64]
+
+
+def _fig8_points(setup):
+    tot = _tot(setup)
+    pts = []
+    for n in _fig8_lines(setup):
+        for s in _fig8_server_counts(setup):
+            spec = f"async:lines={n},queue={2 * n}"
+            pts.append(Point(series=f"{s} server{'s' if s > 1 else ''}, {tot - s} clients",
+                             x=n, args=_fetchadd(spec, tot - s, VARS, servers=s),
+                             total_threads=tot, clients=tot - s))
+    return pts
+
+
+def _fig8_mapping(setup):
+    tot = _tot(setup)
+    counts = " and ".join(str(s) for s in _fig8_server_counts(setup))
+    return (
+        f"async, request lines per client-server pair = {span(_fig8_lines(setup))}, "
+        f"queue = 2 x lines; "
+        f"TOT={tot} threads (seed: 56) with {counts} servers, the rest clients; "
+        f"{VARS} counters round robin over the servers."
+    )
+
+
+FIG8 = Figure(
+    name="seed002-fig8",
+    seed_ref="seed 002, Figure 8",
+    caption="asynchronous dedicated delegation by request lines per client-server pair",
+    bench="fetchadd",
+    x_name="lines",
+    x_label="request lines per client-server pair (queue = 2 x lines)",
+    points=_fig8_points,
+    panels=[Panel("throughput", "mops", xscale="log2")],
+    mapping=_fig8_mapping,
+)
+
+
+# ---- Figure 9: fetch-and-add vs fetch-and-sqrt ------------------------------------------
+
+FIG9_SERIES = [("add", "async"), ("sqrt", "async")]
+
+FIG9 = Figure(
+    name="seed002-fig9",
+    seed_ref="seed 002, Figure 9",
+    caption="fetch-and-add vs fetch-and-sqrt: a slower section needs more servers",
+    bench="fetchadd",
+    x_name="servers",
+    x_label="delegation servers (the other threads are clients)",
+    points=lambda setup: _by_servers(setup, FIG9_SERIES, fn_of=lambda series: series),
+    panels=_servers_panel(),
+    mapping=lambda setup: _dedicated_mapping(setup, "async (16 lines, queue 32), --fn add vs --fn sqrt"),
+    ratios=lambda series: [Ratio("add / sqrt", ["add"], ["sqrt"])],
+)
+
+
+# ---- Figure 11: flat delegation scheduling policies --------------------------------------
+
+FLAT_POLICIES = ["flat:queue", "flat:blocked", "flat:doorbell", "flat:bound=8"]
+FLAT_REFERENCES = ["mutex", "peer:atomic"]
+
+
+def _fig11_threads(setup):
+    n = setup.cpus
+    if setup.quick:
+        return sorted({1, n, 4 * n})
+    return sorted({1, 2, 4, 8, 16, n, 2 * n, 4 * n, 8 * n})
+
+
+def _fig11_points(setup):
+    pts = []
+    for t in _fig11_threads(setup):
+        for spec in FLAT_POLICIES + FLAT_REFERENCES:
+            pts.append(Point(series=spec, x=t, args=_fetchadd(spec, t, t), total_threads=t, clients=t))
+    return pts
+
+
+def _fig11_mapping(setup):
+    threads = ", ".join(str(t) for t in _fig11_threads(setup))
+    return (
+        f"threads = {threads} (seed: up to 56), every thread a client and (for flat) a "
+        f"server; vars = threads (the seed: one variable per server, and in flat "
+        f"delegation every thread serves); flat slots = CPUs (locus's default). "
+        f"mutex and peer:atomic are references (dashed)."
+    )
+
+
+def _fig11_style(series):
+    return {"linestyle": "--"} if series in FLAT_REFERENCES else {}
+
+
+FIG11 = Figure(
+    name="seed002-fig11",
+    seed_ref="seed 002, Figure 11",
+    caption="asynchronous flat delegation throughput by scheduling policy",
+    bench="fetchadd",
+    x_name="threads",
+    x_label="threads (each a client; flat: also a server)",
+    points=_fig11_points,
+    panels=[Panel("throughput", "mops", xscale="log2")],
+    mapping=_fig11_mapping,
+    ratios=lambda series: [
+        Ratio("best flat / mutex", FLAT_POLICIES, ["mutex"]),
+        Ratio("best flat / atomic", FLAT_POLICIES, ["peer:atomic"]),
+    ],
+    series_style=_fig11_style,
+)
+
+
+# ---- Figure 15: fetch-and-add by number of variables, every mechanism ---------------------
+
+
+def _fig15_specs(setup):
+    """Every executor but mpsc (a server thread per counter), then every peer."""
+    mechs = [m for m in setup.bench.mechanisms() if m != "mpsc"]
+    return mechs + setup.bench.peers()
+
+
+def _fig15_vars(setup):
+    if setup.quick:
+        return [1, 64, 4096]
+    return [4 ** k for k in range(11)]  # 1 .. 2^20
+
+
+def _fig15_points(setup):
+    n = setup.cpus
+    pts = []
+    for v in _fig15_vars(setup):
+        for spec in _fig15_specs(setup):
+            if is_server_mechanism(spec):
+                clients = max(1, n - 1)
+                args = _fetchadd(spec, clients, v, servers=1)
+                total = clients + 1
+            else:
+                clients = total = n
+                args = _fetchadd(spec, n, v)
+            pts.append(Point(series=spec, x=v, args=args, total_threads=total, clients=clients))
+    return pts
+
+
+def _fig15_mapping(setup):
+    n = setup.cpus
+    counts = ", ".join(str(v) for v in _fig15_vars(setup))
+    return (
+        f"every mechanism at its defaults and every peer; locks, peers, stm and flat run "
+        f"{n} threads (the CPUs; seed: 56); ffwd and async run {max(1, n - 1)} client(s) + "
+        f"1 server (seed: async-16s, the balance of threads are clients). mpsc is left out: "
+        f"it starts a server thread per counter. Counters: {counts}."
+    )
+
+
+def _fig15_groups(series):
+    locus = [s for s in series if not s.startswith("peer:")]
+    peers = [s for s in series if s.startswith("peer:")]
+    return locus, peers
+
+
+def _fig15_ratios(series):
+    locus, peers = _fig15_groups(series)
+    return [
+        Ratio("best locus / mutex", locus, ["mutex"]),
+        Ratio("best locus / best peer", locus, peers),
+    ]
+
+
+def _fig15_style(series):
+    if series.startswith("peer:"):
+        return {"linestyle": ":"}
+    if series in ("ffwd", "async", "flat"):
+        return {"linewidth": 2.2}
+    return {}
+
+
+FIG15 = Figure(
+    name="seed002-fig15",
+    seed_ref="seed 002, Figure 15",
+    caption="fetch-and-add throughput by number of 64-byte variables, every mechanism",
+    bench="fetchadd",
+    x_name="vars",
+    x_label="counters (64-byte variables)",
+    points=_fig15_points,
+    panels=[Panel("throughput", "mops", xscale="log2", yscale="log")],
+    mapping=_fig15_mapping,
+    ratios=_fig15_ratios,
+    best_of=lambda series: [("fastest locus", _fig15_groups(series)[0]),
+                            ("fastest peer", _fig15_groups(series)[1])],
+    table_series=False,
+    series_style=_fig15_style,
+)
+
+FIGURES = [FIG3, FIG4, FIG8, FIG9, FIG11, FIG15]
