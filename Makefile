@@ -7,15 +7,21 @@ TSAN       := $(BUILD)/tsan
 ASAN       := $(BUILD)/asan
 CMAKE_GEN  := -G Ninja
 BENCH      := $(RELEASE)/bench/locus-bench
+VENV       ?= $(BUILD)/venv
+PY         := $(VENV)/bin/python
 
-.PHONY: all deps build release tsan asan test test-release test-tsan test-asan demo format clean help
+.PHONY: all deps build release tsan asan test test-release test-tsan test-asan test-python python figures demo format clean help
 
 all: build
 
 help:
-	@echo "make demo    install what is missing, build, run the fetch-and-add comparison"
-	@echo "make test    install what is missing, build release + ThreadSanitizer + ASan/UBSan, run every test"
+	@echo "make demo    install what is missing, build, compare every mechanism (tools/demo, about 1 minute)"
+	@echo "make test    install what is missing, build release + ThreadSanitizer + ASan/UBSan, run every test (C and Python)"
 	@echo "make build   release build only ($(RELEASE))"
+	@echo "make python  create the Python venv for tools/ and tests/python ($(VENV): matplotlib, pytest)"
+	@echo "make test-python  the Python tests only (tests/python, against $(BENCH))"
+	@echo "make figures reproduce every seed figure on this machine into $(BUILD)/figures (about 15 minutes),"
+	@echo "             then write docs/results/reproduction.md (tools/reproduce all; tools/reproduce report)"
 	@echo "make format  reformat the C sources with clang-format"
 	@echo "make clean   remove $(BUILD)/"
 
@@ -53,13 +59,24 @@ test-tsan: tsan
 test-asan: asan
 	ctest --test-dir $(ASAN) --output-on-failure
 
-test: test-release test-tsan test-asan
+python:
+	@LOCUS_VENV=$(VENV) sh scripts/install-python
 
-# The main job: every mechanism and peer, side by side, on this machine.
-DEMO_ARGS ?= --threads 1,2,8 --vars 1,1024 --duration 0.5
-demo: release
-	@echo "locus demo: fetch-and-add, every mechanism and peer, on $$(nproc) CPUs"
-	$(BENCH) fetchadd $(DEMO_ARGS)
+test-python: release python
+	LOCUS_BENCH=$(BENCH) $(PY) -m pytest -q tests/python
+
+test: test-release test-tsan test-asan test-python
+
+# The main job: every mechanism and peer, side by side, on this machine; then quick
+# versions of two seed figures and their report in $(BUILD)/demo.
+demo: release python
+	$(PY) tools/demo --bench $(BENCH) --out $(BUILD)/demo
+
+# Every seed figure, measured here; the report is written even if some points failed,
+# and the exit status still says that they did.
+figures: release python
+	@status=0; $(PY) tools/reproduce all --bench $(BENCH) --out $(BUILD)/figures || status=$$?; \
+	$(PY) tools/reproduce report --out $(BUILD)/figures --dest docs/results && exit $$status
 
 format:
 	clang-format -i include/locus/*.h src/*/*.[ch] bench/*.[ch] tests/*.[ch]

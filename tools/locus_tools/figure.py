@@ -90,7 +90,8 @@ class Figure:
     ratios: Callable = lambda series: []
     best_of: Optional[Callable] = None
     table_series: bool = True  # one table column per series
-    series_style: Callable = lambda series: {}
+    series_style: Callable = lambda series, all_series: {}  # extra plot() keywords
+    color_key: Callable = lambda series: series  # series with one key share a colour
     default_duration: float = 1.0
     quick_duration: float = 0.1
     requires: str = ""  # bench command that must exist (same as bench by default)

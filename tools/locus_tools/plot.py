@@ -67,6 +67,20 @@ def _footnote(fig, rows, mapping):
     return "\n".join(textwrap.wrap(text, 150))
 
 
+def _busy_basis(rows, panel):
+    """Server busy is a share of time for ffwd/async and of dequeues for mpsc: say which."""
+    if panel.metric != "server_busy_pct":
+        return ""
+    basis = {}
+    for r in rows:
+        if r.get("status") == "ok" and r.get("server_busy_basis"):
+            basis.setdefault(r["server_busy_basis"], []).append(r["mechanism"].split(":")[0])
+    if not basis:
+        return ""
+    parts = [f"{b} ({', '.join(dict.fromkeys(m))})" for b, m in basis.items()]
+    return "\nshare of " + "; of ".join(parts)
+
+
 def draw(fig, rows, machine, path=None, mapping=None):
     """Draws fig's panels from rows; saves a PNG at path if given; returns the Figure."""
     panels = fig.panels
@@ -77,7 +91,9 @@ def draw(fig, rows, machine, path=None, mapping=None):
     width = (9 if ncols == 1 else 14) + (3 if many else 0)
     height = 1.4 + 4.4 * nrows
     mfig = MplFigure(figsize=(width, height), dpi=100, layout="constrained")
-    colors = dict(zip(series_all, _colors(len(series_all))))
+    keys = list(dict.fromkeys(fig.color_key(s) for s in series_all))
+    key_color = dict(zip(keys, _colors(len(keys))))
+    colors = {s: key_color[fig.color_key(s)] for s in series_all}
     markers = {s: MARKERS[i % len(MARKERS)] for i, s in enumerate(series_all)}
     if mapping is None:
         mapping = next((r.get("mapping") for r in rows if r.get("mapping")), "")
@@ -89,7 +105,7 @@ def draw(fig, rows, machine, path=None, mapping=None):
         handles, labels = [], []
         any_oversub = False
         for series, pts in data.items():
-            style = {"linestyle": "-", "linewidth": 1.5, **fig.series_style(series)}
+            style = {"linestyle": "-", "linewidth": 1.5, **fig.series_style(series, series_all)}
             oversub = any(o for _, _, o in pts)
             any_oversub |= oversub
             label = series + (" *" if oversub else "")
@@ -120,7 +136,7 @@ def draw(fig, rows, machine, path=None, mapping=None):
         ylabel = cycles_label(rows) if panel.metric == "cycles" else METRICS[panel.metric][0]
         ax.set_ylabel(ylabel)
         ax.set_xlabel(fig.x_label)
-        ax.set_title(panel.title, fontsize=11)
+        ax.set_title(panel.title + _busy_basis(rows, panel), fontsize=11)
         ax.grid(True, which="major", alpha=0.3)
         if any_oversub:
             handles.append(Line2D([], [], linestyle="none", marker="o", color="0.4",

@@ -74,6 +74,21 @@ def _cache_lines(machine):
     return marks
 
 
+def _by_threads(series):
+    """Figures 3.6 and 3.7 colour a series by its thread count ('SPEC T=t')..."""
+    return series.rsplit(" T=", 1)[-1]
+
+
+_LINESTYLES = ["-", "--", "-.", ":"]
+
+
+def _style_by_spec(series, all_series):
+    """... and tell mechanisms apart by line style."""
+    specs = list(dict.fromkeys(s.rsplit(" T=", 1)[0] for s in all_series))
+    spec = series.rsplit(" T=", 1)[0]
+    return {"linestyle": _LINESTYLES[specs.index(spec) % len(_LINESTYLES)]}
+
+
 # ---- Figure 3.5: data displacement ---------------------------------------------------
 
 
@@ -196,6 +211,7 @@ FIG3_6 = Figure(
     mapping=_fig36_mapping,
     table_metric="iters_per_s",
     ratios=_fig36_ratios,
+    color_key=_by_threads,
     default_duration=1.0,
 )
 
@@ -248,6 +264,8 @@ FIG3_7 = Figure(
     mapping=_fig37_mapping,
     table_metric="iters_per_s",
     ratios=_fig37_ratios,
+    color_key=_by_threads,
+    series_style=_style_by_spec,
     default_duration=1.0,
 )
 

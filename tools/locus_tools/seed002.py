@@ -202,7 +202,7 @@ def _fig11_mapping(setup):
     )
 
 
-def _fig11_style(series):
+def _fig11_style(series, all_series):
     return {"linestyle": "--"} if series in FLAT_REFERENCES else {}
 
 
@@ -280,7 +280,7 @@ def _fig15_ratios(series):
     ]
 
 
-def _fig15_style(series):
+def _fig15_style(series, all_series):
     if series.startswith("peer:"):
         return {"linestyle": ":"}
     if series in ("ffwd", "async", "flat"):
