@@ -39,6 +39,12 @@ CSV's mapping column and the report. `report` gathers DIR's figures into DEST/re
 and copies their PNGs and CSVs into DEST."""
 
 
+EXIT_STATUS = """\
+Exit status: 0 every point measured; 1 some points or figures failed (everything that
+could be measured is still written, failed points as status=fail rows and gaps in the
+plot); 2 bad command line or no usable locus-bench."""
+
+
 class UsageError(Exception):
     pass
 
@@ -53,13 +59,15 @@ class _Parser(argparse.ArgumentParser):
 def _figure_parser():
     p = _Parser(prog="tools/reproduce", usage=USAGE, description=DESCRIPTION,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                epilog="figures:\n" + _listing() + "\n  all              every figure above, in this order")
+                epilog="figures:\n" + _listing() + "\n  all              every figure above, in this order"
+                       "\n\n" + EXIT_STATUS)
     p.add_argument("figures", nargs="*", metavar="FIG", help="figure names (see below), or all")
     p.add_argument("--list", action="store_true", help="list the figures and exit")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help=f"where CSV, PNG and meta files go (default: {DEFAULT_OUT})")
     p.add_argument("--duration", type=float, metavar="S",
-                   help="seconds per measurement (default: 1, or 0.1 with --quick)")
+                   help="seconds per measurement (default: the figure's own, 1 s for seed000 "
+                        "and seed002-fig15, 2 s for the other seed002 figures; 0.1 with --quick)")
     p.add_argument("--quick", action="store_true",
                    help="very few points, short measurements: a smoke run (tests, demo)")
     p.add_argument("--repeat", type=int, default=1, metavar="K",

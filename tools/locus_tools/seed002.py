@@ -76,6 +76,7 @@ FIG3 = Figure(
     panels=_servers_panel(),
     mapping=lambda setup: _dedicated_mapping(setup, "async, 16 request lines; queue=32 vs direct"),
     ratios=lambda series: [Ratio("queue / direct", [FIG3_SERIES[0][0]], [FIG3_SERIES[1][0]])],
+    default_duration=2.0,
 )
 
 
@@ -102,6 +103,7 @@ FIG4 = Figure(
     mapping=lambda setup: _dedicated_mapping(
         setup, f"async, 16 request lines, queue length = {span(_queue_lengths(setup))}"),
     ratios=lambda series: [Ratio("queue=32 / queue=2", ["queue=32"], ["queue=2"])],
+    default_duration=2.0,
 )
 
 
@@ -150,6 +152,7 @@ FIG8 = Figure(
     points=_fig8_points,
     panels=[Panel("throughput", "mops", xscale="log2")],
     mapping=_fig8_mapping,
+    default_duration=2.0,
 )
 
 
@@ -168,6 +171,7 @@ FIG9 = Figure(
     panels=_servers_panel(),
     mapping=lambda setup: _dedicated_mapping(setup, "async (16 lines, queue 32), --fn add vs --fn sqrt"),
     ratios=lambda series: [Ratio("add / sqrt", ["add"], ["sqrt"])],
+    default_duration=2.0,
 )
 
 
@@ -221,6 +225,7 @@ FIG11 = Figure(
         Ratio("best flat / atomic", FLAT_POLICIES, ["peer:atomic"]),
     ],
     series_style=_fig11_style,
+    default_duration=2.0,
 )
 
 

@@ -1,0 +1,80 @@
+"""locus-bench's JSON lines, as the tools run and read them."""
+
+import pytest
+
+from locus_tools.bench import Bench, BenchError, is_server_mechanism, parse_json_lines
+
+FETCHADD_FIELDS = {"bench", "mechanism", "spec", "fn", "threads", "servers", "vars", "duration_s",
+                   "requested_s", "ops", "mops", "oversubscribed", "cpus", "delay"}
+LOCALITY_FIELDS = {"bench", "mechanism", "spec", "mode", "threads", "servers", "n1", "n2", "modify",
+                   "msg", "duration_s", "requested_s", "iterations", "iters_per_s", "cpu_s",
+                   "cpu_ns_per_iter", "cycles_per_iter", "server_busy_pct", "oversubscribed", "cpus"}
+
+
+def test_fetchadd_lines_parse_and_have_the_fields(bench):
+    r = bench.run("fetchadd", ["--mechanisms", "mutex,async", "--threads", 1, "--vars", 1], 0.05)
+    assert r.ok, r.error
+    assert [rec["mechanism"] for rec in r.records] == ["mutex", "async"]
+    for rec in r.records:
+        assert FETCHADD_FIELDS <= rec.keys(), FETCHADD_FIELDS - rec.keys()
+        assert rec["bench"] == "fetchadd" and rec["threads"] == 1 and rec["vars"] == 1
+        assert rec["ops"] > 0 and rec["mops"] > 0
+    mutex, asyn = r.records
+    assert mutex["servers"] == 0
+    assert asyn["servers"] == 1
+    assert len(asyn["server_requests"]) == asyn["servers"]
+    assert sum(asyn["server_requests"]) == asyn["ops"]
+
+
+def test_locality_lines_parse_and_have_the_fields(locality_bench):
+    args = ["--mechanisms", "mutex,ffwd", "--threads", 1, "--n1", 64, "--n2", 16, "--modify", 2,
+            "--msg", 8]
+    r = locality_bench.run("locality", args, 0.05)
+    assert r.ok, r.error
+    mutex, ffwd = r.records
+    for rec in r.records:
+        assert LOCALITY_FIELDS <= rec.keys(), LOCALITY_FIELDS - rec.keys()
+        assert (rec["n1"], rec["n2"], rec["modify"], rec["msg"]) == (64, 16, 2, 8)
+        assert rec["iterations"] > 0 and rec["iters_per_s"] > 0
+        assert rec["cycles_per_iter"] is None or rec["cycles_per_iter"] > 0
+    assert (mutex["mode"], mutex["servers"], mutex["server_busy_pct"]) == ("sync", 0, None)
+    assert (ffwd["mode"], ffwd["servers"]) == ("async", 1)
+    assert 0 <= ffwd["server_busy_pct"] <= 100
+
+
+def test_server_mechanisms_match_the_bench_mode(locality_bench):
+    """The figures count a server among the threads for exactly the bench's async mode."""
+    specs = ["mutex", "flat", "ffwd", "async", "mpsc"]
+    r = locality_bench.run("locality", ["--mechanisms", ",".join(specs), "--threads", 1,
+                                        "--n1", 16, "--n2", 4], 0.05)
+    assert r.ok, r.error
+    for spec, rec in zip(specs, r.records):
+        assert (rec["mode"] == "async") == is_server_mechanism(spec), rec
+
+
+def test_parse_json_lines_keeps_records_around_garbage():
+    text = '{"a": 1}\nnot json\n\n[1, 2]\n{"b": [1, 2], "c": null}\n'
+    records, bad = parse_json_lines(text)
+    assert records == [{"a": 1}, {"b": [1, 2], "c": None}]
+    assert bad == ["not json", "[1, 2]"]
+
+
+def test_a_failed_measurement_is_a_result_with_the_reason(bench):
+    r = bench.run("fetchadd", ["--mechanisms", "nosuch"], 0.05)
+    assert not r.ok
+    assert r.returncode == 2
+    assert r.records == []
+    assert "nosuch" in r.error
+
+
+def test_missing_binary_says_how_to_get_one(tmp_path):
+    with pytest.raises(BenchError, match="make release"):
+        Bench(tmp_path / "no-such-bench").check()
+    assert not Bench(tmp_path / "no-such-bench").has("fetchadd")
+
+
+def test_mechanisms_and_peers_come_from_the_help(bench):
+    mechs = bench.mechanisms()
+    assert {"mutex", "ffwd", "async", "flat", "mpsc"} <= set(mechs)
+    assert "peer:atomic" in bench.peers()
+    assert all(p.startswith("peer:") for p in bench.peers())

@@ -1,0 +1,126 @@
+"""Figure sweeps: the quick runs write a CSV and a PNG whose legend names the seed's series."""
+
+import matplotlib.image
+
+from locus_tools import registry
+from locus_tools.cli import main as reproduce_main
+from locus_tools.figure import aggregate, metric_value
+from locus_tools.plot import OVERSUB_NOTE, draw, legend_labels, series_labels
+from locus_tools.table import read_csv
+
+NAMES = ["seed000-fig3-5", "seed000-fig3-6", "seed000-fig3-7", "seed002-fig3", "seed002-fig4",
+         "seed002-fig8", "seed002-fig9", "seed002-fig11", "seed002-fig15"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _check_png(path):
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    h, w = matplotlib.image.imread(path).shape[:2]
+    assert h > 300 and w > 500
+
+
+def test_the_registry_has_exactly_the_seed_figures():
+    assert registry.names() == NAMES
+    assert registry.resolve(["all"]) == list(registry.FIGURES.values())
+    assert [f.name for f in registry.resolve(["seed002-fig9", "seed002-fig9"])] == ["seed002-fig9"]
+
+
+def test_quick_seed000_fig3_5(tmp_path, bench_path, locality_bench, machine):
+    rc = reproduce_main(["seed000-fig3-5", "--quick", "--duration", "0.05", "--out", str(tmp_path),
+                         "--bench", str(bench_path)])
+    assert rc == 0
+    _check_png(tmp_path / "seed000-fig3-5.png")
+    rows = read_csv(tmp_path / "seed000-fig3-5.csv")
+    series = ["mutex", "ttas", "ffwd", "mpsc:locked,copy"]
+    n2s = sorted({r["x"] for r in rows})
+    assert len(rows) == len(series) * len(n2s) and len(n2s) >= 3
+    for r in rows:
+        assert r["status"] == "ok", r["error"]
+        assert r["figure"] == "seed000-fig3-5" and r["x_name"] == "n2" and r["x"] == r["n2"]
+        assert r["n1"] == 2048 and r["modify"] == 0
+        assert r["iters_per_s"] > 0 and metric_value(r, "cycles") > 0
+        # seed 000 counts the server among the threads
+        assert r["threads"] + r["servers"] == r["total_threads"] == max(2, machine.cpus)
+        assert (r["mode"] == "async") == (r["series"] in ("ffwd", "mpsc:locked,copy"))
+        assert "n1=2048" in r["mapping"]
+
+    mfig = draw(registry.get("seed000-fig3-5"), rows, machine)
+    assert series_labels(mfig) == series
+    assert len(mfig.axes) == 2
+    for labels in legend_labels(mfig):
+        assert [l.rstrip(" *") for l in labels if l != OVERSUB_NOTE] == series
+    texts = [t.get_text() for ax in mfig.axes for t in ax.texts]
+    assert f"L1d = {machine.lines(machine.l1d)} lines" in texts
+    assert "seed 000, Figure 3.5" in mfig._suptitle.get_text()
+    assert machine.short() in mfig._suptitle.get_text()
+
+
+def test_quick_seed002_fig9(tmp_path, bench_path, bench, machine):
+    rc = reproduce_main(["seed002-fig9", "--quick", "--duration", "0.05", "--out", str(tmp_path),
+                         "--bench", str(bench_path)])
+    assert rc == 0
+    _check_png(tmp_path / "seed002-fig9.png")
+    rows = read_csv(tmp_path / "seed002-fig9.csv")
+    assert {r["series"] for r in rows} == {"add", "sqrt"}
+    tot = 4 * machine.cpus
+    for r in rows:
+        assert r["status"] == "ok", r["error"]
+        assert r["fn"] == r["series"]
+        assert r["x"] == r["servers"] and r["threads"] == tot - r["servers"] == r["clients"]
+        assert r["vars"] == 1024 and r["mops"] > 0
+        assert r["oversubscribed"] is (r["threads"] + r["servers"] > machine.cpus)
+    mfig = draw(registry.get("seed002-fig9"), rows, machine)
+    assert series_labels(mfig) == ["add", "sqrt"]
+
+
+def _rows(series_points, figure="seed002-fig9"):
+    rows = []
+    for series, pts in series_points.items():
+        for x, mops, oversub, status in pts:
+            rows.append({"figure": figure, "series": series, "x": x, "x_name": "servers",
+                         "status": status, "error": "" if status == "ok" else "boom",
+                         "mops": mops if status == "ok" else None, "oversubscribed": oversub})
+    return rows
+
+
+def test_oversubscribed_points_are_hollow_and_labelled(machine):
+    rows = _rows({"add": [(1, 2.0, False, "ok"), (2, 3.0, True, "ok")],
+                  "sqrt": [(1, 1.0, False, "ok"), (2, 1.5, False, "ok")]})
+    mfig = draw(registry.get("seed002-fig9"), rows, machine)
+    labels = legend_labels(mfig)[0]
+    assert labels == ["add *", "sqrt", OVERSUB_NOTE]
+    faces = [l.get_markerfacecolor() for l in mfig.axes[0].lines if len(l.get_xdata()) == 1]
+    assert faces.count("none") == 1
+
+
+def test_failed_points_are_gaps_and_named_in_the_footnote(machine):
+    rows = _rows({"add": [(1, 2.0, False, "ok"), (2, None, False, "fail"), (3, 2.5, False, "ok")],
+                  "sqrt": [(1, None, False, "fail")]})
+    agg = aggregate(rows, "mops")
+    assert agg == {"add": [(1, 2.0, False), (3, 2.5, False)]}
+    mfig = draw(registry.get("seed002-fig9"), rows, machine)
+    assert series_labels(mfig) == ["add"]
+    footnote = " ".join(t.get_text() for t in mfig.texts)
+    assert "add at servers=2" in footnote and "sqrt at servers=1" in footnote
+
+
+def test_repeats_are_reduced_to_their_median():
+    rows = _rows({"add": [(1, 1.0, False, "ok"), (1, 9.0, False, "ok"), (1, 2.0, True, "ok")]})
+    assert aggregate(rows, "mops") == {"add": [(1, 2.0, True)]}
+
+
+def test_every_figure_plans_points_and_says_how_it_maps(bench, machine):
+    from locus_tools.figure import Setup
+
+    for quick in (True, False):
+        setup = Setup(machine=machine, bench=bench, quick=quick)
+        for fig in registry.FIGURES.values():
+            points = fig.points(setup)
+            assert points, fig.name
+            assert fig.mapping(setup)
+            for p in points:
+                assert p.series and p.args[0] == "--mechanisms"
+                if p.total_threads is not None:
+                    assert 1 <= p.clients <= p.total_threads
+    fig15 = {p.series for p in registry.get("seed002-fig15").points(Setup(machine, bench, quick=True))}
+    assert "mpsc" not in fig15 and {"mutex", "async", "flat", "peer:atomic"} <= fig15
