@@ -33,6 +33,7 @@ class Workload:
     metric: str  # mops | iters_per_s
     unit: str
     specs: list
+    duration: float = 0.3
     seed_threads: int = 0  # locality: total threads incl. a server (seed 000's count)
     results: dict = field(default_factory=dict)  # spec -> value, or None for FAIL
     errors: dict = field(default_factory=dict)
@@ -51,8 +52,8 @@ def fetchadd_workloads(bench, cpus, duration):
         out.append(Workload(
             title=f"fetch-and-add on 1 counter with {_threads_text(t, cpus)}",
             bench="fetchadd",
-            args=["--threads", t, "--vars", 1, "--duration", duration],
-            metric="mops", unit="Mops/s", specs=specs,
+            args=["--threads", t, "--vars", 1],
+            metric="mops", unit="Mops/s", specs=specs, duration=duration,
         ))
     return out
 
@@ -68,9 +69,9 @@ def locality_workloads(bench, cpus, duration):
                 title=(f"locality (n1=2048, n2={n2} lines, {m} modified) with {total} threads "
                        f"in total"),
                 bench="locality",
-                args=["--n1", 2048, "--n2", n2, "--modify", m, "--duration", duration],
+                args=["--n1", 2048, "--n2", n2, "--modify", m],
                 metric="iters_per_s", unit="it/s", specs=bench.mechanisms("locality"),
-                seed_threads=total,
+                duration=duration, seed_threads=total,
             ))
     return out
 
@@ -86,12 +87,8 @@ def _spec_args(w, spec):
 def measure(bench, workloads, progress):
     for w in workloads:
         for spec in w.specs:
-            args = _spec_args(w, spec)
-            duration = float(args[args.index("--duration") + 1])
-            rest = [a for i, a in enumerate(args)
-                    if a != "--duration" and (i == 0 or args[i - 1] != "--duration")]
             progress.start(f"{w.bench} {spec} ({w.title})")
-            r = bench.run(w.bench, rest, duration)
+            r = bench.run(w.bench, _spec_args(w, spec), w.duration)
             if r.ok:
                 rec = r.records[-1]
                 w.results[spec] = rec.get(w.metric)

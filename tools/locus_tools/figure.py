@@ -94,7 +94,6 @@ class Figure:
     color_key: Callable = lambda series: series  # series with one key share a colour
     default_duration: float = 1.0
     quick_duration: float = 0.1
-    requires: str = ""  # bench command that must exist (same as bench by default)
 
     def duration(self, setup):
         if setup.duration is not None:
@@ -102,12 +101,20 @@ class Figure:
         return self.quick_duration if setup.quick else self.default_duration
 
 
+def fmt_x(x):
+    """An x value as people write it: 1048576, not 1.04858e+06; 0.5 stays 0.5."""
+    try:
+        return str(int(x)) if float(x).is_integer() else f"{x:g}"
+    except (TypeError, ValueError):
+        return str(x)
+
+
 def span(values):
     """How a sweep reads in a setup text: '1, 64, 4096' or '1..32768 (16 values)'."""
     values = list(values)
     if len(values) <= 4:
-        return ", ".join(f"{v:g}" for v in values)
-    return f"{values[0]:g}..{values[-1]:g} ({len(values)} values)"
+        return ", ".join(fmt_x(v) for v in values)
+    return f"{fmt_x(values[0])}..{fmt_x(values[-1])} ({len(values)} values)"
 
 
 def metric_value(row, metric):
@@ -160,7 +167,7 @@ def aggregate(rows, metric, group=None):
 
 
 def point_label(fig, point):
-    text = f"{fig.name} {fig.x_name}={point.x:g} {point.series}"
+    text = f"{fig.name} {fig.x_name}={fmt_x(point.x)} {point.series}"
     return f"{text} {point.note}".rstrip()
 
 

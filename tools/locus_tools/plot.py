@@ -18,7 +18,7 @@ from matplotlib.figure import Figure as MplFigure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
-from .figure import METRICS, aggregate, cycles_label, series_order  # noqa: E402
+from .figure import METRICS, aggregate, cycles_label, fmt_x, series_order  # noqa: E402
 
 OVERSUB_NOTE = "* hollow: more threads than CPUs"
 MARKERS = ["o", "s", "^", "D", "v", "<", ">", "p", "h", "X", "P", "*", "d", "8", "H", "1", "2"]
@@ -53,15 +53,16 @@ def _set_xscale(ax, scale, xs):
         ax.xaxis.set_major_formatter(FuncFormatter(_short_number))
 
 
-def title_of(fig, machine):
-    return f"{fig.seed_ref}: {fig.caption}\nmeasured on this machine: {machine.short()}"
+def title_of(fig, machine, width=100):
+    head = textwrap.fill(f"{fig.seed_ref}: {fig.caption}", width)
+    return f"{head}\nmeasured on this machine: {machine.short()}"
 
 
 def _footnote(fig, rows, mapping):
     failed = [r for r in rows if r.get("status") != "ok"]
     text = f"Setup here: {mapping}" if mapping else ""
     if failed:
-        where = ", ".join(f"{r['series']} at {fig.x_name}={r['x']:g}" for r in failed[:6])
+        where = ", ".join(f"{r['series']} at {fig.x_name}={fmt_x(r['x'])}" for r in failed[:6])
         more = f" and {len(failed) - 6} more" if len(failed) > 6 else ""
         text += f"  Failed (gaps): {where}{more}; see the CSV's error column."
     return "\n".join(textwrap.wrap(text, 150))
@@ -151,7 +152,7 @@ def draw(fig, rows, machine, path=None, mapping=None):
         else:
             ax.legend(handles, labels, fontsize=8)
 
-    mfig.suptitle(title_of(fig, machine), fontsize=12)
+    mfig.suptitle(title_of(fig, machine, width=int(width * 9)), fontsize=12)
     note = _footnote(fig, rows, mapping)
     if note:
         # Constrained layout does not see free text: keep a strip at the bottom for it.

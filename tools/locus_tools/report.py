@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from . import registry
-from .figure import METRICS, aggregate, cycles_label, series_order
+from .figure import METRICS, aggregate, cycles_label, fmt_x, series_order
 from .table import read_csv
 
 REPORT_NAME = "reproduction.md"
@@ -81,7 +81,7 @@ def summary_table(fig, rows):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     xs = sorted({r["x"] for r in rows})
     for x in xs:
-        cells = [f"{x:g}"]
+        cells = [fmt_x(x)]
         at = main.get(x, {})
         if fig.table_series:
             for s in series:
@@ -138,7 +138,7 @@ def _section(fig, base, out, dest, analyses):
         lines.append("Failed points (the bench's words):")
         lines.append("")
         for r in failed[:10]:
-            lines.append(f"- {r['series']} at {fig.x_name}={r['x']:g}: {r.get('error') or '?'}")
+            lines.append(f"- {r['series']} at {fig.x_name}={fmt_x(r['x'])}: {r.get('error') or '?'}")
         if len(failed) > 10:
             lines.append(f"- … and {len(failed) - 10} more (see {fig.name}.csv)")
         lines.append("")
