@@ -15,12 +15,13 @@ PY         := $(VENV)/bin/python
 all: build
 
 help:
-	@echo "make demo    install what is missing, build, compare every mechanism (tools/demo, about 1 minute)"
+	@echo "make demo    install what is missing, build, compare every mechanism, draw two quick seed"
+	@echo "             figures and a report into $(BUILD)/demo (tools/demo, about 1 minute)"
 	@echo "make test    install what is missing, build release + ThreadSanitizer + ASan/UBSan, run every test (C and Python)"
 	@echo "make build   release build only ($(RELEASE))"
 	@echo "make python  create the Python venv for tools/ and tests/python ($(VENV): matplotlib, pytest)"
 	@echo "make test-python  the Python tests only (tests/python, against $(BENCH))"
-	@echo "make figures reproduce every seed figure on this machine into $(BUILD)/figures (about 15 minutes),"
+	@echo "make figures reproduce every seed figure on this machine into $(BUILD)/figures (about 12 minutes on 2 CPUs),"
 	@echo "             then write docs/results/reproduction.md (tools/reproduce all; tools/reproduce report)"
 	@echo "make format  reformat the C sources with clang-format"
 	@echo "make clean   remove $(BUILD)/"

@@ -7,7 +7,7 @@ code for all of them, so that every figure is measured and drawn the same way.
 """
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .bench import Progress
