@@ -152,7 +152,7 @@ def draw(fig, rows, machine, path=None, mapping=None):
         else:
             ax.legend(handles, labels, fontsize=8)
 
-    mfig.suptitle(title_of(fig, machine, width=int(width * 9)), fontsize=12)
+    mfig.suptitle(title_of(fig, machine, width=int(width * 10.5)), fontsize=12)
     note = _footnote(fig, rows, mapping)
     if note:
         # Constrained layout does not see free text: keep a strip at the bottom for it.
