@@ -124,3 +124,30 @@ def test_every_figure_plans_points_and_says_how_it_maps(bench, machine):
                     assert 1 <= p.clients <= p.total_threads
     fig15 = {p.series for p in registry.get("seed002-fig15").points(Setup(machine, bench, quick=True))}
     assert "mpsc" not in fig15 and {"mutex", "async", "flat", "peer:atomic"} <= fig15
+
+
+def test_a_failing_mechanism_leaves_gaps_not_an_abort(tmp_path, bench_path, machine):
+    """A bench that fails one mechanism: the sweep goes on, the CSV says why, exit status 1."""
+    wrapper = tmp_path / "failing-bench"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" flat:doorbell "*) '
+        'echo "locus-bench: flat:doorbell: child crashed (signal 11)" >&2; exit 1 ;; esac\n'
+        f'exec "{bench_path}" "$@"\n')
+    wrapper.chmod(0o755)
+    out = tmp_path / "out"
+    rc = reproduce_main(["seed002-fig11", "--quick", "--duration", "0.05", "--out", str(out),
+                         "--bench", str(wrapper)])
+    assert rc == 1
+    rows = read_csv(out / "seed002-fig11.csv")
+    failed = [r for r in rows if r["status"] == "fail"]
+    assert failed and {r["series"] for r in failed} == {"flat:doorbell"}
+    assert all("child crashed" in r["error"] for r in failed)
+    assert all(r["mops"] is None for r in failed)
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert {r["series"] for r in ok} == {"flat:queue", "flat:blocked", "flat:bound=8", "mutex",
+                                         "peer:atomic"}
+    _check_png(out / "seed002-fig11.png")
+    mfig = draw(registry.get("seed002-fig11"), rows, machine)
+    assert "flat:doorbell" not in series_labels(mfig)
+    assert "flat:doorbell at threads=1" in " ".join(t.get_text() for t in mfig.texts)
