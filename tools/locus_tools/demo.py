@@ -230,7 +230,7 @@ def main(argv=None):
         setup = Setup(machine=machine, bench=bench, quick=True)
         failures = reproduce(figs, setup, args.out, [f.name for f in figs] + ["--quick", "--out", args.out])
         failed |= failures > 0
-        report = write_report(args.out, args.out, machine, name="report.md")
+        report = write_report(args.out, args.out, machine, name="report.md", command="tools/demo")
         print()
         for f in figs:
             print(f"  {Path(args.out) / (f.name + '.png')}")
