@@ -18,12 +18,13 @@
 #include "mechlist.h"
 #include "opts.h"
 
-#define PROG	     "locus-bench fetchadd"
-#define MAX_THREADS  1024
-#define MAX_SERVERS  FETCHADD_MAX_SERVERS
-#define MAX_VARS     (1u << 20)
-#define MAX_DELAY    1000000000ull
-#define MAX_DURATION 86400.0
+#define PROG		 "locus-bench fetchadd"
+#define MAX_THREADS	 1024
+#define MAX_SERVERS	 FETCHADD_MAX_SERVERS
+#define MAX_VARS	 (1u << 20)
+#define MAX_DELAY	 1000000000ull
+#define MAX_DURATION	 86400.0
+#define SETUP_VARS_PER_S 50000.0 /* counters (and executors) set up per second, at worst */
 
 struct config {
 	struct mechlist mechs;
@@ -125,8 +126,9 @@ void fetchadd_usage(FILE *out)
 		"whose clients and servers together outnumber the CPUs. Measurements run in\n"
 		"the order threads, vars, mechanism, so mechanisms compared in one column ran\n"
 		"close together in time.\n"
-		"A measurement that crashes, runs past 10 x duration + 10 s, loses an update\n"
-		"(counters do not sum to the increments counted) or has a post fail is reported\n"
+		"A measurement that crashes, runs past 10 x duration + 10 s (plus 1 s per\n"
+		"%.0f counters, for setting them up), loses an update (counters do not sum\n"
+		"to the increments counted) or has a post fail is reported\n"
 		"on stderr and as FAIL or LOST in the table, gives no JSON line, and makes the\n"
 		"exit status 1.\n"
 		"Exit status: 0 all measured, 1 a measurement failed, 2 bad command line.\n"
@@ -134,7 +136,7 @@ void fetchadd_usage(FILE *out)
 		"Executor mechanisms:",
 		cpus > 1 ? "1," : "", cpus, 2 * cpus, MAX_THREADS, MAX_VARS, MAX_SERVERS,
 		FETCHADD_SAMPLE_EVERY, FETCHADD_SAMPLES_PER_THREAD,
-		FETCHADD_SAMPLES_TOTAL / FETCHADD_SAMPLES_PER_THREAD, cpus);
+		FETCHADD_SAMPLES_TOTAL / FETCHADD_SAMPLES_PER_THREAD, cpus, SETUP_VARS_PER_S);
 	for (i = 0; names[i]; i++)
 		fprintf(out, " %s", names[i]);
 	fprintf(out, "\n(spec = NAME or NAME:OPTION,OPTION...)\n\n");
@@ -334,6 +336,12 @@ static void measure_failed(const struct fetchadd_params *p, const char *why)
 	fprintf(stderr, "%s: %s (T=%u V=%zu): %s\n", PROG, p->mechanism, p->threads, p->vars, why);
 }
 
+/* Opening and closing a million executors takes seconds: allow for it beyond the run. */
+static double measure_timeout(const struct fetchadd_params *p)
+{
+	return 10 * p->duration + 10 + (double)p->vars / SETUP_VARS_PER_S;
+}
+
 /* Measure one cell in a child; 0, or -1 if it failed (reported). */
 static int measure(const struct config *c, const struct mech *m, const struct fetchadd_params *p,
 		   struct cell *cell)
@@ -343,7 +351,7 @@ static int measure(const struct config *c, const struct mech *m, const struct fe
 	char why[640];
 
 	cell->state = CELL_FAILED;
-	if (child_run(measure_body, (void *)p, 10 * p->duration + 10, &r, sizeof(r), &st)) {
+	if (child_run(measure_body, (void *)p, measure_timeout(p), &r, sizeof(r), &st)) {
 		child_describe(&st, why, sizeof(why));
 		measure_failed(p, why);
 		return -1;
