@@ -89,4 +89,13 @@ const char *locus_lock_kind_name(locus_lock_kind kind);
 /* Returns 0 and sets *kind, or -1 for an unknown name. */
 int locus_lock_kind_parse(const char *name, locus_lock_kind *kind);
 
+/*
+ * Initialize from a spec "NAME[:OPTION,...]", the lock part of an executor
+ * spec: NAME is a kind above; the options are the waiting options of wait.h
+ * (not for mutex), and backoff | nobackoff | backoff_max=N for ttas, cr | nocr
+ * for mcs. Returns 0, ENOENT for an unknown name or EINVAL for a bad option
+ * (l untouched in both cases), or locus_lock_init's errno.
+ */
+int locus_lock_init_spec(locus_lock *l, const char *spec);
+
 #endif

@@ -1,5 +1,6 @@
 /* locus_lock: dispatch to the algorithm chosen at init, and the pthread baseline. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sync/lock_impl.h"
@@ -121,4 +122,76 @@ void locus_lock_destroy(locus_lock *l)
 		pthread_mutex_destroy(&l->u.mutex);
 	else if (l->kind == LOCUS_LOCK_CLH)
 		clh_destroy(l);
+}
+
+/* One option of the kind itself (not a waiting option): 1 taken, 0 unknown, -1 bad value. */
+static int kind_option(locus_lock_kind kind, const char *opt, uint32_t *backoff_max,
+		       uint32_t *flags)
+{
+	if (kind == LOCUS_LOCK_TTAS) {
+		if (strcmp(opt, "backoff") == 0) {
+			*backoff_max = TTAS_BACKOFF_MAX_DEFAULT;
+			return 1;
+		}
+		if (strcmp(opt, "nobackoff") == 0) {
+			*backoff_max = 1;
+			return 1;
+		}
+		if (strncmp(opt, "backoff_max=", 12) == 0) {
+			const char *v = opt + 12;
+			char *end;
+			errno = 0;
+			unsigned long n = strtoul(v, &end, 10);
+			if (*v < '0' || *v > '9' || *end || errno || n == 0 || n > UINT32_MAX)
+				return -1;
+			*backoff_max = (uint32_t)n;
+			return 1;
+		}
+	}
+	if (kind == LOCUS_LOCK_MCS) {
+		if (strcmp(opt, "cr") == 0) {
+			*flags &= ~LOCUS_LOCK_NOCR;
+			return 1;
+		}
+		if (strcmp(opt, "nocr") == 0) {
+			*flags |= LOCUS_LOCK_NOCR;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Parses without allocating: it may run where malloc is not yet safe to call. */
+int locus_lock_init_spec(locus_lock *l, const char *spec)
+{
+	char part[64];
+	size_t n = strcspn(spec, ":");
+	locus_lock_kind kind;
+	if (n >= sizeof(part))
+		return ENOENT;
+	memcpy(part, spec, n);
+	part[n] = '\0';
+	if (locus_lock_kind_parse(part, &kind) != 0)
+		return ENOENT;
+	locus_wait wait = locus_wait_default();
+	uint32_t backoff_max = TTAS_BACKOFF_MAX_DEFAULT, flags = 0;
+	for (const char *p = spec[n] ? spec + n + 1 : NULL; p;) {
+		size_t len = strcspn(p, ",");
+		if (len == 0 || len >= sizeof(part))
+			return EINVAL;
+		memcpy(part, p, len);
+		part[len] = '\0';
+		int r = kind == LOCUS_LOCK_MUTEX ? 0 : locus_wait_option(&wait, part);
+		if (r == 0)
+			r = kind_option(kind, part, &backoff_max, &flags);
+		if (r <= 0)
+			return EINVAL;
+		p = p[len] ? p + len + 1 : NULL;
+	}
+	int rc = locus_lock_init(l, kind, &wait);
+	if (rc == 0) {
+		l->backoff_max = backoff_max;
+		l->flags = flags;
+	}
+	return rc;
 }
