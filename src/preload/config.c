@@ -55,13 +55,22 @@ void lp_say(const char *fmt, ...)
  * The next definition after ours, at the version Debian 12's x86-64 glibc
  * makes default (objdump -T libc.so.6): GLIBC_2.2.5 for the mutex functions,
  * GLIBC_2.3.2 for the condvar functions (2.2.5 is the old condvar ABI), 2.34
- * for the ones that moved from libpthread. Plain dlsym if the version is not
- * there (another libc).
+ * for the ones that moved from libpthread. If another interposer stands
+ * between us and glibc (a sanitizer runtime, another preload), its
+ * unversioned definition is the one to call, and dlvsym would skip it: so
+ * the versioned symbol is used only when it comes from the same object as
+ * the plain lookup.
  */
 static void *next_fn(const char *name, const char *version)
 {
-	void *f = dlvsym(RTLD_NEXT, name, version);
-	return f ? f : dlsym(RTLD_NEXT, name);
+	void *plain = dlsym(RTLD_NEXT, name);
+	void *versioned = dlvsym(RTLD_NEXT, name, version);
+	if (!plain || !versioned)
+		return plain ? plain : versioned;
+	Dl_info a, b;
+	if (dladdr(plain, &a) && dladdr(versioned, &b) && a.dli_fbase != b.dli_fbase)
+		return plain;
+	return versioned;
 }
 
 #define RESOLVE(field, name, version)                                                              \

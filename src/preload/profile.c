@@ -71,9 +71,11 @@ static uint64_t *hist_alloc(void)
 	return hist_arena + i * LP_HIST_BUCKETS;
 }
 
+/* Only the holder writes: a plain add, as relaxed accesses so that a report
+   running meanwhile reads whole values. */
 static inline void bump(uint64_t *p, uint64_t by)
 {
-	st_rlx(p, *p + by);
+	st_rlx(p, ld_rlx(p) + by);
 }
 
 void lp_prof_acquired(struct lp_shadow *sh, pthread_t self, uint64_t now, int contended,

@@ -38,6 +38,10 @@
 
 #include "preload.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 #define ARENA_SHADOWS (1ull << 22) /* 4M mutexes: 1 GiB of address space, touched as used */
 
 _Static_assert(sizeof(struct lp_shadow) == 256, "a shadow is four cache lines");
@@ -94,6 +98,12 @@ static struct lp_shadow *shadow_alloc(void)
 		__atomic_store_n(&arena_next, ARENA_SHADOWS, __ATOMIC_RELAXED);
 		return NULL;
 	}
+#if defined(__SANITIZE_ADDRESS__)
+	/* Queue nodes are malloc'd and referenced from shadows: let the leak
+	   checker see the arena, a chunk at a time as it is used. */
+	if (i % 4096 == 0)
+		__lsan_register_root_region(&arena[i], 4096 * sizeof(*arena));
+#endif
 	return &arena[i];
 }
 

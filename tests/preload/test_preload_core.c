@@ -25,6 +25,14 @@
 
 #define HERE __builtin_return_address(0)
 
+/* Misuse that glibc answers with EPERM is also a ThreadSanitizer error report
+   ("unlock of an unlocked mutex"): those checks run without it. */
+#ifdef LOCUS_TEST_TSAN
+#define MISUSE_CHECKS 0
+#else
+#define MISUSE_CHECKS 1
+#endif
+
 static const char *const kinds[] = {"tas", "ttas", "ticket", "mcs", "clh", "futex"};
 #define NKINDS ((int)(sizeof(kinds) / sizeof(kinds[0])))
 
@@ -287,9 +295,18 @@ static void *other_main(void *p)
 		ts.tv_nsec = 1000000000L;
 		o->rc = lp_mutex_timedlock(o->m, &ts, HERE);
 		break;
-	default:
+	default: {
+		/* A queue lock's unlock leaves a node in the unlocking thread's pool,
+		   which locus frees at thread exit only once that thread has
+		   allocated a node itself (docs/preload.md, limits): lock something
+		   first, as any thread that unlocks a mutex has. */
+		pthread_mutex_t own = PTHREAD_MUTEX_INITIALIZER;
+		lp_mutex_lock(&own, HERE);
+		lp_mutex_unlock(&own);
+		lp_mutex_destroy(&own);
 		o->rc = lp_mutex_unlock(o->m);
 		return NULL;
+	}
 	}
 	if (o->rc == 0)
 		lp_mutex_unlock(o->m);
@@ -355,7 +372,8 @@ START_TEST(recursive_errorcheck_fallback)
 		ck_assert_int_eq(from_other(m, 0), EBUSY);
 		ck_assert_int_eq(lp_mutex_unlock(m), 0);
 		ck_assert_int_eq(from_other(m, 0), 0);
-		ck_assert_int_eq(lp_mutex_unlock(m), EPERM);
+		if (MISUSE_CHECKS)
+			ck_assert_int_eq(lp_mutex_unlock(m), EPERM);
 		if (_i) {
 			struct lp_shadow *sh = lp_shadow_peek(m, LP_RECURSIVE);
 			ck_assert_ptr_nonnull(sh);
@@ -373,9 +391,11 @@ START_TEST(recursive_errorcheck_fallback)
 	ck_assert_int_eq(lp_label_of(&e, 1), LP_ERRORCHECK);
 	ck_assert_int_eq(lp_mutex_lock(&e, HERE), 0);
 	ck_assert_int_eq(lp_mutex_lock(&e, HERE), EDEADLK);
-	ck_assert_int_eq(from_other(&e, 4), EPERM);
+	if (MISUSE_CHECKS)
+		ck_assert_int_eq(from_other(&e, 4), EPERM);
 	ck_assert_int_eq(lp_mutex_unlock(&e), 0);
-	ck_assert_int_eq(lp_mutex_unlock(&e), EPERM);
+	if (MISUSE_CHECKS)
+		ck_assert_int_eq(lp_mutex_unlock(&e), EPERM);
 	ck_assert_int_eq(lp_mutex_destroy(&e), 0);
 	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_t rb;
