@@ -238,6 +238,7 @@ def cmd_memcached(args):
         cfg = os.path.join(tmp, "cfg")
         memcaslap_cfg(cfg, 0.1)
         env = base_env(args.preload, spec, prof_path)
+        env["LOCUS_PROFILE_SIGNAL"] = "USR2"
         for attempt in range(3):
             port = free_port()
             cmd = [tools["memcached"], "-l", "127.0.0.1", "-p", str(port), "-U", "0",
@@ -269,11 +270,19 @@ def cmd_memcached(args):
             check(vf and int(vf.group(1)) == 0, f"memcaslap found wrong values:\n{slap.stdout}")
             print(f"  memcaslap 3 s, 10% sets: {m.group(1)} ops, {m.group(2)} ops/s, verify_failed 0")
             check(int(m.group(1)) > 0, "no operations")
+            # the profile on a signal, while it runs
+            server.send_signal(signal.SIGUSR2)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and "locus-preload: profile of memcached" not in open(log.name).read():
+                time.sleep(0.1)
+            check(server.poll() is None, "memcached died on LOCUS_PROFILE_SIGNAL")
         finally:
             status = stop(server, 30)
         log.seek(0)
         out = log.read()
         check(status is not None, "memcached did not exit on SIGTERM")
+        headers = out.count("locus-preload: profile of memcached")
+        check(headers == 2, f"expected a profile on SIGUSR2 and one at exit, got {headers}:\n{out}")
         check(os.path.exists(prof_path), f"no profile written at exit; memcached said:\n{out}")
         with open(prof_path) as f:
             prof = json.load(f)
