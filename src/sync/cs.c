@@ -110,30 +110,12 @@ static int parse_positive(const char *v, uint32_t *out)
 
 static int ttas_option(struct opts *o, const char *opt)
 {
-	if (strcmp(opt, "backoff") == 0) {
-		o->backoff_max = TTAS_BACKOFF_MAX_DEFAULT;
-		return 1;
-	}
-	if (strcmp(opt, "nobackoff") == 0) {
-		o->backoff_max = 1;
-		return 1;
-	}
-	if (strncmp(opt, "backoff_max=", 12) == 0)
-		return parse_positive(opt + 12, &o->backoff_max) == 0 ? 1 : -1;
-	return 0;
+	return lock_kind_option(LOCUS_LOCK_TTAS, opt, &o->backoff_max, &o->lock_flags);
 }
 
 static int mcs_option(struct opts *o, const char *opt)
 {
-	if (strcmp(opt, "cr") == 0) {
-		o->lock_flags &= ~LOCUS_LOCK_NOCR;
-		return 1;
-	}
-	if (strcmp(opt, "nocr") == 0) {
-		o->lock_flags |= LOCUS_LOCK_NOCR;
-		return 1;
-	}
-	return 0;
+	return lock_kind_option(LOCUS_LOCK_MCS, opt, &o->backoff_max, &o->lock_flags);
 }
 
 static int server_option(struct opts *o, const char *opt)

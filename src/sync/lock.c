@@ -124,9 +124,7 @@ void locus_lock_destroy(locus_lock *l)
 		clh_destroy(l);
 }
 
-/* One option of the kind itself (not a waiting option): 1 taken, 0 unknown, -1 bad value. */
-static int kind_option(locus_lock_kind kind, const char *opt, uint32_t *backoff_max,
-		       uint32_t *flags)
+int lock_kind_option(locus_lock_kind kind, const char *opt, uint32_t *backoff_max, uint32_t *flags)
 {
 	if (kind == LOCUS_LOCK_TTAS) {
 		if (strcmp(opt, "backoff") == 0) {
@@ -183,7 +181,7 @@ int locus_lock_init_spec(locus_lock *l, const char *spec)
 		part[len] = '\0';
 		int r = kind == LOCUS_LOCK_MUTEX ? 0 : locus_wait_option(&wait, part);
 		if (r == 0)
-			r = kind_option(kind, part, &backoff_max, &flags);
+			r = lock_kind_option(kind, part, &backoff_max, &flags);
 		if (r <= 0)
 			return EINVAL;
 		p = p[len] ? p + len + 1 : NULL;
