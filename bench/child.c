@@ -158,3 +158,19 @@ void child_describe(const struct child_status *st, char *out, size_t n)
 		break;
 	}
 }
+
+int child_result(child_body body, void *arg, double timeout, void *buf, size_t size, char *why,
+		 size_t n)
+{
+	struct child_status st;
+
+	if (child_run(body, arg, timeout, buf, size, &st)) {
+		child_describe(&st, why, n);
+		return -1;
+	}
+	if (st.len != size) {
+		snprintf(why, n, "child exited without sending a complete result");
+		return -1;
+	}
+	return 0;
+}

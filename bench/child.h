@@ -43,6 +43,14 @@ int child_run(child_body body, void *arg, double timeout, void *buf, size_t cap,
 /* "child exited with status 3", "child was killed by signal 11 (Segmentation fault)", ... */
 void child_describe(const struct child_status *st, char *out, size_t n);
 
+/*
+ * child_run for a fixed-size result: 0 if the child exited with status 0
+ * after writing all `size` bytes of it into buf, else -1 with why it did not
+ * in why.
+ */
+int child_result(child_body body, void *arg, double timeout, void *buf, size_t size, char *why,
+		 size_t n);
+
 /* Write all of buf to fd, retrying short writes; 0 or -1. */
 int child_write_all(int fd, const void *buf, size_t len);
 

@@ -3,7 +3,10 @@
 
 #include <stdarg.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "opts.h"
 
 static int progress_shown;
 
@@ -75,4 +78,80 @@ void bench_one_line(char *s)
 	for (char *p = s; *p; p++)
 		if (*p == '\n' || *p == '\t')
 			*p = ' ';
+}
+
+int bench_option(const char *prog, int argc, char **argv, int *i, const char *name, const char **v)
+{
+	int missing;
+
+	*v = opts_value(argc, argv, i, name, &missing);
+	if (missing) {
+		bench_complain(prog, "%s needs a value", name);
+		return -1;
+	}
+	return *v != NULL;
+}
+
+double bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void bench_sleep_until(double t)
+{
+	struct timespec ts = {.tv_sec = (time_t)t};
+
+	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	if (ts.tv_nsec > 999999999)
+		ts.tv_nsec = 999999999;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+		;
+}
+
+/* Numbers end where their '*' would be, so that marked and unmarked ones line up. */
+static void print_cell(FILE *out, const char *text, int width)
+{
+	size_t len = strlen(text);
+
+	if (len && text[len - 1] == '*')
+		fprintf(out, "  %*s", width, text);
+	else
+		fprintf(out, "  %*s ", width - 1, text);
+}
+
+void bench_print_table(FILE *out, const struct bench_table *t)
+{
+	int namew = (int)strlen("mechanism"), colw = 0;
+	char label[160], text[64];
+
+	for (size_t m = 0; m < t->rows->n; m++)
+		if ((int)strlen(t->rows->m[m].run) > namew)
+			namew = (int)strlen(t->rows->m[m].run);
+	for (size_t col = 0; col < t->ncols; col++) {
+		t->label(t->ctx, col, label, sizeof(label));
+		if ((int)strlen(label) > colw)
+			colw = (int)strlen(label);
+		for (size_t m = 0; m < t->rows->n; m++) {
+			t->cell(t->ctx, m, col, text, sizeof(text));
+			if ((int)strlen(text) + 1 > colw)
+				colw = (int)strlen(text) + 1;
+		}
+	}
+	fprintf(out, "%-*s", namew, "mechanism");
+	for (size_t col = 0; col < t->ncols; col++) {
+		t->label(t->ctx, col, label, sizeof(label));
+		fprintf(out, "  %*s", colw, label);
+	}
+	fputc('\n', out);
+	for (size_t m = 0; m < t->rows->n; m++) {
+		fprintf(out, "%-*s", namew, t->rows->m[m].run);
+		for (size_t col = 0; col < t->ncols; col++) {
+			t->cell(t->ctx, m, col, text, sizeof(text));
+			print_cell(out, text, colw);
+		}
+		fputc('\n', out);
+	}
 }

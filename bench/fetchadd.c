@@ -176,19 +176,6 @@ static int apply_defaults(struct config *c)
 	return 0;
 }
 
-/* 1 if argv[*i] is option name (its value in *v), 0 if not, -1 if its value is missing. */
-static int option(int argc, char **argv, int *i, const char *name, const char **v)
-{
-	int missing;
-
-	*v = opts_value(argc, argv, i, name, &missing);
-	if (missing) {
-		complain("%s needs a value", name);
-		return -1;
-	}
-	return *v != NULL;
-}
-
 static int parse_list(const char *name, const char *v, uint64_t max, uint64_t **list, size_t *n)
 {
 	char err[256];
@@ -211,29 +198,29 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 		c->json = 1;
 		return 0;
 	}
-	if ((r = option(argc, argv, i, "--mechanisms", &v)) != 0)
+	if ((r = bench_option(PROG, argc, argv, i, "--mechanisms", &v)) != 0)
 		return r < 0 ? 2 : mechlist_parse(&c->mechs, v);
-	if ((r = option(argc, argv, i, "--threads", &v)) != 0)
+	if ((r = bench_option(PROG, argc, argv, i, "--threads", &v)) != 0)
 		return r < 0 ? 2
 			     : parse_list("--threads", v, MAX_THREADS, &c->threads, &c->nthreads);
-	if ((r = option(argc, argv, i, "--vars", &v)) != 0)
+	if ((r = bench_option(PROG, argc, argv, i, "--vars", &v)) != 0)
 		return r < 0 ? 2 : parse_list("--vars", v, MAX_VARS, &c->vars, &c->nvars);
-	if ((r = option(argc, argv, i, "--duration", &v)) != 0) {
+	if ((r = bench_option(PROG, argc, argv, i, "--duration", &v)) != 0) {
 		if (r > 0 && opts_seconds(v, 0, MAX_DURATION, &c->duration, err, sizeof(err)))
 			return complain("--duration: %s", err);
 		return r < 0 ? 2 : 0;
 	}
-	if ((r = option(argc, argv, i, "--delay", &v)) != 0) {
+	if ((r = bench_option(PROG, argc, argv, i, "--delay", &v)) != 0) {
 		if (r > 0 && opts_uint(v, 0, MAX_DELAY, &c->delay, err, sizeof(err)))
 			return complain("--delay: %s", err);
 		return r < 0 ? 2 : 0;
 	}
-	if ((r = option(argc, argv, i, "--servers", &v)) != 0) {
+	if ((r = bench_option(PROG, argc, argv, i, "--servers", &v)) != 0) {
 		if (r > 0 && opts_uint(v, 1, MAX_SERVERS, &c->servers, err, sizeof(err)))
 			return complain("--servers: %s", err);
 		return r < 0 ? 2 : 0;
 	}
-	if ((r = option(argc, argv, i, "--fn", &v)) != 0) {
+	if ((r = bench_option(PROG, argc, argv, i, "--fn", &v)) != 0) {
 		if (r < 0)
 			return 2;
 		if (strcmp(v, "add") == 0)
@@ -347,17 +334,12 @@ static int measure(const struct config *c, const struct mech *m, const struct fe
 		   struct cell *cell)
 {
 	struct fetchadd_result r;
-	struct child_status st;
 	char why[640];
 
 	cell->state = CELL_FAILED;
-	if (child_run(measure_body, (void *)p, measure_timeout(p), &r, sizeof(r), &st)) {
-		child_describe(&st, why, sizeof(why));
+	if (child_result(measure_body, (void *)p, measure_timeout(p), &r, sizeof(r), why,
+			 sizeof(why))) {
 		measure_failed(p, why);
-		return -1;
-	}
-	if (st.len != sizeof(r)) {
-		measure_failed(p, "child exited without sending a complete result");
 		return -1;
 	}
 	if (!r.ok) {
@@ -390,6 +372,12 @@ static int measure(const struct config *c, const struct mech *m, const struct fe
 		print_json(c, m->spec, p, &r, cell);
 	return 0;
 }
+
+/* What the table callbacks see. */
+struct table_ctx {
+	const struct config *c;
+	const struct cell *cells;
+};
 
 /* Columns are (threads, vars), threads-major; rows are mechanisms. */
 static int sweep(const struct config *c, struct cell *cells)
@@ -460,17 +448,6 @@ static void format_cell(const struct config *c, const struct cell *cell, char *b
 	}
 }
 
-/* Numbers end where their '*' would be, so that marked and unmarked ones line up. */
-static void print_cell(FILE *out, const char *text, int width)
-{
-	size_t len = strlen(text);
-
-	if (len && text[len - 1] == '*')
-		fprintf(out, "  %*s", width, text);
-	else
-		fprintf(out, "  %*s ", width - 1, text);
-}
-
 static void print_title(FILE *out, const struct config *c)
 {
 	if (c->latency)
@@ -514,40 +491,29 @@ static void print_footnotes(FILE *out, const struct config *c, const struct cell
 			c->cpus);
 }
 
+static void table_label(const void *ctx, size_t col, char *buf, size_t n)
+{
+	column_label(((const struct table_ctx *)ctx)->c, col, buf, n);
+}
+
+static void table_cell(const void *ctx, size_t row, size_t col, char *buf, size_t n)
+{
+	const struct table_ctx *t = ctx;
+	size_t ncols = t->c->nthreads * t->c->nvars;
+
+	format_cell(t->c, &t->cells[row * ncols + col], buf, n);
+}
+
 static void print_table(FILE *out, const struct config *c, const struct cell *cells)
 {
-	size_t ncols = c->nthreads * c->nvars, col, m;
-	int namew = (int)strlen("mechanism"), colw = 0;
-	char label[64], text[64];
+	struct table_ctx t = {.c = c, .cells = cells};
 
-	for (m = 0; m < c->mechs.n; m++)
-		if ((int)strlen(c->mechs.m[m].run) > namew)
-			namew = (int)strlen(c->mechs.m[m].run);
-	for (col = 0; col < ncols; col++) {
-		column_label(c, col, label, sizeof(label));
-		if ((int)strlen(label) > colw)
-			colw = (int)strlen(label);
-		for (m = 0; m < c->mechs.n; m++) {
-			format_cell(c, &cells[m * ncols + col], text, sizeof(text));
-			if ((int)strlen(text) + 1 > colw)
-				colw = (int)strlen(text) + 1;
-		}
-	}
 	print_title(out, c);
-	fprintf(out, "%-*s", namew, "mechanism");
-	for (col = 0; col < ncols; col++) {
-		column_label(c, col, label, sizeof(label));
-		fprintf(out, "  %*s", colw, label);
-	}
-	fputc('\n', out);
-	for (m = 0; m < c->mechs.n; m++) {
-		fprintf(out, "%-*s", namew, c->mechs.m[m].run);
-		for (col = 0; col < ncols; col++) {
-			format_cell(c, &cells[m * ncols + col], text, sizeof(text));
-			print_cell(out, text, colw);
-		}
-		fputc('\n', out);
-	}
+	bench_print_table(out, &(struct bench_table){.rows = &c->mechs,
+						     .ncols = c->nthreads * c->nvars,
+						     .ctx = &t,
+						     .label = table_label,
+						     .cell = table_cell});
 	print_footnotes(out, c, cells);
 	fflush(out);
 }

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common.h"
 #include "locus/cs.h"
 #include "locus/delegate.h"
 #include "locus/wait.h"
@@ -97,31 +98,12 @@ static int peer_index(const char *name)
 	return -1;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static inline uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_until(double t)
-{
-	struct timespec ts = {.tv_sec = (time_t)t};
-
-	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-	if (ts.tv_nsec > 999999999)
-		ts.tv_nsec = 999999999;
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
-		;
 }
 
 /* --delay: work outside the critical section, so that threads do not only contend. */
@@ -303,7 +285,7 @@ static void *worker_main(void *arg)
 		LOOP(w, op_pthread_spin, 0);
 		break;
 	}
-	w->end = now();
+	w->end = bench_now();
 	return NULL;
 }
 
@@ -484,8 +466,8 @@ static int run_threads(struct bench *b, unsigned threads, double duration,
 		}
 	}
 	pthread_barrier_wait(&b->start);
-	start = now();
-	sleep_until(start + duration);
+	start = bench_now();
+	bench_sleep_until(start + duration);
 	atomic_store_explicit(&b->stop, 1, memory_order_relaxed);
 	for (i = 0; i < threads; i++) {
 		pthread_join(w[i].tid, NULL);

@@ -15,10 +15,11 @@
 #include "mechlist.h"
 #include "opts.h"
 
-#define PROG	     "locus-bench locality"
-#define MAX_THREADS  1024
-#define MAX_SERVERS  64
-#define MAX_DURATION 86400.0
+#define PROG		  "locus-bench locality"
+#define MAX_THREADS	  1024
+#define MAX_SERVERS	  64
+#define MAX_DURATION	  86400.0
+#define SETUP_LINES_PER_S 1e6 /* array lines mapped and linked per second, at worst */
 
 #define complain(...) bench_complain(PROG, __VA_ARGS__)
 
@@ -123,7 +124,8 @@ void locality_usage(FILE *out)
 		"than the %ld online CPUs. Measurements run in the order threads, n1, n2,\n"
 		"modify, msg, mechanism, so mechanisms compared in one column ran close\n"
 		"together in time.\n"
-		"A measurement that crashes, runs past 10 x duration + 10 s, or leaves a\n"
+		"A measurement that crashes, runs past 10 x duration + 10 s (plus 1 s per\n"
+		"million array lines, for setting them up), or leaves a\n"
 		"shared line with a count other than the iterations that ran (a lost update)\n"
 		"is reported on stderr and as FAIL or LOST, gives no JSON line, and makes the\n"
 		"exit status 1.\n"
@@ -138,19 +140,6 @@ void locality_usage(FILE *out)
 		     "their options)\n");
 }
 
-/* 1 if argv[*i] is option name (its value in *v), 0 if not, -1 if its value is missing. */
-static int option(int argc, char **argv, int *i, const char *name, const char **v)
-{
-	int missing;
-
-	*v = opts_value(argc, argv, i, name, &missing);
-	if (missing) {
-		complain("%s needs a value", name);
-		return -1;
-	}
-	return *v != NULL;
-}
-
 /* One argument at argv[*i]; 0 or 2 (reported). */
 static int parse_arg(int argc, char **argv, int *i, struct config *c)
 {
@@ -162,10 +151,10 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 		c->json = 1;
 		return 0;
 	}
-	if ((r = option(argc, argv, i, "--mechanisms", &v)) != 0)
+	if ((r = bench_option(PROG, argc, argv, i, "--mechanisms", &v)) != 0)
 		return r < 0 ? 2 : mechlist_parse(&c->mechs, v);
 	for (int k = 0; k < NPARAMS; k++) {
-		if ((r = option(argc, argv, i, param_option[k], &v)) == 0)
+		if ((r = bench_option(PROG, argc, argv, i, param_option[k], &v)) == 0)
 			continue;
 		if (r < 0)
 			return 2;
@@ -176,12 +165,12 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 			return complain("%s: %s", param_option[k], err);
 		return 0;
 	}
-	if ((r = option(argc, argv, i, "--duration", &v)) != 0) {
+	if ((r = bench_option(PROG, argc, argv, i, "--duration", &v)) != 0) {
 		if (r > 0 && opts_seconds(v, 0, MAX_DURATION, &c->duration, err, sizeof(err)))
 			return complain("--duration: %s", err);
 		return r < 0 ? 2 : 0;
 	}
-	if ((r = option(argc, argv, i, "--servers", &v)) != 0) {
+	if ((r = bench_option(PROG, argc, argv, i, "--servers", &v)) != 0) {
 		if (r > 0 && opts_uint(v, 1, MAX_SERVERS, &c->servers, err, sizeof(err)))
 			return complain("--servers: %s", err);
 		return r < 0 ? 2 : 0;
@@ -319,22 +308,25 @@ static void measure_failed(const struct locality_params *p, const char *why)
 		p->threads, p->n1, p->n2, p->modify, p->msg, why);
 }
 
+/* Mapping and linking the arrays takes time too: allow for it beyond the run. */
+static double measure_timeout(const struct locality_params *p)
+{
+	double lines = (double)p->n2 + (double)p->threads * (double)p->n1;
+
+	return 10 * p->duration + 10 + lines / SETUP_LINES_PER_S;
+}
+
 /* Measure one cell in a child; 0, or -1 if it failed (reported). */
 static int measure(const struct config *c, const struct mech *m, const struct locality_params *p,
 		   struct cell *cell, const char **pages)
 {
 	struct locality_result r;
-	struct child_status st;
 	char why[640];
 
 	cell->state = CELL_FAILED;
-	if (child_run(measure_body, (void *)p, 10 * p->duration + 10, &r, sizeof(r), &st)) {
-		child_describe(&st, why, sizeof(why));
+	if (child_result(measure_body, (void *)p, measure_timeout(p), &r, sizeof(r), why,
+			 sizeof(why))) {
 		measure_failed(p, why);
-		return -1;
-	}
-	if (st.len != sizeof(r)) {
-		measure_failed(p, "child exited without sending a complete result");
 		return -1;
 	}
 	if (!r.ok) {
@@ -456,51 +448,36 @@ static void format_cell(const struct cell *cell, enum metric what, char *buf, si
 	}
 }
 
-/* Numbers end where their '*' would be, so that marked and unmarked ones line up. */
-static void print_cell(FILE *out, const char *text, int width)
-{
-	size_t len = strlen(text);
+/* What the table callbacks see. */
+struct table_ctx {
+	const struct config *c;
+	const struct cell *cells;
+	enum metric what;
+};
 
-	if (len && text[len - 1] == '*')
-		fprintf(out, "  %*s", width, text);
-	else
-		fprintf(out, "  %*s ", width - 1, text);
+static void table_label(const void *ctx, size_t col, char *buf, size_t n)
+{
+	column_label(((const struct table_ctx *)ctx)->c, col, buf, n);
+}
+
+static void table_cell(const void *ctx, size_t row, size_t col, char *buf, size_t n)
+{
+	const struct table_ctx *t = ctx;
+
+	format_cell(&t->cells[row * ncols(t->c) + col], t->what, buf, n);
 }
 
 static void print_table(FILE *out, const struct config *c, const struct cell *cells,
 			enum metric what, const char *title)
 {
-	size_t cols = ncols(c);
-	int namew = (int)strlen("mechanism"), colw = 0;
-	char label[128], text[64];
+	struct table_ctx t = {.c = c, .cells = cells, .what = what};
 
-	for (size_t m = 0; m < c->mechs.n; m++)
-		if ((int)strlen(c->mechs.m[m].run) > namew)
-			namew = (int)strlen(c->mechs.m[m].run);
-	for (size_t col = 0; col < cols; col++) {
-		column_label(c, col, label, sizeof(label));
-		if ((int)strlen(label) > colw)
-			colw = (int)strlen(label);
-		for (size_t m = 0; m < c->mechs.n; m++) {
-			format_cell(&cells[m * cols + col], what, text, sizeof(text));
-			if ((int)strlen(text) + 1 > colw)
-				colw = (int)strlen(text) + 1;
-		}
-	}
-	fprintf(out, "%s\n%-*s", title, namew, "mechanism");
-	for (size_t col = 0; col < cols; col++) {
-		column_label(c, col, label, sizeof(label));
-		fprintf(out, "  %*s", colw, label);
-	}
-	fputc('\n', out);
-	for (size_t m = 0; m < c->mechs.n; m++) {
-		fprintf(out, "%-*s", namew, c->mechs.m[m].run);
-		for (size_t col = 0; col < cols; col++) {
-			format_cell(&cells[m * cols + col], what, text, sizeof(text));
-			print_cell(out, text, colw);
-		}
-		fputc('\n', out);
-	}
+	fprintf(out, "%s\n", title);
+	bench_print_table(out, &(struct bench_table){.rows = &c->mechs,
+						     .ncols = ncols(c),
+						     .ctx = &t,
+						     .label = table_label,
+						     .cell = table_cell});
 }
 
 static void print_report(FILE *out, const struct config *c, const struct cell *cells,

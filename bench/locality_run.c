@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common.h"
 #include "locus/cs.h"
 #include "locus/delegate.h"
 
@@ -46,14 +47,6 @@ struct client {
 	pthread_t tid;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static double cpu_now(void)
 {
 	struct timespec ts;
@@ -71,17 +64,6 @@ static uint64_t tsc(void)
 #endif
 }
 
-static void sleep_until(double t)
-{
-	struct timespec ts = {.tv_sec = (time_t)t};
-
-	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-	if (ts.tv_nsec > 999999999)
-		ts.tv_nsec = 999999999;
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
-		;
-}
-
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
@@ -94,7 +76,7 @@ static void *client_main(void *arg)
 		sink += locus_cs_run(b->cs, locality_cs, (uint64_t)(uintptr_t)c->msg, b->msg, 0);
 		iterations++;
 	}
-	c->end = now();
+	c->end = bench_now();
 	c->iterations = iterations;
 	c->sink = sink;
 	return NULL;
@@ -187,11 +169,11 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 	pthread_barrier_wait(&b->start);
 	if (has_server)
 		locus_cs_server_stats(b->cs, &s0);
-	start = now();
+	start = bench_now();
 	cpu0 = cpu_now();
 	tsc0 = tsc();
-	tsc_t0 = now();
-	sleep_until(start + p->duration);
+	tsc_t0 = bench_now();
+	bench_sleep_until(start + p->duration);
 	atomic_store_explicit(&b->stop, 1, memory_order_relaxed);
 	for (unsigned i = 0; i < p->threads; i++) {
 		pthread_join(c[i].tid, NULL);
@@ -202,7 +184,7 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 	}
 	r->cpu_s = cpu_now() - cpu0;
 	tsc1 = tsc();
-	tsc_t1 = now();
+	tsc_t1 = bench_now();
 	if (has_server)
 		locus_cs_server_stats(b->cs, &s1);
 	r->seconds = end - start;
