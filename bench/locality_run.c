@@ -152,7 +152,7 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 		       struct locality_result *r)
 {
 	struct locus_cs_server_stats s0, s1;
-	int has_server = locus_cs_server_stats(b->cs, &s0) == 0;
+	int has_server;
 	uint64_t tsc0, tsc1;
 	double start, end = 0, cpu0, tsc_t0, tsc_t1;
 	int err;
@@ -167,8 +167,7 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 		}
 	}
 	pthread_barrier_wait(&b->start);
-	if (has_server)
-		locus_cs_server_stats(b->cs, &s0);
+	has_server = locus_cs_server_stats(b->cs, &s0) == 0;
 	start = bench_now();
 	cpu0 = cpu_now();
 	tsc0 = tsc();
