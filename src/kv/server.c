@@ -1,0 +1,1136 @@
+/*
+ * locus-kv: a memcached-compatible server whose critical sections run through
+ * locus executors chosen with --sync.
+ *
+ * Threads (as memcached): the main thread runs the listener, the once-a-second
+ * clock and the expiry crawler, and the signal handling; -t worker threads
+ * each run an event loop (libevent) over the connections handed to them.
+ * A worker owns its connections outright; everything shared lives in the
+ * store (store.h), behind the store's sections.
+ *
+ * A connection reads into its input buffer, runs every complete command in
+ * it, appends the replies to its output buffer, and writes what the socket
+ * takes; when the output backs up past OUT_HIGH it stops running commands
+ * (and reading) until the client has read its replies, so a client that
+ * never reads cannot make the server buffer without bound.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kv/meta_exec.h"
+#include "locus/cs.h"
+#include "kv/proto.h"
+#include "kv/server.h"
+#include "kv/store.h"
+
+#define READ_CHUNK    16384
+#define OUT_HIGH      (4u << 20) /* stop running commands while this much output waits */
+#define GET_LINE_MAX  (8u << 20) /* a multi-key get line longer than this closes the connection */
+
+struct settings {
+	int port;
+	char *listen;
+	int threads;
+	int maxconns;
+	int verbose;
+	int debug_commands;
+	struct kv_store_config store;
+};
+
+struct worker;
+
+enum conn_state { CONN_LINE, CONN_DATA, CONN_SWALLOW };
+
+struct conn {
+	int fd;
+	struct worker *w;
+	struct event *ev;
+	short events; /* what ev waits for now */
+	struct kv_buf in;
+	size_t in_pos; /* bytes of in already consumed */
+	struct kv_buf out;
+	size_t out_pos; /* bytes of out already written */
+	enum conn_state state;
+	/* CONN_DATA: the item being filled; CONN_SWALLOW: bytes to drop, then reply. */
+	struct kv_item *item;
+	uint64_t need, got;
+	enum kv_store_mode mode;
+	uint64_t cas;
+	int noreply;
+	const char *after_swallow; /* the reply once the data is dropped */
+	int meta;		   /* data for ms: reply with the meta formatter */
+	struct kv_meta_set ms;
+	int closing;	 /* close once the output is written */
+	int close_now;	 /* close without writing what is left */
+	struct conn *next; /* the worker's list */
+	struct conn *prev;
+};
+
+struct worker {
+	pthread_t thread;
+	struct event_base *base;
+	int notify[2]; /* the listener writes accepted fds here */
+	struct event *notify_ev;
+	struct kv_counts cnt;
+	struct conn *conns;
+	struct kv_buf scratch;
+	int index;
+};
+
+struct server {
+	struct settings set;
+	kv_store *st;
+	struct event_base *base;
+	int *lfds;
+	struct event **lev;
+	int nlisten;
+	struct worker *workers;
+	int next_worker;
+	_Atomic int curr_conns;
+	_Atomic uint64_t total_conns, rejected_conns;
+	struct kv_counts main_cnt;
+	time_t started;
+	int stopping;
+};
+
+static struct server S;
+
+static void logv(int level, const char *fmt, ...)
+{
+	if (S.set.verbose < level)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* ---------- output ---------- */
+
+static void reply(struct conn *c, const char *s)
+{
+	if (c->noreply)
+		return;
+	size_t n = strlen(s);
+	if (kv_buf_reserve(&c->out, n + 2) != 0) {
+		c->close_now = 1;
+		return;
+	}
+	kv_buf_add(&c->out, s, n);
+	kv_buf_add(&c->out, "\r\n", 2);
+}
+
+static void replyf(struct conn *c, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	reply(c, line);
+}
+
+static size_t out_pending(const struct conn *c)
+{
+	return c->out.len - c->out_pos;
+}
+
+/* ---------- connections ---------- */
+
+static void conn_event(evutil_socket_t fd, short what, void *arg);
+
+static void conn_watch(struct conn *c, short events)
+{
+	if (c->events == events)
+		return;
+	event_del(c->ev);
+	event_assign(c->ev, c->w->base, c->fd, events | EV_PERSIST, conn_event, c);
+	if (events)
+		event_add(c->ev, NULL);
+	c->events = events;
+}
+
+static void conn_close(struct conn *c)
+{
+	struct worker *w = c->w;
+	event_del(c->ev);
+	event_free(c->ev);
+	close(c->fd);
+	if (c->item)
+		kv_item_release(S.st, c->item);
+	kv_buf_free(&c->in);
+	kv_buf_free(&c->out);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	logv(2, "<%d connection closed.", c->fd);
+	free(c);
+	w->cnt.curr_connections--;
+	atomic_fetch_sub(&S.curr_conns, 1);
+}
+
+static struct conn *conn_new(struct worker *w, int fd)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->fd = fd;
+	c->w = w;
+	c->ev = event_new(w->base, fd, EV_READ | EV_PERSIST, conn_event, c);
+	if (!c->ev) {
+		free(c);
+		return NULL;
+	}
+	c->events = EV_READ;
+	event_add(c->ev, NULL);
+	c->next = w->conns;
+	if (w->conns)
+		w->conns->prev = c;
+	w->conns = c;
+	w->cnt.curr_connections++;
+	w->cnt.total_connections++;
+	return c;
+}
+
+/* ---------- commands ---------- */
+
+static const char *result_text(enum kv_result r)
+{
+	switch (r) {
+	case KV_STORED:
+		return "STORED";
+	case KV_NOT_STORED:
+		return "NOT_STORED";
+	case KV_EXISTS:
+		return "EXISTS";
+	case KV_NOT_FOUND:
+		return "NOT_FOUND";
+	case KV_DELETED:
+		return "DELETED";
+	case KV_TOUCHED:
+		return "TOUCHED";
+	case KV_NON_NUMERIC:
+		return "CLIENT_ERROR cannot increment or decrement non-numeric value";
+	case KV_TOO_LARGE:
+		return "SERVER_ERROR object too large for cache";
+	case KV_NO_MEMORY:
+		return "SERVER_ERROR out of memory storing object";
+	case KV_OK:
+		return "OK";
+	}
+	return "SERVER_ERROR internal";
+}
+
+static int get_batch(struct conn *c, const struct kv_cmd *cmd)
+{
+	int with_cas = cmd->cmd == KV_CMD_GETS || cmd->cmd == KV_CMD_GATS;
+	int touch = cmd->cmd == KV_CMD_GAT || cmd->cmd == KV_CMD_GATS;
+	uint32_t exptime = touch ? kv_exptime(S.st, cmd->exptime) : 0;
+	for (unsigned i = 0; i < cmd->nkeys; i++) {
+		if (kv_get(S.st, &c->w->cnt, cmd->keys[i].ptr, cmd->keys[i].len, with_cas, touch,
+			   exptime, &c->out) < 0) {
+			reply(c, "SERVER_ERROR out of memory writing get response");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void cmd_get(struct conn *c, const char *line, size_t len, struct kv_cmd *cmd)
+{
+	if (get_batch(c, cmd) != 0)
+		return;
+	while (cmd->more) {
+		if (kv_parse_more(line, len, cmd) != 0) {
+			reply(c, cmd->error);
+			return;
+		}
+		if (get_batch(c, cmd) != 0)
+			return;
+	}
+	reply(c, "END");
+}
+
+static void start_swallow(struct conn *c, uint64_t bytes, const char *then)
+{
+	c->state = CONN_SWALLOW;
+	c->need = bytes;
+	c->got = 0;
+	c->after_swallow = then;
+}
+
+static void cmd_store(struct conn *c, const struct kv_cmd *cmd)
+{
+	static const enum kv_store_mode modes[] = {
+		[KV_CMD_SET] = KV_SET,		[KV_CMD_ADD] = KV_ADD,	   [KV_CMD_REPLACE] = KV_REPLACE,
+		[KV_CMD_APPEND] = KV_APPEND, [KV_CMD_PREPEND] = KV_PREPEND, [KV_CMD_CAS] = KV_CAS,
+	};
+	enum kv_result why;
+	uint32_t exptime = kv_exptime(S.st, cmd->exptime);
+	struct kv_item *it = kv_item_new(S.st, &c->w->cnt, cmd->keys[0].ptr, cmd->keys[0].len,
+					 cmd->flags, exptime, cmd->bytes, &why);
+	c->meta = 0;
+	if (!it) {
+		/* memcached drops the data, and a failed set also removes the old value. */
+		if (cmd->cmd == KV_CMD_SET)
+			kv_delete(S.st, &c->w->cnt, cmd->keys[0].ptr, cmd->keys[0].len);
+		start_swallow(c, (uint64_t)cmd->bytes + 2, result_text(why));
+		c->noreply = cmd->noreply;
+		return;
+	}
+	c->state = CONN_DATA;
+	c->item = it;
+	c->need = (uint64_t)cmd->bytes + 2;
+	c->got = 0;
+	c->mode = modes[cmd->cmd];
+	c->cas = cmd->cas;
+	c->noreply = cmd->noreply;
+}
+
+/* The data block of a storage command has arrived in c->item. */
+static void data_done(struct conn *c)
+{
+	struct kv_item *it = c->item;
+	c->item = NULL;
+	c->state = CONN_LINE;
+	char *v = kv_item_value(it);
+	if (v[it->nbytes] != '\r' || v[it->nbytes + 1] != '\n') {
+		kv_item_release(S.st, it);
+		if (c->meta)
+			kv_meta_reply_error(&c->out, &c->ms, KV_ERR_DATA_CHUNK);
+		else
+			reply(c, KV_ERR_DATA_CHUNK);
+		c->noreply = 0;
+		return;
+	}
+	if (c->meta) {
+		kv_meta_store(S.st, &c->w->cnt, &c->ms, it, &c->out);
+		return;
+	}
+	uint64_t cas;
+	enum kv_result r = kv_store_item(S.st, &c->w->cnt, it, c->mode, c->cas, &cas);
+	reply(c, result_text(r));
+	c->noreply = 0;
+}
+
+static void cmd_arith(struct conn *c, const struct kv_cmd *cmd)
+{
+	uint64_t v;
+	enum kv_result r = kv_arith(S.st, &c->w->cnt, cmd->keys[0].ptr, cmd->keys[0].len,
+				    cmd->cmd == KV_CMD_INCR, cmd->delta, &v, NULL);
+	if (r == KV_OK)
+		replyf(c, "%" PRIu64, v);
+	else
+		reply(c, result_text(r));
+}
+
+static void add_statf(struct kv_buf *b, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		kv_buf_add(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+static void cmd_stats(struct conn *c, const struct kv_cmd *cmd)
+{
+	struct worker *w = c->w;
+	kv_counts_flush(S.st, &w->cnt);
+	struct kv_buf *b = &w->scratch;
+	b->len = 0;
+	const struct kv_store_config *cfg = kv_store_config(S.st);
+	switch (cmd->stats) {
+	case KV_STATS_NONE: {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		struct timeval now;
+		gettimeofday(&now, NULL);
+		add_statf(b, "STAT pid %ld\r\n", (long)getpid());
+		add_statf(b, "STAT uptime %u\r\n", kv_now(S.st));
+		add_statf(b, "STAT time %" PRIu64 "\r\n", kv_process_started(S.st) + kv_now(S.st));
+		add_statf(b, "STAT version %s\r\n", LOCUS_KV_VERSION_REPLY);
+		add_statf(b, "STAT libevent %s\r\n", event_get_version());
+		add_statf(b, "STAT pointer_size %d\r\n", (int)(8 * sizeof(void *)));
+		add_statf(b, "STAT rusage_user %ld.%06ld\r\n", (long)ru.ru_utime.tv_sec,
+			  (long)ru.ru_utime.tv_usec);
+		add_statf(b, "STAT rusage_system %ld.%06ld\r\n", (long)ru.ru_stime.tv_sec,
+			  (long)ru.ru_stime.tv_usec);
+		add_statf(b, "STAT max_connections %d\r\n", S.set.maxconns);
+		add_statf(b, "STAT curr_connections %d\r\n", atomic_load(&S.curr_conns));
+		add_statf(b, "STAT total_connections %" PRIu64 "\r\n", atomic_load(&S.total_conns));
+		add_statf(b, "STAT rejected_connections %" PRIu64 "\r\n",
+			  atomic_load(&S.rejected_conns));
+		add_statf(b, "STAT threads %d\r\n", S.set.threads);
+		if (kv_stats_general(S.st, b, NULL) != 0)
+			goto oom;
+		break;
+	}
+	case KV_STATS_SETTINGS:
+		add_statf(b, "STAT maxbytes %zu\r\n", cfg->mem_limit);
+		add_statf(b, "STAT maxconns %d\r\n", S.set.maxconns);
+		add_statf(b, "STAT tcpport %d\r\n", S.set.port);
+		add_statf(b, "STAT udpport 0\r\n");
+		add_statf(b, "STAT inter %s\r\n", S.set.listen ? S.set.listen : "NULL");
+		add_statf(b, "STAT verbosity %d\r\n", S.set.verbose);
+		add_statf(b, "STAT growth_factor %.2f\r\n", cfg->factor);
+		add_statf(b, "STAT chunk_size %u\r\n", cfg->chunk_min);
+		add_statf(b, "STAT num_threads %d\r\n", S.set.threads);
+		add_statf(b, "STAT cas_enabled yes\r\n");
+		add_statf(b, "STAT item_size_max %zu\r\n", cfg->item_size_max);
+		add_statf(b, "STAT lru_crawler %s\r\n", cfg->lru_crawler ? "yes" : "no");
+		add_statf(b, "STAT hash_stripes %u\r\n", cfg->stripes);
+		for (int s = 0; s < KV_SECTIONS; s++)
+			add_statf(b, "STAT sync_%s %s\r\n", kv_section_names[s],
+				  kv_store_sync_spec(S.st, (enum kv_section)s));
+		add_statf(b, "END\r\n");
+		break;
+	case KV_STATS_ITEMS:
+		if (kv_stats_items(S.st, b) != 0)
+			goto oom;
+		break;
+	case KV_STATS_SLABS:
+		if (kv_stats_slabs(S.st, b) != 0)
+			goto oom;
+		break;
+	case KV_STATS_RESET:
+		kv_stats_reset(S.st);
+		atomic_store(&S.total_conns, 0);
+		atomic_store(&S.rejected_conns, 0);
+		reply(c, "RESET");
+		return;
+	case KV_STATS_OTHER:
+		/* "stats detail", "stats sizes", ...: not kept here. */
+		reply(c, "ERROR");
+		return;
+	}
+	if (kv_buf_add(&c->out, b->p, b->len) != 0)
+		goto oom;
+	return;
+oom:
+	reply(c, "SERVER_ERROR out of memory writing stats");
+}
+
+/* Non-protocol commands for tests, with --debug-commands. 1 if line was one. */
+static int debug_command(struct conn *c, const char *line, size_t len)
+{
+	static const char name[] = "debug_clock_advance ";
+	if (len < sizeof(name) - 1 || memcmp(line, name, sizeof(name) - 1) != 0)
+		return 0;
+	if (!S.set.debug_commands)
+		return 0;
+	char num[32];
+	size_t n = len - (sizeof(name) - 1);
+	if (n == 0 || n >= sizeof(num)) {
+		reply(c, KV_ERR_FORMAT);
+		return 1;
+	}
+	memcpy(num, line + sizeof(name) - 1, n);
+	num[n] = 0;
+	char *end;
+	errno = 0;
+	long long secs = strtoll(num, &end, 10);
+	if (errno || *end || secs < 0 || secs > (1ll << 30)) {
+		reply(c, KV_ERR_FORMAT);
+		return 1;
+	}
+	kv_clock_advance(S.st, secs);
+	reply(c, "OK");
+	return 1;
+}
+
+static void execute(struct conn *c, const char *line, size_t len)
+{
+	struct worker *w = c->w;
+	c->noreply = 0;
+	if (kv_is_meta_line(line, len)) {
+		w->cnt.cmd_meta++;
+		struct kv_meta_outcome o;
+		kv_meta_execute(S.st, &w->cnt, line, len, &c->out, &c->ms, &o);
+		if (o.close)
+			c->closing = 1;
+		if (o.data_bytes_to_read) {
+			if (o.item) {
+				c->state = CONN_DATA;
+				c->item = o.item;
+				c->need = o.data_bytes_to_read;
+				c->got = 0;
+				c->meta = 1;
+			} else {
+				start_swallow(c, o.data_bytes_to_read, NULL);
+				c->meta = 1;
+			}
+		}
+		return;
+	}
+	if (debug_command(c, line, len))
+		return;
+	struct kv_cmd cmd;
+	if (kv_parse(line, len, &cmd) != 0) {
+		if (cmd.close) {
+			c->close_now = 1;
+			return;
+		}
+		c->noreply = cmd.noreply;
+		reply(c, cmd.error);
+		c->noreply = 0;
+		return;
+	}
+	c->noreply = cmd.noreply;
+	switch (cmd.cmd) {
+	case KV_CMD_GET:
+	case KV_CMD_GETS:
+	case KV_CMD_GAT:
+	case KV_CMD_GATS:
+		cmd_get(c, line, len, &cmd);
+		break;
+	case KV_CMD_SET:
+	case KV_CMD_ADD:
+	case KV_CMD_REPLACE:
+	case KV_CMD_APPEND:
+	case KV_CMD_PREPEND:
+	case KV_CMD_CAS:
+		cmd_store(c, &cmd);
+		return; /* noreply stays with the data */
+	case KV_CMD_DELETE:
+		reply(c, result_text(kv_delete(S.st, &w->cnt, cmd.keys[0].ptr, cmd.keys[0].len)));
+		break;
+	case KV_CMD_INCR:
+	case KV_CMD_DECR:
+		cmd_arith(c, &cmd);
+		break;
+	case KV_CMD_TOUCH:
+		reply(c, result_text(kv_touch(S.st, &w->cnt, cmd.keys[0].ptr, cmd.keys[0].len,
+					      kv_exptime(S.st, cmd.exptime))));
+		break;
+	case KV_CMD_FLUSH_ALL:
+		kv_flush(S.st, &w->cnt, cmd.delay);
+		reply(c, "OK");
+		break;
+	case KV_CMD_VERSION:
+		reply(c, "VERSION " LOCUS_KV_VERSION_REPLY);
+		break;
+	case KV_CMD_VERBOSITY:
+		S.set.verbose = cmd.level > 2 ? 2 : (int)cmd.level;
+		reply(c, "OK");
+		break;
+	case KV_CMD_QUIT:
+		c->closing = 1;
+		break;
+	case KV_CMD_STATS:
+		cmd_stats(c, &cmd);
+		break;
+	case KV_CMD_UNKNOWN:
+		reply(c, "ERROR");
+		break;
+	}
+	c->noreply = 0;
+}
+
+/*
+ * Run what the input holds. Returns when it needs more input, the output
+ * has backed up, or the connection is to close.
+ */
+static void process(struct conn *c)
+{
+	while (!c->closing && !c->close_now && out_pending(c) < OUT_HIGH) {
+		size_t avail = c->in.len - c->in_pos;
+		if (c->state == CONN_DATA || c->state == CONN_SWALLOW) {
+			uint64_t take = c->need - c->got;
+			if (take > avail)
+				take = avail;
+			if (c->state == CONN_DATA)
+				memcpy(kv_item_value(c->item) + c->got, c->in.p + c->in_pos, take);
+			c->got += take;
+			c->in_pos += take;
+			c->w->cnt.bytes_read += take;
+			if (c->got < c->need)
+				break;
+			if (c->state == CONN_DATA) {
+				data_done(c);
+			} else {
+				c->state = CONN_LINE;
+				if (c->meta)
+					kv_meta_swallowed(&c->out, &c->ms);
+				else if (c->after_swallow)
+					reply(c, c->after_swallow);
+				c->noreply = 0;
+			}
+			continue;
+		}
+		char *start = c->in.p + c->in_pos;
+		char *nl = avail ? memchr(start, '\n', avail) : NULL;
+		if (!nl) {
+			int is_get = kv_line_is_get_prefix(start, avail);
+			if (kv_line_too_long(avail, is_get) || avail > GET_LINE_MAX) {
+				logv(1, "<%d line too long, closing", c->fd);
+				c->close_now = 1;
+			}
+			break;
+		}
+		size_t len = (size_t)(nl - start);
+		c->in_pos += len + 1;
+		c->w->cnt.bytes_read += len + 1;
+		if (len && start[len - 1] == '\r')
+			len--;
+		logv(2, "<%d %.*s", c->fd, (int)(len > 200 ? 200 : len), start);
+		execute(c, start, len);
+	}
+	/* Keep the unread tail at the front of the buffer. */
+	if (c->in_pos == c->in.len) {
+		c->in.len = c->in_pos = 0;
+	} else if (c->in_pos > c->in.cap / 2) {
+		memmove(c->in.p, c->in.p + c->in_pos, c->in.len - c->in_pos);
+		c->in.len -= c->in_pos;
+		c->in_pos = 0;
+	}
+}
+
+/* Write what the socket takes. -1 on a dead connection. */
+static int conn_write(struct conn *c)
+{
+	while (out_pending(c)) {
+		ssize_t n = send(c->fd, c->out.p + c->out_pos, out_pending(c), MSG_NOSIGNAL);
+		if (n > 0) {
+			c->out_pos += (size_t)n;
+			c->w->cnt.bytes_written += (uint64_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		return -1;
+	}
+	c->out.len = c->out_pos = 0;
+	if (c->out.cap > (1u << 20)) {
+		/* Do not keep a large reply's buffer for the rest of the connection. */
+		kv_buf_free(&c->out);
+	}
+	return 0;
+}
+
+/* Read, run, write; then choose what to wait for. */
+static void conn_service(struct conn *c, int readable)
+{
+	int eof = 0;
+	if (readable && out_pending(c) < OUT_HIGH) {
+		if (kv_buf_reserve(&c->in, READ_CHUNK) != 0) {
+			c->close_now = 1;
+		} else {
+			ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+			if (n > 0)
+				c->in.len += (size_t)n;
+			else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+				eof = 1;
+		}
+	}
+	process(c);
+	kv_counts_flush(S.st, &c->w->cnt);
+	if (c->close_now || conn_write(c) != 0) {
+		conn_close(c);
+		return;
+	}
+	if ((eof || c->closing) && !out_pending(c)) {
+		conn_close(c);
+		return;
+	}
+	if (eof) {
+		/* Peer closed its side: finish writing, read no more. */
+		c->closing = 1;
+		conn_watch(c, EV_WRITE);
+		return;
+	}
+	short want = 0;
+	if (out_pending(c))
+		want |= EV_WRITE;
+	/*
+	 * Read while the output is below the mark; when the input already holds
+	 * commands that waited for the output to drain, run them now.
+	 */
+	if (!c->closing && out_pending(c) < OUT_HIGH)
+		want |= EV_READ;
+	conn_watch(c, want);
+	if (!out_pending(c) && !c->closing && c->in.len > c->in_pos && c->state == CONN_LINE &&
+	    memchr(c->in.p + c->in_pos, '\n', c->in.len - c->in_pos))
+		conn_service(c, 0);
+}
+
+static void conn_event(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	conn_service(c, (what & EV_READ) != 0);
+}
+
+/* ---------- workers ---------- */
+
+static void worker_notify(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	int fds[64];
+	ssize_t n = read(fd, fds, sizeof(fds));
+	if (n <= 0)
+		return;
+	for (ssize_t i = 0; i < n / (ssize_t)sizeof(int); i++) {
+		if (fds[i] < 0) { /* stop */
+			event_base_loopbreak(w->base);
+			continue;
+		}
+		if (!conn_new(w, fds[i])) {
+			close(fds[i]);
+			atomic_fetch_sub(&S.curr_conns, 1);
+		}
+	}
+	kv_counts_flush(S.st, &w->cnt);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	event_base_dispatch(w->base);
+	while (w->conns)
+		conn_close(w->conns);
+	kv_counts_flush(S.st, &w->cnt);
+	kv_buf_free(&w->scratch);
+	return NULL;
+}
+
+/* ---------- listener ---------- */
+
+static void on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+	for (int k = 0; k < 64; k++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				logv(0, "locus-kv: accept: %s", strerror(errno));
+			return;
+		}
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (atomic_load(&S.curr_conns) >= S.set.maxconns) {
+			static const char msg[] = "ERROR Too many open connections\r\n";
+			ssize_t r = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL);
+			(void)r;
+			close(fd);
+			atomic_fetch_add(&S.rejected_conns, 1);
+			continue;
+		}
+		atomic_fetch_add(&S.curr_conns, 1);
+		atomic_fetch_add(&S.total_conns, 1);
+		struct worker *w = &S.workers[S.next_worker];
+		S.next_worker = (S.next_worker + 1) % S.set.threads;
+		if (write(w->notify[1], &fd, sizeof(fd)) != sizeof(fd)) {
+			close(fd);
+			atomic_fetch_sub(&S.curr_conns, 1);
+		}
+	}
+}
+
+static int listen_on(const char *host, int port, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_ADDRCONFIG};
+	struct addrinfo *res;
+	char portstr[16];
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	int e = getaddrinfo(host, portstr, &hints, &res);
+	if (e) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", host ? host : "*", gai_strerror(e));
+		return -1;
+	}
+	int made = 0;
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+			snprintf(err, errlen, "cannot listen on %s port %d: %s", host ? host : "*", port,
+				 strerror(errno));
+			close(fd);
+			continue;
+		}
+		S.lfds = realloc(S.lfds, sizeof(int) * (size_t)(S.nlisten + 1));
+		S.lfds[S.nlisten++] = fd;
+		made++;
+	}
+	freeaddrinfo(res);
+	return made ? 0 : -1;
+}
+
+/* ---------- maintenance ---------- */
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	kv_clock_tick(S.st);
+	if (kv_store_config(S.st)->lru_crawler)
+		kv_crawl(S.st, &S.main_cnt);
+	kv_counts_flush(S.st, &S.main_cnt);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	logv(0, "locus-kv: signal %d, stopping", (int)sig);
+	S.stopping = 1;
+	event_base_loopbreak(S.base);
+}
+
+/* ---------- options ---------- */
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"locus-kv " LOCUS_KV_VERSION "\n"
+		"A memcached-compatible server whose critical sections run on locus mechanisms.\n"
+		"\n"
+		"-p, --port=<num>          TCP port to listen on (default: 11211)\n"
+		"-U, --udp-port=<num>      UDP port: only 0 (off, the default) is supported\n"
+		"-l, --listen=<addr>       interface to listen on (default: all); a comma-separated list\n"
+		"-t, --threads=<num>       worker threads (default: 4)\n"
+		"-m, --memory-limit=<mb>   item memory in megabytes (default: 64); suffixes k, m, g\n"
+		"-c, --conn-limit=<num>    max simultaneous connections (default: 1024)\n"
+		"-I, --max-item-size=<num> largest item, with k/m suffix (default: 1m; 1k .. 128m)\n"
+		"-f, --slab-growth-factor=<num>  chunk size growth factor (default: 1.25)\n"
+		"-n, --slab-min-size=<num> smallest key+value+flags room of a chunk (default: 48)\n"
+		"-v, --verbose             verbose (print errors); -vv also prints every command\n"
+		"-h, --help                print this help and exit\n"
+		"-V, --version             print the version and exit\n"
+		"\n"
+		"locus options:\n"
+		"    --sync=<sections>     the mechanism of each kind of critical section, as\n"
+		"                          section=spec pairs separated by commas; sections:\n"
+		"                            hash   the hash table's stripes (item locks)\n"
+		"                            alloc  item allocation and the LRU lists\n"
+		"                            slabs  the slab allocator\n"
+		"                            stats  the global statistics\n"
+		"                            all    all four\n"
+		"                          e.g. --sync hash=mcs,alloc=async,slabs=ttas,stats=mutex\n"
+		"                          or   --sync all=oyama   (default: all=mutex)\n"
+		"    --stripes=<num>       hash stripes, a power of 2 (default: 1024)\n"
+		"    --no-lru-crawler      do not reclaim expired items in the background\n"
+		"    --debug-commands      accept 'debug_clock_advance <seconds>' (tests)\n"
+		"    --mechanisms          list the mechanisms and their options, and exit\n"
+		"\n"
+		"Mechanisms:");
+	for (const char *const *m = locus_cs_mechanisms(); *m; m++)
+		fprintf(out, " %s", *m);
+	fprintf(out, "\n");
+}
+
+/* A size with an optional k/m/g suffix; `unit` multiplies a bare number. */
+static int parse_size(const char *s, uint64_t unit, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -1;
+	uint64_t mul = unit;
+	if (*end) {
+		switch (*end) {
+		case 'k':
+		case 'K':
+			mul = 1024;
+			break;
+		case 'm':
+		case 'M':
+			mul = 1024 * 1024;
+			break;
+		case 'g':
+		case 'G':
+			mul = 1024ull * 1024 * 1024;
+			break;
+		default:
+			return -1;
+		}
+		if (end[1])
+			return -1;
+	}
+	if (v > UINT64_MAX / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "locus-kv: ");
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(64);
+}
+
+static void parse_args(int argc, char **argv)
+{
+	enum { OPT_SYNC = 1000, OPT_DEBUG, OPT_STRIPES, OPT_NOCRAWL, OPT_MECH };
+	static const struct option longs[] = {
+		{"port", required_argument, 0, 'p'},
+		{"udp-port", required_argument, 0, 'U'},
+		{"listen", required_argument, 0, 'l'},
+		{"threads", required_argument, 0, 't'},
+		{"memory-limit", required_argument, 0, 'm'},
+		{"conn-limit", required_argument, 0, 'c'},
+		{"max-item-size", required_argument, 0, 'I'},
+		{"slab-growth-factor", required_argument, 0, 'f'},
+		{"slab-min-size", required_argument, 0, 'n'},
+		{"verbose", no_argument, 0, 'v'},
+		{"help", no_argument, 0, 'h'},
+		{"version", no_argument, 0, 'V'},
+		{"sync", required_argument, 0, OPT_SYNC},
+		{"debug-commands", no_argument, 0, OPT_DEBUG},
+		{"stripes", required_argument, 0, OPT_STRIPES},
+		{"no-lru-crawler", no_argument, 0, OPT_NOCRAWL},
+		{"mechanisms", no_argument, 0, OPT_MECH},
+		{0, 0, 0, 0},
+	};
+	struct settings *s = &S.set;
+	s->port = 11211;
+	s->threads = 4;
+	s->maxconns = 1024;
+	kv_store_config_default(&s->store);
+	int item_max_given = 0;
+	char err[512];
+	opterr = 0;
+	int o;
+	long v;
+	uint64_t u;
+	while ((o = getopt_long(argc, argv, ":p:U:l:t:m:c:I:f:n:vhV", longs, NULL)) != -1) {
+		switch (o) {
+		case 'p':
+			if (parse_int(optarg, 1, 65535, &v))
+				die("-p %s: a port is a number from 1 to 65535", optarg);
+			s->port = (int)v;
+			break;
+		case 'U':
+			if (parse_int(optarg, 0, 65535, &v))
+				die("-U %s: a port is a number from 0 to 65535", optarg);
+			if (v != 0)
+				die("-U %s: UDP is not supported; use -U 0 (the default)", optarg);
+			break;
+		case 'l':
+			free(s->listen);
+			s->listen = strdup(optarg);
+			break;
+		case 't':
+			if (parse_int(optarg, 1, 1024, &v))
+				die("-t %s: threads must be a number from 1 to 1024", optarg);
+			s->threads = (int)v;
+			break;
+		case 'm':
+			if (parse_size(optarg, 1024 * 1024, &u) || u < (1u << 20) ||
+			    u > ((uint64_t)1 << 40))
+				die("-m %s: memory limit is megabytes (or a size with k/m/g) from 1 MB "
+				    "to 1 TB",
+				    optarg);
+			s->store.mem_limit = (size_t)u;
+			break;
+		case 'c':
+			if (parse_int(optarg, 1, 1 << 24, &v))
+				die("-c %s: connection limit must be a number from 1 to 16777216", optarg);
+			s->maxconns = (int)v;
+			break;
+		case 'I':
+			if (parse_size(optarg, 1, &u) || u < 1024 || u > (128u << 20))
+				die("-I %s: item size limit must be from 1k to 128m (e.g. -I 2m)", optarg);
+			s->store.item_size_max = (size_t)u;
+			item_max_given = 1;
+			break;
+		case 'f': {
+			char *end;
+			double f = strtod(optarg, &end);
+			if (*end || !(f > 1.0) || f > 8.0)
+				die("-f %s: growth factor must be a number above 1.0 (at most 8)", optarg);
+			s->store.factor = f;
+			break;
+		}
+		case 'n':
+			if (parse_int(optarg, 1, 1 << 16, &v))
+				die("-n %s: minimum chunk room must be a number from 1 to 65536", optarg);
+			s->store.chunk_min = (unsigned)v;
+			break;
+		case 'v':
+			s->verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("locus-kv " LOCUS_KV_VERSION "\n");
+			exit(0);
+		case OPT_SYNC:
+			if (kv_sync_parse(&s->store, optarg, err, sizeof(err)) != 0)
+				die("%s", err);
+			break;
+		case OPT_DEBUG:
+			s->debug_commands = 1;
+			break;
+		case OPT_STRIPES:
+			if (parse_int(optarg, 1, 1 << 20, &v) || (v & (v - 1)))
+				die("--stripes %s: a power of 2 from 1 to 1048576", optarg);
+			s->store.stripes = (unsigned)v;
+			break;
+		case OPT_NOCRAWL:
+			s->store.lru_crawler = 0;
+			break;
+		case OPT_MECH:
+			locus_cs_usage(stdout);
+			exit(0);
+		case ':':
+			die("option %s needs a value (see -h)", argv[optind - 1]);
+		default:
+			if (optopt)
+				die("unknown option -%c (see -h for the options locus-kv implements)",
+				    optopt);
+			die("unknown option %s (see -h for the options locus-kv implements)",
+			    argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		die("unexpected argument '%s' (see -h)", argv[optind]);
+	if (s->store.item_size_max > s->store.mem_limit / 2 && item_max_given)
+		die("-I %zu: cannot be more than half of -m (%zu bytes)", s->store.item_size_max,
+		    s->store.mem_limit);
+	if (s->store.item_size_max > s->store.mem_limit / 2)
+		s->store.item_size_max = s->store.mem_limit / 2;
+}
+
+/* Allow the connection limit in file descriptors. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	rlim_t want = (rlim_t)S.set.maxconns + 64;
+	if (rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = want <= rl.rlim_max ? want : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
+		logv(0, "locus-kv: warning: -c %d exceeds the open file limit %lu", S.set.maxconns,
+		     (unsigned long)rl.rlim_cur);
+}
+
+int main(int argc, char **argv)
+{
+	parse_args(argc, argv);
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+	char err[512];
+	S.st = kv_store_open(&S.set.store, err, sizeof(err));
+	if (!S.st)
+		die("%s", err);
+	S.base = event_base_new();
+	if (!S.base)
+		die("cannot create an event loop");
+	if (S.set.listen) {
+		char *list = strdup(S.set.listen), *save = NULL;
+		for (char *h = strtok_r(list, ",", &save); h; h = strtok_r(NULL, ",", &save))
+			if (listen_on(h, S.set.port, err, sizeof(err)) != 0)
+				die("%s", err);
+		free(list);
+	} else if (listen_on(NULL, S.set.port, err, sizeof(err)) != 0) {
+		die("%s", err);
+	}
+	S.lev = calloc((size_t)S.nlisten, sizeof(*S.lev));
+	for (int i = 0; i < S.nlisten; i++) {
+		S.lev[i] = event_new(S.base, S.lfds[i], EV_READ | EV_PERSIST, on_accept, NULL);
+		event_add(S.lev[i], NULL);
+	}
+	S.workers = calloc((size_t)S.set.threads, sizeof(*S.workers));
+	for (int i = 0; i < S.set.threads; i++) {
+		struct worker *w = &S.workers[i];
+		w->index = i;
+		w->base = event_base_new();
+		if (!w->base || pipe2(w->notify, O_CLOEXEC) != 0)
+			die("cannot create worker %d: %s", i, strerror(errno));
+		w->notify_ev = event_new(w->base, w->notify[0], EV_READ | EV_PERSIST, worker_notify, w);
+		event_add(w->notify_ev, NULL);
+		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+			die("cannot start worker %d", i);
+	}
+	struct timeval sec = {1, 0};
+	struct event *tick = event_new(S.base, -1, EV_PERSIST, on_tick, NULL);
+	event_add(tick, &sec);
+	struct event *sigint = evsignal_new(S.base, SIGINT, on_signal, NULL);
+	struct event *sigterm = evsignal_new(S.base, SIGTERM, on_signal, NULL);
+	event_add(sigint, NULL);
+	event_add(sigterm, NULL);
+	logv(1, "locus-kv %s: port %d, %d threads, %zu MB, sync hash=%s alloc=%s slabs=%s stats=%s",
+	     LOCUS_KV_VERSION, S.set.port, S.set.threads, S.set.store.mem_limit >> 20,
+	     kv_store_sync_spec(S.st, KV_SEC_HASH), kv_store_sync_spec(S.st, KV_SEC_ALLOC),
+	     kv_store_sync_spec(S.st, KV_SEC_SLABS), kv_store_sync_spec(S.st, KV_SEC_STATS));
+
+	event_base_dispatch(S.base);
+
+	/* Stop: no new connections; workers close theirs and exit. */
+	for (int i = 0; i < S.nlisten; i++) {
+		event_free(S.lev[i]);
+		close(S.lfds[i]);
+	}
+	for (int i = 0; i < S.set.threads; i++) {
+		int stop = -1;
+		if (write(S.workers[i].notify[1], &stop, sizeof(stop)) != sizeof(stop))
+			event_base_loopbreak(S.workers[i].base);
+	}
+	for (int i = 0; i < S.set.threads; i++) {
+		struct worker *w = &S.workers[i];
+		pthread_join(w->thread, NULL);
+		event_free(w->notify_ev);
+		event_base_free(w->base);
+		close(w->notify[0]);
+		close(w->notify[1]);
+	}
+	kv_counts_flush(S.st, &S.main_cnt);
+	event_free(tick);
+	event_free(sigint);
+	event_free(sigterm);
+	event_base_free(S.base);
+	kv_store_close(S.st);
+	free(S.workers);
+	free(S.lev);
+	free(S.lfds);
+	free(S.set.listen);
+	return 0;
+}

@@ -1,0 +1,241 @@
+/*
+ * locus-kv: the item store — slab memory, a striped hash table, per-class
+ * LRU lists and statistics, each behind its own locus_cs.
+ *
+ * Four kinds of critical section, each chosen by name (--sync):
+ *
+ *   hash   one executor per stripe of the hash table; owns the bucket chains
+ *          of its stripe and the contents of the items linked there
+ *          (value, flags, exptime, cas, access time). memcached's item locks.
+ *   alloc  item allocation's bookkeeping: the per-class LRU lists and the
+ *          choice of the victim to evict. memcached's cache_lock/LRU locks,
+ *          the section seed 000 moved to an asynchronous server.
+ *   slabs  the slab allocator: pages, per-class free chunks, the -m limit.
+ *   stats  the global counters, which workers add their own counts into.
+ *
+ * Sections never nest: no section runs another executor. Work that spans
+ * structures (store a new item, evict an old one) is a sequence of sections
+ * with the item kept alive between them by a reference count. This is what
+ * lets every kind of section run on any mechanism, delegation included — a
+ * delegation server that ran a section which waited on another section bound
+ * to the same server would wait for itself.
+ *
+ * Reference counts. An item's count is the number of holders: the hash table
+ * while it is linked there, the LRU while it is linked there, and any thread
+ * between sections. Sections only ever add a reference (to an item that is
+ * linked, so the count is at least 1) or hand the structure's reference over
+ * to the caller when they unlink; the caller drops references after the
+ * section, and whoever drops the last one frees the chunk through the slabs
+ * section. So a chunk is freed exactly once, never while reachable.
+ *
+ * Values are copied out inside the hash section (into the caller's buffer),
+ * so incr/decr may rewrite a value in place as memcached does.
+ */
+#ifndef LOCUS_KV_STORE_H
+#define LOCUS_KV_STORE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv/proto.h"
+
+enum kv_section { KV_SEC_HASH, KV_SEC_ALLOC, KV_SEC_SLABS, KV_SEC_STATS, KV_SECTIONS };
+extern const char *const kv_section_names[KV_SECTIONS];
+
+#define KV_SYNC_DEFAULT "hash=mutex,alloc=mutex,slabs=mutex,stats=mutex"
+
+struct kv_store_config {
+	size_t mem_limit;     /* -m, bytes */
+	size_t item_size_max; /* -I, bytes */
+	double factor;	      /* chunk size growth factor (-f) */
+	unsigned chunk_min;   /* smallest value+key room of the first class (-n) */
+	unsigned stripes;     /* hash stripes (power of 2) */
+	int lru_crawler;      /* run the background expiry crawler */
+	/* One executor spec per section ("mutex", "mcs:spin", "async", ...). */
+	char sync[KV_SECTIONS][128];
+};
+
+/* Defaults: 64 MB, 1 MB items, factor 1.25, 48, 1024 stripes, crawler on, mutex everywhere. */
+void kv_store_config_default(struct kv_store_config *c);
+
+/*
+ * Parse a --sync value into c->sync: comma-separated section=spec pairs,
+ * section one of hash, alloc, slabs, stats or all (sets the four); a spec may
+ * itself hold commas ("hash=ttas:spin,backoff_max=64,alloc=async"): a comma
+ * starts a new pair only when a section name and '=' follow it. The specs
+ * are checked by opening an executor. 0, or -1 with a message in err.
+ */
+int kv_sync_parse(struct kv_store_config *c, const char *arg, char *err, size_t errlen);
+
+typedef struct kv_store kv_store;
+
+/* The item as the store keeps it: a header then key, value, "\r\n". */
+struct kv_item {
+	struct kv_item *hnext;	     /* hash chain (hash section) */
+	struct kv_item *prev, *next; /* LRU list (alloc section) */
+	uint64_t cas;
+	uint32_t exptime; /* server time it expires at; 0 = never */
+	uint32_t atime;	  /* server time of the last access */
+	uint32_t flags;	  /* client flags */
+	uint32_t nbytes;  /* value length without "\r\n" */
+	uint64_t hv;	  /* hash of the key */
+	_Atomic uint32_t refs;
+	uint8_t nkey;
+	uint8_t cls;	       /* slab class */
+	_Atomic uint8_t in_hash; /* written only in its stripe's hash section */
+	_Atomic uint8_t in_lru;	 /* written only in the alloc section */
+	uint8_t fetched;       /* read since it was stored (hash section) */
+	uint8_t won;	       /* meta: a client holds the recache token */
+	uint8_t stale;	       /* meta: invalidated, served as stale */
+	uint8_t pad_;
+	char data[]; /* key (nkey), value (nbytes), "\r\n" */
+};
+
+static inline char *kv_item_key(struct kv_item *it)
+{
+	return it->data;
+}
+static inline char *kv_item_value(struct kv_item *it)
+{
+	return it->data + it->nkey;
+}
+
+/* Growable byte buffer; sections append replies into the caller's. */
+struct kv_buf {
+	char *p;
+	size_t len, cap;
+};
+/* 0, or -1 if out of memory (the buffer is unchanged). */
+int kv_buf_reserve(struct kv_buf *b, size_t more);
+int kv_buf_add(struct kv_buf *b, const void *data, size_t n);
+void kv_buf_free(struct kv_buf *b);
+
+/* Counters a worker keeps to itself and adds into the store's under "stats". */
+struct kv_counts {
+	uint64_t cmd_get, cmd_set, cmd_flush, cmd_touch, cmd_meta;
+	uint64_t get_hits, get_misses, get_expired, get_flushed;
+	uint64_t delete_hits, delete_misses, incr_hits, incr_misses, decr_hits, decr_misses;
+	uint64_t cas_hits, cas_misses, cas_badval, touch_hits, touch_misses;
+	uint64_t bytes_read, bytes_written, total_items, evictions, reclaimed, expired_unfetched,
+		evicted_unfetched, oom;
+	int64_t curr_items, bytes; /* deltas */
+	uint64_t total_connections, rejected_connections;
+	int64_t curr_connections;
+};
+
+/* NULL with a message on error (a bad spec, no memory). */
+kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errlen);
+void kv_store_close(kv_store *st);
+const struct kv_store_config *kv_store_config(const kv_store *st);
+/* The spec each section's executors run, defaults explicit. */
+const char *kv_store_sync_spec(const kv_store *st, enum kv_section s);
+
+/* Server clock: seconds since start (+ what debug_clock_advance added). */
+uint32_t kv_now(const kv_store *st);
+void kv_clock_tick(kv_store *st);		 /* re-read the wall clock */
+void kv_clock_advance(kv_store *st, int64_t secs); /* tests: move time forward */
+uint64_t kv_process_started(const kv_store *st);   /* Unix time of server time 0 */
+/* memcached's exptime rules: 0 never; <= 30 days relative; larger absolute; negative past. */
+uint32_t kv_exptime(const kv_store *st, int64_t exptime);
+
+/* Results of the operations below. */
+enum kv_result {
+	KV_STORED,
+	KV_NOT_STORED,
+	KV_EXISTS,
+	KV_NOT_FOUND,
+	KV_DELETED,
+	KV_TOUCHED,
+	KV_NON_NUMERIC,
+	KV_TOO_LARGE,
+	KV_NO_MEMORY,
+	KV_OK,
+};
+
+/*
+ * A new, unlinked item with room for nbytes of value and "\r\n", key copied,
+ * owned by the caller (one reference). NULL with *why = KV_TOO_LARGE or
+ * KV_NO_MEMORY. Evicts least recently used items of its class to make room.
+ */
+struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			    uint32_t flags, uint32_t exptime, uint32_t nbytes, enum kv_result *why);
+/* Drop one reference; the last frees the chunk. */
+void kv_item_release(kv_store *st, struct kv_item *it);
+
+enum kv_store_mode { KV_SET, KV_ADD, KV_REPLACE, KV_APPEND, KV_PREPEND, KV_CAS };
+/*
+ * Store it (value already filled in) with the semantics of the command;
+ * consumes the caller's reference. For KV_CAS, cas is the client's unique.
+ * *cas_out (may be NULL) gets the stored item's cas. STORED, NOT_STORED,
+ * EXISTS, NOT_FOUND, or NO_MEMORY (append/prepend could not get room).
+ */
+enum kv_result kv_store_item(kv_store *st, struct kv_counts *cnt, struct kv_item *it,
+			     enum kv_store_mode mode, uint64_t cas, uint64_t *cas_out);
+
+/*
+ * get/gets/gat/gats of one key: on a hit append "VALUE key flags bytes
+ * [cas]\r\n<data>\r\n" to out. touch: set the exptime to `exptime` (server
+ * time) first. 1 hit, 0 miss, -1 out of memory for the reply.
+ */
+int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
+	   int touch, uint32_t exptime, struct kv_buf *out);
+
+enum kv_result kv_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey);
+enum kv_result kv_touch(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			uint32_t exptime);
+/*
+ * incr/decr: NOT_FOUND, NON_NUMERIC, NO_MEMORY, or OK with *value the new
+ * number (incr wraps at 2^64, decr stops at 0). cas_out may be NULL.
+ */
+enum kv_result kv_arith(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			int incr, uint64_t delta, uint64_t *value, uint64_t *cas_out);
+
+/* flush_all: items stored before now (delay 0) or before now+delay become invalid. */
+void kv_flush(kv_store *st, struct kv_counts *cnt, int64_t delay);
+
+/*
+ * Meta access to one item. What the hash section found and did; the value
+ * (when want_value) is appended to `value`.
+ */
+struct kv_meta_req {
+	const char *key;
+	size_t nkey;
+	int want_value;
+	int no_bump;	  /* u */
+	int set_ttl;	  /* T: new exptime (server time) in ttl */
+	uint32_t ttl;
+	int vivify;	  /* N: on a miss, create an empty item with exptime vivify_ttl */
+	uint32_t vivify_ttl;
+	int recache;	  /* R: win if ttl remaining < recache_below */
+	uint32_t recache_below;
+};
+struct kv_meta_view {
+	int found;
+	uint32_t flags, nbytes, exptime, atime;
+	uint64_t cas;
+	int fetched;	  /* had been fetched before this access */
+	int win, stale, already_won; /* W, X, Z */
+	uint8_t cls;
+};
+/* 0, or -1 out of memory. */
+int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *rq,
+		struct kv_meta_view *v, struct kv_buf *value);
+/* md: delete, or with invalidate mark stale; cas 0 = any. */
+enum kv_result kv_meta_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			      uint64_t cas, int invalidate, uint32_t stale_ttl);
+
+/* Text of "stats", "stats settings", "stats items", "stats slabs" (lines with "\r\n", then END). */
+int kv_stats_general(kv_store *st, struct kv_buf *out, const char *extra_lines);
+int kv_stats_items(kv_store *st, struct kv_buf *out);
+int kv_stats_slabs(kv_store *st, struct kv_buf *out);
+void kv_stats_reset(kv_store *st);
+/* Add a worker's counts into the store's and zero them. */
+void kv_counts_flush(kv_store *st, struct kv_counts *cnt);
+/* The store's counters (after every worker flushed). */
+void kv_counts_read(kv_store *st, struct kv_counts *out);
+
+/* Remove expired items now (the crawler does this every second); returns how many. */
+uint64_t kv_crawl(kv_store *st, struct kv_counts *cnt);
+
+#endif
