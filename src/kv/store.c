@@ -19,6 +19,7 @@ const char *const kv_section_names[KV_SECTIONS] = {"hash", "alloc", "slabs", "st
 
 #define CLASSES_MAX	63
 #define PAGE_MIN	(1u << 20) /* memcached's slab page */
+#define SMALL_PAGE	(64u << 10) /* a class's first page once the limit is reached */
 #define CHUNK_ALIGN	8
 #define UPDATE_INTERVAL 60 /* seconds between LRU bumps of one item */
 #define EVICT_TRIES	8
@@ -292,15 +293,16 @@ static uint64_t slabs_alloc_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 	if (sc->cur_left == 0) {
 		/*
 		 * A new page within the limit. A class that has no memory at all
-		 * gets one chunk past the limit (memcached grants a whole page), so
-		 * every size stays storable; the overshoot is at most one chunk per
+		 * gets a small page past the limit (memcached grants a whole page),
+		 * so every size stays storable however the limit was shared out:
+		 * the overshoot is at most SMALL_PAGE (or one chunk, if larger) per
 		 * class, documented in docs/kv.md.
 		 */
 		size_t len = st->page_size;
 		if (st->mem_malloced + len > st->cfg.mem_limit) {
 			if (sc->pages + sc->small > 0)
 				return 0;
-			len = sc->size;
+			len = sc->size > SMALL_PAGE ? sc->size : SMALL_PAGE / sc->size * sc->size;
 		}
 		char *page = malloc(len);
 		if (!page)
@@ -311,7 +313,7 @@ static uint64_t slabs_alloc_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 		}
 		st->mem_malloced += len;
 		sc->malloced += len;
-		if (len == sc->size)
+		if (len < st->page_size)
 			sc->small++;
 		else
 			sc->pages++;
@@ -442,7 +444,7 @@ static uint64_t lru_evict_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 	lru_unlink(l, it);
 	atomic_store_explicit(&it->in_lru, 0, memory_order_relaxed);
 	l->evicted++;
-	if (!it->fetched)
+	if (!atomic_load_explicit(&it->fetched, memory_order_relaxed))
 		l->evicted_unfetched++;
 	return (uint64_t)(uintptr_t)it;
 }
@@ -586,7 +588,7 @@ static struct kv_item *find_live(kv_store *st, uint64_t hv, const char *key, siz
 			else
 				cnt->get_expired++;
 		}
-		if (!flushed && !it->fetched)
+		if (!flushed && !atomic_load_explicit(&it->fetched, memory_order_relaxed))
 			cnt->expired_unfetched++;
 		cnt->reclaimed++;
 		cnt->curr_items--;
@@ -654,7 +656,7 @@ static void access_item(struct hash_op *op, struct kv_item *it, int bump_allowed
 	}
 	if (bump_allowed)
 		it->atime = now;
-	it->fetched = 1;
+	atomic_store_explicit(&it->fetched, 1, memory_order_relaxed);
 }
 
 static uint64_t next_cas(kv_store *st)
@@ -954,7 +956,7 @@ static uint64_t hash_meta_get_fn(void *state, uint64_t a, uint64_t b, uint64_t c
 	}
 	op->cnt->get_hits++;
 	v->found = 1;
-	v->fetched = it->fetched;
+	v->fetched = atomic_load_explicit(&it->fetched, memory_order_relaxed);
 	v->atime = it->atime;
 	if (rq->set_ttl) {
 		it->exptime = rq->ttl;
@@ -1018,7 +1020,7 @@ static uint64_t hash_crawl_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 		while (*pp) {
 			int flushed;
 			if (item_dead(st, *pp, now, &flushed)) {
-				if (!flushed && !(*pp)->fetched)
+				if (!flushed && !atomic_load_explicit(&(*pp)->fetched, memory_order_relaxed))
 					op->cnt->expired_unfetched++;
 				count_store(op, *pp, -1);
 				op->cnt->reclaimed++;
@@ -1095,7 +1097,7 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 				 (uint64_t)(uintptr_t)&op, 0, 0))
 			kv_item_release(st, victim); /* the hash table's reference */
 		cnt->evictions++;
-		if (!victim->fetched)
+		if (!atomic_load_explicit(&victim->fetched, memory_order_relaxed))
 			cnt->evicted_unfetched++;
 		kv_item_release(st, victim); /* the LRU's reference */
 	}

@@ -85,7 +85,7 @@ struct kv_item {
 	uint8_t cls;	       /* slab class */
 	_Atomic uint8_t in_hash; /* written only in its stripe's hash section */
 	_Atomic uint8_t in_lru;	 /* written only in the alloc section */
-	uint8_t fetched;       /* read since it was stored (hash section) */
+	_Atomic uint8_t fetched; /* read since it was stored (hash section writes; relaxed) */
 	uint8_t won;	       /* meta: a client holds the recache token */
 	uint8_t stale;	       /* meta: invalidated, served as stale */
 	uint8_t pad_;
