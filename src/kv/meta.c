@@ -234,8 +234,6 @@ static const char *scan_flags(struct kv_meta *m, const struct tokens *tk, unsign
 							sizeof(m->keybuf));
 			if (m->key_len == 0)
 				remembered = KV_META_ERR_DECODE_KEY;
-			else
-				m->key = (const char *)m->keybuf;
 			break;
 		case 'c':
 		case 'f':
@@ -321,7 +319,6 @@ static int parse_keyed(struct kv_meta *m, const struct tokens *tk, unsigned firs
 		return fail(m, KV_ERR_FORMAT);
 	if (tk->n >= TOKENS_CAP)
 		return fail(m, cmd == KV_META_GET ? KV_META_ERR_TOO_LONG_MG : KV_META_ERR_TOO_LONG);
-	m->key = m->key_raw.ptr;
 	m->key_len = m->key_raw.len;
 	if (cmd == KV_META_SET) {
 		int32_t n;
@@ -360,7 +357,6 @@ static int parse_debug(struct kv_meta *m, const struct tokens *tk)
 	m->key_raw = tk->t[1];
 	if (!key_ok(m->key_raw))
 		return fail(m, KV_ERR_FORMAT);
-	m->key = m->key_raw.ptr;
 	m->key_len = m->key_raw.len;
 	if (tk->n >= 3 && is(tk->t[2], "b")) {
 		m->base64 = 1;
@@ -368,7 +364,6 @@ static int parse_debug(struct kv_meta *m, const struct tokens *tk)
 						sizeof(m->keybuf));
 		if (m->key_len == 0)
 			return fail(m, KV_ERR_FORMAT);
-		m->key = (const char *)m->keybuf;
 	}
 	return 0;
 }

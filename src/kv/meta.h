@@ -34,7 +34,7 @@
  * key is a mis-framed line. (memcached also ends a line at a NUL byte; here a
  * NUL is an ordinary byte, so it only ever makes a line fail.) With the flag b
  * (me: the token "b" right after the key) the key is base64 and is decoded into
- * keybuf; key/key_len is then the decoded key (any bytes, 1..187 of them) and
+ * keybuf; kv_meta_key()/key_len is then the decoded key (any bytes, 1..186 of them) and
  * key_raw the text as given. memcached's decoder, followed exactly: characters
  * outside A-Z a-z 0-9 + / = are skipped; the others must count a nonzero
  * multiple of 4; decoding stops after the first 4-group holding '=' (one '='
@@ -68,7 +68,10 @@
  *
  * The bare flags ignore any argument ("v1" is "v"). 1.6.18 has no E, S or x
  * flag: they, and every other byte, are "CLIENT_ERROR invalid flag". A flag
- * byte given twice is "CLIENT_ERROR duplicate flag".
+ * byte given twice is "CLIENT_ERROR duplicate flag". (A flag byte >= 0x80 is
+ * an invalid flag here; memcached 1.6.18 indexes its seen-table with a signed
+ * char there and answers whatever that out-of-bounds read gives, often
+ * "duplicate flag".)
  *
  * Numbers are read as memcached reads them (strtol/strtoull): optional leading
  * whitespace other than ' ', optional sign, decimal digits, then the token's
@@ -82,10 +85,10 @@
  * ERRORS, in the order memcached looks (first applicable wins, except where
  * noted). mg/ms/md/ma with no key: "ERROR"; ms with a key but no datalen and
  * me with no key: "CLIENT_ERROR bad command line format".
- *  1. 20 or more tokens on the line (command included: mg/md/ma take at most
+ *  1. Key too long (or with a control character): "CLIENT_ERROR bad command line format".
+ *  2. 20 or more tokens on the line (command included: mg/md/ma take at most
  *     17 flags, ms 16): mg "CLIENT_ERROR options flags are too long", ms/md/ma
  *     "CLIENT_ERROR options flags too long".
- *  2. Key too long (or with a control character): "CLIENT_ERROR bad command line format".
  *  3. ms: datalen not a number, < 0 or > INT32_MAX - 2: same reply.
  *  4. Flags, left to right. An invalid or duplicate flag stops at once with its
  *     reply. Other failures are remembered and scanning goes on; the last one
@@ -152,7 +155,7 @@
 #define KV_META_TOKENS_MAX  19	/* tokens per mg/ms/md/ma line, the command included */
 #define KV_META_FLAGS_MAX   17	/* flags per line (mg, md, ma; ms has 16) */
 #define KV_META_OPAQUE_MAX  31	/* bytes of an opaque after its 'O' */
-#define KV_META_B64_KEY_MAX 187 /* longest decoded key: 250 base64 bytes hold 62 groups */
+#define KV_META_B64_KEY_MAX 186 /* longest decoded key: 250 base64 bytes hold 62 groups */
 
 enum kv_meta_command {
 	KV_META_NONE = 0, /* not a meta command, or failed before its command was known */
@@ -179,7 +182,10 @@ struct kv_meta {
 	int swallow;
 
 	struct kv_span key_raw; /* the key token as given */
-	const char *key;	/* the key: key_raw, or keybuf when base64 */
+	/*
+	 * The key's length; its bytes are kv_meta_key(m): key_raw.ptr, or
+	 * keybuf when base64 (an accessor, so a copied struct stays right).
+	 */
 	size_t key_len;
 	int base64;			  /* flag b (me: token "b") */
 	unsigned char keybuf[KV_KEY_MAX]; /* decoded base64 key */
@@ -212,6 +218,12 @@ int kv_meta_parse(const char *line, size_t len, struct kv_meta *m);
 /* Is the line's first token (after spaces) a meta command? Then parse it here, not with kv_parse.
  */
 int kv_meta_is_meta(const char *line, size_t len);
+
+/* The (decoded) key, key_len bytes. */
+static inline const char *kv_meta_key(const struct kv_meta *m)
+{
+	return m->base64 ? (const char *)m->keybuf : m->key_raw.ptr;
+}
 
 /* Was flag c given? */
 static inline int kv_meta_has(const struct kv_meta *m, char c)
