@@ -828,7 +828,7 @@ static int known_reply(const char *e)
 		KV_META_ERR_TOO_LONG,
 	};
 	for (unsigned i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (e == known[i])
+		if (strcmp(e, known[i]) == 0) /* literals need not be merged across files */
 			return 1;
 	return 0;
 }
