@@ -21,6 +21,7 @@ help:
 	@echo "make build   release build only ($(RELEASE))"
 	@echo "make python  create the Python venv for tools/ and tests/python ($(VENV): matplotlib, pytest)"
 	@echo "make test-python  the Python tests only (tests/python, against $(BENCH))"
+	@echo "make test-fuzz    build the libFuzzer targets with clang and run each for $${LOCUS_FUZZ_SECONDS:-30}s (tests/fuzz/run)"
 	@echo "make figures reproduce every seed figure on this machine into $(BUILD)/figures (about 12 minutes on 2 CPUs),"
 	@echo "             then write docs/results/reproduction.md (tools/reproduce all; tools/reproduce report)"
 	@echo "make format  reformat the C sources with clang-format"
@@ -66,7 +67,10 @@ python:
 test-python: release python
 	LOCUS_BENCH=$(BENCH) $(PY) -m pytest -q tests/python
 
-test: test-release test-tsan test-asan test-python
+test: test-release test-tsan test-asan test-python test-fuzz
+
+test-fuzz: deps
+	sh tests/fuzz/run
 
 # The main job: every mechanism and peer, side by side, on this machine; then quick
 # versions of two seed figures and their report in $(BUILD)/demo.
