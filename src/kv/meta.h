@@ -215,7 +215,9 @@ struct kv_meta {
  */
 int kv_meta_parse(const char *line, size_t len, struct kv_meta *m);
 
-/* Is the line's first token (after spaces) a meta command? Then parse it here, not with kv_parse.
+/*
+ * Is the line's first token (after spaces) a meta command? Then parse it
+ * with kv_meta_parse, not kv_parse.
  */
 int kv_meta_is_meta(const char *line, size_t len);
 
