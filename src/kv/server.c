@@ -178,6 +178,7 @@ static void conn_close(struct conn *c)
 	close(c->fd);
 	if (c->item)
 		kv_item_release(S.st, c->item);
+	kv_meta_set_clear(&c->ms);
 	kv_buf_free(&c->in);
 	kv_buf_free(&c->out);
 	if (c->prev)
@@ -276,6 +277,7 @@ static void cmd_get(struct conn *c, const char *line, size_t len, struct kv_cmd 
 
 static void start_swallow(struct conn *c, uint64_t bytes, const char *then)
 {
+	c->meta = 0;
 	c->state = CONN_SWALLOW;
 	c->need = bytes;
 	c->got = 0;
@@ -284,6 +286,7 @@ static void start_swallow(struct conn *c, uint64_t bytes, const char *then)
 
 static void cmd_store(struct conn *c, const struct kv_cmd *cmd)
 {
+	c->meta = 0;
 	static const enum kv_store_mode modes[] = {
 		[KV_CMD_SET] = KV_SET,		[KV_CMD_ADD] = KV_ADD,	   [KV_CMD_REPLACE] = KV_REPLACE,
 		[KV_CMD_APPEND] = KV_APPEND, [KV_CMD_PREPEND] = KV_PREPEND, [KV_CMD_CAS] = KV_CAS,
@@ -292,7 +295,6 @@ static void cmd_store(struct conn *c, const struct kv_cmd *cmd)
 	uint32_t exptime = kv_exptime(S.st, cmd->exptime);
 	struct kv_item *it = kv_item_new(S.st, &c->w->cnt, cmd->keys[0].ptr, cmd->keys[0].len,
 					 cmd->flags, exptime, cmd->bytes, &why);
-	c->meta = 0;
 	if (!it) {
 		/* memcached drops the data, and a failed set also removes the old value. */
 		if (cmd->cmd == KV_CMD_SET)
@@ -319,10 +321,11 @@ static void data_done(struct conn *c)
 	char *v = kv_item_value(it);
 	if (v[it->nbytes] != '\r' || v[it->nbytes + 1] != '\n') {
 		kv_item_release(S.st, it);
-		if (c->meta)
-			kv_meta_reply_error(&c->out, &c->ms, KV_ERR_DATA_CHUNK);
-		else
-			reply(c, KV_ERR_DATA_CHUNK);
+		if (c->meta) {
+			kv_meta_set_clear(&c->ms);
+			c->noreply = 0; /* meta errors are never quiet */
+		}
+		reply(c, KV_ERR_DATA_CHUNK);
 		c->noreply = 0;
 		return;
 	}
@@ -472,19 +475,14 @@ static void execute(struct conn *c, const char *line, size_t len)
 		w->cnt.cmd_meta++;
 		struct kv_meta_outcome o;
 		kv_meta_execute(S.st, &w->cnt, line, len, &c->out, &c->ms, &o);
-		if (o.close)
-			c->closing = 1;
-		if (o.data_bytes_to_read) {
-			if (o.item) {
-				c->state = CONN_DATA;
-				c->item = o.item;
-				c->need = o.data_bytes_to_read;
-				c->got = 0;
-				c->meta = 1;
-			} else {
-				start_swallow(c, o.data_bytes_to_read, NULL);
-				c->meta = 1;
-			}
+		if (o.item) {
+			c->state = CONN_DATA;
+			c->item = o.item;
+			c->need = o.data_bytes_to_read;
+			c->got = 0;
+			c->meta = 1;
+		} else if (o.data_bytes_to_read) {
+			start_swallow(c, o.data_bytes_to_read, NULL); /* the reply is out already */
 		}
 		return;
 	}
@@ -575,9 +573,7 @@ static void process(struct conn *c)
 				data_done(c);
 			} else {
 				c->state = CONN_LINE;
-				if (c->meta)
-					kv_meta_swallowed(&c->out, &c->ms);
-				else if (c->after_swallow)
+				if (c->after_swallow)
 					reply(c, c->after_swallow);
 				c->noreply = 0;
 			}
@@ -799,7 +795,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
-	logv(0, "locus-kv: signal %d, stopping", (int)sig);
+	logv(1, "locus-kv: signal %d, stopping", (int)sig);
 	S.stopping = 1;
 	event_base_loopbreak(S.base);
 }

@@ -525,6 +525,11 @@ static uint64_t hash_key(const char *key, size_t n)
 	return h;
 }
 
+static size_t item_total(size_t nkey, size_t nbytes)
+{
+	return sizeof(struct kv_item) + nkey + nbytes + 2;
+}
+
 static struct stripe *stripe_of(kv_store *st, uint64_t hv)
 {
 	return &st->stripes[hv & (st->nstripes - 1)];
@@ -647,7 +652,7 @@ static int want_bump(const struct kv_item *it, uint32_t now)
 }
 
 /* Take a reference for the caller to bump the item in the LRU after the section. */
-static void access_item(struct hash_op *op, struct kv_item *it, int bump_allowed)
+static void touch_item(struct hash_op *op, struct kv_item *it, int bump_allowed)
 {
 	uint32_t now = kv_now(op->st);
 	if (bump_allowed && want_bump(it, now) && !op->bump) {
@@ -656,6 +661,12 @@ static void access_item(struct hash_op *op, struct kv_item *it, int bump_allowed
 	}
 	if (bump_allowed)
 		it->atime = now;
+}
+
+/* A read of the item: bump it (unless told not to) and mark it fetched. */
+static void access_item(struct hash_op *op, struct kv_item *it, int bump_allowed)
+{
+	touch_item(op, it, bump_allowed);
 	atomic_store_explicit(&it->fetched, 1, memory_order_relaxed);
 }
 
@@ -806,7 +817,8 @@ static uint64_t hash_delete_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 		/* meta "md ... I": keep the item, marked stale, for stale_ttl. */
 		it->stale = 1;
 		it->won = 0;
-		it->exptime = op->exptime;
+		if (op->exptime != UINT32_MAX)
+			it->exptime = op->exptime;
 		it->cas = next_cas(st);
 		op->result = KV_DELETED;
 		op->cnt->delete_hits++;
@@ -871,11 +883,17 @@ static uint64_t hash_arith_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 		op->result = KV_NOT_FOUND;
 		return 0;
 	}
+	if (op->expect_cas && it->cas != op->expect_cas) {
+		op->result = KV_EXISTS;
+		return 0;
+	}
 	uint64_t v;
 	if (parse_number(kv_item_value(it), it->nbytes, &v) != 0) {
 		op->result = KV_NON_NUMERIC;
 		return 0;
 	}
+	if (op->touch)
+		it->exptime = op->exptime;
 	if (op->incr)
 		v += op->delta;
 	else
@@ -912,9 +930,10 @@ static uint64_t hash_arith_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 		op->cnt->incr_hits++;
 	else
 		op->cnt->decr_hits++;
-	access_item(op, it, it != op->linked);
+	touch_item(op, it, it != op->linked); /* memcached does not count incr as a fetch */
 	op->value = v;
 	op->cas = it->cas;
+	op->exptime = it->exptime;
 	op->result = KV_OK;
 	return 0;
 }
@@ -926,7 +945,21 @@ static uint64_t hash_meta_get_fn(void *state, uint64_t a, uint64_t b, uint64_t c
 	const struct kv_meta_req *rq = op->mrq;
 	struct kv_meta_view *v = op->view;
 	memset(v, 0, sizeof(*v));
-	struct kv_item *it = find_live(st, op->hv, op->key, op->nkey, &op->dropped, op->cnt, 1);
+	struct kv_item *it = find_live(st, op->hv, op->key, op->nkey, &op->dropped, op->cnt, !rq->peek);
+	if (rq->peek) {
+		if (!it)
+			return 0;
+		v->found = 1;
+		v->fetched = atomic_load_explicit(&it->fetched, memory_order_relaxed);
+		v->atime = it->atime;
+		v->flags = it->flags;
+		v->nbytes = it->nbytes;
+		v->exptime = it->exptime;
+		v->cas = it->cas;
+		v->cls = it->cls;
+		v->total = (uint32_t)item_total(it->nkey, it->nbytes);
+		return 1;
+	}
 	if (!it) {
 		op->cnt->get_misses++;
 		if (rq->vivify && op->item) {
@@ -986,6 +1019,7 @@ static uint64_t hash_meta_get_fn(void *state, uint64_t a, uint64_t b, uint64_t c
 	v->exptime = it->exptime;
 	v->cas = it->cas;
 	v->cls = it->cls;
+	v->total = (uint32_t)item_total(it->nkey, it->nbytes);
 	access_item(op, it, !rq->no_bump);
 	if (rq->want_value && kv_buf_add(op->out, kv_item_value(it), (size_t)it->nbytes + 2) != 0)
 		op->oom = 1;
@@ -1064,11 +1098,6 @@ static void op_finish(struct hash_op *op)
 }
 
 /* ---------- items ---------- */
-
-static size_t item_total(size_t nkey, size_t nbytes)
-{
-	return sizeof(struct kv_item) + nkey + nbytes + 2;
-}
 
 struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
 			    uint32_t flags, uint32_t exptime, uint32_t nbytes, enum kv_result *why)
@@ -1250,12 +1279,29 @@ enum kv_result kv_touch(kv_store *st, struct kv_counts *cnt, const char *key, si
 enum kv_result kv_arith(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
 			int incr, uint64_t delta, uint64_t *value, uint64_t *cas_out)
 {
+	struct kv_arith_req rq = {.incr = incr, .delta = delta};
+	struct kv_arith_res res;
+	enum kv_result r = kv_arith_ex(st, cnt, key, nkey, &rq, &res);
+	if (r == KV_OK) {
+		*value = res.value;
+		if (cas_out)
+			*cas_out = res.cas;
+	}
+	return r;
+}
+
+enum kv_result kv_arith_ex(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			   const struct kv_arith_req *rq, struct kv_arith_res *res)
+{
 	struct kv_item *nw = NULL;
 	struct hash_op op;
 	for (int tries = 0;; tries++) {
 		op_init(&op, st, cnt, key, nkey);
-		op.incr = incr;
-		op.delta = delta;
+		op.incr = rq->incr;
+		op.delta = rq->delta;
+		op.expect_cas = rq->compare_cas;
+		op.touch = rq->set_ttl;
+		op.exptime = rq->ttl;
 		op.item = nw;
 		hash_run(&op, hash_arith_fn);
 		if (op.result != KV_RETRY_ || tries > 1000)
@@ -1275,9 +1321,9 @@ enum kv_result kv_arith(kv_store *st, struct kv_counts *cnt, const char *key, si
 	if (nw)
 		kv_item_release(st, nw); /* ours; linked or not */
 	if (op.result == KV_OK) {
-		*value = op.value;
-		if (cas_out)
-			*cas_out = op.cas;
+		res->value = op.value;
+		res->cas = op.cas;
+		res->exptime = op.exptime;
 	}
 	return op.result;
 }
@@ -1314,7 +1360,8 @@ int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *r
 	op.view = v;
 	op.out = value;
 	op.item = nw;
-	cnt->cmd_get++;
+	if (!rq->peek)
+		cnt->cmd_get++;
 	if (rq->set_ttl)
 		cnt->cmd_touch++;
 	hash_run(&op, hash_meta_get_fn);

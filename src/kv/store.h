@@ -191,6 +191,21 @@ enum kv_result kv_touch(kv_store *st, struct kv_counts *cnt, const char *key, si
 enum kv_result kv_arith(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
 			int incr, uint64_t delta, uint64_t *value, uint64_t *cas_out);
 
+/* ma: kv_arith with a cas to compare (0: none, EXISTS on a mismatch), a new exptime, the item's exptime out. */
+struct kv_arith_req {
+	int incr;
+	uint64_t delta;
+	uint64_t compare_cas;
+	int set_ttl;
+	uint32_t ttl;
+};
+struct kv_arith_res {
+	uint64_t value, cas;
+	uint32_t exptime;
+};
+enum kv_result kv_arith_ex(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			   const struct kv_arith_req *rq, struct kv_arith_res *res);
+
 /* flush_all: items stored before now (delay 0) or before now+delay become invalid. */
 void kv_flush(kv_store *st, struct kv_counts *cnt, int64_t delay);
 
@@ -209,19 +224,21 @@ struct kv_meta_req {
 	uint32_t vivify_ttl;
 	int recache;	  /* R: win if ttl remaining < recache_below */
 	uint32_t recache_below;
+	int peek;	  /* me: no side effect at all (no fetch mark, no bump, no stats) */
 };
 struct kv_meta_view {
 	int found;
 	uint32_t flags, nbytes, exptime, atime;
 	uint64_t cas;
 	int fetched;	  /* had been fetched before this access */
+	uint32_t total;	  /* bytes the item takes in its chunk */
 	int win, stale, already_won; /* W, X, Z */
 	uint8_t cls;
 };
 /* 0, or -1 out of memory. */
 int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *rq,
 		struct kv_meta_view *v, struct kv_buf *value);
-/* md: delete, or with invalidate mark stale; cas 0 = any. */
+/* md: delete, or with invalidate mark stale (stale_ttl: new exptime, UINT32_MAX keeps it); cas 0 = any. */
 enum kv_result kv_meta_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
 			      uint64_t cas, int invalidate, uint32_t stale_ttl);
 
