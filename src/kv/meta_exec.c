@@ -126,6 +126,11 @@ static void error_line(struct kv_buf *b, const char *e)
 
 static __thread struct kv_buf value_buf;
 
+void kv_meta_thread_exit(void)
+{
+	kv_buf_free(&value_buf);
+}
+
 static void do_mg(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, struct kv_buf *out)
 {
 	struct kv_meta_req rq = {
@@ -382,10 +387,12 @@ static void do_me(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 		return;
 	}
 	uint32_t now = kv_now(st);
+	/* memcached prints exp as the clock minus the expiry time: negative while alive. */
+	int64_t exp = v.exptime == 0 ? -1 : (int64_t)now - (int64_t)v.exptime;
 	add(out, "ME ");
 	kv_buf_add(out, m->key_raw.ptr, m->key_raw.len);
 	addf(out, " exp=%" PRId64 " la=%" PRIu32 " cas=%" PRIu64 " fetch=%s cls=%u size=%" PRIu32,
-	     ttl_left(st, v.exptime), now > v.atime ? now - v.atime : 0, v.cas,
+	     exp, now > v.atime ? now - v.atime : 0, v.cas,
 	     v.fetched ? "yes" : "no", (unsigned)v.cls, v.total);
 	end_line(out);
 }

@@ -23,6 +23,9 @@ struct kv_meta_outcome {
 	struct kv_item *item;	     /* ms: into this item; NULL: drop them (reply already sent) */
 };
 
+/* Free what the calling thread kept for meta replies (at a worker's exit). */
+void kv_meta_thread_exit(void);
+
 /* Is this line a meta command ("mg ...", "mn", ...)? */
 int kv_is_meta_line(const char *line, size_t len);
 /* Run one meta command line; replies are appended to out. */

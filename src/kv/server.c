@@ -406,6 +406,7 @@ static void cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 		add_statf(b, "STAT num_threads %d\r\n", S.set.threads);
 		add_statf(b, "STAT cas_enabled yes\r\n");
 		add_statf(b, "STAT item_size_max %zu\r\n", cfg->item_size_max);
+		add_statf(b, "STAT evictions on\r\n");
 		add_statf(b, "STAT lru_crawler %s\r\n", cfg->lru_crawler ? "yes" : "no");
 		add_statf(b, "STAT hash_stripes %u\r\n", cfg->stripes);
 		for (int s = 0; s < KV_SECTIONS; s++)
@@ -713,6 +714,7 @@ static void *worker_main(void *arg)
 		conn_close(w->conns);
 	kv_counts_flush(S.st, &w->cnt);
 	kv_buf_free(&w->scratch);
+	kv_meta_thread_exit();
 	return NULL;
 }
 

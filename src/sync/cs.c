@@ -697,6 +697,12 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 	const char *colon = strchr(spec, ':');
 	size_t namelen = colon ? (size_t)(colon - spec) : strlen(spec);
 	const struct mech *m = find_mech(spec, namelen);
+	if (!m && namelen == 3 && strncmp(spec, "stm", 3) == 0) {
+		fail("stm is not available in this build (it needs GCC's -fgnu-tm, which the "
+		     "sanitizer builds cannot use); known mechanisms: %s",
+		     known);
+		return NULL;
+	}
 	if (!m) {
 		fail("unknown mechanism '%.*s'; known mechanisms: %s", (int)namelen, spec, known);
 		return NULL;
