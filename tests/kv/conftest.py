@@ -142,9 +142,10 @@ def sync_server(kv, start, sync):
 
 
 class Clock:
-    """Lets the server's time pass: instantly on locus-kv, by sleeping on memcached.
+    """advance(s): at least s seconds pass for the server, so that a ttl of s has surely run out.
 
-    memcached's clock ticks once a second, so a sleep is one second longer than asked."""
+    Instantly on locus-kv (debug_clock_advance s+1); on memcached by sleeping s+1.1 s, as its
+    clock ticks once a second."""
 
     def __init__(self, server):
         self.server = server
@@ -154,7 +155,7 @@ class Clock:
             time.sleep(seconds + 1.1)
             return
         with self.server.conn() as c:
-            c.call(f"debug_clock_advance {seconds}\r\n", "OK\r\n")
+            c.call(f"debug_clock_advance {seconds + 1}\r\n", "OK\r\n")
 
 
 @pytest.fixture

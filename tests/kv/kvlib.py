@@ -54,6 +54,7 @@ class Server:
     def __init__(self, path, is_memcached, args, port, proc, log):
         self.path, self.is_memcached, self.args = path, is_memcached, args
         self.port, self.proc, self.log = port, proc, log
+        self.stopped = None   # the exit status once stop() has seen it
 
     @property
     def pid(self):
@@ -75,8 +76,10 @@ class Server:
 
     def stop(self, sig=signal.SIGTERM, check=True):
         """Signal the server and wait: it must exit with status 0 within STOP_SECONDS."""
+        if self.stopped is not None:
+            return self.stopped
         if self.proc.poll() is not None:
-            rc = self.proc.returncode
+            rc = self.stopped = self.proc.returncode
             out = self.output()
             self.log.close()
             if check:
@@ -95,6 +98,7 @@ class Server:
                               f"{signal.Signals(sig).name}; output:\n{out}") from None
         out = self.output()
         self.log.close()
+        self.stopped = rc
         if check and rc != 0:
             raise ServerError(f"{self.path.name} exited with status {rc} after "
                               f"{signal.Signals(sig).name} (expected 0); output:\n{out}")
