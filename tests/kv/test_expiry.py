@@ -89,10 +89,10 @@ def test_debug_clock_moves_ttls_exactly(clock_server, clock):
         c.expect("x\r\n")
         c.call("debug_clock_advance 6\r\n", "OK\r\n")
         c.call("get ten abs regat\r\n", "VALUE abs 0 1\r\nx\r\nVALUE regat 0 1\r\nx\r\nEND\r\n")
-        c.call("debug_clock_advance 40\r\n", "OK\r\n")
-        c.call("get abs regat\r\n", "VALUE abs 0 1\r\nx\r\nEND\r\n")
-        c.call("debug_clock_advance 51\r\n", "OK\r\n")
-        c.call("get abs\r\n", "END\r\n")
+        c.call("debug_clock_advance 40\r\n", "OK\r\n")   # 51 s in
+        c.call("get abs regat\r\n", "VALUE abs 0 1\r\nx\r\nVALUE regat 0 1\r\nx\r\nEND\r\n")
+        c.call("debug_clock_advance 51\r\n", "OK\r\n")   # 102 s in
+        c.call("get abs regat\r\n", "END\r\n")
         c.call(f"debug_clock_advance {THIRTY_DAYS - 200}\r\n", "OK\r\n")
         c.call("get month\r\n", "VALUE month 0 1\r\nx\r\nEND\r\n")
         c.call("debug_clock_advance 200\r\n", "OK\r\n")
