@@ -1,0 +1,278 @@
+"""Helpers for the locus-kv black-box tests: the server under test and a raw-socket client.
+
+The server is $LOCUS_KV (default build/release/src/kv/locus-kv), or Debian's memcached when
+LOCUS_KV=memcached (or a path whose file name is memcached): memcached is the reference these
+tests were checked against, and the tests that need locus-kv's extras skip there.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_LOCUS_KV = REPO / "build/release/src/kv/locus-kv"
+MEMCACHED = Path("/usr/bin/memcached")
+HOST = "127.0.0.1"
+
+# How long a stopped server may take to exit, and how long a reply may take to arrive.
+STOP_SECONDS = 5.0
+REPLY_SECONDS = 5.0
+
+
+class ServerError(Exception):
+    """The server did not start, or did not stop the way it should; output is what it printed."""
+
+    def __init__(self, message, output=""):
+        super().__init__(message)
+        self.output = output
+
+
+def target():
+    """(path, is_memcached) of the server under test, from $LOCUS_KV."""
+    env = os.environ.get("LOCUS_KV", "").strip()
+    if env == "memcached":
+        return MEMCACHED, True
+    path = Path(env) if env else DEFAULT_LOCUS_KV
+    if not path.is_absolute():
+        path = (Path.cwd() / path)
+    return path, path.name == "memcached"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One running server process on 127.0.0.1:port."""
+
+    def __init__(self, path, is_memcached, args, port, proc, log):
+        self.path, self.is_memcached, self.args = path, is_memcached, args
+        self.port, self.proc, self.log = port, proc, log
+        self.stopped = None   # the exit status once stop() has seen it
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    @property
+    def addr(self):
+        return (HOST, self.port)
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def conn(self, timeout=REPLY_SECONDS):
+        return Conn(self.addr, timeout)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, check=True):
+        """Signal the server and wait: it must exit with status 0 within STOP_SECONDS."""
+        if self.stopped is not None:
+            return self.stopped
+        if self.proc.poll() is not None:
+            rc = self.stopped = self.proc.returncode
+            out = self.output()
+            self.log.close()
+            if check:
+                raise ServerError(f"{self.path.name} {' '.join(self.args)} had already exited "
+                                  f"(status {rc}) before it was stopped; output:\n{out}", out)
+            return rc
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            out = self.output()
+            self.log.close()
+            raise ServerError(f"{self.path.name} did not exit within {STOP_SECONDS} s of "
+                              f"{signal.Signals(sig).name}; output:\n{out}") from None
+        out = self.output()
+        self.log.close()
+        self.stopped = rc
+        if check and rc != 0:
+            raise ServerError(f"{self.path.name} exited with status {rc} after "
+                              f"{signal.Signals(sig).name} (expected 0); output:\n{out}")
+        return rc
+
+
+def start_server(path, is_memcached, args=(), wait=10.0):
+    """Start the server on a free port and wait until it accepts connections.
+
+    Raises ServerError with the server's output if it exits first (a refused option, say)."""
+    args = [str(a) for a in args]
+    last = ""
+    for _ in range(3):
+        port = free_port()
+        cmd = [str(path), "-p", str(port), "-U", "0", "-l", HOST, *args]
+        if is_memcached and os.geteuid() == 0:
+            cmd += ["-u", "root"]
+        log = tempfile.TemporaryFile()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        server = Server(Path(path), is_memcached, args, port, proc, log)
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            if proc.poll() is not None:
+                break
+            try:
+                with socket.create_connection((HOST, port), timeout=0.5):
+                    return server
+            except OSError:
+                time.sleep(0.02)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            raise ServerError(f"{' '.join(cmd)} did not accept connections within {wait} s; "
+                              f"output:\n{server.output()}")
+        last = server.output()
+        log.close()
+        if "in use" not in last.lower():   # not a lost race for the port: a real refusal
+            raise ServerError(f"{' '.join(cmd)} exited with status {proc.returncode}; "
+                              f"output:\n{last}", last)
+    raise ServerError(f"could not find a free port: {last}")
+
+
+class Conn:
+    """A raw text-protocol connection: send bytes, read exact replies with a timeout."""
+
+    def __init__(self, addr, timeout=REPLY_SECONDS):
+        self.sock = socket.create_connection(addr, timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.timeout = timeout
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def send(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        self.sock.sendall(data)
+
+    def _fill(self, deadline):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no reply within {self.timeout} s; have {self.buf[:200]!r}")
+        self.sock.settimeout(left)
+        try:
+            chunk = self.sock.recv(1 << 16)
+        except socket.timeout:
+            raise TimeoutError(f"no reply within {self.timeout} s; have {self.buf[:200]!r}") from None
+        if not chunk:
+            raise ConnectionError(f"connection closed by the server; have {self.buf[:200]!r}")
+        self.buf += chunk
+
+    def read(self, n):
+        """Exactly n bytes."""
+        deadline = time.monotonic() + self.timeout
+        while len(self.buf) < n:
+            self._fill(deadline)
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def line(self):
+        """One reply line with its \\r\\n."""
+        deadline = time.monotonic() + self.timeout
+        while b"\r\n" not in self.buf:
+            self._fill(deadline)
+        i = self.buf.index(b"\r\n") + 2
+        out, self.buf = self.buf[:i], self.buf[i:]
+        return out
+
+    def expect(self, reply):
+        """Read len(reply) bytes and check that they are reply."""
+        if isinstance(reply, str):
+            reply = reply.encode()
+        got = self.read(len(reply))
+        assert got == reply, f"expected {reply[:300]!r}, got {got[:300]!r} (then {self.buf[:100]!r})"
+
+    def call(self, data, reply):
+        self.send(data)
+        self.expect(reply)
+
+    def until_end(self, end=b"END\r\n"):
+        """Everything up to and including the line end (a get's or stats' reply)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            if self.buf.startswith(end):
+                i = len(end)
+                break
+            j = self.buf.find(b"\r\n" + end)
+            if j >= 0:
+                i = j + 2 + len(end)
+                break
+            self._fill(deadline)
+        out, self.buf = self.buf[:i], self.buf[i:]
+        return out
+
+    def nothing(self, seconds=0.2):
+        """Assert that nothing arrives for a while (a noreply command)."""
+        self.sock.settimeout(seconds)
+        try:
+            chunk = self.sock.recv(1 << 16)
+        except socket.timeout:
+            chunk = None
+        assert not self.buf and chunk is None, f"expected no reply, got {self.buf + (chunk or b'<closed>')!r}"
+
+    def closed(self, seconds=REPLY_SECONDS):
+        """True if the server closes the connection within seconds (discarding any data)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except socket.timeout:
+                return False
+            except (ConnectionResetError, BrokenPipeError):
+                return True
+            if not chunk:
+                return True
+            self.buf += chunk
+        return False
+
+    def get(self, key):
+        """The value of key (bytes) or None, by a plain get."""
+        if isinstance(key, str):
+            key = key.encode()
+        self.send(b"get " + key + b"\r\n")
+        head = self.line()
+        if head == b"END\r\n":
+            return None
+        parts = head.split()
+        assert parts[0] == b"VALUE" and parts[1] == key, head
+        data = self.read(int(parts[3]) + 2)
+        assert data.endswith(b"\r\n")
+        self.expect(b"END\r\n")
+        return data[:-2]
+
+    def set(self, key, value, flags=0, exptime=0, cmd="set"):
+        if isinstance(key, str):
+            key = key.encode()
+        if isinstance(value, str):
+            value = value.encode()
+        self.send(b"%s %s %d %d %d\r\n%s\r\n" % (cmd.encode(), key, flags, exptime, len(value), value))
+        return self.line()
+
+    def stats(self, sub=""):
+        self.send(f"stats {sub}".strip() + "\r\n")
+        out = {}
+        for line in self.until_end().split(b"\r\n"):
+            if line.startswith(b"STAT "):
+                _, name, value = line.decode().split(" ", 2)
+                out[name] = value
+        return out

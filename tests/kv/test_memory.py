@@ -1,0 +1,56 @@
+"""Memory limit (-m): eviction keeps the server answering with the recent keys, and the
+resident size stays near the limit."""
+
+import pytest
+
+# Resident memory allowed on top of -m: code, thread stacks, connection buffers, the hash
+# table, allocator slack. Generous on purpose: the test is about not growing with the data.
+RSS_OVERHEAD_MB = 40
+
+
+def fill(c, prefix, count, size, batch=200):
+    """Store count keys prefix0.. with size-byte values, pipelined in batches."""
+    value = b"v" * size
+    for start in range(0, count, batch):
+        n = min(batch, count - start)
+        c.send(b"".join(b"set %s%d 0 0 %d noreply\r\n%s\r\n" % (prefix, i, size, value)
+                        for i in range(start, start + n)))
+        c.call("mn\r\n", "MN\r\n")   # a barrier: every set before it has been handled
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.parametrize("server_args", [["-m", "2"]])
+def test_eviction_under_a_small_limit(server):
+    count, size = 12000, 1000   # about 12 MB into 2 MB
+    with server.conn(timeout=20) as c:
+        fill(c, b"key", count, size)
+        c.call("version\r\n", "VERSION ")
+        c.line()
+        early = sum(c.get(f"key{i}") is not None for i in range(100))
+        recent = sum(c.get(f"key{i}") == b"v" * size for i in range(count - 100, count))
+        assert early == 0, f"{early} of the first 100 keys survived 12 MB written into 2 MB"
+        assert recent >= 90, f"only {recent} of the last 100 keys are there"
+        st = c.stats()
+        assert int(st["evictions"]) > 0, st
+        assert int(st["curr_items"]) < count // 3, st["curr_items"]
+        assert int(st["bytes"]) <= 2 << 20, st["bytes"]
+        # and it still stores and serves
+        c.call("set after 0 0 5\r\nhello\r\nget after\r\n", "STORED\r\nVALUE after 0 5\r\nhello\r\nEND\r\n")
+
+
+@pytest.mark.parametrize("server_args", [["-m", "8"]])
+def test_resident_memory_stays_near_the_limit(server):
+    with server.conn(timeout=30) as c:
+        fill(c, b"a", 12000, 4000)        # 48 MB of 4000-byte values
+        fill(c, b"b", 40000, 100)         # and 4 MB of small ones
+        rss = rss_kb(server.pid) / 1024
+        assert rss < 8 + RSS_OVERHEAD_MB, f"VmRSS {rss:.1f} MB after 52 MB into -m 8"
+        assert int(c.stats()["evictions"]) > 0
+        c.call("set after 0 0 5\r\nhello\r\nget after\r\n", "STORED\r\nVALUE after 0 5\r\nhello\r\nEND\r\n")

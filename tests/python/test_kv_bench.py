@@ -1,0 +1,141 @@
+"""bench/kv-memcaslap: its command line and how it reads memcaslap's and memccapable's output
+(canned output here; memcaslap itself runs for at most a second, and only if installed)."""
+
+import importlib.machinery
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench/kv-memcaslap"
+
+MEMCASLAP_OK = """servers: 127.0.0.1:23918
+threads count: 1
+concurrency: 8
+run time: 2s
+windows size: 10k
+set proportion: set_prop=0.30
+get proportion: get_prop=0.70
+cmd_get: 61089
+cmd_set: 26183
+get_misses: 0
+written_bytes: 33206850
+read_bytes: 68010476
+object_bytes: 28487104
+
+Run time: 2.0s Ops: 87272 TPS: 43632 Net_rate: 48.3M/s
+"""
+
+MEMCASLAP_VERIFY = MEMCASLAP_OK.replace("get_misses: 0\n", "get_misses: 0\nverify_misses: 2\nverify_failed: 5\n")
+
+# memcaslap with -S prints periodic blocks too; the final "Run time:" line is the one that counts
+MEMCASLAP_PERIODIC = MEMCASLAP_OK.replace(
+    "\nRun time: 2.0s", "\nRun time: 1.0s Ops: 1000 TPS: 1000 Net_rate: 1.0M/s\nRun time: 2.0s")
+
+CAPABLE = """ascii version                           [pass]
+ascii quit                              [pass]
+ascii stat                              [fail]
+ascii mget                              [skip]
+1 of 4 tests failed
+"""
+
+
+@pytest.fixture(scope="module")
+def kvm():
+    loader = importlib.machinery.SourceFileLoader("kv_memcaslap", str(SCRIPT))
+    spec = importlib.util.spec_from_loader("kv_memcaslap", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def run(*args, timeout=60):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_parse_a_clean_run(kvm):
+    p = kvm.parse_memcaslap(MEMCASLAP_OK)
+    assert (p["tps"], p["ops"], p["run_s"], p["net_mb_s"]) == (43632, 87272, 2.0, 48.3)
+    assert (p["cmd_get"], p["cmd_set"], p["get_misses"]) == (61089, 26183, 0)
+    assert "verify_failed" not in p
+    assert kvm.memcaslap_problems(p) == []
+
+
+def test_parse_takes_the_last_run_line(kvm):
+    assert kvm.parse_memcaslap(MEMCASLAP_PERIODIC)["tps"] == 43632
+
+
+def test_verify_failures_and_errors_are_problems(kvm):
+    p = kvm.parse_memcaslap(MEMCASLAP_VERIFY)
+    probs = kvm.memcaslap_problems(p, 0, "")
+    assert probs == ["verify_misses: 2", "verify_failed: 5"]
+    probs = kvm.memcaslap_problems(kvm.parse_memcaslap("servers: x\n"), 1, "connect: refused\n")
+    assert any("status 1" in s for s in probs)
+    assert any("TPS" in s for s in probs)
+    assert any("connect: refused" in s for s in probs)
+
+
+def test_parse_capable(kvm):
+    results, summary = kvm.parse_capable(CAPABLE)
+    assert results == {"ascii version": "pass", "ascii quit": "pass", "ascii stat": "fail",
+                       "ascii mget": "skip"}
+    assert summary == "1 of 4 tests failed"
+
+
+def test_table_medians_paired_ratios_and_fastest(kvm):
+    ratios = [10, 30]
+    configs = ["memcached", "locus-kv", "locus-kv:all=mutex"]
+    results = {10: {"memcached": [100, 200, 300], "locus-kv": [50, 400, 300], "locus-kv:all=mutex": [100, 100, 100]},
+               30: {"memcached": [100, 100, 100], "locus-kv": [90, 95, 100], "locus-kv:all=mutex": [120, 80, 110]}}
+    table = kvm.median_table(results, ratios, configs)
+    assert table[10]["memcached"] == (200, 1.0)
+    assert table[10]["locus-kv"] == (300, 1.0)        # ratios 0.5, 2.0, 1.0
+    assert table[30]["locus-kv:all=mutex"] == (110, 1.1)
+    assert kvm.fastest(table, ratios, configs[1:]) == (30, "locus-kv:all=mutex", 1.1)
+    assert kvm.fastest(table, [10], configs[1:])[0] == 10
+    names = {"memcached": "memcached", "locus-kv": "locus-kv", "locus-kv:all=mutex": "locus-kv --sync all=mutex"}
+    text = kvm.format_table(table, ratios, configs, names)
+    assert "locus-kv --sync all=mutex" in text and "30%" in text and "1.10" in text
+
+
+def test_help_tells_the_options():
+    r = run("--help")
+    assert r.returncode == 0
+    for opt in ["--duration", "--rounds", "--threads", "--concurrency", "--sync", "--ratios", "--json",
+                "--locus-kv", "--memcached", "--capable", "--verify"]:
+        assert opt in r.stdout, opt
+    assert "memcaslap" in r.stdout and "alternating" in r.stdout
+
+
+@pytest.mark.parametrize("bad", [["--ratios", "10,x"], ["--ratios", "150"], ["--duration", "0"],
+                                 ["--no-such-option"], ["--verify", "2"]])
+def test_bad_options_are_refused(bad):
+    r = run(*bad, "--locus-kv", "/usr/bin/true", "--memcached", "/usr/bin/true")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "error" in r.stderr
+
+
+def test_a_missing_locus_kv_says_how_to_build_it(tmp_path):
+    r = run("--locus-kv", str(tmp_path / "locus-kv"))
+    assert r.returncode == 2
+    assert "make release" in r.stderr
+
+
+@pytest.mark.skipif(not (shutil.which("memcaslap") and shutil.which("memcached")),
+                    reason="needs memcached and memcaslap (libmemcached-tools)")
+def test_memcached_against_itself_for_a_second(tmp_path):
+    out = tmp_path / "r.json"
+    r = run("--locus-kv", "/usr/bin/memcached", "--duration", "1", "--rounds", "1", "--ratios", "30",
+            "--threads", "1", "--clients", "1", "--concurrency", "4", "--sync", "all=mutex",
+            "--json", str(out), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "a stand-in" in r.stdout
+    assert "fastest locus-kv configuration at 30% sets: locus-kv --sync all=mutex" in r.stdout
+    data = json.loads(out.read_text())
+    assert data["problems"] == [] and len(data["runs"]) == 2
+    assert all(run_["tps"] > 0 for run_ in data["runs"])
