@@ -7,10 +7,12 @@ TSAN       := $(BUILD)/tsan
 ASAN       := $(BUILD)/asan
 CMAKE_GEN  := -G Ninja
 BENCH      := $(RELEASE)/bench/locus-bench
+KV         := $(RELEASE)/src/kv/locus-kv
+KV_ASAN    := $(ASAN)/src/kv/locus-kv
 VENV       ?= $(BUILD)/venv
 PY         := $(VENV)/bin/python
 
-.PHONY: all deps build release tsan asan test test-release test-tsan test-asan test-python python figures demo format clean help
+.PHONY: all deps build release tsan asan test test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-memcached test-fuzz bench-kv python figures demo format clean help
 
 all: build
 
@@ -21,6 +23,9 @@ help:
 	@echo "make build   release build only ($(RELEASE))"
 	@echo "make python  create the Python venv for tools/ and tests/python ($(VENV): matplotlib, pytest)"
 	@echo "make test-python  the Python tests only (tests/python, against $(BENCH))"
+	@echo "make test-kv      locus-kv's protocol tests (tests/kv) against the release server, then the ASan/UBSan one"
+	@echo "make test-kv-memcached  the same tests against Debian's memcached (the reference they were written against)"
+	@echo "make bench-kv     memcaslap against locus-kv and Debian's memcached at 10/20/25/30% sets (bench/kv-memcaslap)"
 	@echo "make test-fuzz    build the libFuzzer targets with clang and run each for $${LOCUS_FUZZ_SECONDS:-30}s (tests/fuzz/run)"
 	@echo "make figures reproduce every seed figure on this machine into $(BUILD)/figures (about 12 minutes on 2 CPUs),"
 	@echo "             then write docs/results/reproduction.md (tools/reproduce all; tools/reproduce report)"
@@ -67,7 +72,22 @@ python:
 test-python: release python
 	LOCUS_BENCH=$(BENCH) $(PY) -m pytest -q tests/python
 
-test: test-release test-tsan test-asan test-python test-fuzz
+# locus-kv as a black box: the release server, then the ASan/UBSan build (a leak or
+# an error report makes the server exit nonzero at its SIGTERM, which fails the test).
+test-kv: release python
+	LOCUS_KV=$(KV) $(PY) -m pytest -q tests/kv
+
+test-kv-asan: asan python
+	LOCUS_KV=$(KV_ASAN) ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(PY) -m pytest -q tests/kv
+
+test-kv-memcached: python
+	LOCUS_KV=memcached $(PY) -m pytest -q tests/kv
+
+bench-kv: release
+	bench/kv-memcaslap --locus-kv $(KV)
+
+test: test-release test-tsan test-asan test-python test-kv test-kv-asan test-fuzz
 
 test-fuzz: deps
 	sh tests/fuzz/run
@@ -84,7 +104,7 @@ figures: release python
 	$(PY) tools/reproduce report --out $(BUILD)/figures --dest docs/results && exit $$status
 
 format:
-	clang-format -i include/locus/*.h src/*/*.[ch] bench/*.[ch] tests/*.[ch]
+	clang-format -i include/locus/*.h src/*/*.[ch] bench/*.[ch] tests/*.[ch] tests/fuzz/*.c
 
 clean:
 	rm -rf $(BUILD)
