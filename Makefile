@@ -9,10 +9,11 @@ CMAKE_GEN  := -G Ninja
 BENCH      := $(RELEASE)/bench/locus-bench
 KV         := $(RELEASE)/src/kv/locus-kv
 KV_ASAN    := $(ASAN)/src/kv/locus-kv
+KV_TSAN    := $(TSAN)/src/kv/locus-kv
 VENV       ?= $(BUILD)/venv
 PY         := $(VENV)/bin/python
 
-.PHONY: all deps build release tsan asan test test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-memcached test-fuzz bench-kv python figures demo format clean help
+.PHONY: all deps build release tsan asan test test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-tsan test-kv-memcached test-fuzz bench-kv python figures demo format clean help
 
 all: build
 
@@ -23,7 +24,8 @@ help:
 	@echo "make build   release build only ($(RELEASE))"
 	@echo "make python  create the Python venv for tools/ and tests/python ($(VENV): matplotlib, pytest)"
 	@echo "make test-python  the Python tests only (tests/python, against $(BENCH))"
-	@echo "make test-kv      locus-kv's protocol tests (tests/kv) against the release server, then the ASan/UBSan one"
+	@echo "make test-kv      locus-kv's protocol tests (tests/kv) against the release server"
+	@echo "                  (test-kv-asan: the ASan/UBSan server; test-kv-tsan: the ThreadSanitizer one)"
 	@echo "make test-kv-memcached  the same tests against Debian's memcached (the reference they were written against)"
 	@echo "make bench-kv     memcaslap against locus-kv and Debian's memcached at 10/20/25/30% sets (bench/kv-memcaslap)"
 	@echo "make test-fuzz    build the libFuzzer targets with clang and run each for $${LOCUS_FUZZ_SECONDS:-30}s (tests/fuzz/run)"
@@ -81,13 +83,19 @@ test-kv-asan: asan python
 	LOCUS_KV=$(KV_ASAN) ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(PY) -m pytest -q tests/kv
 
+# ThreadSanitizer's server under the tests that drive it from many connections at once
+# (test_memory is left out: shadow memory makes its resident-size bound meaningless).
+test-kv-tsan: tsan python
+	LOCUS_KV=$(KV_TSAN) TSAN_OPTIONS=halt_on_error=1 $(PY) -m pytest -q tests/kv/test_concurrency.py \
+	tests/kv/test_bad_input.py tests/kv/test_commands.py tests/kv/test_meta.py tests/kv/test_pymemcache.py
+
 test-kv-memcached: python
 	LOCUS_KV=memcached $(PY) -m pytest -q tests/kv
 
 bench-kv: release
 	bench/kv-memcaslap --locus-kv $(KV)
 
-test: test-release test-tsan test-asan test-python test-kv test-kv-asan test-fuzz
+test: test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-tsan test-fuzz
 
 test-fuzz: deps
 	sh tests/fuzz/run

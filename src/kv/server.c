@@ -51,7 +51,7 @@ struct settings {
 	char *listen;
 	int threads;
 	int maxconns;
-	int verbose;
+	_Atomic int verbose; /* the verbosity command changes it while workers read it */
 	int debug_commands;
 	struct kv_store_config store;
 };
@@ -116,7 +116,7 @@ static struct server S;
 
 static void logv(int level, const char *fmt, ...)
 {
-	if (S.set.verbose < level)
+	if (atomic_load_explicit(&S.set.verbose, memory_order_relaxed) < level)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
@@ -400,7 +400,7 @@ static void cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 		add_statf(b, "STAT tcpport %d\r\n", S.set.port);
 		add_statf(b, "STAT udpport 0\r\n");
 		add_statf(b, "STAT inter %s\r\n", S.set.listen ? S.set.listen : "NULL");
-		add_statf(b, "STAT verbosity %d\r\n", S.set.verbose);
+		add_statf(b, "STAT verbosity %d\r\n", atomic_load_explicit(&S.set.verbose, memory_order_relaxed));
 		add_statf(b, "STAT growth_factor %.2f\r\n", cfg->factor);
 		add_statf(b, "STAT chunk_size %u\r\n", cfg->chunk_min);
 		add_statf(b, "STAT num_threads %d\r\n", S.set.threads);
@@ -535,7 +535,7 @@ static void execute(struct conn *c, const char *line, size_t len)
 		reply(c, "VERSION " LOCUS_KV_VERSION_REPLY);
 		break;
 	case KV_CMD_VERBOSITY:
-		S.set.verbose = cmd.level > 2 ? 2 : (int)cmd.level;
+		atomic_store_explicit(&S.set.verbose, cmd.level > 2 ? 2 : (int)cmd.level, memory_order_relaxed);
 		reply(c, "OK");
 		break;
 	case KV_CMD_QUIT:
