@@ -4,6 +4,7 @@ graceful stop on SIGINT/SIGTERM."""
 import re
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -108,3 +109,44 @@ def test_refused_start_is_reported(kv, start):
     with pytest.raises(ServerError) as e:
         start.attempt("-t", "0")
     assert e.value.output.strip()
+
+
+@pytest.mark.parametrize("limit", [32])
+def test_connection_limit_is_enforced(start, limit):
+    """-c N: once N clients are connected the next one is told so and closed; the
+    ones already in keep working, and a slot freed by a client that left is reused."""
+    s = start("-c", str(limit))
+    conns, refused = [], None
+    try:
+        for i in range(limit + 8):
+            c = s.conn()
+            c.send("version\r\n")
+            reply = c.line()
+            if reply.startswith(b"VERSION "):
+                conns.append(c)
+                continue
+            assert reply == b"ERROR Too many open connections\r\n", reply
+            c.closed()
+            refused = i
+            break
+        assert refused is not None, f"{limit + 8} connections accepted with -c {limit}"
+        assert refused <= limit, f"refused only the connection number {refused + 1}"
+        for c in conns:
+            c.send("version\r\n")
+            assert c.line().startswith(b"VERSION ")
+        conns.pop().close()
+        # the server notices the close asynchronously: retry briefly
+        deadline = time.time() + 5
+        while True:
+            c = s.conn()
+            c.send("version\r\n")
+            reply = c.line()
+            if reply.startswith(b"VERSION "):
+                conns.append(c)
+                break
+            c.close()
+            assert time.time() < deadline, "a freed connection slot was never reused"
+            time.sleep(0.05)
+    finally:
+        for c in conns:
+            c.close()
