@@ -69,6 +69,9 @@ int main(int argc, char **argv)
 		for (long it = 0; it < iters; it++)
 			jacobi_rows(s[it & 1], s[(it + 1) & 1], n, 1, n + 1);
 		ok = grid_equal(dist, s[iters & 1], n);
+		free(dist);
+		free(s[0]);
+		free(s[1]);
 		printf("locus-mpi-jacobi: n=%ld iters=%ld, %d ranks: %.3f s, verification %s\n", n,
 		       iters, nodes, secs, ok ? "passed" : "FAILED");
 		printf("{\"app\": \"mpi-jacobi\", \"params\": \"n=%ld iters=%ld\", \"nodes\": %d, "
@@ -79,6 +82,9 @@ int main(int argc, char **argv)
 		MPI_Send(res + w, (int)(rows * w), MPI_DOUBLE, 0, 2, MPI_COMM_WORLD);
 	}
 	MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	free(full);
+	free(g[0]);
+	free(g[1]);
 	MPI_Finalize();
 	return ok ? 0 : 1;
 }

@@ -55,7 +55,7 @@ struct outmsg {
 	int dst;
 	int len;
 	MPI_Request req;
-	char buf[];
+	_Alignas(16) char buf[]; /* a struct dsm_hdr first */
 };
 
 struct peer {
