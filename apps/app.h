@@ -1,0 +1,47 @@
+/*
+ * What every DSM application shares: start-up, options, the block partition,
+ * timing of the parallel phase, and the verdict. Each application checks its
+ * own result against a sequential computation on the same input, on node 0,
+ * and every node exits with that verdict (0 only when it passed).
+ */
+#ifndef LOCUS_APP_H
+#define LOCUS_APP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "locus/dsm.h"
+
+struct app {
+	const char *name;
+	int me, nodes;
+	double t0, secs;
+	volatile int64_t *verdict; /* shared word */
+};
+
+extern struct app app;
+
+/* locus_dsm_init plus the shared verdict word; exits on failure. */
+void app_start(int *argc, char ***argv, const char *name);
+
+/* "-flag value" from argv, or def. */
+long app_opt(int argc, char **argv, const char *flag, long def);
+
+/* This node's share [lo, hi) of [0, total), in contiguous blocks. */
+void app_block(long total, int node, long *lo, long *hi);
+
+/* Barrier, then start / stop the clock of the parallel phase. */
+void app_clock_start(void);
+void app_clock_stop(void);
+
+/* Shared allocation that exits on failure. */
+void *app_alloc(size_t bytes);
+
+/*
+ * Node 0 passes ok (1 = verified); every node gets it, node 0 prints the
+ * result line (human, and JSON for tools/dsm-suite), the runtime prints its
+ * statistics at finalize. Returns the process exit status.
+ */
+int app_finish(int ok, const char *params);
+
+#endif

@@ -1,0 +1,137 @@
+/*
+ * Blocked LU factorization without pivoting of a diagonally dominant n x n
+ * matrix (seed 004 §3.2.3): the matrix is an nb x nb array of B x B blocks,
+ * each contiguous and page-aligned, owned by nodes in a 2-D scatter. Step k:
+ * factor the diagonal block; solve the row and column panels; update the
+ * trailing blocks; a barrier after each phase.
+ *   locus-lu [-n 256] [-b 32]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+
+static long n, bs, nb;
+
+static double *blk(double *m, long bi, long bj)
+{
+	return m + (bi * nb + bj) * bs * bs;
+}
+
+static int owner(long bi, long bj)
+{
+	int pr = 1;
+	while ((pr * 2) * (pr * 2) <= app.nodes)
+		pr *= 2;
+	int pc = app.nodes / pr;
+	return (int)((bi % pr) * pc + (bj % pc));
+}
+
+static void fill(double *m)
+{
+	unsigned seed = 3;
+	for (long i = 0; i < n; i++)
+		for (long j = 0; j < n; j++) {
+			seed = seed * 1103515245u + 12345u;
+			double v = (double)((seed >> 16) % 1000) / 1000.0;
+			if (i == j)
+				v += (double)n;
+			blk(m, i / bs, j / bs)[(i % bs) * bs + j % bs] = v;
+		}
+}
+
+static void factor_diag(double *d)
+{
+	for (long k = 0; k < bs; k++)
+		for (long i = k + 1; i < bs; i++) {
+			d[i * bs + k] /= d[k * bs + k];
+			for (long j = k + 1; j < bs; j++)
+				d[i * bs + j] -= d[i * bs + k] * d[k * bs + j];
+		}
+}
+
+static void solve_row(const double *d, double *a) /* a = L^-1 a */
+{
+	for (long k = 0; k < bs; k++)
+		for (long i = k + 1; i < bs; i++)
+			for (long j = 0; j < bs; j++)
+				a[i * bs + j] -= d[i * bs + k] * a[k * bs + j];
+}
+
+static void solve_col(const double *d, double *a) /* a = a U^-1 */
+{
+	for (long k = 0; k < bs; k++)
+		for (long i = 0; i < bs; i++) {
+			a[i * bs + k] /= d[k * bs + k];
+			for (long j = k + 1; j < bs; j++)
+				a[i * bs + j] -= a[i * bs + k] * d[k * bs + j];
+		}
+}
+
+static void update(const double *l, const double *u, double *a)
+{
+	for (long i = 0; i < bs; i++)
+		for (long k = 0; k < bs; k++) {
+			double lik = l[i * bs + k];
+			for (long j = 0; j < bs; j++)
+				a[i * bs + j] -= lik * u[k * bs + j];
+		}
+}
+
+/* One node's share of LU; all = 1 does every block (the sequential run). */
+static void lu(double *m, int all)
+{
+	for (long k = 0; k < nb; k++) {
+		if (all || owner(k, k) == app.me)
+			factor_diag(blk(m, k, k));
+		if (!all)
+			locus_dsm_barrier();
+		for (long j = k + 1; j < nb; j++) {
+			if (all || owner(k, j) == app.me)
+				solve_row(blk(m, k, k), blk(m, k, j));
+			if (all || owner(j, k) == app.me)
+				solve_col(blk(m, k, k), blk(m, j, k));
+		}
+		if (!all)
+			locus_dsm_barrier();
+		for (long i = k + 1; i < nb; i++)
+			for (long j = k + 1; j < nb; j++)
+				if (all || owner(i, j) == app.me)
+					update(blk(m, i, k), blk(m, k, j), blk(m, i, j));
+		if (!all)
+			locus_dsm_barrier();
+	}
+}
+
+int main(int argc, char **argv)
+{
+	app_start(&argc, &argv, "lu");
+	n = app_opt(argc, argv, "-n", 256);
+	bs = app_opt(argc, argv, "-b", 32);
+	if (n % bs) {
+		if (app.me == 0)
+			fprintf(stderr, "locus-lu: n must be a multiple of the block size\n");
+		return app_finish(0, "bad size");
+	}
+	nb = n / bs;
+	size_t bytes = (size_t)(n * n) * sizeof(double);
+	double *m = app_alloc(bytes);
+	if (app.me == 0)
+		fill(m);
+	app_clock_start();
+	lu(m, 0);
+	app_clock_stop();
+	int ok = 1;
+	if (app.me == 0) {
+		double *s = malloc(bytes);
+		fill(s);
+		lu(s, 1);
+		ok = memcmp(s, m, bytes) == 0;
+		free(s);
+	}
+	char params[64];
+	snprintf(params, sizeof(params), "n=%ld block=%ld", n, bs);
+	return app_finish(ok, params);
+}

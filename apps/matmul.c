@@ -1,0 +1,63 @@
+/*
+ * C = A x B for n x n doubles, rows of C block-partitioned (seed 004 §3.2.9):
+ * every node reads all of B (read replication) and its rows of A, and writes
+ * its rows of C, whose edges share pages with the neighbours' rows.
+ *   locus-matmul [-n 256]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "app.h"
+
+static void fill(double *m, long n, unsigned seed)
+{
+	for (long i = 0; i < n * n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		m[i] = (double)((seed >> 16) % 1000) / 100.0 - 5.0;
+	}
+}
+
+static void multiply(const double *a, const double *b, double *c, long n, long r0, long r1)
+{
+	for (long i = r0; i < r1; i++) {
+		for (long j = 0; j < n; j++)
+			c[i * n + j] = 0;
+		for (long k = 0; k < n; k++) {
+			double aik = a[i * n + k];
+			for (long j = 0; j < n; j++)
+				c[i * n + j] += aik * b[k * n + j];
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	app_start(&argc, &argv, "matmul");
+	long n = app_opt(argc, argv, "-n", 256);
+	size_t bytes = (size_t)(n * n) * sizeof(double);
+	double *a = app_alloc(bytes), *b = app_alloc(bytes), *c = app_alloc(bytes);
+	if (app.me == 0) {
+		fill(a, n, 1);
+		fill(b, n, 2);
+	}
+	long lo, hi;
+	app_block(n, app.me, &lo, &hi);
+	app_clock_start();
+	multiply(a, b, c, n, lo, hi);
+	app_clock_stop();
+	int ok = 1;
+	if (app.me == 0) {
+		double *sa = malloc(bytes), *sb = malloc(bytes), *sc = malloc(bytes);
+		fill(sa, n, 1);
+		fill(sb, n, 2);
+		multiply(sa, sb, sc, n, 0, n);
+		for (long i = 0; i < n * n && ok; i++)
+			ok = c[i] == sc[i];
+		free(sa);
+		free(sb);
+		free(sc);
+	}
+	char params[32];
+	snprintf(params, sizeof(params), "n=%ld", n);
+	return app_finish(ok, params);
+}

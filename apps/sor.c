@@ -1,0 +1,56 @@
+/*
+ * Red-black successive over-relaxation (the TreadMarks SOR of seed 001): each
+ * sweep updates the red points (i + j even) from their black neighbours, then
+ * the black ones from the new red ones, in place, with a barrier between.
+ *   locus-sor [-n 512] [-i 20]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "app.h"
+#include "grid.h"
+
+#define OMEGA 1.25
+
+static void sor_rows(double *g, long n, long r0, long r1, int colour)
+{
+	long w = n + 2;
+	for (long i = r0; i < r1; i++)
+		for (long j = 1 + ((i + 1 + colour) & 1); j <= n; j += 2) {
+			double avg = 0.25 * (g[(i - 1) * w + j] + g[(i + 1) * w + j] +
+					     g[i * w + j - 1] + g[i * w + j + 1]);
+			g[i * w + j] += OMEGA * (avg - g[i * w + j]);
+		}
+}
+
+int main(int argc, char **argv)
+{
+	app_start(&argc, &argv, "sor");
+	long n = app_opt(argc, argv, "-n", 512), iters = app_opt(argc, argv, "-i", 20);
+	long w = n + 2;
+	double *g = app_alloc((size_t)(w * w) * sizeof(double));
+	if (app.me == 0)
+		grid_init(g, n);
+	long lo, hi;
+	app_block(n, app.me, &lo, &hi);
+	app_clock_start();
+	for (long it = 0; it < iters; it++)
+		for (int colour = 0; colour < 2; colour++) {
+			sor_rows(g, n, lo + 1, hi + 1, colour);
+			locus_dsm_barrier();
+		}
+	app_clock_stop();
+	int ok = 1;
+	if (app.me == 0) {
+		double *s = malloc((size_t)(w * w) * sizeof(double));
+		grid_init(s, n);
+		for (long it = 0; it < iters; it++)
+			for (int colour = 0; colour < 2; colour++)
+				sor_rows(s, n, 1, n + 1, colour);
+		ok = grid_equal(g, s, n);
+		free(s);
+	}
+	char params[64];
+	snprintf(params, sizeof(params), "n=%ld iters=%ld", n, iters);
+	return app_finish(ok, params);
+}

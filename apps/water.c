@@ -1,0 +1,125 @@
+/*
+ * An O(n^2) molecular-dynamics kernel in the manner of SPLASH-2 Water-Nsquared
+ * (seed 004 §3.2.1): molecules block-partitioned over the nodes; each step
+ * every node computes the pair forces of its molecules with all later ones
+ * (Newton's third law: each pair once), adds the contributions to every
+ * node's molecules under that node's lock (the migratory, lock-protected
+ * updates of the original), then moves its own molecules. Force sums arrive
+ * in a timing-dependent order, so the check allows rounding differences.
+ *   locus-water [-n 512] [-s 3]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+
+#define DT 0.0005
+
+struct mol {
+	double pos[3], vel[3], force[3];
+};
+
+static void fill(struct mol *m, long n)
+{
+	long side = (long)ceil(cbrt((double)n));
+	for (long i = 0; i < n; i++) {
+		memset(&m[i], 0, sizeof(m[i]));
+		m[i].pos[0] = (double)(i % side) * 1.1;
+		m[i].pos[1] = (double)((i / side) % side) * 1.1;
+		m[i].pos[2] = (double)(i / (side * side)) * 1.1;
+		m[i].vel[0] = 0.01 * sin((double)i);
+		m[i].vel[1] = 0.01 * cos((double)i);
+	}
+}
+
+/* Pair forces of molecules [lo, hi) with every later one, into f[n][3]. */
+static void forces(const struct mol *m, long n, long lo, long hi, double (*f)[3])
+{
+	for (long i = lo; i < hi; i++)
+		for (long j = i + 1; j < n; j++) {
+			double d[3], r2 = 0;
+			for (int k = 0; k < 3; k++) {
+				d[k] = m[i].pos[k] - m[j].pos[k];
+				r2 += d[k] * d[k];
+			}
+			double inv2 = 1.0 / r2, inv6 = inv2 * inv2 * inv2;
+			double s = 24.0 * inv2 * inv6 * (2.0 * inv6 - 1.0); /* Lennard-Jones */
+			for (int k = 0; k < 3; k++) {
+				f[i][k] += s * d[k];
+				f[j][k] -= s * d[k];
+			}
+		}
+}
+
+static void move(struct mol *m, long lo, long hi)
+{
+	for (long i = lo; i < hi; i++)
+		for (int k = 0; k < 3; k++) {
+			m[i].vel[k] += DT * m[i].force[k];
+			m[i].pos[k] += DT * m[i].vel[k];
+		}
+}
+
+int main(int argc, char **argv)
+{
+	app_start(&argc, &argv, "water");
+	long n = app_opt(argc, argv, "-n", 512), steps = app_opt(argc, argv, "-s", 3);
+	struct mol *m = app_alloc((size_t)n * sizeof(struct mol));
+	double(*f)[3] = malloc((size_t)n * sizeof(*f));
+	if (app.me == 0)
+		fill(m, n);
+	long lo, hi;
+	app_block(n, app.me, &lo, &hi);
+	app_clock_start();
+	for (long s = 0; s < steps; s++) {
+		for (long i = lo; i < hi; i++)
+			memset(m[i].force, 0, sizeof(m[i].force));
+		memset(f, 0, (size_t)n * sizeof(*f));
+		locus_dsm_barrier();
+		forces(m, n, lo, hi, f);
+		for (int q = 0; q < app.nodes; q++) {
+			int owner = (app.me + q) % app.nodes; /* start at different locks */
+			long qlo, qhi;
+			app_block(n, owner, &qlo, &qhi);
+			locus_dsm_lock((uint32_t)owner);
+			for (long i = qlo; i < qhi; i++)
+				for (int k = 0; k < 3; k++)
+					m[i].force[k] += f[i][k];
+			locus_dsm_unlock((uint32_t)owner);
+		}
+		locus_dsm_barrier();
+		move(m, lo, hi);
+		locus_dsm_barrier();
+	}
+	app_clock_stop();
+	int ok = 1;
+	if (app.me == 0) {
+		struct mol *sm = malloc((size_t)n * sizeof(struct mol));
+		fill(sm, n);
+		for (long s = 0; s < steps; s++) {
+			memset(f, 0, (size_t)n * sizeof(*f));
+			forces(sm, n, 0, n, f);
+			for (long i = 0; i < n; i++)
+				memcpy(sm[i].force, f[i], sizeof(f[i]));
+			move(sm, 0, n);
+		}
+		double worst = 0;
+		for (long i = 0; i < n; i++)
+			for (int k = 0; k < 3; k++) {
+				double e = fabs(sm[i].pos[k] - m[i].pos[k]) /
+					   (fabs(sm[i].pos[k]) + 1.0);
+				if (e > worst)
+					worst = e;
+			}
+		ok = worst < 1e-9;
+		if (!ok)
+			printf("locus-water: worst relative position error %g\n", worst);
+		free(sm);
+	}
+	free(f);
+	char params[64];
+	snprintf(params, sizeof(params), "molecules=%ld steps=%ld", n, steps);
+	return app_finish(ok, params);
+}

@@ -1,0 +1,140 @@
+/*
+ * locus-dsm: page-based distributed shared memory over MPI.
+ *
+ * Every node (MPI rank, started with `mpiexec -n N program`) sees one shared
+ * region at the same virtual address. Pages move between nodes on demand when
+ * the application touches them; the consistency protocol is chosen at run
+ * time with LOCUS_DSM_PROTOCOL (default and, for now, only: "sc", sequential
+ * consistency with a single writer and write-invalidate).
+ *
+ * Threads: any number of application threads per node may touch shared
+ * memory and take locks; only the runtime's communication thread calls MPI.
+ * Collective calls (init, alloc, barrier, finalize) are made by one thread per
+ * node, in the same order on every node.
+ *
+ * Environment (read by locus_dsm_init; see docs/dsm.md):
+ *   LOCUS_DSM_PROTOCOL        protocol name (sc)
+ *   LOCUS_DSM_SIZE            shared region size in bytes, suffix k/m/g (256m)
+ *   LOCUS_DSM_DELAY_US        emulated transport delay per message, microseconds (0)
+ *   LOCUS_DSM_DELAY_NS_PER_BYTE  emulated transport delay per payload byte, ns (0)
+ *   LOCUS_DSM_DELTA_US        minimum residence of a page after a fault (50)
+ *   LOCUS_DSM_STATS           statistics at finalize: 0 none, 1 table (default), json
+ *   LOCUS_DSM_PEER_TIMEOUT_S  a silent peer is declared dead after this long (10)
+ */
+#ifndef LOCUS_DSM_H
+#define LOCUS_DSM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit status of a node that leaves because another node failed. */
+#define LOCUS_DSM_EXIT_PEER 3
+/* Exit status of a node that exits without locus_dsm_finalize. */
+#define LOCUS_DSM_EXIT_EARLY 4
+
+/* Message kinds, for the statistics (indices into the per-kind arrays). */
+enum locus_dsm_msg_kind {
+	LOCUS_DSM_MSG_PAGE_REQ = 0, /* faulting node -> page manager */
+	LOCUS_DSM_MSG_PAGE_FWD,	    /* manager -> current owner */
+	LOCUS_DSM_MSG_PAGE,	    /* owner -> requester: contents and copyset */
+	LOCUS_DSM_MSG_INV,	    /* new writer -> holder of a copy */
+	LOCUS_DSM_MSG_INV_ACK,	    /* holder -> new writer */
+	LOCUS_DSM_MSG_LOCK_ACQ,	    /* node -> lock manager */
+	LOCUS_DSM_MSG_LOCK_GRANT,   /* lock manager -> node */
+	LOCUS_DSM_MSG_LOCK_REL,	    /* node -> lock manager */
+	LOCUS_DSM_MSG_BAR_ENTER,    /* node -> node 0 */
+	LOCUS_DSM_MSG_BAR_LEAVE,    /* node 0 -> every node */
+	LOCUS_DSM_MSG_HEARTBEAT,    /* liveness, when nothing else was sent */
+	LOCUS_DSM_MSG_STATS,	    /* statistics to node 0 at finalize */
+	LOCUS_DSM_MSG_KINDS
+};
+
+/* Fault kinds, for the statistics. */
+enum locus_dsm_fault_kind {
+	LOCUS_DSM_FAULT_READ = 0, /* no copy: fetch a read-only copy */
+	LOCUS_DSM_FAULT_WRITE,	  /* no copy: fetch the page and ownership to write */
+	LOCUS_DSM_FAULT_UPGRADE,  /* read-only copy, write access: invalidate the others */
+	LOCUS_DSM_FAULT_LOCAL,	  /* resolved without messages (owner's lazy mapping, or
+				     another thread's fault had already resolved it) */
+	LOCUS_DSM_FAULT_KINDS
+};
+
+/*
+ * One node's statistics. Times are seconds of wall-clock time on the
+ * application thread that called init, except overhead (CPU time of the
+ * communication thread). busy = total - fault - sync - overhead, floored at 0,
+ * as in the breakdown of seed 001 Figure 1.
+ */
+typedef struct locus_dsm_stats {
+	double total_s;
+	double busy_s;
+	double fault_s;	   /* stalled in page faults */
+	double sync_s;	   /* stalled in locks and barriers */
+	double overhead_s; /* communication thread CPU time */
+	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
+	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS];
+	uint64_t bytes_sent[LOCUS_DSM_MSG_KINDS];
+	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS];
+	uint64_t bytes_recv[LOCUS_DSM_MSG_KINDS];
+	uint64_t invalidations;	     /* copies this node invalidated on request */
+	uint64_t pingpong_deferrals; /* requests held back by the minimum residence time */
+	uint64_t lock_acquires;
+	uint64_t barriers;
+	uint64_t comm_sleeps; /* times the communication thread slept */
+	double comm_sleep_s;  /* and for how long */
+} locus_dsm_stats;
+
+/*
+ * Start the runtime on this node: MPI, the shared region, the fault handler and
+ * the communication thread. Returns 0, or -1 with a message on stderr. Call
+ * once, before any other locus_dsm function; argc/argv may be NULL.
+ */
+int locus_dsm_init(int *argc, char ***argv);
+
+/*
+ * Leave: a barrier, statistics to node 0 (printed there as LOCUS_DSM_STATS
+ * says), then MPI is shut down. Shared memory is unmapped.
+ */
+void locus_dsm_finalize(void);
+
+int locus_dsm_node(void);  /* this node's id, 0 .. nodes-1 */
+int locus_dsm_nodes(void); /* number of nodes */
+const char *locus_dsm_protocol(void);
+
+/*
+ * Collective: every node calls it with the same size, in the same order, and
+ * gets the same pointer. Blocks are page-aligned and zero-filled. Returns NULL
+ * (on every node) if the region is full or the sizes differ between nodes.
+ */
+void *locus_dsm_alloc(size_t size);
+
+/* Collective: returns when every node has entered. */
+void locus_dsm_barrier(void);
+
+/* Distributed locks, any 32-bit id; at most one holder system-wide. */
+void locus_dsm_lock(uint32_t id);
+void locus_dsm_unlock(uint32_t id);
+
+/*
+ * Hint that [addr, addr+len) will be read soon. Non-binding: never changes
+ * results. A no-op under sc.
+ */
+void locus_dsm_prefetch(const void *addr, size_t len);
+
+/* This node's statistics so far. */
+void locus_dsm_stats_get(locus_dsm_stats *out);
+
+/* One node's statistics as a short human table. */
+void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s);
+
+/* One node's statistics as one JSON object on one line. */
+void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s);
+
+const char *locus_dsm_msg_kind_name(int kind);
+const char *locus_dsm_fault_kind_name(int kind);
+
+/* Wall-clock seconds (monotonic), for applications that time phases. */
+double locus_dsm_now(void);
+
+#endif

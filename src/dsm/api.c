@@ -1,0 +1,197 @@
+/* The public entry points: each one is a request to the communication thread. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct dsm_runtime dsm;
+static int started;
+static double comm_cpu_at_start; /* MPI start-up polls: not the application's overhead */
+
+static uint64_t call_timed(struct dsm_req *r)
+{
+	uint64_t t0 = dsm_now_ns();
+	dsm_call(r);
+	uint64_t dt = dsm_now_ns() - t0;
+	STAT_ADD(sync_ns, dt);
+	return dt;
+}
+
+/*
+ * Returning from main (or calling exit) without locus_dsm_finalize leaves the
+ * other nodes waiting for this one: make it a failure they can name, not a
+ * clean exit that MPI's own exit handlers would run into half-finished.
+ */
+static void exit_without_finalize(void)
+{
+	if (!started)
+		return;
+	dprintf(2, "locus-dsm: node %d: exit without locus_dsm_finalize\n", dsm.node);
+	_exit(LOCUS_DSM_EXIT_EARLY);
+}
+
+int locus_dsm_init(int *argc, char ***argv)
+{
+	if (started) {
+		fprintf(stderr, "locus-dsm: locus_dsm_init called twice\n");
+		return -1;
+	}
+	memset(&dsm, 0, sizeof(dsm));
+	if (dsm_config_read(&dsm.cfg) != 0)
+		return -1;
+	dsm.proto = dsm_proto_find(dsm.cfg.protocol);
+	if (!dsm.proto) {
+		fprintf(stderr,
+			"locus-dsm: unknown protocol '%s' (LOCUS_DSM_PROTOCOL); known: %s\n",
+			dsm.cfg.protocol, dsm_proto_names());
+		return -1;
+	}
+	if (dsm_comm_start() != 0)
+		return -1;
+	dsm.all_stats = calloc((size_t)dsm.nodes, sizeof(locus_dsm_stats));
+	if (!dsm.all_stats || dsm_fault_install() != 0)
+		dsm_fatal("cannot start");
+	started = 1;
+	atexit(exit_without_finalize);
+	locus_dsm_barrier();
+	memset(&dsm.cnt, 0, sizeof(dsm.cnt)); /* count the application, not start-up */
+	comm_cpu_at_start = dsm_comm_cpu_seconds();
+	dsm.t_start_ns = dsm_now_ns();
+	return 0;
+}
+
+static void print_all(void)
+{
+	for (int n = 0; n < dsm.nodes; n++) {
+		const locus_dsm_stats *s = &dsm.all_stats[n];
+		if (dsm.cfg.stats == 2)
+			locus_dsm_stats_json(stdout, n, s);
+		else
+			locus_dsm_stats_print(stdout, n, s);
+	}
+	fflush(stdout);
+}
+
+void locus_dsm_finalize(void)
+{
+	if (!started)
+		return;
+	locus_dsm_barrier();
+	locus_dsm_stats mine;
+	locus_dsm_stats_get(&mine);
+	struct dsm_req r = {.kind = DSM_REQ_STATS, .a = (uint64_t)(uintptr_t)&mine};
+	dsm_call(&r);
+	locus_dsm_barrier(); /* every node's statistics are at node 0 now */
+	if (dsm.node == 0 && dsm.cfg.stats)
+		print_all();
+	struct dsm_req leave = {.kind = DSM_REQ_LEAVE};
+	dsm_call(&leave);
+	dsm_comm_join();
+	dsm_fault_uninstall();
+	dsm_region_unmap();
+	free(dsm.resume_ns);
+	free(dsm.all_stats);
+	dsm.resume_ns = NULL;
+	dsm.all_stats = NULL;
+	started = 0;
+}
+
+int locus_dsm_node(void)
+{
+	return dsm.node;
+}
+
+int locus_dsm_nodes(void)
+{
+	return dsm.nodes;
+}
+
+const char *locus_dsm_protocol(void)
+{
+	return dsm.proto ? dsm.proto->name : "none";
+}
+
+void *locus_dsm_alloc(size_t size)
+{
+	size_t bytes = (size + dsm.page_size - 1) / dsm.page_size * dsm.page_size;
+	if (!bytes)
+		bytes = dsm.page_size;
+	int fits = dsm.alloc_next + bytes <= dsm.size;
+	/* Every node must ask for the same size in the same order. */
+	struct dsm_req r = {.kind = DSM_REQ_BARRIER, .a = fits ? (uint64_t)size * 2 + 1 : 0};
+	call_timed(&r);
+	if (r.result != 0 || !fits) {
+		if (dsm.node == 0)
+			fprintf(stderr, "locus-dsm: alloc of %zu bytes: %s\n", size,
+				fits ? "nodes asked for different sizes" : "region full");
+		return NULL;
+	}
+	void *p = dsm.app + dsm.alloc_next;
+	dsm.alloc_next += bytes;
+	return p;
+}
+
+void locus_dsm_barrier(void)
+{
+	struct dsm_req r = {.kind = DSM_REQ_BARRIER};
+	call_timed(&r);
+}
+
+void locus_dsm_lock(uint32_t id)
+{
+	struct dsm_req r = {.kind = DSM_REQ_LOCK, .a = id};
+	call_timed(&r);
+}
+
+void locus_dsm_unlock(uint32_t id)
+{
+	struct dsm_req r = {.kind = DSM_REQ_UNLOCK, .a = id};
+	call_timed(&r);
+}
+
+void locus_dsm_prefetch(const void *addr, size_t len)
+{
+	const char *a = addr;
+	if (!dsm.proto || !dsm.proto->prefetch || !len || a < dsm.app || a >= dsm.app + dsm.size)
+		return;
+	size_t first = (size_t)(a - dsm.app) / dsm.page_size;
+	size_t last = ((size_t)(a - dsm.app) + len - 1) / dsm.page_size;
+	if (last >= dsm.npages)
+		last = dsm.npages - 1;
+	struct dsm_req r = {.kind = DSM_REQ_PREFETCH, .a = first, .b = last - first + 1};
+	dsm_call(&r);
+}
+
+double locus_dsm_now(void)
+{
+	return (double)dsm_now_ns() * 1e-9;
+}
+
+void locus_dsm_stats_get(locus_dsm_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->total_s = (double)(dsm_now_ns() - dsm.t_start_ns) * 1e-9;
+	s->fault_s = (double)STAT_GET(fault_ns) * 1e-9;
+	s->sync_s = (double)STAT_GET(sync_ns) * 1e-9;
+	s->overhead_s = dsm_comm_cpu_seconds() - comm_cpu_at_start;
+	s->busy_s = s->total_s - s->fault_s - s->sync_s - s->overhead_s;
+	if (s->busy_s < 0)
+		s->busy_s = 0;
+	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
+		s->faults[k] = STAT_GET(faults[k]);
+	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++) {
+		s->msgs_sent[k] = STAT_GET(msgs_sent[k]);
+		s->bytes_sent[k] = STAT_GET(bytes_sent[k]);
+		s->msgs_recv[k] = STAT_GET(msgs_recv[k]);
+		s->bytes_recv[k] = STAT_GET(bytes_recv[k]);
+	}
+	s->invalidations = STAT_GET(invalidations);
+	s->pingpong_deferrals = STAT_GET(pingpong_deferrals);
+	s->lock_acquires = STAT_GET(lock_acquires);
+	s->barriers = STAT_GET(barriers);
+	s->comm_sleeps = STAT_GET(comm_sleeps);
+	s->comm_sleep_s = (double)STAT_GET(comm_sleep_ns) * 1e-9;
+}

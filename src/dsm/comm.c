@@ -1,0 +1,583 @@
+/*
+ * The communication thread: the only thread of a node that calls MPI.
+ *
+ * Thread level: this thread initializes MPI itself, so it is MPI's "main
+ * thread" and MPI_THREAD_FUNNELED is enough; no other thread ever calls MPI.
+ * FUNNELED keeps MPICH off its locking paths (SERIALIZED/MULTIPLE would make
+ * every call take a lock we do not need).
+ *
+ * Waiting: Debian's MPICH busy-waits inside blocking calls, and tests run more
+ * nodes than cores, so this thread never blocks in MPI. It polls (MPI_Iprobe,
+ * MPI_Test) a few times after activity, then sleeps on a futex with a timeout
+ * that backs off from 10 us to 2 ms. Application threads wake it at once
+ * through that futex; remote messages wait at most one backoff period, which
+ * stays short while anything is happening.
+ *
+ * Transport delay: each message is held in a per-destination queue until
+ * now + delay + bytes * per-byte delay (never before its predecessor, so a
+ * pair's order is kept) and only then handed to MPI.
+ *
+ * Failure: peers on this host are watched through pidfds (an exit is seen
+ * at once), peers anywhere through heartbeats (silent for
+ * LOCUS_DSM_PEER_TIMEOUT_S). Either way this node prints which node failed
+ * and exits with LOCUS_DSM_EXIT_PEER.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <mpi.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../sync/futex.h"
+#include "locus/wait.h"
+#include "internal.h"
+
+#define SPIN_POLLS	   64
+#define SLEEP_MIN_NS	   10000ull
+#define SLEEP_MAX_NS	   1000000ull
+#define SLEEP_MAX_BUSY_NS  50000ull /* while an application thread waits on us */
+#define LIVENESS_EVERY_NS  50000000ull
+#define HEARTBEAT_EVERY_NS 500000000ull
+
+struct outmsg {
+	struct outmsg *next;
+	uint64_t release_ns;
+	int dst;
+	int len;
+	MPI_Request req;
+	_Alignas(16) char buf[]; /* a struct dsm_hdr first */
+};
+
+struct peer {
+	struct outmsg *qhead, *qtail; /* delayed, not yet given to MPI */
+	uint64_t last_release_ns;
+	uint32_t send_seq, recv_seq;
+	uint64_t last_sent_ns, last_heard_ns;
+	int pid;
+	int pidfd;
+	char host[64];
+};
+
+static MPI_Comm comm;
+static pthread_t comm_thread;
+static struct peer peers[DSM_MAX_NODES];
+static struct outmsg *inflight;
+static int leaving;
+static uint64_t outstanding; /* application requests taken but not completed */
+static char *rxbuf;
+static int rxcap;
+static volatile sig_atomic_t launcher_said_failure;
+static int watch_stop = -1; /* eventfd that ends the peer watcher */
+static pthread_t watcher;
+
+uint64_t dsm_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void dsm_fatal(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	dprintf(2, "locus-dsm: node %d: fatal: %s\n", dsm.node, msg);
+	_exit(1);
+}
+
+/* ---- application side ---- */
+
+void dsm_call(struct dsm_req *r)
+{
+	r->done = 0;
+	struct dsm_req *top = __atomic_load_n(&dsm.posted, __ATOMIC_RELAXED);
+	do
+		r->next = top;
+	while (!__atomic_compare_exchange_n(&dsm.posted, &top, r, 1, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+	__atomic_fetch_add(&dsm.wake, 1, __ATOMIC_RELEASE);
+	futex_wake(&dsm.wake, 1);
+	for (int i = 0; i < 100; i++) {
+		if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+			return;
+		locus_cpu_relax();
+	}
+	while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+		futex_wait(&r->done, 0);
+}
+
+/* ---- communication thread side ---- */
+
+void dsm_req_done(struct dsm_req *r, int64_t result)
+{
+	r->result = result;
+	outstanding--;
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	futex_wake(&r->done, 1);
+}
+
+static void mpi_check(int rc, const char *what)
+{
+	if (rc != MPI_SUCCESS) {
+		char s[MPI_MAX_ERROR_STRING];
+		int n = 0;
+		MPI_Error_string(rc, s, &n);
+		dsm_fatal("%s: %s", what, s);
+	}
+}
+
+static void hand_to_mpi(struct outmsg *m, uint64_t now)
+{
+	mpi_check(MPI_Isend(m->buf, m->len, MPI_BYTE, m->dst, DSM_TAG, comm, &m->req), "MPI_Isend");
+	m->next = inflight;
+	inflight = m;
+	peers[m->dst].last_sent_ns = now;
+}
+
+void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
+{
+	if (dst == dsm.node || dst < 0 || dst >= dsm.nodes)
+		dsm_fatal("message of kind %d to node %d", h->kind, dst);
+	struct peer *p = &peers[dst];
+	size_t total = sizeof(*h) + len;
+	struct outmsg *m = malloc(sizeof(*m) + total);
+	if (!m)
+		dsm_fatal("out of memory for a message");
+	struct dsm_hdr *wh = (struct dsm_hdr *)m->buf;
+	*wh = *h;
+	wh->src = (uint16_t)dsm.node;
+	wh->seq = ++p->send_seq;
+	if (len)
+		memcpy(m->buf + sizeof(*h), payload, len);
+	m->dst = dst;
+	m->len = (int)total;
+	m->next = NULL;
+	if (h->kind < LOCUS_DSM_MSG_KINDS) {
+		STAT_ADD(msgs_sent[h->kind], 1);
+		STAT_ADD(bytes_sent[h->kind], total);
+	}
+	uint64_t now = dsm_now_ns();
+	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead) {
+		hand_to_mpi(m, now);
+		return;
+	}
+	uint64_t rel = now + dsm.cfg.delay_ns + dsm.cfg.delay_ns_per_byte * len;
+	if (rel < p->last_release_ns)
+		rel = p->last_release_ns;
+	p->last_release_ns = rel;
+	m->release_ns = rel;
+	if (p->qtail)
+		p->qtail->next = m;
+	else
+		p->qhead = m;
+	p->qtail = m;
+}
+
+/* Hand due delayed messages to MPI; returns the next release time. */
+static uint64_t release_delayed(uint64_t now, int *progress)
+{
+	uint64_t next = UINT64_MAX;
+	for (int i = 0; i < dsm.nodes; i++) {
+		struct peer *p = &peers[i];
+		while (p->qhead && p->qhead->release_ns <= now) {
+			struct outmsg *m = p->qhead;
+			p->qhead = m->next;
+			if (!p->qhead)
+				p->qtail = NULL;
+			hand_to_mpi(m, now);
+			*progress = 1;
+		}
+		if (p->qhead && p->qhead->release_ns < next)
+			next = p->qhead->release_ns;
+	}
+	return next;
+}
+
+static void reap_sends(void)
+{
+	struct outmsg **pp = &inflight;
+	while (*pp) {
+		struct outmsg *m = *pp;
+		int flag = 0;
+		mpi_check(MPI_Test(&m->req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+		if (flag) {
+			*pp = m->next;
+			free(m);
+		} else {
+			pp = &m->next;
+		}
+	}
+}
+
+static int pending_sends(void)
+{
+	if (inflight)
+		return 1;
+	for (int i = 0; i < dsm.nodes; i++)
+		if (peers[i].qhead)
+			return 1;
+	return 0;
+}
+
+static void dispatch(const struct dsm_hdr *h, const void *payload, size_t len)
+{
+	switch (h->kind) {
+	case LOCUS_DSM_MSG_PAGE_REQ:
+	case LOCUS_DSM_MSG_PAGE_FWD:
+	case LOCUS_DSM_MSG_PAGE:
+	case LOCUS_DSM_MSG_INV:
+	case LOCUS_DSM_MSG_INV_ACK:
+		dsm.proto->message(h, payload, len);
+		break;
+	case LOCUS_DSM_MSG_HEARTBEAT:
+		break;
+	default:
+		dsm_sync_message(h, payload, len);
+		break;
+	}
+}
+
+static int receive(uint64_t now)
+{
+	int got = 0;
+	for (int i = 0; i < 64; i++) {
+		int flag = 0;
+		MPI_Status st;
+		mpi_check(MPI_Iprobe(MPI_ANY_SOURCE, DSM_TAG, comm, &flag, &st), "MPI_Iprobe");
+		if (!flag)
+			break;
+		int count = 0;
+		MPI_Get_count(&st, MPI_BYTE, &count);
+		if (count > rxcap) {
+			free(rxbuf);
+			rxcap = count;
+			rxbuf = malloc((size_t)rxcap);
+			if (!rxbuf)
+				dsm_fatal("out of memory for a message");
+		}
+		mpi_check(MPI_Recv(rxbuf, count, MPI_BYTE, st.MPI_SOURCE, DSM_TAG, comm,
+				   MPI_STATUS_IGNORE),
+			  "MPI_Recv");
+		const struct dsm_hdr *h = (const struct dsm_hdr *)rxbuf;
+		int src = st.MPI_SOURCE;
+		if ((size_t)count < sizeof(*h) || h->src != src)
+			dsm_fatal("malformed message from node %d", src);
+		struct peer *p = &peers[src];
+		if (h->seq != p->recv_seq + 1)
+			dsm_fatal("message %u from node %d out of sequence (expected %u)", h->seq,
+				  src, p->recv_seq + 1);
+		p->recv_seq = h->seq;
+		p->last_heard_ns = now;
+		if (h->kind < LOCUS_DSM_MSG_KINDS) {
+			STAT_ADD(msgs_recv[h->kind], 1);
+			STAT_ADD(bytes_recv[h->kind], (uint64_t)count);
+		}
+		dispatch(h, rxbuf + sizeof(*h), (size_t)count - sizeof(*h));
+		got = 1;
+	}
+	return got;
+}
+
+static int take_requests(void)
+{
+	struct dsm_req *list = __atomic_exchange_n(&dsm.posted, NULL, __ATOMIC_ACQUIRE);
+	if (!list)
+		return 0;
+	struct dsm_req *fifo = NULL;
+	while (list) { /* the stack is newest first */
+		struct dsm_req *n = list->next;
+		list->next = fifo;
+		fifo = list;
+		list = n;
+	}
+	while (fifo) {
+		struct dsm_req *r = fifo;
+		fifo = r->next;
+		r->next = NULL;
+		outstanding++;
+		switch (r->kind) {
+		case DSM_REQ_FAULT:
+			dsm.proto->fault(r);
+			break;
+		case DSM_REQ_PREFETCH:
+			if (dsm.proto->prefetch)
+				dsm.proto->prefetch(r->a, r->b);
+			dsm_req_done(r, 0);
+			break;
+		default:
+			dsm_sync_request(r);
+			break;
+		}
+	}
+	return 1;
+}
+
+void dsm_comm_leaving(void)
+{
+	__atomic_store_n(&leaving, 1, __ATOMIC_RELEASE);
+	uint64_t one = 1;
+	if (watch_stop >= 0 && write(watch_stop, &one, sizeof(one)) < 0)
+		dsm_fatal("stopping the peer watcher: %s", strerror(errno));
+}
+
+/*
+ * Leave because node q failed. The exit waits a grace period first: every
+ * other survivor polls its pidfds more often than that, so each of them sees
+ * q's exit before ours and names q, not us.
+ */
+static void peer_failed(int q, const char *why)
+{
+	if (__atomic_load_n(&leaving, __ATOMIC_ACQUIRE))
+		return;
+	dprintf(2,
+		"locus-dsm: node %d: node %d (pid %d on %s) %s before locus_dsm_finalize; "
+		"exiting\n",
+		dsm.node, q, peers[q].pid, peers[q].host, why);
+	struct timespec grace = {.tv_sec = 0, .tv_nsec = 250000000};
+	nanosleep(&grace, NULL);
+	_exit(LOCUS_DSM_EXIT_PEER);
+}
+
+/*
+ * Peers on this host: a thread that sleeps in poll() on their pidfds sees an
+ * exit at once, before the launcher's clean-up gets to kill this node, and
+ * costs nothing meanwhile. It never calls MPI.
+ */
+static void *watch_peers(void *arg)
+{
+	struct pollfd fds[DSM_MAX_NODES + 1];
+	int who[DSM_MAX_NODES + 1], n = 0;
+	for (int i = 0; i < dsm.nodes; i++)
+		if (peers[i].pidfd >= 0) {
+			fds[n] = (struct pollfd){.fd = peers[i].pidfd, .events = POLLIN};
+			who[n++] = i;
+		}
+	fds[n] = (struct pollfd){.fd = watch_stop, .events = POLLIN};
+	who[n] = -1;
+	for (;;) {
+		if (poll(fds, (nfds_t)n + 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return NULL;
+		}
+		if (fds[n].revents)
+			return NULL;
+		for (int k = 0; k < n; k++)
+			if (fds[k].revents)
+				peer_failed(who[k], "exited");
+	}
+}
+
+static void check_liveness(uint64_t now)
+{
+	for (int i = 0; i < dsm.nodes; i++) {
+		if (i == dsm.node)
+			continue;
+		if (!leaving && now - peers[i].last_heard_ns > dsm.cfg.peer_timeout_ns)
+			peer_failed(i, "was silent too long");
+		if (!leaving && now - peers[i].last_sent_ns > HEARTBEAT_EVERY_NS) {
+			struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_HEARTBEAT};
+			dsm_send(i, &h, NULL, 0);
+			peers[i].last_sent_ns = now; /* even while the heartbeat is delayed */
+		}
+	}
+}
+
+static void on_launcher_signal(int sig)
+{
+	/* Hydra (mpiexec -disable-auto-cleanup) reports a failed process with
+	   SIGUSR1; the default action would kill this node without a word. */
+	launcher_said_failure = 1;
+}
+
+static void sleep_on_wake(uint32_t seen, uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+			      .tv_nsec = (long)(ns % 1000000000ull)};
+	uint64_t t0 = dsm_now_ns();
+	syscall(SYS_futex, &dsm.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+	STAT_ADD(comm_sleeps, 1);
+	STAT_ADD(comm_sleep_ns, dsm_now_ns() - t0);
+}
+
+static void comm_loop(void)
+{
+	uint64_t backoff = SLEEP_MIN_NS, next_liveness = 0;
+	int idle = 0;
+	for (;;) {
+		uint32_t seen = __atomic_load_n(&dsm.wake, __ATOMIC_ACQUIRE);
+		uint64_t now = dsm_now_ns();
+		int progress = take_requests();
+		progress |= receive(now);
+		now = dsm_now_ns();
+		uint64_t next = release_delayed(now, &progress);
+		reap_sends();
+		uint64_t t = dsm.proto->tick(now);
+		if (t < next)
+			next = t;
+		if (now >= next_liveness || launcher_said_failure) {
+			check_liveness(now);
+			next_liveness = now + LIVENESS_EVERY_NS;
+		}
+		if (dsm_sync_done() && !pending_sends())
+			return;
+		if (progress) {
+			idle = 0;
+			backoff = SLEEP_MIN_NS;
+			continue;
+		}
+		if (++idle < SPIN_POLLS)
+			continue;
+		uint64_t cap = outstanding ? SLEEP_MAX_BUSY_NS : SLEEP_MAX_NS;
+		uint64_t ns = backoff < cap ? backoff : cap;
+		if (next != UINT64_MAX) {
+			uint64_t until = next > now ? next - now : 0;
+			if (until < ns)
+				ns = until;
+		}
+		if (ns > 0)
+			sleep_on_wake(seen, ns);
+		if (backoff < SLEEP_MAX_NS)
+			backoff *= 2;
+	}
+}
+
+struct peer_info {
+	int pid;
+	char host[64];
+};
+
+static int comm_setup(void)
+{
+	int provided = 0;
+	if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+		fprintf(stderr, "locus-dsm: MPI_Init_thread failed\n");
+		return -1;
+	}
+	if (provided < MPI_THREAD_FUNNELED) {
+		fprintf(stderr, "locus-dsm: MPI gives thread level %d, need FUNNELED\n", provided);
+		return -1;
+	}
+	MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+	MPI_Comm_rank(comm, &dsm.node);
+	MPI_Comm_size(comm, &dsm.nodes);
+	int ok = 1;
+	if (dsm.nodes > DSM_MAX_NODES) {
+		if (dsm.node == 0)
+			fprintf(stderr, "locus-dsm: %d nodes; at most %d\n", dsm.nodes,
+				DSM_MAX_NODES);
+		ok = 0;
+	}
+	struct peer_info me = {.pid = getpid()}, all[DSM_MAX_NODES];
+	gethostname(me.host, sizeof(me.host) - 1);
+	if (ok)
+		MPI_Allgather(&me, sizeof(me), MPI_BYTE, all, sizeof(me), MPI_BYTE, comm);
+	uint64_t now = dsm_now_ns();
+	for (int i = 0; ok && i < dsm.nodes; i++) {
+		peers[i].pid = all[i].pid;
+		memcpy(peers[i].host, all[i].host, sizeof(peers[i].host));
+		peers[i].pidfd = -1;
+		peers[i].last_heard_ns = peers[i].last_sent_ns = now;
+		if (i != dsm.node && !strcmp(all[i].host, me.host)) {
+			long fd = syscall(SYS_pidfd_open, all[i].pid, 0);
+			peers[i].pidfd = fd >= 0 ? (int)fd : -1;
+		}
+	}
+	if (ok && dsm_region_map() != 0)
+		ok = 0;
+	if (ok) {
+		dsm.resume_ns = calloc(dsm.npages, sizeof(uint64_t));
+		if (!dsm.resume_ns || dsm.proto->init() != 0)
+			ok = 0;
+	}
+	int all_ok = 0;
+	MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+	return all_ok ? 0 : -1;
+}
+
+static void *comm_main(void *arg)
+{
+	prctl(PR_SET_TIMERSLACK, 1000UL);
+	prctl(PR_SET_NAME, "locus-dsm-comm");
+	if (comm_setup() != 0) {
+		dsm_region_unmap();
+		MPI_Finalize();
+		__atomic_store_n(&dsm.ready, 2, __ATOMIC_RELEASE);
+		futex_wake(&dsm.ready, FUTEX_WAKE_ALL);
+		return NULL;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_launcher_signal;
+	sigaction(SIGUSR1, &sa, NULL);
+	uint64_t now = dsm_now_ns();
+	for (int i = 0; i < dsm.nodes; i++)
+		peers[i].last_heard_ns = peers[i].last_sent_ns = now;
+	watch_stop = eventfd(0, EFD_CLOEXEC);
+	if (watch_stop < 0 || pthread_create(&watcher, NULL, watch_peers, NULL) != 0)
+		dsm_fatal("cannot start the peer watcher");
+	__atomic_store_n(&dsm.ready, 1, __ATOMIC_RELEASE);
+	futex_wake(&dsm.ready, FUTEX_WAKE_ALL);
+
+	comm_loop();
+	pthread_join(watcher, NULL);
+	close(watch_stop);
+	watch_stop = -1;
+
+	while (inflight)
+		reap_sends();
+	for (int i = 0; i < dsm.nodes; i++)
+		if (peers[i].pidfd >= 0)
+			close(peers[i].pidfd);
+	MPI_Comm_free(&comm);
+	MPI_Finalize();
+	free(rxbuf);
+	rxbuf = NULL;
+	rxcap = 0;
+	return NULL;
+}
+
+int dsm_comm_start(void)
+{
+	dsm.ready = 0;
+	if (pthread_create(&comm_thread, NULL, comm_main, NULL) != 0) {
+		perror("locus-dsm: communication thread");
+		return -1;
+	}
+	uint32_t r;
+	while ((r = __atomic_load_n(&dsm.ready, __ATOMIC_ACQUIRE)) == 0)
+		futex_wait(&dsm.ready, 0);
+	if (r != 1) {
+		pthread_join(comm_thread, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+void dsm_comm_join(void)
+{
+	pthread_join(comm_thread, NULL);
+}
+
+double dsm_comm_cpu_seconds(void)
+{
+	clockid_t cid;
+	struct timespec ts;
+	if (pthread_getcpuclockid(comm_thread, &cid) != 0 || clock_gettime(cid, &ts) != 0)
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,82 @@
+/* Run-time configuration from the environment (documented in locus/dsm.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Default address of the shared region: inside the application ranges of both
+   ThreadSanitizer (0x7e8000000000..) and AddressSanitizer (high memory), and
+   far below where the kernel places libraries and stacks. */
+#define DSM_DEFAULT_ADDR 0x7e9000000000ull
+
+static int parse_u64(const char *name, uint64_t *out, int suffixes)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		goto bad;
+	if (suffixes && *end) {
+		switch (*end++) {
+		case 'k':
+		case 'K':
+			v <<= 10;
+			break;
+		case 'm':
+		case 'M':
+			v <<= 20;
+			break;
+		case 'g':
+		case 'G':
+			v <<= 30;
+			break;
+		default:
+			goto bad;
+		}
+	}
+	if (*end)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	fprintf(stderr, "locus-dsm: %s=%s is not a number\n", name, s);
+	return -1;
+}
+
+int dsm_config_read(struct dsm_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	const char *p = getenv("LOCUS_DSM_PROTOCOL");
+	snprintf(c->protocol, sizeof(c->protocol), "%s", p && *p ? p : "sc");
+	uint64_t size = 256ull << 20, addr = DSM_DEFAULT_ADDR, delay_us = 0, per_byte = 0;
+	uint64_t delta_us = 50, timeout_s = 10;
+	if (parse_u64("LOCUS_DSM_SIZE", &size, 1) || parse_u64("LOCUS_DSM_ADDR", &addr, 0) ||
+	    parse_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
+	    parse_u64("LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 0) ||
+	    parse_u64("LOCUS_DSM_DELTA_US", &delta_us, 0) ||
+	    parse_u64("LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 0))
+		return -1;
+	c->size = size;
+	c->addr = addr;
+	c->delay_ns = delay_us * 1000;
+	c->delay_ns_per_byte = per_byte;
+	c->delta_ns = delta_us * 1000;
+	c->peer_timeout_ns = (timeout_s ? timeout_s : 1) * 1000000000ull;
+	const char *st = getenv("LOCUS_DSM_STATS");
+	if (!st || !*st || !strcmp(st, "1") || !strcmp(st, "table"))
+		c->stats = 1;
+	else if (!strcmp(st, "0") || !strcmp(st, "none"))
+		c->stats = 0;
+	else if (!strcmp(st, "json"))
+		c->stats = 2;
+	else {
+		fprintf(stderr, "locus-dsm: LOCUS_DSM_STATS=%s: expected 0, 1 or json\n", st);
+		return -1;
+	}
+	return 0;
+}

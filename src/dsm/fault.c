@@ -1,0 +1,85 @@
+/*
+ * Page faults: SIGSEGV with SA_SIGINFO. A fault inside the shared region is
+ * handed to the communication thread and the faulting thread sleeps until the
+ * protocol has made the access legal; the instruction then runs again. A fault
+ * anywhere else is a real crash: it is reported and the previous disposition
+ * is restored, so returning re-executes the access and the process dies of
+ * the same SIGSEGV (or the sanitizer that was there first reports it).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static struct sigaction old_segv;
+static int installed;
+
+/* x86-64 page-fault error code: bit 1 set for a write access. */
+static int fault_is_write(void *uctx)
+{
+#if defined(__x86_64__)
+	ucontext_t *uc = uctx;
+	return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+#error "locus-dsm reads the access kind from the x86-64 page-fault error code"
+#endif
+}
+
+static void report_outside(void *addr)
+{
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg),
+			 "locus-dsm: node %d: segmentation fault at %p, outside the shared region "
+			 "[%p, %p): not a DSM access, crashing\n",
+			 dsm.node, addr, (void *)dsm.app, (void *)(dsm.app + dsm.size));
+	if (n > 0 && write(2, msg, (size_t)n) < 0)
+		return;
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uctx)
+{
+	int saved_errno = errno;
+	char *addr = si->si_addr;
+	if (!dsm.app || addr < dsm.app || addr >= dsm.app + dsm.size) {
+		report_outside(addr);
+		sigaction(SIGSEGV, &old_segv, NULL);
+		installed = 0;
+		errno = saved_errno;
+		return;
+	}
+	uint64_t t0 = dsm_now_ns();
+	size_t page = (size_t)(addr - dsm.app) / dsm.page_size;
+	struct dsm_req r = {.kind = DSM_REQ_FAULT, .a = page, .b = (uint64_t)fault_is_write(uctx)};
+	dsm_call(&r);
+	uint64_t t1 = dsm_now_ns();
+	__atomic_store_n(&dsm.resume_ns[page], t1, __ATOMIC_RELEASE);
+	STAT_ADD(fault_ns, t1 - t0);
+	errno = saved_errno;
+}
+
+int dsm_fault_install(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &old_segv) != 0) {
+		perror("locus-dsm: sigaction(SIGSEGV)");
+		return -1;
+	}
+	installed = 1;
+	return 0;
+}
+
+void dsm_fault_uninstall(void)
+{
+	if (installed)
+		sigaction(SIGSEGV, &old_segv, NULL);
+	installed = 0;
+}

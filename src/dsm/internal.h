@@ -1,0 +1,169 @@
+/*
+ * locus-dsm internals: the runtime state every module shares, the requests
+ * application threads hand to the communication thread, and the wire header.
+ *
+ * Threads and ownership (the one place this is written down):
+ *   - application threads: touch shared memory, take the SIGSEGV, post a
+ *     struct dsm_req to the communication thread and sleep on its `done` word.
+ *   - the communication thread: the only caller of MPI, and the only thread
+ *     that reads or writes protocol state (page tables, lock queues, barrier
+ *     counts) and changes page protections. Protocol code therefore needs no
+ *     locks; everything it shares with application threads is in this file
+ *     and goes through atomics (the request stack, counters, resume times).
+ */
+#ifndef LOCUS_DSM_INTERNAL_H
+#define LOCUS_DSM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "locus/dsm.h"
+
+#define DSM_MAX_NODES 64     /* copysets are 64-bit masks */
+#define DSM_TAG	      0x4c44 /* the one MPI tag: one tag keeps MPI's per-pair order */
+
+/* Application thread -> communication thread. */
+enum dsm_req_kind {
+	DSM_REQ_FAULT,	  /* a = page, b = 1 for write */
+	DSM_REQ_LOCK,	  /* a = lock id */
+	DSM_REQ_UNLOCK,	  /* a = lock id */
+	DSM_REQ_BARRIER,  /* a = value every node must agree on */
+	DSM_REQ_STATS,	  /* a = struct locus_dsm_stats * to send to node 0 */
+	DSM_REQ_LEAVE,	  /* the last barrier has passed: say goodbye, stop */
+	DSM_REQ_PREFETCH, /* a = first page, b = page count */
+};
+
+/*
+ * A request lives on the posting thread's stack (the fault handler cannot
+ * allocate) until `done` becomes 1; the communication thread never touches it
+ * after completing it.
+ */
+struct dsm_req {
+	struct dsm_req *next;  /* posting stack, then the communication thread's FIFO */
+	struct dsm_req *wnext; /* waiters on one page or lock */
+	uint32_t kind;
+	uint32_t done; /* futex word */
+	uint64_t a, b;
+	int64_t result;
+};
+
+/* Wire header of every message; a page or statistics payload follows it. */
+struct dsm_hdr {
+	uint16_t kind; /* enum locus_dsm_msg_kind, or DSM_MSG_BYE */
+	uint16_t src;
+	uint32_t seq; /* per (sender, receiver) pair, gap-free from 1 */
+	uint64_t a, b, c;
+};
+
+/* Runtime-internal message kinds beyond the public statistics kinds. */
+#define DSM_MSG_BYE LOCUS_DSM_MSG_KINDS
+
+/* Counters: written by one thread, read by any (relaxed atomics). */
+struct dsm_counters {
+	uint64_t fault_ns, sync_ns;
+	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
+	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
+	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
+	uint64_t invalidations, pingpong_deferrals, lock_acquires, barriers;
+	uint64_t comm_sleeps, comm_sleep_ns;
+};
+
+#define STAT_ADD(field, v) __atomic_fetch_add(&dsm.cnt.field, (v), __ATOMIC_RELAXED)
+#define STAT_GET(field)	   __atomic_load_n(&dsm.cnt.field, __ATOMIC_RELAXED)
+
+struct dsm_proto;
+
+struct dsm_config {
+	char protocol[32];
+	size_t size;
+	uintptr_t addr;
+	uint64_t delay_ns;	    /* per message */
+	uint64_t delay_ns_per_byte; /* per payload byte */
+	uint64_t delta_ns;
+	int stats; /* 0 none, 1 table, 2 json */
+	uint64_t peer_timeout_ns;
+};
+
+struct dsm_runtime {
+	struct dsm_config cfg;
+	int node, nodes;
+	const struct dsm_proto *proto;
+
+	/* The region: app is what the application sees (protected page by page),
+	   alias is the same memory, always read-write, for the runtime only. */
+	char *app;
+	char *alias;
+	size_t size, page_size, npages;
+	size_t alloc_next; /* bump allocator (application thread that calls alloc) */
+
+	/* Monotonic ns at which the thread that faulted on a page resumed. */
+	uint64_t *resume_ns;
+
+	/* Application -> communication thread. */
+	struct dsm_req *posted; /* Treiber stack */
+	uint32_t wake;		/* futex word the communication thread sleeps on */
+	uint32_t ready;		/* futex word: 1 started, 2 failed to start */
+
+	struct dsm_counters cnt;
+	uint64_t t_start_ns;
+	uint64_t comm_cpu_ns;		   /* communication thread CPU time, updated as it runs */
+	struct locus_dsm_stats *all_stats; /* node 0: every node's statistics at finalize */
+};
+
+extern struct dsm_runtime dsm;
+
+/* Protocol module: everything the runtime asks of a consistency protocol. All
+   hooks run on the communication thread. Later protocols (avr, lrc) add
+   themselves to the table in proto.c and may use the synchronization hooks. */
+struct dsm_proto {
+	const char *name;
+	int (*init)(void);
+	void (*fault)(struct dsm_req *r); /* complete r (dsm_req_done) when resolved */
+	void (*message)(const struct dsm_hdr *h, const void *payload, size_t len);
+	/* Run due timers; return the next deadline (monotonic ns), or UINT64_MAX. */
+	uint64_t (*tick)(uint64_t now);
+	void (*prefetch)(size_t first, size_t count); /* may be NULL */
+	/* A consistency point passes through this node (NULL: nothing to do). */
+	void (*acquire)(uint32_t lock);
+	void (*release)(uint32_t lock);
+	void (*barrier)(void);
+};
+
+const struct dsm_proto *dsm_proto_find(const char *name);
+const char *dsm_proto_names(void);
+extern const struct dsm_proto dsm_proto_sc;
+
+/* config.c */
+int dsm_config_read(struct dsm_config *c);
+
+/* region.c */
+int dsm_region_map(void);
+void dsm_region_unmap(void);
+void dsm_region_protect(size_t page, size_t count, int prot);
+static inline char *dsm_page_alias(size_t page)
+{
+	return dsm.alias + page * dsm.page_size;
+}
+
+/* fault.c */
+int dsm_fault_install(void);
+void dsm_fault_uninstall(void);
+
+/* comm.c: application side */
+int dsm_comm_start(void);
+void dsm_comm_join(void);
+void dsm_call(struct dsm_req *r); /* post and sleep until done */
+/* comm.c: communication thread side */
+void dsm_req_done(struct dsm_req *r, int64_t result);
+void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len);
+uint64_t dsm_now_ns(void);
+void dsm_comm_leaving(void);	   /* past the last barrier: peers may exit now */
+double dsm_comm_cpu_seconds(void); /* CPU time of the communication thread */
+void dsm_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* sync.c: locks, barriers, finalize handshake (communication thread) */
+void dsm_sync_request(struct dsm_req *r);
+void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len);
+int dsm_sync_done(void); /* goodbye said and heard from every node */
+
+#endif

@@ -1,0 +1,404 @@
+/*
+ * sc: sequential consistency, multiple readers / single writer,
+ * write-invalidate, with a fixed distributed manager (seed 004 §2.3.1).
+ *
+ * Per page and node: the access the application view allows (none, read,
+ * read-write), whether this node is the owner (holds the latest contents
+ * and, only here, the copyset), and whether a request of ours is in flight.
+ * Page p is managed by node p % nodes, which remembers its probable owner:
+ * the last node it sent a request towards.
+ *
+ * A fault sends PAGE_REQ to the manager, which forwards it (PAGE_FWD) to the
+ * owner and records the requester as the new owner. The owner answers with
+ * PAGE (contents + copyset) and stops being the owner; on a read it keeps a
+ * read-only copy, on a write it drops its copy. The requester always becomes
+ * the owner. A writer then sends INV to every other holder in the copyset and
+ * waits for every INV_ACK before the application may write. A write fault on a
+ * read-only copy this node owns needs only that invalidation round.
+ *
+ * Races are resolved by deferral, never by retry:
+ *   - a forward reaching a node whose own request is still in flight waits
+ *     until that request completes (the manager forwarded to the next owner);
+ *   - delta: a page stays for at least delta after the faulting thread
+ *     resumed (seed 004 §2.3.6); forwards and invalidations arriving sooner
+ *     wait. Counting from the resumption, not from the arrival, guarantees
+ *     the faulting access runs even when the thread was slow to be scheduled.
+ *   - invalidations never wait for a request in flight: the invalidating
+ *     owner cannot pass the page on before it has every acknowledgement, so
+ *     holding an INV behind our own request would deadlock.
+ * Messages between two nodes arrive in order (one MPI tag, checked sequence
+ * numbers), which the argument above relies on.
+ *
+ * Initially the manager owns each page (zero-filled) without mapping it, so
+ * that neighbouring pages do not start with different protections.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+enum { ACC_NONE = 0, ACC_READ = 1, ACC_WRITE = 2 };
+
+/* How long a page waits for a faulting thread that has not run yet. */
+#define RESUME_WAIT_CAP_NS 20000000ull
+#define RESUME_POLL_NS	   20000ull
+
+struct deferred {
+	struct deferred *next;
+	uint16_t kind; /* PAGE_FWD or INV */
+	uint16_t from; /* requester (FWD) or invalidating owner (INV) */
+	uint8_t write;
+};
+
+struct sc_page {
+	uint64_t copyset; /* owner only */
+	uint64_t installed_ns;
+	struct dsm_req *waiters;
+	struct deferred *fwd, *fwd_tail; /* wait for ownership and delta */
+	struct deferred *inv, *inv_tail; /* wait for delta only */
+	uint16_t acks_left;
+	uint8_t access;
+	uint8_t owner;
+	uint8_t pending; /* 0, or 1 + write */
+	uint8_t listed;	 /* in the deferred list */
+};
+
+static struct sc_page *pages;
+static uint8_t *mgr_owner; /* by p / nodes, for pages managed here */
+static size_t *deferred_list;
+static size_t deferred_count;
+
+#define BIT(n) (1ull << (n))
+
+static int sc_init(void)
+{
+	pages = calloc(dsm.npages, sizeof(*pages));
+	mgr_owner = calloc(dsm.npages / (size_t)dsm.nodes + 1, 1);
+	deferred_list = calloc(dsm.npages, sizeof(*deferred_list));
+	if (!pages || !mgr_owner || !deferred_list)
+		return -1;
+	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += (size_t)dsm.nodes) {
+		pages[p].owner = 1;
+		pages[p].copyset = BIT(dsm.node);
+		mgr_owner[p / (size_t)dsm.nodes] = (uint8_t)dsm.node;
+	}
+	return 0;
+}
+
+static void set_access(size_t p, uint8_t acc)
+{
+	struct sc_page *pg = &pages[p];
+	if (pg->access == acc)
+		return;
+	static const int prot[] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE};
+	dsm_region_protect(p, 1, prot[acc]);
+	pg->access = acc;
+}
+
+/* Is p inside its minimum residence time? *until: when to look again. */
+static int in_delta(size_t p, uint64_t now, uint64_t *until)
+{
+	struct sc_page *pg = &pages[p];
+	if (!dsm.cfg.delta_ns || !pg->installed_ns)
+		return 0;
+	uint64_t resumed = __atomic_load_n(&dsm.resume_ns[p], __ATOMIC_ACQUIRE);
+	uint64_t u;
+	if (resumed >= pg->installed_ns)
+		u = resumed + dsm.cfg.delta_ns;
+	else if (now < pg->installed_ns + RESUME_WAIT_CAP_NS)
+		u = now + RESUME_POLL_NS;
+	else
+		u = 0;
+	if (now >= u) {
+		pg->installed_ns = 0; /* expired: no need to look again */
+		return 0;
+	}
+	*until = u;
+	return 1;
+}
+
+static void defer(size_t p, uint16_t kind, uint16_t from, uint8_t write)
+{
+	struct sc_page *pg = &pages[p];
+	struct deferred *d = malloc(sizeof(*d));
+	if (!d)
+		dsm_fatal("out of memory deferring a message");
+	*d = (struct deferred){.kind = kind, .from = from, .write = write};
+	struct deferred **head = kind == LOCUS_DSM_MSG_INV ? &pg->inv : &pg->fwd;
+	struct deferred **tail = kind == LOCUS_DSM_MSG_INV ? &pg->inv_tail : &pg->fwd_tail;
+	if (*tail)
+		(*tail)->next = d;
+	else
+		*head = d;
+	*tail = d;
+	if (!pg->listed) {
+		pg->listed = 1;
+		deferred_list[deferred_count++] = p;
+	}
+}
+
+static void send_to(int dst, uint16_t kind, uint64_t a, uint64_t b, uint64_t c, const void *payload,
+		    size_t len)
+{
+	struct dsm_hdr h = {.kind = kind, .a = a, .b = b, .c = c};
+	dsm_send(dst, &h, payload, len);
+}
+
+static void resolved(size_t p)
+{
+	struct sc_page *pg = &pages[p];
+	pg->pending = 0;
+	pg->installed_ns = dsm_now_ns();
+	while (pg->waiters) {
+		struct dsm_req *r = pg->waiters;
+		pg->waiters = r->wnext;
+		dsm_req_done(r, 0);
+	}
+}
+
+static void write_granted(size_t p)
+{
+	struct sc_page *pg = &pages[p];
+	pg->copyset = BIT(dsm.node);
+	set_access(p, ACC_WRITE);
+	resolved(p);
+}
+
+/* Invalidate every other holder of a copy; write_granted when all answered. */
+static void invalidate_others(size_t p)
+{
+	struct sc_page *pg = &pages[p];
+	uint64_t others = pg->copyset & ~BIT(dsm.node);
+	if (!others) {
+		write_granted(p);
+		return;
+	}
+	pg->acks_left = (uint16_t)__builtin_popcountll(others);
+	for (int n = 0; n < dsm.nodes; n++)
+		if (others & BIT(n))
+			send_to(n, LOCUS_DSM_MSG_INV, p, 0, 0, NULL, 0);
+}
+
+/* Owner: hand the page and ownership to the requester. */
+static void give(size_t p, int write, int requester)
+{
+	struct sc_page *pg = &pages[p];
+	uint64_t cs;
+	if (write) {
+		set_access(p, ACC_NONE);
+		cs = pg->copyset & ~BIT(dsm.node);
+	} else {
+		if (pg->access == ACC_WRITE)
+			set_access(p, ACC_READ);
+		cs = pg->copyset | BIT(requester);
+		if (pg->access == ACC_READ)
+			cs |= BIT(dsm.node);
+		else
+			cs &= ~BIT(dsm.node);
+	}
+	pg->owner = 0;
+	pg->copyset = 0;
+	/* Protection first, then the copy: no write can land after the snapshot. */
+	send_to(requester, LOCUS_DSM_MSG_PAGE, p, (uint64_t)write, cs, dsm_page_alias(p),
+		dsm.page_size);
+}
+
+static void serve(size_t p, int write, int requester)
+{
+	struct sc_page *pg = &pages[p];
+	uint64_t until;
+	if (!pg->owner && !pg->pending)
+		dsm_fatal("page %zu forwarded from node %d to a node that neither owns "
+			  "nor requested it",
+			  p, requester);
+	if (pg->fwd || pg->pending || !pg->owner) {
+		defer(p, LOCUS_DSM_MSG_PAGE_FWD, (uint16_t)requester, (uint8_t)write);
+		return;
+	}
+	if (in_delta(p, dsm_now_ns(), &until)) {
+		STAT_ADD(pingpong_deferrals, 1);
+		defer(p, LOCUS_DSM_MSG_PAGE_FWD, (uint16_t)requester, (uint8_t)write);
+		return;
+	}
+	give(p, write, requester);
+}
+
+/* Manager: route a request to the probable owner and record the new one. */
+static void manage(size_t p, int write, int requester)
+{
+	size_t i = p / (size_t)dsm.nodes;
+	int cur = mgr_owner[i];
+	mgr_owner[i] = (uint8_t)requester;
+	if (cur == requester)
+		dsm_fatal("node %d requested page %zu, which it owns", requester, p);
+	if (cur == dsm.node)
+		serve(p, write, requester);
+	else
+		send_to(cur, LOCUS_DSM_MSG_PAGE_FWD, p, (uint64_t)write, (uint64_t)requester, NULL,
+			0);
+}
+
+static void invalidated(size_t p, int from)
+{
+	struct sc_page *pg = &pages[p];
+	if (pg->owner)
+		dsm_fatal("node %d invalidated page %zu, owned here", from, p);
+	if (pg->access != ACC_NONE) {
+		set_access(p, ACC_NONE);
+		STAT_ADD(invalidations, 1);
+	}
+	send_to(from, LOCUS_DSM_MSG_INV_ACK, p, 0, 0, NULL, 0);
+}
+
+static void sc_fault(struct dsm_req *r)
+{
+	size_t p = r->a;
+	int write = (int)r->b;
+	if (p >= dsm.npages)
+		dsm_fatal("fault on page %zu of %zu", p, dsm.npages);
+	struct sc_page *pg = &pages[p];
+	uint8_t need = write ? ACC_WRITE : ACC_READ;
+	if (pg->access >= need) {
+		STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
+		dsm_req_done(r, 0);
+		return;
+	}
+	if (pg->pending) {
+		r->wnext = pg->waiters;
+		pg->waiters = r;
+		return;
+	}
+	if (pg->owner) {
+		uint64_t others = pg->copyset & ~BIT(dsm.node);
+		if (!others) { /* the only copy: map it as it is */
+			set_access(p, ACC_WRITE);
+			STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
+			dsm_req_done(r, 0);
+			return;
+		}
+		if (!write) {
+			pg->copyset |= BIT(dsm.node);
+			set_access(p, ACC_READ);
+			STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
+			dsm_req_done(r, 0);
+			return;
+		}
+		STAT_ADD(faults[LOCUS_DSM_FAULT_UPGRADE], 1);
+		pg->pending = 2;
+		r->wnext = NULL;
+		pg->waiters = r;
+		invalidate_others(p);
+		return;
+	}
+	STAT_ADD(faults[write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ], 1);
+	pg->pending = (uint8_t)(1 + write);
+	r->wnext = NULL;
+	pg->waiters = r;
+	int mgr = (int)(p % (size_t)dsm.nodes);
+	if (mgr == dsm.node)
+		manage(p, write, dsm.node);
+	else
+		send_to(mgr, LOCUS_DSM_MSG_PAGE_REQ, p, (uint64_t)write, 0, NULL, 0);
+}
+
+static void page_arrived(size_t p, int write, uint64_t cs, const void *data, size_t len)
+{
+	struct sc_page *pg = &pages[p];
+	if (!pg->pending || pg->owner || len != dsm.page_size)
+		dsm_fatal("unexpected contents of page %zu", p);
+	memcpy(dsm_page_alias(p), data, len);
+	pg->owner = 1;
+	pg->copyset = cs | BIT(dsm.node);
+	if (write) {
+		invalidate_others(p);
+	} else {
+		if (pg->access == ACC_NONE)
+			set_access(p, ACC_READ);
+		resolved(p);
+	}
+}
+
+static void sc_message(const struct dsm_hdr *h, const void *payload, size_t len)
+{
+	size_t p = h->a;
+	if (p >= dsm.npages)
+		dsm_fatal("message about page %zu of %zu", p, dsm.npages);
+	struct sc_page *pg = &pages[p];
+	uint64_t until;
+	switch (h->kind) {
+	case LOCUS_DSM_MSG_PAGE_REQ:
+		manage(p, (int)h->b, h->src);
+		break;
+	case LOCUS_DSM_MSG_PAGE_FWD:
+		serve(p, (int)h->b, (int)h->c);
+		break;
+	case LOCUS_DSM_MSG_PAGE:
+		page_arrived(p, (int)h->b, h->c, payload, len);
+		break;
+	case LOCUS_DSM_MSG_INV:
+		if (pg->inv || in_delta(p, dsm_now_ns(), &until)) {
+			if (!pg->inv)
+				STAT_ADD(pingpong_deferrals, 1);
+			defer(p, LOCUS_DSM_MSG_INV, h->src, 0);
+		} else {
+			invalidated(p, h->src);
+		}
+		break;
+	case LOCUS_DSM_MSG_INV_ACK:
+		if (pg->pending != 2 || !pg->acks_left)
+			dsm_fatal("unexpected invalidation acknowledgement for page %zu", p);
+		if (--pg->acks_left == 0)
+			write_granted(p);
+		break;
+	}
+}
+
+/* Run what delta held back; returns when to look again. */
+static uint64_t sc_tick(uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	size_t keep = 0;
+	for (size_t i = 0; i < deferred_count; i++) {
+		size_t p = deferred_list[i];
+		struct sc_page *pg = &pages[p];
+		uint64_t until = UINT64_MAX;
+		if (!in_delta(p, now, &until)) {
+			while (pg->inv) {
+				struct deferred *d = pg->inv;
+				pg->inv = d->next;
+				invalidated(p, d->from);
+				free(d);
+			}
+			pg->inv_tail = NULL;
+			while (pg->fwd && pg->owner && !pg->pending) {
+				struct deferred *d = pg->fwd;
+				pg->fwd = d->next;
+				if (!pg->fwd)
+					pg->fwd_tail = NULL;
+				give(p, d->write, d->from);
+				free(d);
+			}
+			if (pg->fwd && !pg->owner && !pg->pending)
+				dsm_fatal("page %zu: a forward is left without ownership", p);
+		}
+		if (pg->inv || pg->fwd) {
+			deferred_list[keep++] = p;
+			if (until < next)
+				next = until;
+		} else {
+			pg->listed = 0;
+		}
+	}
+	deferred_count = keep;
+	return next;
+}
+
+const struct dsm_proto dsm_proto_sc = {
+	.name = "sc",
+	.init = sc_init,
+	.fault = sc_fault,
+	.message = sc_message,
+	.tick = sc_tick,
+};

@@ -1,0 +1,70 @@
+/* Statistics: names and the two printed forms (a table for people, JSON lines
+   for tools/dsm-suite). */
+#include <stdio.h>
+
+#include "internal.h"
+
+static const char *const msg_names[LOCUS_DSM_MSG_KINDS] = {
+	"page_req",   "page_fwd", "page",      "inv",	    "inv_ack",	 "lock_acq",
+	"lock_grant", "lock_rel", "bar_enter", "bar_leave", "heartbeat", "stats",
+};
+
+static const char *const fault_names[LOCUS_DSM_FAULT_KINDS] = {"read", "write", "upgrade", "local"};
+
+const char *locus_dsm_msg_kind_name(int kind)
+{
+	return kind >= 0 && kind < LOCUS_DSM_MSG_KINDS ? msg_names[kind] : "?";
+}
+
+const char *locus_dsm_fault_kind_name(int kind)
+{
+	return kind >= 0 && kind < LOCUS_DSM_FAULT_KINDS ? fault_names[kind] : "?";
+}
+
+void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
+{
+	fprintf(f,
+		"dsm node %d: total %.3f s = busy %.3f + fault %.3f + sync %.3f + overhead %.3f\n",
+		node, s->total_s, s->busy_s, s->fault_s, s->sync_s, s->overhead_s);
+	fprintf(f, "dsm node %d: faults", node);
+	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
+		fprintf(f, " %s=%llu", fault_names[k], (unsigned long long)s->faults[k]);
+	fprintf(f, "; invalidations=%llu pingpong_deferrals=%llu locks=%llu barriers=%llu\n",
+		(unsigned long long)s->invalidations, (unsigned long long)s->pingpong_deferrals,
+		(unsigned long long)s->lock_acquires, (unsigned long long)s->barriers);
+	fprintf(f, "dsm node %d: sent", node);
+	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++)
+		if (s->msgs_sent[k])
+			fprintf(f, " %s=%llu/%lluB", msg_names[k],
+				(unsigned long long)s->msgs_sent[k],
+				(unsigned long long)s->bytes_sent[k]);
+	fprintf(f, "; comm slept %llu times, %.3f s\n", (unsigned long long)s->comm_sleeps,
+		s->comm_sleep_s);
+}
+
+void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
+{
+	fprintf(f,
+		"{\"dsm_node\": %d, \"total_s\": %.6f, \"busy_s\": %.6f, \"fault_s\": %.6f, "
+		"\"sync_s\": %.6f, \"overhead_s\": %.6f",
+		node, s->total_s, s->busy_s, s->fault_s, s->sync_s, s->overhead_s);
+	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
+		fprintf(f, ", \"faults_%s\": %llu", fault_names[k],
+			(unsigned long long)s->faults[k]);
+	uint64_t msgs = 0, bytes = 0;
+	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++) {
+		fprintf(f, ", \"msgs_%s\": %llu, \"bytes_%s\": %llu", msg_names[k],
+			(unsigned long long)s->msgs_sent[k], msg_names[k],
+			(unsigned long long)s->bytes_sent[k]);
+		msgs += s->msgs_sent[k];
+		bytes += s->bytes_sent[k];
+	}
+	fprintf(f,
+		", \"msgs\": %llu, \"bytes\": %llu, \"invalidations\": %llu, "
+		"\"pingpong_deferrals\": %llu, \"locks\": %llu, \"barriers\": %llu, "
+		"\"comm_sleeps\": %llu, \"comm_sleep_s\": %.6f}\n",
+		(unsigned long long)msgs, (unsigned long long)bytes,
+		(unsigned long long)s->invalidations, (unsigned long long)s->pingpong_deferrals,
+		(unsigned long long)s->lock_acquires, (unsigned long long)s->barriers,
+		(unsigned long long)s->comm_sleeps, s->comm_sleep_s);
+}

@@ -1,0 +1,230 @@
+/*
+ * Locks, barriers and the goodbye at finalize, on the communication thread.
+ *
+ * Lock id is managed by node id % nodes, which keeps a FIFO of waiters
+ * (node, token); the token is the waiting request's address on its node,
+ * echoed back in the grant. Barriers count at node 0 and carry a value that
+ * every node must agree on (alloc uses it to check sizes). Barrier epochs
+ * alternate between two slots: no node can enter epoch e+2 before every node
+ * has left e, so an early arrival for e+1 never mixes with e.
+ *
+ * Consistency protocols see each acquire, release and barrier through their
+ * hooks before the operation completes locally; sc needs none.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct waiter {
+	struct waiter *next;
+	uint64_t token;
+	uint16_t node;
+};
+
+struct lockst {
+	struct lockst *next;
+	uint32_t id;
+	int held;
+	struct waiter *head, *tail;
+};
+
+#define LOCK_BUCKETS 256
+static struct lockst *locks[LOCK_BUCKETS];
+
+static struct dsm_req *bar_req;
+static uint64_t bar_epoch;
+static int arrivals[2];
+static uint64_t bar_value[2];
+static int bar_mismatch[2];
+
+static int bye_said, byes_heard;
+
+static void send_to(int dst, uint16_t kind, uint64_t a, uint64_t b, const void *payload, size_t len)
+{
+	struct dsm_hdr h = {.kind = kind, .a = a, .b = b};
+	dsm_send(dst, &h, payload, len);
+}
+
+static struct lockst *lock_find(uint32_t id)
+{
+	struct lockst **b = &locks[id % LOCK_BUCKETS];
+	for (struct lockst *l = *b; l; l = l->next)
+		if (l->id == id)
+			return l;
+	struct lockst *l = calloc(1, sizeof(*l));
+	if (!l)
+		dsm_fatal("out of memory for lock %u", id);
+	l->id = id;
+	l->next = *b;
+	*b = l;
+	return l;
+}
+
+static void lock_granted(uint32_t id, uint64_t token)
+{
+	if (dsm.proto->acquire)
+		dsm.proto->acquire(id);
+	dsm_req_done((struct dsm_req *)(uintptr_t)token, 0);
+}
+
+static void grant(uint32_t id, int node, uint64_t token)
+{
+	if (node == dsm.node)
+		lock_granted(id, token);
+	else
+		send_to(node, LOCUS_DSM_MSG_LOCK_GRANT, id, token, NULL, 0);
+}
+
+static void mgr_acquire(uint32_t id, int node, uint64_t token)
+{
+	struct lockst *l = lock_find(id);
+	if (!l->held) {
+		l->held = 1;
+		grant(id, node, token);
+		return;
+	}
+	struct waiter *w = malloc(sizeof(*w));
+	if (!w)
+		dsm_fatal("out of memory for a lock waiter");
+	*w = (struct waiter){.token = token, .node = (uint16_t)node};
+	if (l->tail)
+		l->tail->next = w;
+	else
+		l->head = w;
+	l->tail = w;
+}
+
+static void mgr_release(uint32_t id, int node)
+{
+	struct lockst *l = lock_find(id);
+	if (!l->held)
+		dsm_fatal("node %d released lock %u, which is free", node, id);
+	struct waiter *w = l->head;
+	if (!w) {
+		l->held = 0;
+		return;
+	}
+	l->head = w->next;
+	if (!l->head)
+		l->tail = NULL;
+	grant(id, w->node, w->token);
+	free(w);
+}
+
+static void bar_leave(uint64_t epoch, int ok)
+{
+	if (!bar_req || epoch != bar_epoch)
+		dsm_fatal("barrier %llu left while in %llu", (unsigned long long)epoch,
+			  (unsigned long long)bar_epoch);
+	struct dsm_req *r = bar_req;
+	bar_req = NULL;
+	dsm_req_done(r, ok ? 0 : -1);
+}
+
+static void bar_arrive(uint64_t epoch, uint64_t value)
+{
+	int s = (int)(epoch & 1);
+	if (arrivals[s] == 0) {
+		bar_value[s] = value;
+		bar_mismatch[s] = 0;
+	} else if (bar_value[s] != value) {
+		bar_mismatch[s] = 1;
+	}
+	if (++arrivals[s] < dsm.nodes)
+		return;
+	arrivals[s] = 0;
+	int ok = !bar_mismatch[s];
+	for (int n = 1; n < dsm.nodes; n++)
+		send_to(n, LOCUS_DSM_MSG_BAR_LEAVE, epoch, (uint64_t)ok, NULL, 0);
+	bar_leave(epoch, ok);
+}
+
+void dsm_sync_request(struct dsm_req *r)
+{
+	uint32_t id = (uint32_t)r->a;
+	int mgr = (int)(id % (uint32_t)dsm.nodes);
+	switch (r->kind) {
+	case DSM_REQ_LOCK:
+		STAT_ADD(lock_acquires, 1);
+		if (mgr == dsm.node)
+			mgr_acquire(id, dsm.node, (uint64_t)(uintptr_t)r);
+		else
+			send_to(mgr, LOCUS_DSM_MSG_LOCK_ACQ, id, (uint64_t)(uintptr_t)r, NULL, 0);
+		break;
+	case DSM_REQ_UNLOCK:
+		if (dsm.proto->release)
+			dsm.proto->release(id);
+		if (mgr == dsm.node)
+			mgr_release(id, dsm.node);
+		else
+			send_to(mgr, LOCUS_DSM_MSG_LOCK_REL, id, 0, NULL, 0);
+		dsm_req_done(r, 0);
+		break;
+	case DSM_REQ_BARRIER:
+		STAT_ADD(barriers, 1);
+		if (dsm.proto->barrier)
+			dsm.proto->barrier();
+		bar_req = r;
+		bar_epoch++;
+		if (dsm.node == 0)
+			bar_arrive(bar_epoch, r->a);
+		else
+			send_to(0, LOCUS_DSM_MSG_BAR_ENTER, bar_epoch, r->a, NULL, 0);
+		break;
+	case DSM_REQ_STATS:
+		if (dsm.node == 0)
+			memcpy(&dsm.all_stats[0], (void *)(uintptr_t)r->a, sizeof(locus_dsm_stats));
+		else
+			send_to(0, LOCUS_DSM_MSG_STATS, 0, 0, (void *)(uintptr_t)r->a,
+				sizeof(locus_dsm_stats));
+		dsm_req_done(r, 0);
+		break;
+	case DSM_REQ_LEAVE:
+		dsm_comm_leaving();
+		for (int n = 0; n < dsm.nodes; n++)
+			if (n != dsm.node)
+				send_to(n, DSM_MSG_BYE, 0, 0, NULL, 0);
+		bye_said = 1;
+		dsm_req_done(r, 0);
+		break;
+	default:
+		dsm_fatal("unknown request %u", r->kind);
+	}
+}
+
+void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len)
+{
+	switch (h->kind) {
+	case LOCUS_DSM_MSG_LOCK_ACQ:
+		mgr_acquire((uint32_t)h->a, h->src, h->b);
+		break;
+	case LOCUS_DSM_MSG_LOCK_GRANT:
+		lock_granted((uint32_t)h->a, h->b);
+		break;
+	case LOCUS_DSM_MSG_LOCK_REL:
+		mgr_release((uint32_t)h->a, h->src);
+		break;
+	case LOCUS_DSM_MSG_BAR_ENTER:
+		bar_arrive(h->a, h->b);
+		break;
+	case LOCUS_DSM_MSG_BAR_LEAVE:
+		bar_leave(h->a, (int)h->b);
+		break;
+	case LOCUS_DSM_MSG_STATS:
+		if (dsm.node != 0 || len != sizeof(locus_dsm_stats))
+			dsm_fatal("stray statistics from node %d", h->src);
+		memcpy(&dsm.all_stats[h->src], payload, len);
+		break;
+	case DSM_MSG_BYE:
+		byes_heard++;
+		break;
+	default:
+		dsm_fatal("unknown message kind %u from node %d", h->kind, h->src);
+	}
+}
+
+int dsm_sync_done(void)
+{
+	return bye_said && byes_heard == dsm.nodes - 1;
+}
