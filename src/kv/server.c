@@ -80,6 +80,7 @@ struct conn {
 	int meta;		   /* data for ms: reply with the meta formatter */
 	struct kv_meta_set ms;
 	int closing;	 /* close once the output is written */
+	int peer_eof;	 /* the client closed its side: run what it sent, reply, close */
 	int close_now;	 /* close without writing what is left */
 	struct conn *next; /* the worker's list */
 	struct conn *prev;
@@ -633,49 +634,58 @@ static int conn_write(struct conn *c)
 }
 
 /* Read, run, write; then choose what to wait for. */
+/* Does the input hold something process() could run now? */
+static int input_runnable(const struct conn *c)
+{
+	size_t avail = c->in.len - c->in_pos;
+	if (avail == 0)
+		return 0;
+	if (c->state != CONN_LINE)
+		return 1;
+	return memchr(c->in.p + c->in_pos, '\n', avail) != NULL;
+}
+
+/*
+ * Read (once), run, write; repeat while commands that waited for the output
+ * to drain can run; then choose what to wait for. A peer that closed its
+ * side still gets the replies to everything it sent.
+ */
 static void conn_service(struct conn *c, int readable)
 {
-	int eof = 0;
-	if (readable && out_pending(c) < OUT_HIGH) {
-		if (kv_buf_reserve(&c->in, READ_CHUNK) != 0) {
-			c->close_now = 1;
-		} else {
-			ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
-			if (n > 0)
-				c->in.len += (size_t)n;
-			else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-				eof = 1;
+	for (;;) {
+		if (readable && !c->peer_eof && out_pending(c) < OUT_HIGH) {
+			if (kv_buf_reserve(&c->in, READ_CHUNK) != 0) {
+				c->close_now = 1;
+			} else {
+				ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+				if (n > 0)
+					c->in.len += (size_t)n;
+				else if (n == 0 ||
+					 (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+					c->peer_eof = 1;
+			}
 		}
-	}
-	process(c);
-	kv_counts_flush(S.st, &c->w->cnt);
-	if (c->close_now || conn_write(c) != 0) {
-		conn_close(c);
+		readable = 0;
+		process(c);
+		kv_counts_flush(S.st, &c->w->cnt);
+		if (c->close_now || conn_write(c) != 0) {
+			conn_close(c);
+			return;
+		}
+		if (!c->closing && out_pending(c) < OUT_HIGH && input_runnable(c))
+			continue;
+		if ((c->peer_eof || c->closing) && !out_pending(c)) {
+			conn_close(c);
+			return;
+		}
+		short want = 0;
+		if (out_pending(c))
+			want |= EV_WRITE;
+		if (!c->closing && !c->peer_eof && out_pending(c) < OUT_HIGH)
+			want |= EV_READ;
+		conn_watch(c, want);
 		return;
 	}
-	if ((eof || c->closing) && !out_pending(c)) {
-		conn_close(c);
-		return;
-	}
-	if (eof) {
-		/* Peer closed its side: finish writing, read no more. */
-		c->closing = 1;
-		conn_watch(c, EV_WRITE);
-		return;
-	}
-	short want = 0;
-	if (out_pending(c))
-		want |= EV_WRITE;
-	/*
-	 * Read while the output is below the mark; when the input already holds
-	 * commands that waited for the output to drain, run them now.
-	 */
-	if (!c->closing && out_pending(c) < OUT_HIGH)
-		want |= EV_READ;
-	conn_watch(c, want);
-	if (!out_pending(c) && !c->closing && c->in.len > c->in_pos && c->state == CONN_LINE &&
-	    memchr(c->in.p + c->in_pos, '\n', c->in.len - c->in_pos))
-		conn_service(c, 0);
 }
 
 static void conn_event(evutil_socket_t fd, short what, void *arg)

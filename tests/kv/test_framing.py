@@ -1,6 +1,7 @@
 """Lines, keys and data blocks at their limits: key length, line endings, long lines, item
 size (-I), pipelining and a client that sends one byte at a time."""
 
+import socket
 import time
 
 import pytest
@@ -125,6 +126,27 @@ def test_pipelining_many_commands_in_one_write(srv):
             assert int(reply) == i + 1, (i, reply)
         c.expect("VERSION ")
         c.line()
+
+
+def test_a_client_that_half_closes_gets_every_reply(srv):
+    """Many large replies pipelined, then shutdown(SHUT_WR): the server must run and answer
+    every command it received before closing, even those it held back while its output
+    was backed up."""
+    size, n = 100000, 200
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    try:
+        s.sendall(b"set big 0 0 %d\r\n%s\r\n" % (size, b"x" * size) + b"get big\r\n" * n)
+        s.shutdown(socket.SHUT_WR)
+        got = bytearray()
+        while True:
+            d = s.recv(1 << 20)
+            if not d:
+                break
+            got += d
+    finally:
+        s.close()
+    one = b"VALUE big 0 %d\r\n%s\r\nEND\r\n" % (size, b"x" * size)
+    assert bytes(got) == b"STORED\r\n" + one * n, f"{got.count(b'END')} of {n} replies"
 
 
 def test_a_command_sent_one_byte_at_a_time(srv):
