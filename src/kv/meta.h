@@ -29,10 +29,10 @@
  *   me <key> [b]               debug; tokens after "b" (or instead of it) are ignored
  *
  * KEY. At most KV_KEY_MAX (250) bytes as given, else "CLIENT_ERROR bad command
- * line format". Unlike memcached, a key holding a control character (< 0x20 or
- * 0x7f, including NUL) is refused with the same reply, as kv_parse does: such a
- * key is a mis-framed line. (memcached also ends a line at a NUL byte; here a
- * NUL is an ordinary byte, so it only ever makes a line fail.) With the flag b
+ * line format". Any byte but the separating space may be in a key, control
+ * characters included, as memcached accepts them (memcaslap's keys begin with
+ * eight 0x10 bytes); memcached also ends a line at a NUL byte, where here a
+ * NUL is an ordinary key byte. With the flag b
  * (me: the token "b" right after the key) the key is base64 and is decoded into
  * keybuf; kv_meta_key()/key_len is then the decoded key (any bytes, 1..186 of them) and
  * key_raw the text as given. memcached's decoder, followed exactly: characters
@@ -85,7 +85,7 @@
  * ERRORS, in the order memcached looks (first applicable wins, except where
  * noted). mg/ms/md/ma with no key: "ERROR"; ms with a key but no datalen and
  * me with no key: "CLIENT_ERROR bad command line format".
- *  1. Key too long (or with a control character): "CLIENT_ERROR bad command line format".
+ *  1. Key too long: "CLIENT_ERROR bad command line format".
  *  2. 20 or more tokens on the line (command included: mg/md/ma take at most
  *     17 flags, ms 16): mg "CLIENT_ERROR options flags are too long", ms/md/ma
  *     "CLIENT_ERROR options flags too long".

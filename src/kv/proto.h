@@ -18,7 +18,8 @@
  *
  * Multi-key get/gets/gat/gats: one call yields at most KV_KEYS_MAX keys. When
  * the line holds more, `more` is nonzero and kv_parse_more() yields the next
- * batch. A bad key (longer than KV_KEY_MAX, or with a control character) is
+ * batch. A bad key (longer than KV_KEY_MAX; any other byte but space is fine,
+ * control characters included, as memcached has it) is
  * reported by the call whose batch holds it, so a server that answers batch
  * by batch sends the values of earlier keys before the CLIENT_ERROR, as
  * memcached does when it meets a bad key in the middle of a get.

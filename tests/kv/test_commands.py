@@ -287,3 +287,12 @@ def test_stats_settings_items_slabs(server):
         assert sum(int(v) for v in numbers.values()) == 1, items
         slabs = c.stats("slabs")
         assert "active_slabs" in slabs and "total_malloced" in slabs, slabs
+
+
+def test_keys_may_hold_control_characters(srv):
+    """memcached splits on spaces only; memcaslap's keys start with eight 0x10 bytes."""
+    key = b"\x10" * 8 + b"k\x01\x7f\tz"
+    with srv.conn() as c:
+        c.call(b"set " + key + b" 3 0 2\r\nhi\r\n", "STORED\r\n")
+        c.call(b"get " + key + b"\r\n", b"VALUE " + key + b" 3 2\r\nhi\r\nEND\r\n")
+        c.call(b"delete " + key + b"\r\n", "DELETED\r\n")
