@@ -92,15 +92,26 @@ def test_table_medians_paired_ratios_and_fastest(kvm):
     configs = ["memcached", "locus-kv", "locus-kv:all=mutex"]
     results = {10: {"memcached": [100, 200, 300], "locus-kv": [50, 400, 300], "locus-kv:all=mutex": [100, 100, 100]},
                30: {"memcached": [100, 100, 100], "locus-kv": [90, 95, 100], "locus-kv:all=mutex": [120, 80, 110]}}
-    table = kvm.median_table(results, ratios, configs)
-    assert table[10]["memcached"] == (200, 1.0)
-    assert table[10]["locus-kv"] == (300, 1.0)        # ratios 0.5, 2.0, 1.0
-    assert table[30]["locus-kv:all=mutex"] == (110, 1.1)
+    cpu = {10: {"memcached": [4.0, 6.0, 5.0]}}
+    table = kvm.median_table(results, ratios, configs, cpu)
+    assert table[10]["memcached"] == (200, 1.0, 5.0)
+    assert table[10]["locus-kv"] == (300, 1.0, None)  # ratios 0.5, 2.0, 1.0
+    assert table[30]["locus-kv:all=mutex"] == (110, 1.1, None)
     assert kvm.fastest(table, ratios, configs[1:]) == (30, "locus-kv:all=mutex", 1.1)
     assert kvm.fastest(table, [10], configs[1:])[0] == 10
     names = {"memcached": "memcached", "locus-kv": "locus-kv", "locus-kv:all=mutex": "locus-kv --sync all=mutex"}
     text = kvm.format_table(table, ratios, configs, names)
     assert "locus-kv --sync all=mutex" in text and "30%" in text and "1.10" in text
+    assert "server CPU us/op" in text and "5.00" in text
+
+
+def test_server_problems_catch_a_server_that_stores_nothing(kvm):
+    assert kvm.server_problems({}, 30) == ["server's stats unreadable after the run"]
+    assert kvm.server_problems({"cmd_set": 0, "cmd_get": 10, "get_hits": 10}, 30) == [
+        "the server stored nothing (cmd_set 0)"]
+    assert kvm.server_problems({"cmd_set": 5, "cmd_get": 10, "get_hits": 2}, 30) == [
+        "only 2 of 10 gets hit on the server"]
+    assert kvm.server_problems({"cmd_set": 5, "cmd_get": 10, "get_hits": 9}, 30) == []
 
 
 def test_help_tells_the_options():
