@@ -45,6 +45,7 @@
 #define READ_CHUNK    16384
 #define OUT_HIGH      (4u << 20) /* stop running commands while this much output waits */
 #define GET_LINE_MAX  (8u << 20) /* a multi-key get line longer than this closes the connection */
+#define CRAWL_SWEEP_S 8		 /* seconds the expiry crawler takes over the whole hash table */
 
 struct settings {
 	int port;
@@ -800,8 +801,14 @@ static int listen_on(const char *host, int port, char *err, size_t errlen)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	kv_clock_tick(S.st);
-	if (kv_store_config(S.st)->lru_crawler)
-		kv_crawl(S.st, &S.main_cnt);
+	/* The crawler sweeps the table every CRAWL_SWEEP_S seconds, a slice per tick. */
+	static unsigned next_stripe;
+	if (kv_store_config(S.st)->lru_crawler) {
+		unsigned n = kv_store_stripes(S.st);
+		unsigned slice = (n + CRAWL_SWEEP_S - 1) / CRAWL_SWEEP_S;
+		kv_crawl_part(S.st, &S.main_cnt, next_stripe, slice);
+		next_stripe = (next_stripe + slice) % n;
+	}
 	kv_counts_flush(S.st, &S.main_cnt);
 }
 

@@ -762,18 +762,36 @@ static uint64_t hash_store_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 }
 
 /* The header of a VALUE line for it. */
+/* " <v>" in decimal at p; returns the bytes written (at most 21). */
+static size_t put_u64(char *p, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	p[0] = ' ';
+	for (size_t i = 0; i < n; i++)
+		p[1 + i] = tmp[n - 1 - i];
+	return n + 1;
+}
+
+/* Append "VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n" (inside the item's hash section). */
 static int add_value(struct kv_buf *out, struct kv_item *it, int with_cas)
 {
-	char hdr[64];
-	int n = with_cas ? snprintf(hdr, sizeof(hdr), " %" PRIu32 " %" PRIu32 " %" PRIu64 "\r\n",
-				    it->flags, it->nbytes, it->cas)
-			 : snprintf(hdr, sizeof(hdr), " %" PRIu32 " %" PRIu32 "\r\n", it->flags,
-				    it->nbytes);
-	if (kv_buf_reserve(out, 6 + it->nkey + (size_t)n + it->nbytes + 2) != 0)
+	char hdr[72];
+	size_t n = put_u64(hdr, it->flags);
+	n += put_u64(hdr + n, it->nbytes);
+	if (with_cas)
+		n += put_u64(hdr + n, it->cas);
+	hdr[n++] = '\r';
+	hdr[n++] = '\n';
+	if (kv_buf_reserve(out, 6 + it->nkey + n + it->nbytes + 2) != 0)
 		return -1;
 	kv_buf_add(out, "VALUE ", 6);
 	kv_buf_add(out, it->data, it->nkey);
-	kv_buf_add(out, hdr, (size_t)n);
+	kv_buf_add(out, hdr, n);
 	kv_buf_add(out, kv_item_value(it), (size_t)it->nbytes + 2);
 	return 0;
 }
@@ -1375,8 +1393,14 @@ int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *r
 
 uint64_t kv_crawl(kv_store *st, struct kv_counts *cnt)
 {
+	return kv_crawl_part(st, cnt, 0, st->nstripes);
+}
+
+uint64_t kv_crawl_part(kv_store *st, struct kv_counts *cnt, unsigned first, unsigned count)
+{
 	uint64_t reaped = 0;
-	for (unsigned s = 0; s < st->nstripes; s++) {
+	for (unsigned k = 0; k < count && k < st->nstripes; k++) {
+		unsigned s = (first + k) % st->nstripes;
 		struct hash_op op;
 		op_init(&op, st, cnt, NULL, 0);
 		locus_cs_run(st->stripes[s].cs, hash_crawl_fn, (uint64_t)(uintptr_t)&op, s, st->nstripes);
@@ -1557,6 +1581,11 @@ int kv_stats_items(kv_store *st, struct kv_buf *out)
 const struct kv_store_config *kv_store_config(const kv_store *st)
 {
 	return &st->cfg;
+}
+
+unsigned kv_store_stripes(const kv_store *st)
+{
+	return st->nstripes;
 }
 
 const char *kv_store_sync_spec(const kv_store *st, enum kv_section s)

@@ -252,7 +252,10 @@ void kv_counts_flush(kv_store *st, struct kv_counts *cnt);
 /* The store's counters (after every worker flushed). */
 void kv_counts_read(kv_store *st, struct kv_counts *out);
 
-/* Remove expired items now (the crawler does this every second); returns how many. */
+/* Remove expired (and flushed) items from every stripe now; returns how many. */
 uint64_t kv_crawl(kv_store *st, struct kv_counts *cnt);
+/* The same over `count` stripes from `first` (modulo the stripe count): a slice of a sweep. */
+uint64_t kv_crawl_part(kv_store *st, struct kv_counts *cnt, unsigned first, unsigned count);
+unsigned kv_store_stripes(const kv_store *st);
 
 #endif
