@@ -13,7 +13,7 @@ KV_TSAN    := $(TSAN)/src/kv/locus-kv
 VENV       ?= $(BUILD)/venv
 PY         := $(VENV)/bin/python
 
-.PHONY: all deps build release tsan asan test test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-tsan test-kv-memcached test-fuzz bench-kv python figures demo format clean help
+.PHONY: all deps build release tsan asan test test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-tsan test-kv-memcached test-fuzz bench-kv test-dsm dsm-suite python figures demo format clean help
 
 all: build
 
@@ -28,6 +28,8 @@ help:
 	@echo "                  (test-kv-asan: the ASan/UBSan server; test-kv-tsan: the ThreadSanitizer one)"
 	@echo "make test-kv-memcached  the same tests against Debian's memcached (the reference they were written against)"
 	@echo "make bench-kv     memcaslap against locus-kv and Debian's memcached at 10/20/25/30% sets (bench/kv-memcaslap)"
+	@echo "make test-dsm     locus-dsm's tests only (litmus, lock stress, failure, every application on 1, 2, 4 nodes)"
+	@echo "make dsm-suite    the DSM applications on 1, 2, 4 nodes at 0 and 1 ms delay: table and plots in $(BUILD)/dsm-suite"
 	@echo "make test-fuzz    build the libFuzzer targets with clang and run each for $${LOCUS_FUZZ_SECONDS:-30}s (tests/fuzz/run)"
 	@echo "make figures reproduce every seed figure on this machine into $(BUILD)/figures (about 12 minutes on 2 CPUs),"
 	@echo "             then write docs/results/reproduction.md (tools/reproduce all; tools/reproduce report)"
@@ -92,6 +94,12 @@ test-kv-tsan: tsan python
 test-kv-memcached: python
 	LOCUS_KV=memcached $(PY) -m pytest -q tests/kv
 
+test-dsm: release
+	ctest --test-dir $(RELEASE) -L dsm --output-on-failure
+
+dsm-suite: release python
+	$(PY) tools/dsm-suite --build $(RELEASE) --out $(BUILD)/dsm-suite
+
 bench-kv: release
 	bench/kv-memcaslap --locus-kv $(KV)
 
@@ -112,7 +120,8 @@ figures: release python
 	$(PY) tools/reproduce report --out $(BUILD)/figures --dest docs/results && exit $$status
 
 format:
-	clang-format -i include/locus/*.h src/*/*.[ch] bench/*.[ch] tests/*.[ch] tests/fuzz/*.c
+	clang-format -i include/locus/*.h src/*/*.[ch] bench/*.[ch] tests/*.[ch] tests/fuzz/*.c \
+	apps/*.[ch] tests/dsm/*.c
 
 clean:
 	rm -rf $(BUILD)
