@@ -33,7 +33,7 @@ void app_block(long total, int node, long *lo, long *hi)
 
 void app_clock_start(void)
 {
-	locus_dsm_barrier();
+	locus_dsm_stats_reset(); /* a barrier: the statistics cover the timed phase */
 	app.t0 = locus_dsm_now();
 }
 
@@ -41,6 +41,7 @@ void app_clock_stop(void)
 {
 	locus_dsm_barrier();
 	app.secs = locus_dsm_now() - app.t0;
+	locus_dsm_stats_freeze();
 }
 
 void *app_alloc(size_t bytes)

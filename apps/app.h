@@ -30,7 +30,8 @@ long app_opt(int argc, char **argv, const char *flag, long def);
 /* This node's share [lo, hi) of [0, total), in contiguous blocks. */
 void app_block(long total, int node, long *lo, long *hi);
 
-/* Barrier, then start / stop the clock of the parallel phase. */
+/* Barrier, then start / stop the clock of the parallel phase; the runtime's
+   statistics (printed at finalize) are reset and frozen at the same points. */
 void app_clock_start(void);
 void app_clock_stop(void);
 

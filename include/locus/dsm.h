@@ -61,17 +61,33 @@ enum locus_dsm_fault_kind {
 };
 
 /*
- * One node's statistics. Times are seconds of wall-clock time on the
- * application thread that called init, except overhead (CPU time of the
- * communication thread). busy = total - fault - sync - overhead, floored at 0,
- * as in the breakdown of seed 001 Figure 1.
+ * One node's statistics, since init or the last locus_dsm_stats_reset and up
+ * to now or the last locus_dsm_stats_freeze. The time breakdown (seed 001
+ * Figure 1) describes the measured thread: the one that called init, or
+ * reset. Every component is measured on its own, none is a residual:
+ *   total     wall time of the interval
+ *   busy      the measured thread's own CPU time outside fault handling and
+ *             DSM calls (CLOCK_THREAD_CPUTIME_ID)
+ *   fault     wall time of the measured thread inside the SIGSEGV handler
+ *   sync      wall time of the measured thread inside locks, barriers, alloc
+ *   overhead  CPU time the communication thread spent handling requests,
+ *             messages and timers while the measured thread was not stalled
+ *             (its polls that found nothing and its sleeps are excluded)
+ * and other = total - busy - fault - sync - overhead is what none of them
+ * covers: time the measured thread was runnable but not running (other
+ * processes, or its own communication thread polling). It can be slightly
+ * negative when the communication thread works on another CPU while the
+ * application computes, i.e. when overhead overlaps busy.
  */
 typedef struct locus_dsm_stats {
 	double total_s;
 	double busy_s;
-	double fault_s;	   /* stalled in page faults */
-	double sync_s;	   /* stalled in locks and barriers */
-	double overhead_s; /* communication thread CPU time */
+	double fault_s;		    /* stalled in page faults */
+	double sync_s;		    /* stalled in locks and barriers */
+	double overhead_s;	    /* communication thread handling work outside the stalls */
+	double other_s;		    /* total - the four above */
+	double overhead_in_stall_s; /* its handling work during the stalls (part of fault/sync) */
+	double comm_cpu_s;	    /* all its CPU time, polling included */
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS];
 	uint64_t bytes_sent[LOCUS_DSM_MSG_KINDS];
@@ -122,8 +138,23 @@ void locus_dsm_unlock(uint32_t id);
  */
 void locus_dsm_prefetch(const void *addr, size_t len);
 
-/* This node's statistics so far. */
+/* This node's statistics so far (or as frozen by locus_dsm_stats_freeze). */
 void locus_dsm_stats_get(locus_dsm_stats *out);
+
+/*
+ * Collective: a barrier, then every node's statistics start again from zero,
+ * and the calling thread becomes the measured thread. Call it where the timed
+ * phase starts so that the breakdown covers the same interval as the time the
+ * application prints.
+ */
+void locus_dsm_stats_reset(void);
+
+/*
+ * Local: the statistics stop here; locus_dsm_stats_get and the report at
+ * finalize give these values until the next reset. Call it where the timed
+ * phase ends.
+ */
+void locus_dsm_stats_freeze(void);
 
 /* One node's statistics as a short human table. */
 void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s);

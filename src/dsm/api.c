@@ -9,15 +9,38 @@
 
 struct dsm_runtime dsm;
 static int started;
-static double comm_cpu_at_start; /* MPI start-up polls: not the application's overhead */
 
-static uint64_t call_timed(struct dsm_req *r)
+/* The start of the statistics interval (init or reset): a snapshot of the
+   counters and clocks, subtracted from theirs at every read. */
+static struct {
+	struct dsm_counters cnt;
+	uint64_t wall_ns, cpu_ns, comm_cpu_ns;
+	clockid_t clock; /* the measured thread's CPU clock */
+} base;
+static int frozen;
+static locus_dsm_stats frozen_stats;
+
+static void call_timed(struct dsm_req *r)
 {
-	uint64_t t0 = dsm_now_ns();
+	struct dsm_stall st;
+	dsm_stall_begin(&st);
 	dsm_call(r);
-	uint64_t dt = dsm_now_ns() - t0;
-	STAT_ADD(sync_ns, dt);
-	return dt;
+	dsm_stall_end(&st, dsm_now_ns(), 0);
+}
+
+static void stats_mark(void)
+{
+	dsm.measured = pthread_self();
+	if (pthread_getcpuclockid(dsm.measured, &base.clock) != 0)
+		base.clock = CLOCK_THREAD_CPUTIME_ID;
+	uint64_t *b = (uint64_t *)&base.cnt;
+	const uint64_t *c = (const uint64_t *)&dsm.cnt;
+	for (size_t i = 0; i < sizeof(base.cnt) / sizeof(uint64_t); i++)
+		b[i] = __atomic_load_n(&c[i], __ATOMIC_RELAXED);
+	base.comm_cpu_ns = dsm_comm_cpu_ns();
+	base.cpu_ns = dsm_clock_ns(base.clock);
+	base.wall_ns = dsm_now_ns();
+	frozen = 0;
 }
 
 /*
@@ -56,10 +79,8 @@ int locus_dsm_init(int *argc, char ***argv)
 		dsm_fatal("cannot start");
 	started = 1;
 	atexit(exit_without_finalize);
-	locus_dsm_barrier();
-	memset(&dsm.cnt, 0, sizeof(dsm.cnt)); /* count the application, not start-up */
-	comm_cpu_at_start = dsm_comm_cpu_seconds();
-	dsm.t_start_ns = dsm_now_ns();
+	dsm.measured = pthread_self();
+	locus_dsm_stats_reset(); /* count the application, not start-up */
 	return 0;
 }
 
@@ -170,28 +191,58 @@ double locus_dsm_now(void)
 	return (double)dsm_now_ns() * 1e-9;
 }
 
+void locus_dsm_stats_reset(void)
+{
+	locus_dsm_barrier();
+	stats_mark();
+}
+
+void locus_dsm_stats_freeze(void)
+{
+	frozen = 0;
+	locus_dsm_stats_get(&frozen_stats);
+	frozen = 1;
+}
+
 void locus_dsm_stats_get(locus_dsm_stats *s)
 {
-	memset(s, 0, sizeof(*s));
-	s->total_s = (double)(dsm_now_ns() - dsm.t_start_ns) * 1e-9;
-	s->fault_s = (double)STAT_GET(fault_ns) * 1e-9;
-	s->sync_s = (double)STAT_GET(sync_ns) * 1e-9;
-	s->overhead_s = dsm_comm_cpu_seconds() - comm_cpu_at_start;
-	s->busy_s = s->total_s - s->fault_s - s->sync_s - s->overhead_s;
-	if (s->busy_s < 0)
-		s->busy_s = 0;
-	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
-		s->faults[k] = STAT_GET(faults[k]);
-	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++) {
-		s->msgs_sent[k] = STAT_GET(msgs_sent[k]);
-		s->bytes_sent[k] = STAT_GET(bytes_sent[k]);
-		s->msgs_recv[k] = STAT_GET(msgs_recv[k]);
-		s->bytes_recv[k] = STAT_GET(bytes_recv[k]);
+	if (frozen) {
+		*s = frozen_stats;
+		return;
 	}
-	s->invalidations = STAT_GET(invalidations);
-	s->pingpong_deferrals = STAT_GET(pingpong_deferrals);
-	s->lock_acquires = STAT_GET(lock_acquires);
-	s->barriers = STAT_GET(barriers);
-	s->comm_sleeps = STAT_GET(comm_sleeps);
-	s->comm_sleep_s = (double)STAT_GET(comm_sleep_ns) * 1e-9;
+	/* Read the clocks first and the counters after: a counter can only have
+	   grown by then, so a stall never looks longer than the interval. */
+	uint64_t wall = dsm_now_ns() - base.wall_ns;
+	uint64_t cpu = dsm_clock_ns(base.clock) - base.cpu_ns;
+	uint64_t comm_cpu = dsm_comm_cpu_ns() - base.comm_cpu_ns;
+	struct dsm_counters d;
+	uint64_t *dv = (uint64_t *)&d;
+	const uint64_t *b = (const uint64_t *)&base.cnt, *c = (const uint64_t *)&dsm.cnt;
+	for (size_t i = 0; i < sizeof(d) / sizeof(uint64_t); i++)
+		dv[i] = __atomic_load_n(&c[i], __ATOMIC_RELAXED) - b[i];
+	memset(s, 0, sizeof(*s));
+	s->total_s = (double)wall * 1e-9;
+	s->fault_s = (double)d.fault_ns * 1e-9;
+	s->sync_s = (double)d.sync_ns * 1e-9;
+	/* The stall CPU is part of the thread's CPU: busy >= 0 unless the call
+	   comes from another thread in the middle of a stall. */
+	s->busy_s = cpu > d.stall_cpu_ns ? (double)(cpu - d.stall_cpu_ns) * 1e-9 : 0;
+	s->overhead_s = (double)d.work_ns * 1e-9;
+	s->other_s = s->total_s - s->busy_s - s->fault_s - s->sync_s - s->overhead_s;
+	s->overhead_in_stall_s = (double)d.work_stall_ns * 1e-9;
+	s->comm_cpu_s = (double)comm_cpu * 1e-9;
+	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
+		s->faults[k] = d.faults[k];
+	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++) {
+		s->msgs_sent[k] = d.msgs_sent[k];
+		s->bytes_sent[k] = d.bytes_sent[k];
+		s->msgs_recv[k] = d.msgs_recv[k];
+		s->bytes_recv[k] = d.bytes_recv[k];
+	}
+	s->invalidations = d.invalidations;
+	s->pingpong_deferrals = d.pingpong_deferrals;
+	s->lock_acquires = d.lock_acquires;
+	s->barriers = d.barriers;
+	s->comm_sleeps = d.comm_sleeps;
+	s->comm_sleep_s = (double)d.comm_sleep_ns * 1e-9;
 }

@@ -333,20 +333,70 @@ void dsm_comm_leaving(void)
 		dsm_fatal("stopping the peer watcher: %s", strerror(errno));
 }
 
+/* Async-signal-safe formatting for the failure message (the launcher's
+   SIGUSR1 handler prints it too). */
+static size_t put_str(char *buf, size_t at, size_t cap, const char *s)
+{
+	while (*s && at + 1 < cap)
+		buf[at++] = *s++;
+	return at;
+}
+
+static size_t put_int(char *buf, size_t at, size_t cap, long v)
+{
+	char tmp[24];
+	int n = 0;
+	unsigned long u = v < 0 ? (unsigned long)-v : (unsigned long)v;
+	do
+		tmp[n++] = (char)('0' + u % 10);
+	while ((u /= 10) && n < (int)sizeof(tmp));
+	if (v < 0 && at + 1 < cap)
+		buf[at++] = '-';
+	while (n > 0 && at + 1 < cap)
+		buf[at++] = tmp[--n];
+	return at;
+}
+
+static int announced; /* the failure message has been printed */
+
+/*
+ * Print, once per process, which node failed. Async-signal-safe: write(2)
+ * only. Returns 0 when there is nothing to say (already said, or this node is
+ * past its last barrier, when peers may exit).
+ */
+static int announce(int q, const char *why)
+{
+	if (__atomic_load_n(&leaving, __ATOMIC_ACQUIRE) ||
+	    __atomic_exchange_n(&announced, 1, __ATOMIC_ACQ_REL))
+		return 0;
+	char msg[256];
+	size_t n = 0, cap = sizeof(msg);
+	n = put_str(msg, n, cap, "locus-dsm: node ");
+	n = put_int(msg, n, cap, dsm.node);
+	n = put_str(msg, n, cap, ": node ");
+	n = put_int(msg, n, cap, q);
+	n = put_str(msg, n, cap, " (pid ");
+	n = put_int(msg, n, cap, peers[q].pid);
+	n = put_str(msg, n, cap, " on ");
+	n = put_str(msg, n, cap, peers[q].host);
+	n = put_str(msg, n, cap, ") ");
+	n = put_str(msg, n, cap, why);
+	n = put_str(msg, n, cap, " before locus_dsm_finalize; exiting\n");
+	return write(2, msg, n) == (ssize_t)n;
+}
+
 /*
  * Leave because node q failed. The exit waits a grace period first: every
- * other survivor polls its pidfds more often than that, so each of them sees
- * q's exit before ours and names q, not us.
+ * other survivor learns of q's exit within milliseconds (pidfd, or hydra's
+ * SIGUSR1 under -disable-auto-cleanup), and hydra SIGKILLs every survivor as
+ * soon as one of them exits, so leaving at once would cut their messages off.
  */
 static void peer_failed(int q, const char *why)
 {
 	if (__atomic_load_n(&leaving, __ATOMIC_ACQUIRE))
 		return;
-	dprintf(2,
-		"locus-dsm: node %d: node %d (pid %d on %s) %s before locus_dsm_finalize; "
-		"exiting\n",
-		dsm.node, q, peers[q].pid, peers[q].host, why);
-	struct timespec grace = {.tv_sec = 0, .tv_nsec = 250000000};
+	announce(q, why);
+	struct timespec grace = {.tv_sec = 1, .tv_nsec = 0};
 	nanosleep(&grace, NULL);
 	_exit(LOCUS_DSM_EXIT_PEER);
 }
@@ -396,11 +446,27 @@ static void check_liveness(uint64_t now)
 	}
 }
 
+/*
+ * Hydra's mpiexec -disable-auto-cleanup reports a failed process by sending
+ * SIGUSR1 to every remaining one (the default action would kill this node
+ * without a word), and SIGKILLs them all once any of them exits. Name the
+ * dead peer here, synchronously, from its pidfd; the watcher thread (or the
+ * heartbeats, for peers on other hosts) then does the exit.
+ */
 static void on_launcher_signal(int sig)
 {
-	/* Hydra (mpiexec -disable-auto-cleanup) reports a failed process with
-	   SIGUSR1; the default action would kill this node without a word. */
+	int saved_errno = errno;
 	launcher_said_failure = 1;
+	for (int i = 0; i < dsm.nodes; i++) {
+		if (peers[i].pidfd < 0)
+			continue;
+		struct pollfd p = {.fd = peers[i].pidfd, .events = POLLIN};
+		if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+			announce(i, "exited");
+			break;
+		}
+	}
+	errno = saved_errno;
 }
 
 static void sleep_on_wake(uint32_t seen, uint64_t ns)
@@ -417,7 +483,22 @@ static void comm_loop(void)
 {
 	uint64_t backoff = SLEEP_MIN_NS, next_liveness = 0;
 	int idle = 0;
+	/* Runtime overhead: this thread's CPU time is read once per iteration and
+	   the difference charged to the previous iteration if it did something
+	   (took a request, received or released a message); polls that found
+	   nothing and sleeps are not overhead. */
+	uint64_t cpu_prev = dsm_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	int worked = 0, was_stalled = 0;
 	for (;;) {
+		uint64_t cpu = dsm_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		if (worked) {
+			if (was_stalled)
+				STAT_ADD(work_stall_ns, cpu - cpu_prev);
+			else
+				STAT_ADD(work_ns, cpu - cpu_prev);
+		}
+		cpu_prev = cpu;
+		was_stalled = (int)__atomic_load_n(&dsm.stalled, __ATOMIC_RELAXED);
 		uint32_t seen = __atomic_load_n(&dsm.wake, __ATOMIC_ACQUIRE);
 		uint64_t now = dsm_now_ns();
 		int progress = take_requests();
@@ -432,6 +513,7 @@ static void comm_loop(void)
 			check_liveness(now);
 			next_liveness = now + LIVENESS_EVERY_NS;
 		}
+		worked = progress;
 		if (dsm_sync_done() && !pending_sends())
 			return;
 		if (progress) {
@@ -541,8 +623,11 @@ static void *comm_main(void *arg)
 	while (inflight)
 		reap_sends();
 	for (int i = 0; i < dsm.nodes; i++)
-		if (peers[i].pidfd >= 0)
-			close(peers[i].pidfd);
+		if (peers[i].pidfd >= 0) {
+			int fd = peers[i].pidfd;
+			peers[i].pidfd = -1; /* before the close: the SIGUSR1 handler reads it */
+			close(fd);
+		}
 	MPI_Comm_free(&comm);
 	MPI_Finalize();
 	free(rxbuf);
@@ -573,11 +658,10 @@ void dsm_comm_join(void)
 	pthread_join(comm_thread, NULL);
 }
 
-double dsm_comm_cpu_seconds(void)
+uint64_t dsm_comm_cpu_ns(void)
 {
 	clockid_t cid;
-	struct timespec ts;
-	if (pthread_getcpuclockid(comm_thread, &cid) != 0 || clock_gettime(cid, &ts) != 0)
+	if (pthread_getcpuclockid(comm_thread, &cid) != 0)
 		return 0;
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return dsm_clock_ns(cid);
 }

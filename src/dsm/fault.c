@@ -52,13 +52,14 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		errno = saved_errno;
 		return;
 	}
-	uint64_t t0 = dsm_now_ns();
+	struct dsm_stall st;
+	dsm_stall_begin(&st);
 	size_t page = (size_t)(addr - dsm.app) / dsm.page_size;
 	struct dsm_req r = {.kind = DSM_REQ_FAULT, .a = page, .b = (uint64_t)fault_is_write(uctx)};
 	dsm_call(&r);
 	uint64_t t1 = dsm_now_ns();
 	__atomic_store_n(&dsm.resume_ns[page], t1, __ATOMIC_RELEASE);
-	STAT_ADD(fault_ns, t1 - t0);
+	dsm_stall_end(&st, t1, 1);
 	errno = saved_errno;
 }
 

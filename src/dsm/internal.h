@@ -14,8 +14,10 @@
 #ifndef LOCUS_DSM_INTERNAL_H
 #define LOCUS_DSM_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "locus/dsm.h"
 
@@ -58,9 +60,13 @@ struct dsm_hdr {
 /* Runtime-internal message kinds beyond the public statistics kinds. */
 #define DSM_MSG_BYE LOCUS_DSM_MSG_KINDS
 
-/* Counters: written by one thread, read by any (relaxed atomics). */
+/* Counters: written by one thread, read by any (relaxed atomics). All
+   uint64_t: a snapshot is subtracted element by element (stats reset). */
 struct dsm_counters {
-	uint64_t fault_ns, sync_ns;
+	uint64_t fault_ns, sync_ns; /* measured thread's wall time in stalls */
+	uint64_t stall_cpu_ns;	    /* and its CPU time in them */
+	uint64_t work_ns;	    /* communication thread handling CPU, app not stalled */
+	uint64_t work_stall_ns;	    /* the same while the measured thread is stalled */
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
@@ -105,8 +111,8 @@ struct dsm_runtime {
 	uint32_t ready;		/* futex word: 1 started, 2 failed to start */
 
 	struct dsm_counters cnt;
-	uint64_t t_start_ns;
-	uint64_t comm_cpu_ns;		   /* communication thread CPU time, updated as it runs */
+	pthread_t measured;		   /* the thread the time breakdown describes */
+	uint32_t stalled;		   /* 1 while it is in the fault handler or a DSM call */
 	struct locus_dsm_stats *all_stats; /* node 0: every node's statistics at finalize */
 };
 
@@ -133,6 +139,46 @@ const struct dsm_proto *dsm_proto_find(const char *name);
 const char *dsm_proto_names(void);
 extern const struct dsm_proto dsm_proto_sc;
 
+/*
+ * A stall of an application thread (fault handler, DSM call): wall and CPU
+ * time are counted when it is the measured thread. Async-signal-safe.
+ */
+struct dsm_stall {
+	uint64_t wall_ns, cpu_ns;
+	int measured;
+};
+
+static inline uint64_t dsm_clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	if (clock_gettime(c, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void dsm_stall_begin(struct dsm_stall *s)
+{
+	s->measured = pthread_equal(pthread_self(), dsm.measured);
+	if (!s->measured)
+		return;
+	s->cpu_ns = dsm_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	s->wall_ns = dsm_clock_ns(CLOCK_MONOTONIC);
+	__atomic_store_n(&dsm.stalled, 1, __ATOMIC_RELAXED);
+}
+
+/* Ends the stall at wall time now (monotonic ns). */
+static inline void dsm_stall_end(struct dsm_stall *s, uint64_t now, int fault)
+{
+	if (!s->measured)
+		return;
+	__atomic_store_n(&dsm.stalled, 0, __ATOMIC_RELAXED);
+	if (fault)
+		STAT_ADD(fault_ns, now - s->wall_ns);
+	else
+		STAT_ADD(sync_ns, now - s->wall_ns);
+	STAT_ADD(stall_cpu_ns, dsm_clock_ns(CLOCK_THREAD_CPUTIME_ID) - s->cpu_ns);
+}
+
 /* config.c */
 int dsm_config_read(struct dsm_config *c);
 
@@ -157,8 +203,8 @@ void dsm_call(struct dsm_req *r); /* post and sleep until done */
 void dsm_req_done(struct dsm_req *r, int64_t result);
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len);
 uint64_t dsm_now_ns(void);
-void dsm_comm_leaving(void);	   /* past the last barrier: peers may exit now */
-double dsm_comm_cpu_seconds(void); /* CPU time of the communication thread */
+void dsm_comm_leaving(void);	/* past the last barrier: peers may exit now */
+uint64_t dsm_comm_cpu_ns(void); /* CPU time of the communication thread */
 void dsm_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
 /* sync.c: locks, barriers, finalize handshake (communication thread) */

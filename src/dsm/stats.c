@@ -24,8 +24,9 @@ const char *locus_dsm_fault_kind_name(int kind)
 void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 {
 	fprintf(f,
-		"dsm node %d: total %.3f s = busy %.3f + fault %.3f + sync %.3f + overhead %.3f\n",
-		node, s->total_s, s->busy_s, s->fault_s, s->sync_s, s->overhead_s);
+		"dsm node %d: total %.3f s = busy %.3f + fault %.3f + sync %.3f + overhead %.3f + "
+		"other %.3f\n",
+		node, s->total_s, s->busy_s, s->fault_s, s->sync_s, s->overhead_s, s->other_s);
 	fprintf(f, "dsm node %d: faults", node);
 	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
 		fprintf(f, " %s=%llu", fault_names[k], (unsigned long long)s->faults[k]);
@@ -38,7 +39,8 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 			fprintf(f, " %s=%llu/%lluB", msg_names[k],
 				(unsigned long long)s->msgs_sent[k],
 				(unsigned long long)s->bytes_sent[k]);
-	fprintf(f, "; comm slept %llu times, %.3f s\n", (unsigned long long)s->comm_sleeps,
+	fprintf(f, "; comm cpu %.3f s (handling %.3f s during stalls), slept %llu times, %.3f s\n",
+		s->comm_cpu_s, s->overhead_in_stall_s, (unsigned long long)s->comm_sleeps,
 		s->comm_sleep_s);
 }
 
@@ -46,8 +48,10 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 {
 	fprintf(f,
 		"{\"dsm_node\": %d, \"total_s\": %.6f, \"busy_s\": %.6f, \"fault_s\": %.6f, "
-		"\"sync_s\": %.6f, \"overhead_s\": %.6f",
-		node, s->total_s, s->busy_s, s->fault_s, s->sync_s, s->overhead_s);
+		"\"sync_s\": %.6f, \"overhead_s\": %.6f, \"other_s\": %.6f, "
+		"\"overhead_in_stall_s\": %.6f, \"comm_cpu_s\": %.6f",
+		node, s->total_s, s->busy_s, s->fault_s, s->sync_s, s->overhead_s, s->other_s,
+		s->overhead_in_stall_s, s->comm_cpu_s);
 	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
 		fprintf(f, ", \"faults_%s\": %llu", fault_names[k],
 			(unsigned long long)s->faults[k]);

@@ -1,0 +1,100 @@
+/*
+ * The time breakdown's invariants, on any number of nodes:
+ *   dsm_breakdown [ROUNDS]
+ * Each round computes on private data (CPU only), writes this node's word of
+ * a shared page (faults) and meets the others in a barrier. The statistics
+ * are reset before the rounds and frozen after them; every node then checks
+ * its own breakdown:
+ *   - every component >= 0, and busy > 0 (the compute loop ran);
+ *   - busy + fault + sync + overhead <= total + tolerance, i.e. other >= -tolerance;
+ *   - total is the interval between reset and freeze (same as the phase's
+ *     own clock, within the tolerance), and frozen values no longer move;
+ *   - the counters start at the reset: barriers == ROUNDS.
+ * No bound on speed: the tolerance only absorbs clock-read skew and
+ * communication work overlapping computation on another CPU.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "locus/dsm.h"
+
+static int failures;
+
+static void check(int node, int ok, const char *what, double a, double b)
+{
+	if (ok)
+		return;
+	fprintf(stderr, "dsm_breakdown: node %d: FAIL %s (%.6f vs %.6f)\n", node, what, a, b);
+	failures++;
+}
+
+static double compute(long n)
+{
+	double x = 0;
+	for (long i = 1; i <= n; i++)
+		x += 1.0 / ((double)i * (double)i);
+	return x;
+}
+
+int main(int argc, char **argv)
+{
+	long rounds = argc > 1 ? atol(argv[1]) : 5;
+	if (locus_dsm_init(&argc, &argv) != 0)
+		return 1;
+	int me = locus_dsm_node(), nodes = locus_dsm_nodes();
+	volatile uint64_t *shared = locus_dsm_alloc(4096);
+	volatile double sink = 0;
+
+	locus_dsm_stats_reset();
+	double t0 = locus_dsm_now();
+	for (long r = 0; r < rounds; r++) {
+		sink += compute(8000000);
+		shared[me] += 1;
+		locus_dsm_barrier();
+	}
+	double phase = locus_dsm_now() - t0;
+	locus_dsm_stats_freeze();
+
+	locus_dsm_stats s, again;
+	locus_dsm_stats_get(&s);
+	locus_dsm_barrier(); /* after the freeze: must not show */
+	locus_dsm_stats_get(&again);
+
+	double tol = 0.002 + 0.02 * s.total_s;
+	double sum = s.busy_s + s.fault_s + s.sync_s + s.overhead_s;
+	printf("dsm_breakdown: node %d of %d: total %.4f = busy %.4f + fault %.4f + sync %.4f + "
+	       "overhead %.4f + other %.4f (phase %.4f, tolerance %.4f)\n",
+	       me, nodes, s.total_s, s.busy_s, s.fault_s, s.sync_s, s.overhead_s, s.other_s, phase,
+	       tol);
+	check(me, s.total_s > 0, "total > 0", s.total_s, 0);
+	check(me, s.busy_s > 0, "busy > 0", s.busy_s, 0);
+	check(me, s.fault_s >= 0, "fault >= 0", s.fault_s, 0);
+	check(me, s.sync_s >= 0, "sync >= 0", s.sync_s, 0);
+	check(me, s.overhead_s >= 0, "overhead >= 0", s.overhead_s, 0);
+	check(me, s.overhead_in_stall_s >= 0, "overhead in stalls >= 0", s.overhead_in_stall_s, 0);
+	check(me, s.comm_cpu_s >= s.overhead_s + s.overhead_in_stall_s - tol,
+	      "communication thread CPU >= its handling work", s.comm_cpu_s,
+	      s.overhead_s + s.overhead_in_stall_s);
+	check(me, sum <= s.total_s + tol, "components sum <= total", sum, s.total_s);
+	check(me, s.other_s >= -tol, "other >= -tolerance", s.other_s, -tol);
+	check(me, s.other_s - (s.total_s - sum) < 1e-9 && s.total_s - sum - s.other_s < 1e-9,
+	      "other == total - components", s.other_s, s.total_s - sum);
+	check(me, s.total_s <= phase + tol && phase <= s.total_s + tol,
+	      "total covers the timed phase", s.total_s, phase);
+	check(me, memcmp(&s, &again, sizeof(s)) == 0, "frozen statistics stay put", again.total_s,
+	      s.total_s);
+	check(me, s.barriers == (uint64_t)rounds, "barriers counted from the reset",
+	      (double)s.barriers, (double)rounds);
+	if (nodes > 1)
+		check(me,
+		      s.faults[LOCUS_DSM_FAULT_READ] + s.faults[LOCUS_DSM_FAULT_WRITE] +
+				      s.faults[LOCUS_DSM_FAULT_UPGRADE] >
+			      0,
+		      "the shared page faulted", 0, 0);
+	if (sink < 0)
+		printf("impossible\n");
+	locus_dsm_finalize();
+	return failures ? 1 : 0;
+}
