@@ -29,18 +29,6 @@ static void add(struct kv_buf *b, const char *s)
 	kv_buf_add(b, s, strlen(s));
 }
 
-static void addf(struct kv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void addf(struct kv_buf *b, const char *fmt, ...)
-{
-	char tmp[128];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		kv_buf_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
 /* What the return flags can report; `have` says which of them exist. */
 struct vals {
 	int have_item; /* c f h l s t mean something */
@@ -87,27 +75,27 @@ static void ret_flags(struct kv_buf *b, const struct kv_meta *m, const char *all
 			break;
 		case 'c':
 			if (x->have_item || x->have_cas)
-				addf(b, " c%" PRIu64, x->cas);
+				kv_buf_addf(b, " c%" PRIu64, x->cas);
 			break;
 		case 'f':
 			if (x->have_item)
-				addf(b, " f%" PRIu32, x->flags);
+				kv_buf_addf(b, " f%" PRIu32, x->flags);
 			break;
 		case 'h':
 			if (x->have_item)
-				addf(b, " h%d", x->fetched ? 1 : 0);
+				kv_buf_addf(b, " h%d", x->fetched ? 1 : 0);
 			break;
 		case 'l':
 			if (x->have_item)
-				addf(b, " l%" PRIu32, x->last_access);
+				kv_buf_addf(b, " l%" PRIu32, x->last_access);
 			break;
 		case 's':
 			if (x->have_item)
-				addf(b, " s%" PRIu32, x->size);
+				kv_buf_addf(b, " s%" PRIu32, x->size);
 			break;
 		case 't':
 			if (x->have_item)
-				addf(b, " t%" PRId64, x->ttl);
+				kv_buf_addf(b, " t%" PRId64, x->ttl);
 			break;
 		}
 	}
@@ -177,7 +165,7 @@ static void do_mg(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 		.ttl = ttl_left(st, v.exptime),
 	};
 	if (rq.want_value)
-		addf(out, "VA %" PRIu32, v.nbytes);
+		kv_buf_addf(out, "VA %" PRIu32, v.nbytes);
 	else
 		add(out, "HD");
 	ret_flags(out, m, "Okcfhlst", &x);
@@ -365,7 +353,7 @@ static void do_ma(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 	int n = snprintf(num, sizeof(num), "%" PRIu64, res.value);
 	struct vals x = {.have_item = 1, .cas = res.cas, .ttl = ttl_left(st, res.exptime)};
 	if (kv_meta_has(m, 'v'))
-		addf(out, "VA %d", n);
+		kv_buf_addf(out, "VA %d", n);
 	else
 		add(out, "HD");
 	ret_flags(out, m, "Okct", &x);
@@ -391,7 +379,7 @@ static void do_me(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 	int64_t exp = v.exptime == 0 ? -1 : (int64_t)now - (int64_t)v.exptime;
 	add(out, "ME ");
 	kv_buf_add(out, m->key_raw.ptr, m->key_raw.len);
-	addf(out, " exp=%" PRId64 " la=%" PRIu32 " cas=%" PRIu64 " fetch=%s cls=%u size=%" PRIu32,
+	kv_buf_addf(out, " exp=%" PRId64 " la=%" PRIu32 " cas=%" PRIu64 " fetch=%s cls=%u size=%" PRIu32,
 	     exp, now > v.atime ? now - v.atime : 0, v.cas,
 	     v.fetched ? "yes" : "no", (unsigned)v.cls, v.total);
 	end_line(out);

@@ -352,17 +352,6 @@ static void cmd_arith(struct conn *c, const struct kv_cmd *cmd)
 		reply(c, result_text(r));
 }
 
-static void add_statf(struct kv_buf *b, const char *fmt, ...)
-{
-	char line[256];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		kv_buf_add(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-}
-
 static void cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 {
 	struct worker *w = c->w;
@@ -376,45 +365,45 @@ static void cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 		getrusage(RUSAGE_SELF, &ru);
 		struct timeval now;
 		gettimeofday(&now, NULL);
-		add_statf(b, "STAT pid %ld\r\n", (long)getpid());
-		add_statf(b, "STAT uptime %u\r\n", kv_now(S.st));
-		add_statf(b, "STAT time %" PRIu64 "\r\n", kv_process_started(S.st) + kv_now(S.st));
-		add_statf(b, "STAT version %s\r\n", LOCUS_KV_VERSION_REPLY);
-		add_statf(b, "STAT libevent %s\r\n", event_get_version());
-		add_statf(b, "STAT pointer_size %d\r\n", (int)(8 * sizeof(void *)));
-		add_statf(b, "STAT rusage_user %ld.%06ld\r\n", (long)ru.ru_utime.tv_sec,
+		kv_buf_addf(b, "STAT pid %ld\r\n", (long)getpid());
+		kv_buf_addf(b, "STAT uptime %u\r\n", kv_now(S.st));
+		kv_buf_addf(b, "STAT time %" PRIu64 "\r\n", kv_process_started(S.st) + kv_now(S.st));
+		kv_buf_addf(b, "STAT version %s\r\n", LOCUS_KV_VERSION_REPLY);
+		kv_buf_addf(b, "STAT libevent %s\r\n", event_get_version());
+		kv_buf_addf(b, "STAT pointer_size %d\r\n", (int)(8 * sizeof(void *)));
+		kv_buf_addf(b, "STAT rusage_user %ld.%06ld\r\n", (long)ru.ru_utime.tv_sec,
 			  (long)ru.ru_utime.tv_usec);
-		add_statf(b, "STAT rusage_system %ld.%06ld\r\n", (long)ru.ru_stime.tv_sec,
+		kv_buf_addf(b, "STAT rusage_system %ld.%06ld\r\n", (long)ru.ru_stime.tv_sec,
 			  (long)ru.ru_stime.tv_usec);
-		add_statf(b, "STAT max_connections %d\r\n", S.set.maxconns);
-		add_statf(b, "STAT curr_connections %d\r\n", atomic_load(&S.curr_conns));
-		add_statf(b, "STAT total_connections %" PRIu64 "\r\n", atomic_load(&S.total_conns));
-		add_statf(b, "STAT rejected_connections %" PRIu64 "\r\n",
+		kv_buf_addf(b, "STAT max_connections %d\r\n", S.set.maxconns);
+		kv_buf_addf(b, "STAT curr_connections %d\r\n", atomic_load(&S.curr_conns));
+		kv_buf_addf(b, "STAT total_connections %" PRIu64 "\r\n", atomic_load(&S.total_conns));
+		kv_buf_addf(b, "STAT rejected_connections %" PRIu64 "\r\n",
 			  atomic_load(&S.rejected_conns));
-		add_statf(b, "STAT threads %d\r\n", S.set.threads);
+		kv_buf_addf(b, "STAT threads %d\r\n", S.set.threads);
 		if (kv_stats_general(S.st, b, NULL) != 0)
 			goto oom;
 		break;
 	}
 	case KV_STATS_SETTINGS:
-		add_statf(b, "STAT maxbytes %zu\r\n", cfg->mem_limit);
-		add_statf(b, "STAT maxconns %d\r\n", S.set.maxconns);
-		add_statf(b, "STAT tcpport %d\r\n", S.set.port);
-		add_statf(b, "STAT udpport 0\r\n");
-		add_statf(b, "STAT inter %s\r\n", S.set.listen ? S.set.listen : "NULL");
-		add_statf(b, "STAT verbosity %d\r\n", atomic_load_explicit(&S.set.verbose, memory_order_relaxed));
-		add_statf(b, "STAT growth_factor %.2f\r\n", cfg->factor);
-		add_statf(b, "STAT chunk_size %u\r\n", cfg->chunk_min);
-		add_statf(b, "STAT num_threads %d\r\n", S.set.threads);
-		add_statf(b, "STAT cas_enabled yes\r\n");
-		add_statf(b, "STAT item_size_max %zu\r\n", cfg->item_size_max);
-		add_statf(b, "STAT evictions on\r\n");
-		add_statf(b, "STAT lru_crawler %s\r\n", cfg->lru_crawler ? "yes" : "no");
-		add_statf(b, "STAT hash_stripes %u\r\n", cfg->stripes);
+		kv_buf_addf(b, "STAT maxbytes %zu\r\n", cfg->mem_limit);
+		kv_buf_addf(b, "STAT maxconns %d\r\n", S.set.maxconns);
+		kv_buf_addf(b, "STAT tcpport %d\r\n", S.set.port);
+		kv_buf_addf(b, "STAT udpport 0\r\n");
+		kv_buf_addf(b, "STAT inter %s\r\n", S.set.listen ? S.set.listen : "NULL");
+		kv_buf_addf(b, "STAT verbosity %d\r\n", atomic_load_explicit(&S.set.verbose, memory_order_relaxed));
+		kv_buf_addf(b, "STAT growth_factor %.2f\r\n", cfg->factor);
+		kv_buf_addf(b, "STAT chunk_size %u\r\n", cfg->chunk_min);
+		kv_buf_addf(b, "STAT num_threads %d\r\n", S.set.threads);
+		kv_buf_addf(b, "STAT cas_enabled yes\r\n");
+		kv_buf_addf(b, "STAT item_size_max %zu\r\n", cfg->item_size_max);
+		kv_buf_addf(b, "STAT evictions on\r\n");
+		kv_buf_addf(b, "STAT lru_crawler %s\r\n", cfg->lru_crawler ? "yes" : "no");
+		kv_buf_addf(b, "STAT hash_stripes %u\r\n", cfg->stripes);
 		for (int s = 0; s < KV_SECTIONS; s++)
-			add_statf(b, "STAT sync_%s %s\r\n", kv_section_names[s],
+			kv_buf_addf(b, "STAT sync_%s %s\r\n", kv_section_names[s],
 				  kv_store_sync_spec(S.st, (enum kv_section)s));
-		add_statf(b, "END\r\n");
+		kv_buf_addf(b, "END\r\n");
 		break;
 	case KV_STATS_ITEMS:
 		if (kv_stats_items(S.st, b) != 0)

@@ -55,6 +55,18 @@ int kv_buf_add(struct kv_buf *b, const void *data, size_t n)
 	return 0;
 }
 
+int kv_buf_addf(struct kv_buf *b, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -1;
+	return kv_buf_add(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
 void kv_buf_free(struct kv_buf *b)
 {
 	free(b->p);
@@ -1466,18 +1478,6 @@ void kv_stats_reset(kv_store *st)
 	locus_cs_run(st->stats_cs, stats_reset_fn, 0, 0, 0);
 }
 
-static int addf(struct kv_buf *out, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -1;
-	return kv_buf_add(out, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-}
-
 int kv_stats_general(kv_store *st, struct kv_buf *out, const char *extra_lines)
 {
 	struct kv_counts c;
@@ -1485,7 +1485,7 @@ int kv_stats_general(kv_store *st, struct kv_buf *out, const char *extra_lines)
 	int r = 0;
 	if (extra_lines)
 		r |= kv_buf_add(out, extra_lines, strlen(extra_lines));
-#define LINE(f) r |= addf(out, "STAT " #f " %" PRIu64 "\r\n", (uint64_t)c.f);
+#define LINE(f) r |= kv_buf_addf(out, "STAT " #f " %" PRIu64 "\r\n", (uint64_t)c.f);
 	LINE(cmd_get)
 	LINE(cmd_set)
 	LINE(cmd_flush)
@@ -1509,19 +1509,19 @@ int kv_stats_general(kv_store *st, struct kv_buf *out, const char *extra_lines)
 	LINE(bytes_read)
 	LINE(bytes_written)
 #undef LINE
-	r |= addf(out, "STAT limit_maxbytes %zu\r\n", st->cfg.mem_limit);
-	r |= addf(out, "STAT hash_power_level %u\r\n", st->hashpower);
-	r |= addf(out, "STAT hash_bytes %zu\r\n", (size_t)st->nbuckets * sizeof(struct kv_item *));
-	r |= addf(out, "STAT curr_items %" PRId64 "\r\n", c.curr_items);
-	r |= addf(out, "STAT total_items %" PRIu64 "\r\n", c.total_items);
-	r |= addf(out, "STAT expired_unfetched %" PRIu64 "\r\n", c.expired_unfetched);
-	r |= addf(out, "STAT evicted_unfetched %" PRIu64 "\r\n", c.evicted_unfetched);
-	r |= addf(out, "STAT evictions %" PRIu64 "\r\n", c.evictions);
-	r |= addf(out, "STAT reclaimed %" PRIu64 "\r\n", c.reclaimed);
-	r |= addf(out, "STAT bytes %" PRId64 "\r\n", c.bytes);
-	r |= addf(out, "STAT outofmemory %" PRIu64 "\r\n", c.oom);
+	r |= kv_buf_addf(out, "STAT limit_maxbytes %zu\r\n", st->cfg.mem_limit);
+	r |= kv_buf_addf(out, "STAT hash_power_level %u\r\n", st->hashpower);
+	r |= kv_buf_addf(out, "STAT hash_bytes %zu\r\n", (size_t)st->nbuckets * sizeof(struct kv_item *));
+	r |= kv_buf_addf(out, "STAT curr_items %" PRId64 "\r\n", c.curr_items);
+	r |= kv_buf_addf(out, "STAT total_items %" PRIu64 "\r\n", c.total_items);
+	r |= kv_buf_addf(out, "STAT expired_unfetched %" PRIu64 "\r\n", c.expired_unfetched);
+	r |= kv_buf_addf(out, "STAT evicted_unfetched %" PRIu64 "\r\n", c.evicted_unfetched);
+	r |= kv_buf_addf(out, "STAT evictions %" PRIu64 "\r\n", c.evictions);
+	r |= kv_buf_addf(out, "STAT reclaimed %" PRIu64 "\r\n", c.reclaimed);
+	r |= kv_buf_addf(out, "STAT bytes %" PRId64 "\r\n", c.bytes);
+	r |= kv_buf_addf(out, "STAT outofmemory %" PRIu64 "\r\n", c.oom);
 	for (int s = 0; s < KV_SECTIONS; s++)
-		r |= addf(out, "STAT sync_%s %s\r\n", kv_section_names[s], st->spec[s]);
+		r |= kv_buf_addf(out, "STAT sync_%s %s\r\n", kv_section_names[s], st->spec[s]);
 	r |= kv_buf_add(out, "END\r\n", 5);
 	return r ? -1 : 0;
 }
@@ -1539,16 +1539,16 @@ int kv_stats_slabs(kv_store *st, struct kv_buf *out)
 			continue;
 		active++;
 		uint64_t used = c->total - c->nfree;
-		e |= addf(out, "STAT %u:chunk_size %u\r\n", i, c->size);
-		e |= addf(out, "STAT %u:chunks_per_page %u\r\n", i, c->perpage);
-		e |= addf(out, "STAT %u:total_pages %" PRIu64 "\r\n", i, c->pages + c->small);
-		e |= addf(out, "STAT %u:total_chunks %" PRIu64 "\r\n", i, c->total + c->cur_left);
-		e |= addf(out, "STAT %u:used_chunks %" PRIu64 "\r\n", i, used);
-		e |= addf(out, "STAT %u:free_chunks %" PRIu64 "\r\n", i, c->nfree + c->cur_left);
-		e |= addf(out, "STAT %u:free_chunks_end %u\r\n", i, c->cur_left);
+		e |= kv_buf_addf(out, "STAT %u:chunk_size %u\r\n", i, c->size);
+		e |= kv_buf_addf(out, "STAT %u:chunks_per_page %u\r\n", i, c->perpage);
+		e |= kv_buf_addf(out, "STAT %u:total_pages %" PRIu64 "\r\n", i, c->pages + c->small);
+		e |= kv_buf_addf(out, "STAT %u:total_chunks %" PRIu64 "\r\n", i, c->total + c->cur_left);
+		e |= kv_buf_addf(out, "STAT %u:used_chunks %" PRIu64 "\r\n", i, used);
+		e |= kv_buf_addf(out, "STAT %u:free_chunks %" PRIu64 "\r\n", i, c->nfree + c->cur_left);
+		e |= kv_buf_addf(out, "STAT %u:free_chunks_end %u\r\n", i, c->cur_left);
 	}
-	e |= addf(out, "STAT active_slabs %d\r\n", active);
-	e |= addf(out, "STAT total_malloced %zu\r\n", r->malloced);
+	e |= kv_buf_addf(out, "STAT active_slabs %d\r\n", active);
+	e |= kv_buf_addf(out, "STAT total_malloced %zu\r\n", r->malloced);
 	e |= kv_buf_add(out, "END\r\n", 5);
 	free(r);
 	return e ? -1 : 0;
@@ -1565,11 +1565,11 @@ int kv_stats_items(kv_store *st, struct kv_buf *out)
 		struct lru *l = &r->lru[i];
 		if (l->items == 0 && l->evicted == 0 && l->outofmemory == 0)
 			continue;
-		e |= addf(out, "STAT items:%u:number %" PRIu64 "\r\n", i, l->items);
-		e |= addf(out, "STAT items:%u:evicted %" PRIu64 "\r\n", i, l->evicted);
-		e |= addf(out, "STAT items:%u:evicted_unfetched %" PRIu64 "\r\n", i,
+		e |= kv_buf_addf(out, "STAT items:%u:number %" PRIu64 "\r\n", i, l->items);
+		e |= kv_buf_addf(out, "STAT items:%u:evicted %" PRIu64 "\r\n", i, l->evicted);
+		e |= kv_buf_addf(out, "STAT items:%u:evicted_unfetched %" PRIu64 "\r\n", i,
 			  l->evicted_unfetched);
-		e |= addf(out, "STAT items:%u:outofmemory %" PRIu64 "\r\n", i, l->outofmemory);
+		e |= kv_buf_addf(out, "STAT items:%u:outofmemory %" PRIu64 "\r\n", i, l->outofmemory);
 	}
 	e |= kv_buf_add(out, "END\r\n", 5);
 	free(r);

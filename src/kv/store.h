@@ -109,6 +109,8 @@ struct kv_buf {
 /* 0, or -1 if out of memory (the buffer is unchanged). */
 int kv_buf_reserve(struct kv_buf *b, size_t more);
 int kv_buf_add(struct kv_buf *b, const void *data, size_t n);
+/* printf into the buffer; a line longer than 511 bytes is cut. 0, or -1 out of memory. */
+int kv_buf_addf(struct kv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kv_buf_free(struct kv_buf *b);
 
 /* Counters a worker keeps to itself and adds into the store's under "stats". */
