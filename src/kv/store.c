@@ -443,11 +443,12 @@ static uint64_t lru_evict_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 	kv_store *st = state;
 	struct lru *l = &st->lru[a];
 	struct kv_item *it = l->tail;
-	for (int tries = 0; it && tries < 5; tries++, it = it->prev) {
-		if (atomic_load_explicit(&it->refs, memory_order_relaxed) <= b)
-			break;
+	int tries = 0;
+	while (it && tries < 5 && atomic_load_explicit(&it->refs, memory_order_relaxed) > b) {
+		it = it->prev;
+		tries++;
 	}
-	if (!it)
+	if (!it || tries == 5)
 		it = l->tail; /* everything near the tail is busy: take the tail anyway */
 	if (!it) {
 		l->outofmemory++;
