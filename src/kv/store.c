@@ -1110,7 +1110,7 @@ static void op_init(struct hash_op *op, kv_store *st, struct kv_counts *cnt, con
 	op->hv = key ? hash_key(key, nkey) : 0;
 }
 
-/* Run a hash section for op's key, then do what it left for after. */
+/* Run a hash section for op's key; op_finish() then does what it left for after. */
 static uint64_t hash_run(struct hash_op *op, locus_fn fn)
 {
 	uint64_t r = locus_cs_run(stripe_of(op->st, op->hv)->cs, fn, (uint64_t)(uintptr_t)op, 0, 0);
