@@ -269,7 +269,7 @@ void kv_meta_store(kv_store *st, struct kv_counts *cnt, struct kv_meta_set *ms, 
 	}
 	uint64_t cas = 0;
 	if (kv_meta_has(&m, 'C') && (mode == KV_SET || mode == KV_REPLACE))
-		mode = KV_CAS;
+		mode = kv_meta_has(&m, 'I') ? KV_CAS_STALE : KV_CAS;
 	enum kv_result r = kv_store_item(st, cnt, it, mode, m.cas, &cas);
 	if (is_error(r)) {
 		error_line(out, status_of(r));

@@ -727,12 +727,18 @@ static uint64_t hash_store_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 		}
 		break;
 	case KV_CAS:
+	case KV_CAS_STALE:
 		if (!old) {
 			op->result = KV_NOT_FOUND;
 			op->cnt->cas_misses++;
 			return 0;
 		}
 		if (old->cas != op->cas) {
+			if (op->mode == KV_CAS_STALE && op->cas < old->cas) {
+				it->stale = 1; /* an older writer's value: store it as stale */
+				it->won = 0;
+				break;
+			}
 			op->result = KV_EXISTS;
 			op->cnt->cas_badval++;
 			return 0;

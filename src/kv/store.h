@@ -165,7 +165,12 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 /* Drop one reference; the last frees the chunk. */
 void kv_item_release(kv_store *st, struct kv_item *it);
 
-enum kv_store_mode { KV_SET, KV_ADD, KV_REPLACE, KV_APPEND, KV_PREPEND, KV_CAS };
+/*
+ * KV_CAS_STALE: meta "ms ... C<cas> I": like KV_CAS, except that a cas older
+ * than the item's still stores, and the new item is marked stale (served with
+ * X, the first fetch winning W), as memcached does.
+ */
+enum kv_store_mode { KV_SET, KV_ADD, KV_REPLACE, KV_APPEND, KV_PREPEND, KV_CAS, KV_CAS_STALE };
 /*
  * Store it (value already filled in) with the semantics of the command;
  * consumes the caller's reference. For KV_CAS, cas is the client's unique.

@@ -254,3 +254,20 @@ def test_meta_and_classic_share_items(srv):
         c.call("mg a v f c\r\n", f"VA 2 f9 c{cas}\r\nhi\r\n")
         c.call("md a\r\n", "HD\r\n")
         c.call("get a\r\n", "END\r\n")
+
+
+def test_ms_with_an_older_cas_and_invalidate_stores_a_stale_value(srv):
+    """ms C<older cas> I stores anyway, marked stale: the next fetch gets X and wins W, the
+    one after sees Z X; without I the same older cas is refused (EX)."""
+    with srv.conn() as c:
+        cas = []
+        for v in ("v1", "v2", "v3"):
+            c.send(f"ms st 2 c\r\n{v}\r\n")
+            cas.append(int(c.line().split()[1][1:]))
+        c.send(f"ms st 2 C{cas[1]} I c\r\nv4\r\n")
+        reply = c.line().split()
+        assert reply[0] == b"HD" and int(reply[1][1:]) > cas[2], reply
+        c.call("mg st v\r\n", "VA 2 X W\r\nv4\r\n")
+        c.call("mg st v\r\n", "VA 2 Z X\r\nv4\r\n")
+        c.call(f"ms st 2 C{cas[1]} c\r\nv5\r\n", "EX c0\r\n")
+        c.call("mg st v\r\n", "VA 2 Z X\r\nv4\r\n")
