@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench/kv-memcaslap"
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench/kv-memcaslap"
 
 MEMCASLAP_OK = """servers: 127.0.0.1:23918
 threads count: 1
@@ -150,3 +151,34 @@ def test_memcached_against_itself_for_a_second(tmp_path):
     data = json.loads(out.read_text())
     assert data["problems"] == [] and len(data["runs"]) == 2
     assert all(run_["tps"] > 0 for run_ in data["runs"])
+
+
+# ---- bench/kv-threads: the seed 000 Figure 4.1 sweep over bench/kv-memcaslap
+
+def load_kv_threads():
+    path = str(ROOT / "bench" / "kv-threads")
+    loader = importlib.machinery.SourceFileLoader("kv_threads", path)
+    spec = importlib.util.spec_from_loader("kv_threads", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def test_kv_threads_rows_and_table():
+    kvt = load_kv_threads()
+    reports = {1: {"median": {"30": {"memcached": {"ops_per_s": 100.0, "vs_memcached": 1.0},
+                                     "locus-kv --sync alloc=async": {"ops_per_s": 60.0, "vs_memcached": 0.6}}}},
+               2: {"median": {"30": {"memcached": {"ops_per_s": 120.0, "vs_memcached": 1.0},
+                                     "locus-kv --sync alloc=async": {"ops_per_s": None, "vs_memcached": None}}}}}
+    rows = kvt.rows_of(reports)
+    assert (1, 30, "locus-kv --sync alloc=async", 60.0, 0.6) in rows and len(rows) == 4
+    text = kvt.table_text(rows, [30], ["memcached", "locus-kv --sync alloc=async"])
+    assert "(0.60x)" in text and "120" in text and "-" in text.splitlines()[-1]
+
+
+@pytest.mark.parametrize("bad", [["--threads", "0"], ["--threads", "a"], ["--ratios", "101"],
+                                 ["--duration", "0"]])
+def test_kv_threads_refuses_bad_options(bad):
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "kv-threads"), *bad],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "kv-threads" in r.stderr, r.stderr
