@@ -13,7 +13,7 @@ KV_TSAN    := $(TSAN)/src/kv/locus-kv
 VENV       ?= $(BUILD)/venv
 PY         := $(VENV)/bin/python
 
-.PHONY: all deps build release tsan asan test test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-tsan test-kv-memcached test-fuzz bench-kv test-dsm dsm-suite python figures demo format clean help
+.PHONY: all deps build release tsan asan test test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-tsan test-kv-memcached test-fuzz bench-kv bench-kv-threads test-dsm dsm-suite python figures demo format clean help
 
 all: build
 
@@ -28,6 +28,7 @@ help:
 	@echo "                  (test-kv-asan: the ASan/UBSan server; test-kv-tsan: the ThreadSanitizer one)"
 	@echo "make test-kv-memcached  the same tests against Debian's memcached (the reference they were written against)"
 	@echo "make bench-kv     memcaslap against locus-kv and Debian's memcached at 10/20/25/30% sets (bench/kv-memcaslap)"
+	@echo "make bench-kv-threads  seed 000 Figure 4.1: throughput vs threads, sync vs async item allocation (bench/kv-threads)"
 	@echo "make test-dsm     locus-dsm's tests only (litmus, lock stress, failure, every application on 1, 2, 4 nodes)"
 	@echo "make dsm-suite    the DSM applications on 1, 2, 4 nodes at 0 and 1 ms delay: table and plots in $(BUILD)/dsm-suite"
 	@echo "make test-fuzz    build the libFuzzer targets with clang and run each for $${LOCUS_FUZZ_SECONDS:-30}s (tests/fuzz/run)"
@@ -102,6 +103,10 @@ dsm-suite: release python
 
 bench-kv: release
 	bench/kv-memcaslap --locus-kv $(KV)
+
+# seed 000 Figure 4.1: throughput vs threads, alloc=mutex vs alloc=async, against memcached
+bench-kv-threads: release python
+	$(PY) bench/kv-threads --locus-kv $(KV) --out $(BUILD)/kv-threads
 
 test: test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-tsan test-fuzz
 
