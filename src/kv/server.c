@@ -95,7 +95,6 @@ struct worker {
 	struct kv_counts cnt;
 	struct conn *conns;
 	struct kv_buf scratch;
-	int index;
 };
 
 struct server {
@@ -1085,7 +1084,6 @@ int main(int argc, char **argv)
 	S.workers = calloc((size_t)S.set.threads, sizeof(*S.workers));
 	for (int i = 0; i < S.set.threads; i++) {
 		struct worker *w = &S.workers[i];
-		w->index = i;
 		w->base = event_base_new();
 		if (!w->base || pipe2(w->notify, O_CLOEXEC) != 0)
 			die("cannot create worker %d: %s", i, strerror(errno));

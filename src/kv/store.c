@@ -86,20 +86,16 @@ struct slab_class {
 	uint64_t total;	      /* chunks ever carved */
 	char *cur;	      /* page being carved */
 	uint32_t cur_left;
-	uint64_t malloced;
 };
 
 struct lru {
 	struct kv_item *head, *tail;
 	uint64_t items;
 	uint64_t evicted, evicted_unfetched, outofmemory;
-	uint32_t evicted_time; /* age of the last victim */
 };
 
 struct stripe {
-	locus_cs *cs;
-	struct kv_store *st;
-	unsigned index;
+	locus_cs *cs; /* its sections get the store through their hash_op */
 };
 
 struct kv_store {
@@ -324,7 +320,6 @@ static uint64_t slabs_alloc_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 			return 0;
 		}
 		st->mem_malloced += len;
-		sc->malloced += len;
 		if (len < st->page_size)
 			sc->small++;
 		else
@@ -393,29 +388,20 @@ static void lru_push(struct lru *l, struct kv_item *it)
 }
 
 /*
- * a = new item to link (or 0), b = old item to unlink (or 0). The new item
- * is linked only while it is still in the hash table; the LRU takes its own
- * reference. Returns bit 0 set when b was in the LRU: its reference is now
- * the caller's.
+ * a = new item: link it, while it is still in the hash table; the LRU takes
+ * its own reference. (Replaced items leave the LRU through drop_unlinked().)
  */
 static uint64_t lru_link_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
 	kv_store *st = state;
 	struct kv_item *nw = (struct kv_item *)(uintptr_t)a;
-	struct kv_item *old = (struct kv_item *)(uintptr_t)b;
-	uint64_t r = 0;
-	if (old && atomic_load_explicit(&old->in_lru, memory_order_relaxed)) {
-		lru_unlink(&st->lru[old->cls], old);
-		atomic_store_explicit(&old->in_lru, 0, memory_order_relaxed);
-		r |= 1;
-	}
-	if (nw && atomic_load_explicit(&nw->in_hash, memory_order_relaxed) &&
+	if (atomic_load_explicit(&nw->in_hash, memory_order_relaxed) &&
 	    !atomic_load_explicit(&nw->in_lru, memory_order_relaxed)) {
 		atomic_fetch_add_explicit(&nw->refs, 1, memory_order_relaxed);
 		atomic_store_explicit(&nw->in_lru, 1, memory_order_relaxed);
 		lru_push(&st->lru[nw->cls], nw);
 	}
-	return r;
+	return 0;
 }
 
 /* a = item: move it to the head if it is in the LRU. */
@@ -480,7 +466,6 @@ static uint64_t lru_unlink_list_fn(void *state, uint64_t a, uint64_t b, uint64_t
 
 struct lru_report {
 	struct lru lru[CLASSES_MAX + 1];
-	uint32_t oldest_age[CLASSES_MAX + 1];
 };
 static uint64_t lru_report_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
@@ -1610,7 +1595,7 @@ static locus_cs *open_section(kv_store *st, enum kv_section s, void *state, char
 	return cs;
 }
 
-static int build_classes(kv_store *st, char *err, size_t errlen)
+static void build_classes(kv_store *st)
 {
 	size_t size = sizeof(struct kv_item) + st->cfg.chunk_min;
 	size = (size + CHUNK_ALIGN - 1) & ~(size_t)(CHUNK_ALIGN - 1);
@@ -1629,9 +1614,6 @@ static int build_classes(kv_store *st, char *err, size_t errlen)
 	st->cls[i].size = (uint32_t)st->cfg.item_size_max;
 	st->cls[i].perpage = (uint32_t)(st->page_size / st->cfg.item_size_max);
 	st->ncls = i;
-	(void)err;
-	(void)errlen;
-	return 0;
 }
 
 kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errlen)
@@ -1645,7 +1627,7 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 	if (st->cfg.stripes == 0 || (st->cfg.stripes & (st->cfg.stripes - 1)))
 		st->cfg.stripes = 1024;
 	st->page_size = st->cfg.item_size_max > PAGE_MIN ? st->cfg.item_size_max : PAGE_MIN;
-	build_classes(st, err, errlen);
+	build_classes(st);
 	/* One bucket per 256 bytes of the limit, at least one per stripe (2^16 minimum). */
 	unsigned hp = 16;
 	while (hp < 30 && ((uint64_t)1 << hp) < st->cfg.mem_limit / 256)
@@ -1671,8 +1653,6 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 		return NULL;
 	}
 	for (unsigned s = 0; s < st->nstripes; s++) {
-		st->stripes[s].st = st;
-		st->stripes[s].index = s;
 		if (!(st->stripes[s].cs = open_section(st, KV_SEC_HASH, &st->stripes[s], err, errlen))) {
 			kv_store_close(st);
 			return NULL;
