@@ -174,7 +174,12 @@ static void server_signal_stop(struct dl_server *s)
 
 /* ---- server side ----------------------------------------------------------- */
 
-static uint64_t serve_channel(struct dl_chan *ch)
+/*
+ * Run every request of one channel. The request is counted before its
+ * response is published, so a client that has its result also sees it
+ * counted (its acquire of the response orders the count before).
+ */
+static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch)
 {
 	uint64_t served = 0;
 	for (uint32_t i = 0; i < ch->lines; i++) {
@@ -183,6 +188,10 @@ static uint64_t serve_channel(struct dl_chan *ch)
 		if (seq == ld_relaxed(&ch->resp[i].seq))
 			continue;
 		st_relaxed(&ch->resp[i].ret, r->fn(r->state, r->a, r->b, r->c));
+		/* Only the server thread writes the count; readers load it atomically.
+		   Flat slots keep no statistics. */
+		if (!s->flat)
+			st_relaxed(&s->stats.requests, s->stats.requests + 1);
 		st_release(&ch->resp[i].seq, seq);
 		served++;
 	}
@@ -202,7 +211,7 @@ static uint64_t serve_pass(struct dl_server *s)
 {
 	uint64_t served = 0;
 	for (struct dl_chan *ch = ld_acquire(&s->chans); ch; ch = ch->next)
-		served += serve_channel(ch);
+		served += serve_channel(s, ch);
 	if (served)
 		wake_clients(s);
 	return served;
@@ -237,8 +246,6 @@ static void *server_main(void *arg)
 		uint64_t t0 = now_ns();
 		uint64_t served = serve_pass(s);
 		if (served) {
-			/* Only this thread writes its stats; readers load them atomically. */
-			st_relaxed(&s->stats.requests, s->stats.requests + served);
 			st_relaxed(&s->stats.busy_ns, s->stats.busy_ns + (now_ns() - t0));
 			idle = 0;
 			continue;
@@ -270,7 +277,7 @@ int dl_serve_try(struct dl_server *s)
 		return -1;
 	uint64_t served = 0;
 	for (struct dl_chan *ch = ld_acquire(&s->chans); ch; ch = ch->next)
-		served += serve_channel(ch);
+		served += serve_channel(s, ch);
 	st_release(&s->serving, 0);
 	return (int)served;
 }

@@ -500,10 +500,15 @@ static int queue_ready(struct mpsc *m)
 	return m->zerocopy ? vy_ready(&m->vy) : seg_ready(&m->seg);
 }
 
-static void serve(const struct mpsc_msg *msg)
+/*
+ * Run one request and answer it. It is counted before the answer is
+ * released, so a client that has its result also sees it counted.
+ */
+static void serve(struct mpsc *m, const struct mpsc_msg *msg)
 {
 	struct mpsc_rec *rec = msg->rec;
 	rec->ret = msg->fn(msg->state, msg->a, msg->b, msg->c);
+	st_relaxed(&m->requests, m->requests + 1);
 	/* The record is the client's again from here: touch nothing after this. */
 	flag_release(&rec->flag, 1);
 }
@@ -512,9 +517,9 @@ static void serve_all(struct mpsc *m, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (m->zerocopy)
-			serve(&((struct mpsc_rec **)m->out.p)[i]->msg);
+			serve(m, &((struct mpsc_rec **)m->out.p)[i]->msg);
 		else
-			serve(&((struct mpsc_msg *)m->out.p)[i]);
+			serve(m, &((struct mpsc_msg *)m->out.p)[i]);
 	}
 }
 
@@ -552,7 +557,6 @@ static void *server_main(void *arg)
 		st_relaxed(&m->polls, m->polls + 1);
 		if (n) {
 			serve_all(m, n);
-			st_relaxed(&m->requests, m->requests + n);
 			continue;
 		}
 		st_relaxed(&m->empty_polls, m->empty_polls + 1);
