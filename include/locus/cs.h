@@ -7,7 +7,9 @@
  * A spec is a mechanism name, optionally followed by a colon and
  * comma-separated options: "ttas:backoff_max=512,spin", "ccsynch:pass=16",
  * "stm:gl_wt". locus_cs_mechanisms() lists the names; locus_cs_usage() the
- * options of each.
+ * options of each. Every numeric value is range checked (a bad one fails
+ * the open, and locus_cs_error() gives the range), and locus_cs_spec() of
+ * an open executor reopens to the same configuration.
  *
  * Options every mechanism except `mutex` and `stm` takes:
  *   spinpark (default) | spin | park   how waiters wait
@@ -16,8 +18,47 @@
  * run() executes fn under the mechanism and returns its result. post() does
  * the same asynchronously where the mechanism is asynchronous; on the
  * synchronous mechanisms it runs fn at once and calls cb before returning.
- * Callbacks always run on the posting thread. drain() returns when every post
- * made by the calling thread has completed and its callback has run.
+ * Callbacks always run on the posting thread. A NULL executor or fn aborts
+ * the process at the call, with a message.
+ *
+ * The rules at the edges, in one place:
+ *
+ * Drain. locus_cs_drain() returns when every post the calling thread made,
+ * to any executor, has completed and its callback has run — including posts
+ * made by callbacks that ran during this drain. A callback may post and may
+ * drain.
+ *
+ * Thread exit. A thread that exits with posts outstanding completes them,
+ * and the posts its callbacks make meanwhile, running the callbacks on its
+ * way out (as if it called locus_cs_drain() last).
+ *
+ * Lifetime. Delegation servers (ffwd, async) and flat slots belong to a
+ * runtime that starts with the first executor of its kind opened and stops
+ * when the last is closed and no thread has posts outstanding there: a
+ * thread that posted keeps the runtime alive until it drains or exits, so
+ * no post is ever lost and no thread touches a stopped runtime. close()
+ * drains the closing thread first. An executor may be closed only when no
+ * run or post on it is in progress or will follow; other threads' pending
+ * posts keep the servers (not the closed executor) alive.
+ *
+ * Nesting. A section may run or post sections of other executors. If the
+ * other executor is served by the thread running the current section — the
+ * same delegation server, the same flat slot being served, the same mpsc —
+ * the nested section runs in place at once (it would otherwise wait for
+ * itself); on locks, nesting the same lock deadlocks, as it does for any
+ * non-recursive lock. A post made on a dedicated server's thread completes,
+ * and calls back, before it returns (a server never drains). Sections that
+ * wait for each other in a cycle across different servers or slots
+ * deadlock, as locks taken in a cycle do.
+ *
+ * fork(). fork() drains the forking thread first (its callbacks run, in
+ * the parent, before fork returns), so parent and child agree on what ran.
+ * In the child every executor inherited from the parent keeps working and
+ * new ones open: delegation servers, flat slots and mpsc servers start anew
+ * at their first use in the child. Requests that other threads of the
+ * parent had sent but that were not yet served are not run in the child.
+ * As with any lock, forking while another thread is inside a section leaves
+ * the child's copy of that state as it was at that instant.
  */
 #ifndef LOCUS_CS_H
 #define LOCUS_CS_H
@@ -34,11 +75,16 @@ locus_cs *locus_cs_open(const char *spec, void *state);
 const char *locus_cs_error(void);
 
 uint64_t locus_cs_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c);
-/* 0 on success; cb may be NULL. */
+/*
+ * Returns 0: a post cannot fail. cb may be NULL. Running out of memory while
+ * queueing the post aborts the process with a message (there is no state
+ * to roll back to halfway through).
+ */
 int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
 		  void *ctx);
+/* Every post of this thread, and every post its callbacks make meanwhile, has completed. */
 void locus_cs_drain(void);
-/* No run or post may be in progress or follow. */
+/* Drains the calling thread; no run or post on cs may be in progress or follow. */
 void locus_cs_close(locus_cs *cs);
 
 /* NULL-terminated list of the mechanism names a spec may start with. */

@@ -8,11 +8,12 @@
  * servers given by that spec's servers=N (default 1), or explicitly with
  * locus_delegate_start(). It stops when the last delegation executor is
  * closed (and, after locus_delegate_start(), locus_delegate_stop() was
- * called); stopping completes every request a server has been sent. Closing
- * an executor drains the closing thread first; posts that other threads
- * still hold in their pending queues are theirs to drain before the last
- * close. Servers with nothing to do spin briefly, yield, and then sleep on a
- * futex; a request wakes them.
+ * called) and no thread has posts outstanding there: a thread that posted
+ * holds the runtime until it drains or exits. Stopping completes every
+ * request a server has been sent. Closing an executor drains the closing
+ * thread first. Servers with nothing to do spin briefly, yield, and then
+ * sleep on a futex; a request wakes them. cs.h states the rules for drain,
+ * thread exit, nesting and fork().
  *
  * Flat delegation ("flat") has no server threads: requests go to slots, and
  * a client that is blocked on a slot serves it (runs every request in it)
@@ -32,8 +33,11 @@
 
 #define LOCUS_DELEGATE_LINES_DEFAULT 16 /* request lines per client-server pair (async) */
 #define LOCUS_DELEGATE_LINES_MAX     64
+#define LOCUS_DELEGATE_QUEUE_MAX     65536 /* pending requests per client-server pair */
+#define LOCUS_DELEGATE_SERVERS_MAX   1024  /* servers, and flat slots */
 
-/* Start `servers` servers (>= 1). 0, or -1 with a message (already running with another count). */
+/* Start `servers` servers (1..LOCUS_DELEGATE_SERVERS_MAX). 0, or -1 with a message (already
+   running with another count). */
 int locus_delegate_start(unsigned servers, char *err, size_t errlen);
 /* Complete every request sent to a server, then stop and join the servers. */
 void locus_delegate_stop(void);

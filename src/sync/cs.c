@@ -18,6 +18,7 @@
 #include "locus/lock.h"
 #include "locus/stm.h"
 #include "sync/deleg.h"
+#include "sync/fatal.h"
 #include "sync/lock_impl.h"
 #include "sync/mpsc.h"
 
@@ -94,18 +95,62 @@ static void fail(const char *fmt, ...)
 
 /* ---- option values ------------------------------------------------------ */
 
-/* A positive decimal number that fits in 32 bits. */
-static int parse_positive(const char *v, uint32_t *out)
+/*
+ * Every numeric option and the values it may take. The parsers below read
+ * their bounds here, and so do the error messages; spins and backoff_max are
+ * parsed by wait.c and lock.c with the same bounds.
+ */
+struct range {
+	const char *name;
+	uint32_t min, max;
+};
+
+static const struct range ranges[] = {
+	{"spins", 0, UINT32_MAX},
+	{"backoff_max", 1, UINT32_MAX},
+	{"pass", 1, UINT32_MAX},
+	{"servers", 1, LOCUS_DELEGATE_SERVERS_MAX},
+	{"server", 0, LOCUS_DELEGATE_SERVERS_MAX - 1},
+	{"slots", 1, LOCUS_DELEGATE_SERVERS_MAX},
+	{"slot", 0, LOCUS_DELEGATE_SERVERS_MAX - 1},
+	{"lines", 1, LOCUS_DELEGATE_LINES_MAX},
+	{"queue", 1, LOCUS_DELEGATE_QUEUE_MAX},
+	{"bound", 1, UINT32_MAX},
+	{"capacity", 1, MPSC_CAPACITY_MAX},
+};
+
+/* The range of option `opt` ("name=value"), or NULL if it is not numeric. */
+static const struct range *range_of(const char *opt)
 {
+	size_t len = strcspn(opt, "=");
+	if (opt[len] != '=')
+		return NULL;
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (strlen(ranges[i].name) == len && memcmp(ranges[i].name, opt, len) == 0)
+			return &ranges[i];
+	return NULL;
+}
+
+/*
+ * If opt is "name=N": 1 and *out = N when N is a decimal number within
+ * name's range, -1 when it is not; 0 if opt is not name=.
+ */
+static int num_option(const char *opt, const char *name, uint32_t *out)
+{
+	size_t len = strlen(name);
+	if (strncmp(opt, name, len) != 0 || opt[len] != '=')
+		return 0;
+	const struct range *r = range_of(opt);
+	const char *v = opt + len + 1;
 	char *end;
 	if (*v < '0' || *v > '9')
 		return -1;
 	errno = 0;
-	unsigned long n = strtoul(v, &end, 10);
-	if (*end != '\0' || errno || n == 0 || n > UINT32_MAX)
+	unsigned long long n = strtoull(v, &end, 10);
+	if (*end != '\0' || errno || n < r->min || n > r->max)
 		return -1;
 	*out = (uint32_t)n;
-	return 0;
+	return 1;
 }
 
 static int ttas_option(struct opts *o, const char *opt)
@@ -120,35 +165,22 @@ static int mcs_option(struct opts *o, const char *opt)
 
 static int server_option(struct opts *o, const char *opt)
 {
-	if (strncmp(opt, "servers=", 8) == 0)
-		return parse_positive(opt + 8, &o->servers) == 0 ? 1 : -1;
-	if (strncmp(opt, "server=", 7) == 0) {
-		if (strcmp(opt + 7, "0") == 0) {
-			o->server = 0;
-			return 1;
-		}
-		return parse_positive(opt + 7, &o->server) == 0 ? 1 : -1;
-	}
-	return 0;
+	int r = num_option(opt, "servers", &o->servers);
+	return r ? r : num_option(opt, "server", &o->server);
 }
 
 static int async_option(struct opts *o, const char *opt)
 {
 	int r = server_option(o, opt);
-	if (r)
-		return r;
-	if (strncmp(opt, "lines=", 6) == 0)
-		return parse_positive(opt + 6, &o->lines) == 0 &&
-				       o->lines <= LOCUS_DELEGATE_LINES_MAX
-			       ? 1
-			       : -1;
-	if (strncmp(opt, "queue=", 6) == 0)
-		return parse_positive(opt + 6, &o->queue) == 0 ? 1 : -1;
-	if (strcmp(opt, "direct") == 0) {
+	if (!r)
+		r = num_option(opt, "lines", &o->lines);
+	if (!r)
+		r = num_option(opt, "queue", &o->queue);
+	if (!r && strcmp(opt, "direct") == 0) {
 		o->queue = 0;
-		return 1;
+		r = 1;
 	}
-	return 0;
+	return r;
 }
 
 static int mpsc_option(struct opts *o, const char *opt)
@@ -179,11 +211,8 @@ static int mpsc_option(struct opts *o, const char *opt)
 		m->batch = opt[0] == 'b';
 		return 1;
 	}
-	if (strncmp(opt, "spins=", 6) == 0)
-		return parse_positive(opt + 6, &m->spins) == 0 ? 1 : -1;
-	if (strncmp(opt, "capacity=", 9) == 0)
-		return parse_positive(opt + 9, &m->capacity) == 0 ? 1 : -1;
-	return 0;
+	int r = num_option(opt, "spins", &m->spins);
+	return r ? r : num_option(opt, "capacity", &m->capacity);
 }
 
 static int flat_option(struct opts *o, const char *opt)
@@ -196,32 +225,21 @@ static int flat_option(struct opts *o, const char *opt)
 			o->policy = p;
 			return 1;
 		}
-	if (strncmp(opt, "bound=", 6) == 0) {
+	int r = num_option(opt, "bound", &o->bound);
+	if (r > 0)
 		o->policy = DL_FLAT_BOUND;
-		return parse_positive(opt + 6, &o->bound) == 0 ? 1 : -1;
-	}
-	if (strncmp(opt, "slots=", 6) == 0)
-		return parse_positive(opt + 6, &o->servers) == 0 ? 1 : -1;
-	if (strncmp(opt, "slot=", 5) == 0) {
-		if (strcmp(opt + 5, "0") == 0) {
-			o->server = 0;
-			return 1;
-		}
-		return parse_positive(opt + 5, &o->server) == 0 ? 1 : -1;
-	}
-	if (strncmp(opt, "lines=", 6) == 0)
-		return parse_positive(opt + 6, &o->lines) == 0 &&
-				       o->lines <= LOCUS_DELEGATE_LINES_MAX
-			       ? 1
-			       : -1;
-	return 0;
+	if (!r)
+		r = num_option(opt, "slots", &o->servers);
+	if (!r)
+		r = num_option(opt, "slot", &o->server);
+	if (!r)
+		r = num_option(opt, "lines", &o->lines);
+	return r;
 }
 
 static int combine_option(struct opts *o, const char *opt)
 {
-	if (strncmp(opt, "pass=", 5) == 0)
-		return parse_positive(opt + 5, &o->pass) == 0 ? 1 : -1;
-	return 0;
+	return num_option(opt, "pass", &o->pass);
 }
 
 static int stm_option(struct opts *o, const char *opt)
@@ -320,7 +338,7 @@ static int dl_open(locus_cs *cs, const struct opts *o)
 static void dl_close(locus_cs *cs)
 {
 	(void)cs;
-	dl_async_drain();
+	locus_cs_drain();
 	dl_release();
 }
 
@@ -353,7 +371,6 @@ static int async_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_
 
 /* ---- flat delegation ------------------------------------------------------ */
 
-/* slots=N, else one slot per CPU. */
 /*
  * The CPU count is read once per process: sysconf reads it from sysfs each
  * time (about 10 us), which made opening a million flat executors take 10 s.
@@ -370,15 +387,10 @@ static unsigned online_cpus(void)
 	return n;
 }
 
-static unsigned flat_slots(const struct opts *o)
-{
-	return o->servers ? o->servers : online_cpus();
-}
-
 static int flat_open(locus_cs *cs, const struct opts *o)
 {
 	char err[256];
-	if (dl_flat_acquire(flat_slots(o), err, sizeof(err)) != 0) {
+	if (dl_flat_acquire(o->servers, online_cpus(), err, sizeof(err)) != 0) {
 		fail("flat: %s", err);
 		return -1;
 	}
@@ -400,7 +412,7 @@ static int flat_open(locus_cs *cs, const struct opts *o)
 static void flat_close(locus_cs *cs)
 {
 	(void)cs;
-	dl_flat_drain();
+	locus_cs_drain();
 	dl_flat_release();
 }
 
@@ -440,6 +452,7 @@ static int mpsc_cs_stats(const locus_cs *cs, struct locus_cs_server_stats *out)
 
 static void mpsc_cs_close(locus_cs *cs)
 {
+	locus_cs_drain();
 	mpsc_close(cs->u.mpsc);
 }
 
@@ -497,79 +510,119 @@ static void stm_close(locus_cs *cs)
 					      "are accepted but unused: a blocked client serves "  \
 					      "the slot or yields"
 
-static const struct mech mechs[] = {
-	{.name = "mutex",
-	 .summary = "pthread mutex (baseline; glibc's own waiting)",
-	 .open = lock_open,
-	 .run = lock_run,
-	 .close = lock_close,
-	 .kind = LOCUS_LOCK_MUTEX},
-	LOCK_ROW("tas", LOCUS_LOCK_TAS, "test-and-set spin lock", "", NULL),
-	LOCK_ROW("ttas", LOCUS_LOCK_TTAS, "test-and-test-and-set lock with exponential backoff",
-		 ", backoff (default) | nobackoff, backoff_max=N (default " STR(
-			 TTAS_BACKOFF_MAX_DEFAULT) ")",
-		 ttas_option),
-	LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", "", NULL),
-	LOCK_ROW("mcs", LOCUS_LOCK_MCS,
-		 "MCS queue lock with concurrency restriction for oversubscription",
-		 ", cr (default) | nocr (plain FIFO MCS)", mcs_option),
-	LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", "", NULL),
-	LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", "", NULL),
-	COMBINE_ROW("oyama", "Oyama combining lock: the holder runs the waiters' sections", oyama),
-	COMBINE_ROW("ccsynch", "CC-Synch combining queue", ccsynch),
-	{.name = "ffwd",
-	 .summary = "synchronous delegation to a server thread (one request line per client)",
-	 .options =
-		 WAIT_OPTS ", servers=N (runtime size, default 1), server=K (default: round robin)",
-	 .takes_wait = 1,
-	 .option = server_option,
-	 .open = dl_open,
-	 .run = ffwd_run,
-	 .close = dl_close,
-	 .stats = dl_stats},
-	{.name = "async",
-	 .summary = "asynchronous dedicated delegation: post returns at once, callback later",
-	 .options =
-		 WAIT_OPTS ", lines=N (default " STR(LOCUS_DELEGATE_LINES_DEFAULT) ", at most " STR(
-			 LOCUS_DELEGATE_LINES_MAX) "), queue=N (default 2 x lines) | direct, "
-						   "servers=N, server=K",
-	 .takes_wait = 1,
-	 .option = async_option,
-	 .open = dl_open,
-	 .run = async_run,
-	 .post = async_post,
-	 .close = dl_close,
-	 .stats = dl_stats},
-	{.name = "flat",
-	 .summary = "asynchronous flat delegation: no server threads, clients serve the slots",
-	 .options = FLAT_OPTS,
-	 .takes_wait = 1,
-	 .option = flat_option,
-	 .open = flat_open,
-	 .run = async_run,
-	 .post = async_post,
-	 .close = flat_close},
-	{.name = "mpsc",
-	 .summary = "a server thread per executor, fed by one multi-producer queue (post is "
-		    "asynchronous)",
-	 .options =
-		 "lockfree (default) | locked, zerocopy (default) | copy, spinblock (default) | "
-		 "block | spin (also spelled spinpark, park), spins=N, batch | nobatch (default), "
-		 "capacity=N (initial, grows)",
-	 .option = mpsc_option,
-	 .open = mpsc_cs_open,
-	 .run = mpsc_cs_run,
-	 .post = mpsc_cs_post,
-	 .close = mpsc_cs_close,
-	 .stats = mpsc_cs_stats},
+static const struct mech
+	mechs[] =
+		{
+			{.name = "mutex",
+			 .summary = "pthread mutex (baseline; glibc's own waiting)",
+			 .open = lock_open,
+			 .run = lock_run,
+			 .close = lock_close,
+			 .kind = LOCUS_LOCK_MUTEX},
+			LOCK_ROW("tas", LOCUS_LOCK_TAS, "test-and-set spin lock", "", NULL),
+			LOCK_ROW("ttas", LOCUS_LOCK_TTAS,
+				 "test-and-test-and-set lock with exponential backoff",
+				 ", backoff (default) | nobackoff, backoff_max=N (default " STR(
+					 TTAS_BACKOFF_MAX_DEFAULT) ")",
+				 ttas_option),
+			LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", "", NULL),
+			LOCK_ROW("mcs", LOCUS_LOCK_MCS,
+				 "MCS queue lock with concurrency restriction for oversubscription",
+				 ", cr (default) | nocr (plain FIFO MCS)", mcs_option),
+			LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", "", NULL),
+			LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", "", NULL),
+			COMBINE_ROW("oyama",
+				    "Oyama combining lock: the holder runs the waiters' sections",
+				    oyama),
+			COMBINE_ROW("ccsynch", "CC-Synch combining queue", ccsynch),
+			{.name = "ffwd",
+			 .summary = "synchronous delegation to a server thread (one request line "
+				    "per client)",
+			 .options = WAIT_OPTS
+			 ", servers=N (runtime size, default 1), server=K (default: round robin)",
+			 .takes_wait = 1,
+			 .option = server_option,
+			 .open = dl_open,
+			 .run = ffwd_run,
+			 .close = dl_close,
+			 .stats = dl_stats},
+			{.name = "async",
+			 .summary = "asynchronous dedicated delegation: post returns at once, "
+				    "callback later",
+			 .options = WAIT_OPTS
+			 ", lines=N (default " STR(LOCUS_DELEGATE_LINES_DEFAULT) ", at most " STR(
+				 LOCUS_DELEGATE_LINES_MAX) "), queue=N (default 2 x lines, at "
+							   "most " STR(LOCUS_DELEGATE_QUEUE_MAX) ")"
+												 " "
+												 "|"
+												 " "
+												 "d"
+												 "i"
+												 "r"
+												 "e"
+												 "c"
+												 "t"
+												 ","
+												 " "
+												 "s"
+												 "e"
+												 "r"
+												 "v"
+												 "e"
+												 "r"
+												 "s"
+												 "="
+												 "N"
+												 ","
+												 " "
+												 "s"
+												 "e"
+												 "r"
+												 "v"
+												 "e"
+												 "r"
+												 "="
+												 "K",
+			 .takes_wait = 1,
+			 .option = async_option,
+			 .open = dl_open,
+			 .run = async_run,
+			 .post = async_post,
+			 .close = dl_close,
+			 .stats = dl_stats},
+			{.name = "flat",
+			 .summary = "asynchronous flat delegation: no server threads, clients "
+				    "serve the slots",
+			 .options = FLAT_OPTS,
+			 .takes_wait = 1,
+			 .option = flat_option,
+			 .open = flat_open,
+			 .run = async_run,
+			 .post = async_post,
+			 .close = flat_close},
+			{.name = "mpsc",
+			 .summary = "a server thread per executor, fed by one multi-producer queue "
+				    "(post is "
+				    "asynchronous)",
+			 .options = "lockfree (default) | locked, zerocopy (default) | copy, "
+				    "spinblock (default) | "
+				    "block | spin (also spelled spinpark, park), spins=N, batch | "
+				    "nobatch (default), "
+				    "capacity=N (initial, grows)",
+			 .option = mpsc_option,
+			 .open = mpsc_cs_open,
+			 .run = mpsc_cs_run,
+			 .post = mpsc_cs_post,
+			 .close = mpsc_cs_close,
+			 .stats = mpsc_cs_stats},
 #ifdef LOCUS_HAVE_STM
-	{.name = "stm",
-	 .summary = "GCC transactional memory (libitm); method is process-wide",
-	 .options = "ml_wt (default) | gl_wt | serialirr",
-	 .option = stm_option,
-	 .open = stm_open,
-	 .run = stm_run,
-	 .close = stm_close},
+			{.name = "stm",
+			 .summary = "GCC transactional memory (libitm); method is process-wide",
+			 .options = "ml_wt (default) | gl_wt | serialirr",
+			 .option = stm_option,
+			 .open = stm_open,
+			 .run = stm_run,
+			 .close = stm_close},
 #endif
 };
 
@@ -608,7 +661,7 @@ static int apply_options(const struct mech *m, char *list, struct opts *o)
 	if (!list)
 		return 0;
 	char *save = NULL;
-	if (*list == '\0' || list[strlen(list) - 1] == ',' || strstr(list, ",,")) {
+	if (*list == '\0' || *list == ',' || list[strlen(list) - 1] == ',' || strstr(list, ",,")) {
 		fail("%s: empty option in '%s'", m->name, list);
 		return -1;
 	}
@@ -617,7 +670,12 @@ static int apply_options(const struct mech *m, char *list, struct opts *o)
 		if (r == 0 && m->option)
 			r = m->option(o, opt);
 		if (r < 0) {
-			fail("%s: bad value in option '%s'", m->name, opt);
+			const struct range *rg = range_of(opt);
+			if (rg)
+				fail("%s: bad value in '%s': %s takes a whole number in %u..%u",
+				     m->name, opt, rg->name, rg->min, rg->max);
+			else
+				fail("%s: bad value in option '%s'", m->name, opt);
 			return -1;
 		}
 		if (r == 0) {
@@ -652,8 +710,8 @@ static void canonical_spec(locus_cs *cs, const struct opts *o)
 			n += q ? snprintf(cs->spec + n, sizeof(cs->spec) - n, ",queue=%u", q)
 			       : snprintf(cs->spec + n, sizeof(cs->spec) - n, ",direct");
 		}
-		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",servers=%u",
-			      o->servers ? o->servers : 1);
+		/* What runs, not what was asked: a spec without servers= adopts it. */
+		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",servers=%u", dl_nservers());
 		if (o->server != UINT32_MAX)
 			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",server=%u", o->server);
 	}
@@ -674,7 +732,9 @@ static void canonical_spec(locus_cs *cs, const struct opts *o)
 		if (o->policy == DL_FLAT_BOUND)
 			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, "=%u", o->bound);
 		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",lines=%u,slots=%u", o->lines,
-			      flat_slots(o));
+			      dl_flat_nslots());
+		if (o->server != UINT32_MAX)
+			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",slot=%u", o->server);
 	}
 	if (m->option == combine_option)
 		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",pass=%u", o->pass);
@@ -731,23 +791,35 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 	memset(cs, 0, sizeof(*cs));
 	cs->m = m;
 	cs->state = state;
-	canonical_spec(cs, &o);
 	if (m->open(cs, &o) != 0) {
 		free(cs);
 		return NULL;
 	}
+	/* After open: a delegation spec reports the runtime it joined. */
+	canonical_spec(cs, &o);
 	errbuf[0] = '\0';
 	return cs;
 }
 
+/* A NULL executor or function would crash later, maybe on a server thread: stop here. */
+static void check_call(const char *call, const locus_cs *cs, locus_fn fn)
+{
+	if (!cs)
+		sync_die("%s: the executor is NULL", call);
+	if (!fn)
+		sync_die("%s: the section function is NULL (executor \"%s\")", call, cs->spec);
+}
+
 uint64_t locus_cs_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
+	check_call("locus_cs_run", cs, fn);
 	return cs->m->run(cs, fn, a, b, c);
 }
 
 int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
 		  void *ctx)
 {
+	check_call("locus_cs_post", cs, fn);
 	if (cs->m->post)
 		return cs->m->post(cs, fn, a, b, c, cb, ctx);
 	uint64_t r = cs->m->run(cs, fn, a, b, c);
@@ -756,12 +828,21 @@ int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c,
 	return 0;
 }
 
+/*
+ * The synchronous mechanisms complete a post before post returns; the three
+ * asynchronous families keep their own per-thread state. A callback run by
+ * one family's drain may post to another (or the same) family, so repeat
+ * until a whole round finds nothing outstanding anywhere.
+ */
 void locus_cs_drain(void)
 {
-	/* The synchronous mechanisms complete a post before post returns. */
-	dl_async_drain();
-	dl_flat_drain();
-	mpsc_drain_thread();
+	for (;;) {
+		int had = dl_async_drain();
+		had |= dl_flat_drain();
+		had |= mpsc_drain_thread();
+		if (!had)
+			return;
+	}
 }
 
 void locus_cs_close(locus_cs *cs)

@@ -58,18 +58,36 @@ struct dl_server {
 	uint64_t started_ns;
 } __attribute__((aligned(64)));
 
+/*
+ * The two pools: dedicated servers and flat slots. Who owns them and when
+ * they are freed is at the top of deleg_server.c.
+ */
+enum { DL_POOL_SERVERS = 0, DL_POOL_FLAT = 1 };
+/* Hold the pool if it is still the one of `generation` (1), else 0: it has gone. */
+int dl_pool_hold(int which, uint64_t generation);
+/* Drop a hold; the last reference or hold stops the pool. */
+void dl_pool_unhold(int which);
+/* Before a thread caches a pool's servers: in a fork child, start its fresh set. */
+void dl_pool_ready(int which);
+/* fork(): lock both pools; unlock in the parent; reset for respawn in the child. */
+void dl_fork_prepare(void);
+void dl_fork_parent(void);
+void dl_fork_child(void);
+
 /* Runtime: servers and their count; generation changes at every start. */
 struct dl_server *dl_server_get(unsigned i);
 unsigned dl_nservers(void);
 uint64_t dl_generation(void);
-/* Reference the runtime for an executor: starts it (with `servers`) if stopped. */
+/* Reference the runtime for an executor: starts it (with `servers`, 0: 1) if stopped;
+   0 adopts a running runtime's size. */
 int dl_acquire(unsigned servers, char *err, size_t errlen);
 void dl_release(void);
 /* Round-robin choice of server for a new executor. */
 unsigned dl_next_server(void);
 
 /* Flat delegation: slots that no thread owns; every client serves them. */
-int dl_flat_acquire(unsigned slots, char *err, size_t errlen);
+/* The same for flat slots: `slots`, or `dflt` slots if 0 and none run. */
+int dl_flat_acquire(unsigned slots, unsigned dflt, char *err, size_t errlen);
 void dl_flat_release(void);
 struct dl_server *dl_flat_slot(unsigned i);
 unsigned dl_flat_nslots(void);
@@ -105,7 +123,9 @@ int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, 
 		  uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx);
 uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
 		      uint64_t a, uint64_t b, uint64_t c);
-void dl_async_drain(void);
-void dl_flat_drain(void);
+/* Drain this thread's async (flat) posts, and drop its hold on the pool; 1 if
+   anything was outstanding, so callbacks may have posted elsewhere. */
+int dl_async_drain(void);
+int dl_flat_drain(void);
 
 #endif

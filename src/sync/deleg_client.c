@@ -21,8 +21,17 @@
  * post(), run() or drain(), and never while the client's own state is being
  * updated, so a callback may post again.
  *
- * Per-thread state lives in thread-local memory; a thread that exits drains
- * its posts (running their callbacks) and hands its channels back for reuse.
+ * Per-thread state lives in thread-local memory. A thread holds a pool (see
+ * deleg_server.c) from its first post there until a drain finds nothing of
+ * its own outstanding, so the pool outlives every post. A thread that exits
+ * drains everything it posted, to any executor, including what its
+ * callbacks post meanwhile (locus_cs_drain), then hands its channels back
+ * for reuse under a short hold.
+ *
+ * A section that posts or runs a section of an executor served by the
+ * thread that runs it (the same server, or a flat slot this thread is
+ * serving) runs that section in place; a post made on a dedicated server's
+ * thread completes before it returns (serving.h).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -30,8 +39,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "locus/cs.h"
 #include "sync/atomic.h"
 #include "sync/deleg.h"
+#include "sync/fatal.h"
+#include "sync/serving.h"
 
 struct pending {
 	locus_fn fn;
@@ -78,12 +90,14 @@ static __thread struct {
 	struct dl_chan **sync; /* per server, ffwd channel */
 	struct dl_async *async;
 	int registered;
+	int held; /* this thread holds the server pool (posts outstanding) */
 	/* flat delegation: its own slots and generation */
 	uint64_t flat_generation;
 	struct dl_async *flat;
 	unsigned home; /* the slot this thread serves on its own (doorbell, bound) */
 	int has_home;
 	uint32_t posts; /* since this thread last served its home slot */
+	int flat_held;	/* this thread holds the flat pool */
 } tls;
 
 static pthread_key_t exit_key;
@@ -116,25 +130,32 @@ static void forget_all(void)
 	tls.nservers = 0;
 }
 
-/* At thread exit: finish this thread's posts, then hand its channels back. */
+/*
+ * At thread exit: finish every post of this thread, including posts made by
+ * callbacks meanwhile, to any executor (which drops its holds); then hand
+ * its channels back, each pool under a hold that fails if the pool is gone.
+ */
 static void client_exit(void *unused)
 {
 	(void)unused;
-	if (tls.flat && tls.flat_generation == dl_flat_generation()) {
-		dl_flat_drain();
+	locus_cs_drain();
+	if (tls.flat && dl_pool_hold(DL_POOL_FLAT, tls.flat_generation)) {
 		for (struct dl_async *as = tls.flat; as; as = as->next)
 			dl_chan_unclaim(as->ch);
+		dl_pool_unhold(DL_POOL_FLAT);
 	}
 	forget_flat();
-	if (tls.generation == dl_generation() && tls.nservers) {
-		dl_async_drain();
+	if (tls.nservers && dl_pool_hold(DL_POOL_SERVERS, tls.generation)) {
 		for (struct dl_async *as = tls.async; as; as = as->next)
 			dl_chan_unclaim(as->ch);
 		for (unsigned i = 0; i < tls.nservers; i++)
 			if (tls.sync[i])
 				dl_chan_unclaim(tls.sync[i]);
+		dl_pool_unhold(DL_POOL_SERVERS);
 	}
 	forget_all();
+	/* A later destructor that posts registers again, and glibc calls this once more. */
+	tls.registered = 0;
 }
 
 static void exit_key_create(void)
@@ -151,12 +172,17 @@ static void register_exit(void)
 	}
 }
 
-/* The same for flat slots. */
+/*
+ * Make the thread-local flat state match the running slots (they may have
+ * restarted). A thread that holds the pool never sees it change.
+ */
 static void tls_sync_flat(void)
 {
 	uint64_t gen = dl_flat_generation();
 	if (tls.flat_generation == gen)
 		return;
+	dl_pool_ready(DL_POOL_FLAT);
+	gen = dl_flat_generation();
 	forget_flat();
 	tls.flat_generation = gen;
 	register_exit();
@@ -168,12 +194,12 @@ static void tls_sync_runtime(void)
 	uint64_t gen = dl_generation();
 	if (tls.generation == gen && tls.nservers)
 		return;
+	dl_pool_ready(DL_POOL_SERVERS);
+	gen = dl_generation();
 	forget_all();
 	tls.generation = gen;
 	tls.nservers = dl_nservers();
-	tls.sync = calloc(tls.nservers, sizeof(*tls.sync));
-	if (!tls.sync)
-		abort();
+	tls.sync = sync_calloc(tls.nservers, sizeof(*tls.sync), "delegation client");
 	register_exit();
 }
 
@@ -193,6 +219,9 @@ static int seq_ready(void *arg)
 uint64_t dl_ffwd_run(unsigned server, const locus_wait *w, locus_fn fn, void *state, uint64_t a,
 		     uint64_t b, uint64_t c)
 {
+	/* A section of this server's: the request would wait for itself. */
+	if (sync_serving && serving_is(dl_server_get(server)))
+		return fn(state, a, b, c);
 	tls_sync_runtime();
 	struct dl_server *srv = dl_server_get(server);
 	struct dl_chan *ch = tls.sync[server];
@@ -227,9 +256,7 @@ static struct dl_async *async_state(unsigned server, const struct dl_async_cfg *
 		    as->wait.kind == cfg->wait.kind && as->wait.spins == cfg->wait.spins &&
 		    as->policy == cfg->policy && as->bound == cfg->bound)
 			return as;
-	struct dl_async *as = calloc(1, sizeof(*as));
-	if (!as)
-		abort();
+	struct dl_async *as = sync_calloc(1, sizeof(*as), "async client state");
 	as->srv = flat ? dl_flat_slot(server) : dl_server_get(server);
 	as->server = server;
 	as->policy = cfg->policy;
@@ -237,10 +264,8 @@ static struct dl_async *async_state(unsigned server, const struct dl_async_cfg *
 	as->lines = cfg->lines;
 	as->queue = cfg->queue;
 	as->wait = cfg->wait;
-	as->fl = calloc(cfg->lines, sizeof(*as->fl));
-	as->q = cfg->queue ? calloc(cfg->queue, sizeof(*as->q)) : NULL;
-	if (!as->fl || (cfg->queue && !as->q))
-		abort();
+	as->fl = sync_calloc(cfg->lines, sizeof(*as->fl), "async request lines");
+	as->q = cfg->queue ? sync_calloc(cfg->queue, sizeof(*as->q), "async pending queue") : NULL;
 	as->ch = dl_chan_claim(as->srv, DL_ASYNC, cfg->lines);
 	as->next = *list;
 	*list = as;
@@ -403,11 +428,44 @@ static void post_on(struct dl_async *as, const struct pending *p)
 		post_direct(as, p);
 }
 
+static struct dl_server *server_of(unsigned server, const struct dl_async_cfg *cfg)
+{
+	return cfg->policy == DL_DEDICATED ? dl_server_get(server) : dl_flat_slot(server);
+}
+
+/* The first post of this thread since it last drained holds the pool (see the top). */
+static void hold_for_post(const struct dl_async_cfg *cfg)
+{
+	int flat = cfg->policy != DL_DEDICATED;
+	int *held = flat ? &tls.flat_held : &tls.held;
+	if (*held)
+		return;
+	uint64_t gen = flat ? tls.flat_generation : tls.generation;
+	if (!dl_pool_hold(flat ? DL_POOL_FLAT : DL_POOL_SERVERS, gen))
+		sync_die("locus_cs_post on a %s executor that is closed",
+			 flat ? "flat" : "delegation");
+	*held = 1;
+}
+
 int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
 		  uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx)
 {
+	if (sync_serving) {
+		/* Our own server's section: run it in place. A server's thread never
+		   drains: complete the post now. */
+		int own = serving_is(server_of(server, cfg));
+		if (own || serving_on_server()) {
+			uint64_t r = own ? fn(state, a, b, c)
+					 : dl_async_run(server, cfg, fn, state, a, b, c);
+			if (cb)
+				cb(ctx, r);
+			return 0;
+		}
+	}
 	struct pending p = {fn, state, a, b, c, cb, ctx};
-	post_on(async_state(server, cfg), &p);
+	struct dl_async *as = async_state(server, cfg);
+	hold_for_post(cfg);
+	post_on(as, &p);
 	return 0;
 }
 
@@ -426,6 +484,8 @@ static void store_result(void *ctx, uint64_t ret)
 uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
 		      uint64_t a, uint64_t b, uint64_t c)
 {
+	if (sync_serving && serving_is(server_of(server, cfg)))
+		return fn(state, a, b, c);
 	struct run_result res = {0, 0};
 	struct dl_async *as = async_state(server, cfg);
 	struct pending p = {fn, state, a, b, c, store_result, &res};
@@ -435,22 +495,43 @@ uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn 
 	return res.ret;
 }
 
-/* Until nothing of this thread's is pending or in flight in `list`. */
-static void drain_list(struct dl_async *list)
+static struct dl_async *first_outstanding(struct dl_async *list)
 {
 	for (struct dl_async *as = list; as; as = as->next)
+		if (as->qlen || as->busy)
+			return as;
+	return NULL;
+}
+
+/*
+ * Until nothing of this thread's is pending or in flight in *list. Callbacks
+ * run meanwhile may post to a state already passed, or add a new one at the
+ * head, so look again from the head until a whole pass finds nothing.
+ */
+static void drain_list(struct dl_async **list)
+{
+	struct dl_async *as;
+	while ((as = first_outstanding(*list)))
 		while (as->qlen || as->busy)
 			make_progress(as);
 }
 
-void dl_flat_drain(void)
+int dl_flat_drain(void)
 {
-	if (tls.flat && tls.flat_generation == dl_flat_generation())
-		drain_list(tls.flat);
+	if (!tls.flat_held)
+		return 0;
+	drain_list(&tls.flat);
+	tls.flat_held = 0;
+	dl_pool_unhold(DL_POOL_FLAT);
+	return 1;
 }
 
-void dl_async_drain(void)
+int dl_async_drain(void)
 {
-	if (tls.nservers && tls.generation == dl_generation())
-		drain_list(tls.async);
+	if (!tls.held)
+		return 0;
+	drain_list(&tls.async);
+	tls.held = 0;
+	dl_pool_unhold(DL_POOL_SERVERS);
+	return 1;
 }

@@ -16,6 +16,26 @@
  * lands before the server sleeps makes the wait return at once. Clients that
  * sleep waiting for responses use the mirror image on their channel's
  * client_wait word.
+ *
+ * Lifetime. A pool (the servers, or the flat slots) and every channel in it
+ * are owned by its references: one per open executor and one for
+ * locus_delegate_start() (`refs`), and one per thread that holds it
+ * (`holds`): a thread holds a pool from its first post there until a drain
+ * or its exit finds nothing of its own outstanding, and briefly while its
+ * exit hook hands its channels back. When both counts reach zero, the thread
+ * that dropped the last one takes the set out of the pool under the pool's
+ * mutex, then stops its threads and frees its memory after releasing it (a
+ * server thread's exit hook may take the mutex). So no thread touches a channel of a freed
+ * pool: a post or run has its executor open, a thread with posts in flight
+ * holds the pool, and anything else first takes a hold, which fails if the
+ * pool it knew has gone (its generation moved).
+ *
+ * fork(). The child has only the forking thread, which fork's prepare step
+ * drained (fork.c). Its pools keep their size and references, but their
+ * server threads are gone and their channels may be half-written by threads
+ * that no longer exist; so the child marks them for respawn and the first
+ * use in the child starts a fresh set (the old memory is kept, unreachable
+ * by clients, because another thread may have been writing it).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,42 +47,61 @@
 
 #include "sync/atomic.h"
 #include "sync/deleg.h"
+#include "sync/fatal.h"
+#include "sync/fork.h"
 #include "sync/futex.h"
+#include "sync/serving.h"
 
 /* Spinning waiters yield the core once per this many spins. */
 #define DL_YIELD_EVERY 64
 
+/* A pool's set of servers left behind by fork() in the child: kept, never used. */
+struct orphan {
+	struct dl_server *servers;
+	struct orphan *next;
+};
+
 /*
  * A set of servers (dedicated, with threads) or of flat slots (without):
- * started by the first reference, retired by the last. `generation` changes
- * at both, so clients can tell that cached channels belong to an old set.
+ * started by the first reference, retired when references and holds are
+ * gone (see the top of the file). `generation` changes at both, so clients
+ * can tell that cached channels belong to an old set.
  */
 struct pool {
 	pthread_mutex_t mu;
 	struct dl_server *servers;
 	unsigned n;
-	unsigned refs;
+	unsigned refs;	/* open executors, and locus_delegate_start */
+	unsigned holds; /* threads with posts outstanding, or handing channels back */
 	uint64_t generation;
 	unsigned rr;
+	int respawn; /* fork child: start a fresh set before the next use */
+	struct orphan *orphans;
 	const char *what;				    /* "server" or "slot", for messages */
 	int (*start)(unsigned n, char *err, size_t errlen); /* with mu held */
-	void (*stop)(void);				    /* with mu held */
+	/* A retired set: stop its threads and free it, WITHOUT mu held (see pool_retire_locked). */
+	void (*finish)(struct dl_server *servers, unsigned n);
 };
 
 static int start_locked(unsigned n, char *err, size_t errlen);
-static void stop_locked(void);
+static void servers_finish(struct dl_server *servers, unsigned n);
 static int flat_start_locked(unsigned n, char *err, size_t errlen);
-static void flat_stop_locked(void);
+static void slots_finish(struct dl_server *servers, unsigned n);
 
 static struct pool rt = {.mu = PTHREAD_MUTEX_INITIALIZER,
 			 .what = "server",
 			 .start = start_locked,
-			 .stop = stop_locked};
+			 .finish = servers_finish};
 static struct pool flat = {.mu = PTHREAD_MUTEX_INITIALIZER,
 			   .what = "slot",
 			   .start = flat_start_locked,
-			   .stop = flat_stop_locked};
+			   .finish = slots_finish};
 static int explicit_start; /* locus_delegate_start() holds a reference; under rt.mu */
+
+static struct pool *pool_of(int which)
+{
+	return which == DL_POOL_FLAT ? &flat : &rt;
+}
 
 static uint64_t now_ns(void)
 {
@@ -99,13 +138,83 @@ unsigned dl_next_server(void)
 	return pool_next(&rt);
 }
 
-/* Take a reference; the first starts the pool with n (0: default 1). */
-static int pool_acquire(struct pool *p, unsigned n, char *err, size_t errlen)
+/* Make `servers` the pool's current set (NULL and 0: none). */
+static void pool_publish(struct pool *p, struct dl_server *servers, unsigned n)
+{
+	p->servers = servers;
+	faa_acqrel(&p->generation, 1);
+	st_release(&p->n, n);
+}
+
+/* Put the current set aside (fork child: its threads are gone, its memory stays). */
+static void pool_orphan_locked(struct pool *p)
+{
+	struct orphan *o = sync_malloc(sizeof(*o), "fork child: old delegation servers");
+	o->servers = p->servers;
+	o->next = p->orphans;
+	p->orphans = o;
+	pool_publish(p, NULL, 0);
+}
+
+/* Fork child: start a fresh set of the same size before the pool is used. */
+static void pool_respawn_locked(struct pool *p)
+{
+	if (!p->respawn)
+		return;
+	unsigned n = p->n;
+	char err[256];
+	p->respawn = 0;
+	pool_orphan_locked(p);
+	if (p->start(n, err, sizeof(err)) != 0)
+		sync_die("after fork: %s", err);
+}
+
+/* A set taken out of its pool, to be stopped and freed after the pool's mutex is released. */
+struct retired {
+	struct pool *p;
+	struct dl_server *servers;
+	unsigned n;
+};
+
+/*
+ * No references and no holds left: take the set out of the pool (clients
+ * see n = 0 and a new generation at once). Stopping it happens after the
+ * mutex is released, in pool_finish, because a server thread's own exit
+ * hook may need the pool mutexes (it may have been a client of some pool).
+ */
+static struct retired pool_retire_locked(struct pool *p)
+{
+	struct retired r = {p, NULL, 0};
+	if (p->refs || p->holds || !p->n)
+		return r;
+	if (p->respawn) {
+		/* A fork child that never used the pool: nothing runs to stop. */
+		p->respawn = 0;
+		pool_orphan_locked(p);
+		return r;
+	}
+	r.servers = p->servers;
+	r.n = p->n;
+	pool_publish(p, NULL, 0);
+	return r;
+}
+
+static void pool_finish(struct retired r)
+{
+	if (r.servers)
+		r.p->finish(r.servers, r.n);
+}
+
+/* Take a reference; the first starts the pool with n, or `dflt` if n is 0. */
+static int pool_acquire(struct pool *p, unsigned n, unsigned dflt, char *err, size_t errlen)
 {
 	int rc = 0;
+	/* Not under p->mu: a fork in progress holds glibc's handler lock, then wants p->mu. */
+	sync_fork_register();
 	pthread_mutex_lock(&p->mu);
+	pool_respawn_locked(p);
 	if (p->n == 0)
-		rc = p->start(n ? n : 1, err, errlen);
+		rc = p->start(n ? n : dflt, err, errlen);
 	else if (n && n != p->n) {
 		snprintf(err, errlen, "delegation already has %u %s%s; %ss=%u conflicts", p->n,
 			 p->what, p->n == 1 ? "" : "s", p->what, n);
@@ -120,19 +229,70 @@ static int pool_acquire(struct pool *p, unsigned n, char *err, size_t errlen)
 static void pool_release(struct pool *p)
 {
 	pthread_mutex_lock(&p->mu);
-	if (p->refs && --p->refs == 0 && p->n)
-		p->stop();
+	if (p->refs)
+		p->refs--;
+	struct retired r = pool_retire_locked(p);
+	pthread_mutex_unlock(&p->mu);
+	pool_finish(r);
+}
+
+int dl_pool_hold(int which, uint64_t generation)
+{
+	struct pool *p = pool_of(which);
+	pthread_mutex_lock(&p->mu);
+	int ok = p->n && !p->respawn && ld_relaxed(&p->generation) == generation;
+	if (ok)
+		p->holds++;
+	pthread_mutex_unlock(&p->mu);
+	return ok;
+}
+
+void dl_pool_unhold(int which)
+{
+	struct pool *p = pool_of(which);
+	pthread_mutex_lock(&p->mu);
+	if (p->holds)
+		p->holds--;
+	struct retired r = pool_retire_locked(p);
+	pthread_mutex_unlock(&p->mu);
+	pool_finish(r);
+}
+
+void dl_pool_ready(int which)
+{
+	struct pool *p = pool_of(which);
+	pthread_mutex_lock(&p->mu);
+	pool_respawn_locked(p);
 	pthread_mutex_unlock(&p->mu);
 }
 
-/* Make `servers` the pool's current set (or retire it, with NULL and 0). */
-static void pool_publish(struct pool *p, struct dl_server *servers, unsigned n)
+void dl_fork_prepare(void)
 {
-	if (!servers)
-		free(p->servers);
-	p->servers = servers;
-	faa_acqrel(&p->generation, 1);
-	st_release(&p->n, n);
+	pthread_mutex_lock(&rt.mu);
+	pthread_mutex_lock(&flat.mu);
+}
+
+void dl_fork_parent(void)
+{
+	pthread_mutex_unlock(&flat.mu);
+	pthread_mutex_unlock(&rt.mu);
+}
+
+/* Only the forking thread lives on, and it holds nothing (fork.c drained it). */
+static void pool_fork_child(struct pool *p)
+{
+	pthread_mutex_init(&p->mu, NULL);
+	p->holds = 0;
+	if (p->n) {
+		p->respawn = 1;
+		faa_acqrel(&p->generation, 1);
+	}
+}
+
+void dl_fork_child(void)
+{
+	pool_fork_child(&rt);
+	pool_fork_child(&flat);
 }
 
 /* n zeroed servers with their registration locks; flat ones have no thread. */
@@ -242,6 +402,8 @@ static void *server_main(void *arg)
 {
 	struct dl_server *s = arg;
 	uint32_t idle = 0;
+	struct serving_frame frame;
+	serving_enter(&frame, s, 1);
 	for (;;) {
 		uint64_t t0 = now_ns();
 		uint64_t served = serve_pass(s);
@@ -267,6 +429,7 @@ static void *server_main(void *arg)
 		server_sleep(s);
 		idle = 0;
 	}
+	serving_leave(&frame);
 	return NULL;
 }
 
@@ -275,9 +438,12 @@ int dl_serve_try(struct dl_server *s)
 	uint32_t idle = 0;
 	if (ld_relaxed(&s->serving) || !cas_acquire(&s->serving, &idle, 1))
 		return -1;
+	struct serving_frame frame;
+	serving_enter(&frame, s, 0);
 	uint64_t served = 0;
 	for (struct dl_chan *ch = ld_acquire(&s->chans); ch; ch = ch->next)
 		served += serve_channel(s, ch);
+	serving_leave(&frame);
 	st_release(&s->serving, 0);
 	return (int)served;
 }
@@ -326,17 +492,14 @@ void dl_client_wait(struct dl_chan *ch, int (*ready)(void *), void *arg, const l
 
 /* ---- channels ------------------------------------------------------------ */
 
+/* Zeroed memory for a channel, freed with the server (a post cannot fail halfway). */
 static void *server_alloc(struct dl_server *s, size_t size)
 {
-	void *p = aligned_alloc(64, (size + 63) & ~(size_t)63);
-	if (!p)
-		abort(); /* a post cannot fail for lack of memory halfway; treat as fatal */
-	memset(p, 0, size);
+	void *p = sync_aligned_zalloc(64, size, "delegation channel");
 	if (s->nallocs == s->capallocs) {
 		s->capallocs = s->capallocs ? 2 * s->capallocs : 16;
-		s->allocs = realloc(s->allocs, s->capallocs * sizeof(*s->allocs));
-		if (!s->allocs)
-			abort();
+		s->allocs = sync_realloc(s->allocs, s->capallocs * sizeof(*s->allocs),
+					 "delegation channel list");
 	}
 	s->allocs[s->nallocs++] = p;
 	return p;
@@ -406,20 +569,21 @@ static int start_locked(unsigned n, char *err, size_t errlen)
 	return 0;
 }
 
-static void stop_locked(void)
+/* Each server completes what it was sent, then exits; join them and free their channels. */
+static void servers_finish(struct dl_server *servers, unsigned n)
 {
-	for (unsigned i = 0; i < rt.n; i++)
-		server_signal_stop(&rt.servers[i]);
-	for (unsigned i = 0; i < rt.n; i++) {
-		pthread_join(rt.servers[i].thread, NULL);
-		server_free_memory(&rt.servers[i]);
+	for (unsigned i = 0; i < n; i++)
+		server_signal_stop(&servers[i]);
+	for (unsigned i = 0; i < n; i++) {
+		pthread_join(servers[i].thread, NULL);
+		server_free_memory(&servers[i]);
 	}
-	pool_publish(&rt, NULL, 0);
+	free(servers);
 }
 
 int dl_acquire(unsigned servers, char *err, size_t errlen)
 {
-	return pool_acquire(&rt, servers, err, errlen);
+	return pool_acquire(&rt, servers, 1, err, errlen);
 }
 
 void dl_release(void)
@@ -429,8 +593,9 @@ void dl_release(void)
 
 int locus_delegate_start(unsigned servers, char *err, size_t errlen)
 {
-	if (servers == 0) {
-		snprintf(err, errlen, "delegation: servers must be at least 1");
+	if (servers == 0 || servers > LOCUS_DELEGATE_SERVERS_MAX) {
+		snprintf(err, errlen, "delegation: servers must be 1..%u, not %u",
+			 LOCUS_DELEGATE_SERVERS_MAX, servers);
 		return -1;
 	}
 	pthread_mutex_lock(&rt.mu);
@@ -490,20 +655,21 @@ static int flat_start_locked(unsigned n, char *err, size_t errlen)
 	return 0;
 }
 
-static void flat_stop_locked(void)
+/*
+ * Flat slots retire with nothing in their lines: every request in a line
+ * belongs to a run in progress (its executor is open) or to a thread that
+ * holds the pool, so none is left once references and holds are gone.
+ */
+static void slots_finish(struct dl_server *slots, unsigned n)
 {
-	for (unsigned i = 0; i < flat.n; i++) {
-		/* Requests still in lines run now: none is lost. */
-		while (dl_serve_try(&flat.servers[i]) > 0)
-			;
-		server_free_memory(&flat.servers[i]);
-	}
-	pool_publish(&flat, NULL, 0);
+	for (unsigned i = 0; i < n; i++)
+		server_free_memory(&slots[i]);
+	free(slots);
 }
 
-int dl_flat_acquire(unsigned slots, char *err, size_t errlen)
+int dl_flat_acquire(unsigned slots, unsigned dflt, char *err, size_t errlen)
 {
-	return pool_acquire(&flat, slots, err, errlen);
+	return pool_acquire(&flat, slots, dflt, err, errlen);
 }
 
 void dl_flat_release(void)

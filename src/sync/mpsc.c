@@ -66,6 +66,16 @@
  *
  * Order: each queue is FIFO, so one thread's requests to one mpsc run in
  * the order it made them, and its records complete in that order.
+ *
+ * Nesting: a section running on this mpsc's server that runs or posts to
+ * the same mpsc would wait for itself; it runs in place instead. A post
+ * made on any server thread completes before it returns (serving.h).
+ *
+ * fork(): the child has no server thread and possibly a half-linked queue
+ * (a producer of the parent stopped mid-push). The first submit to an mpsc
+ * in the child gives it a fresh, empty queue and a new server thread; what
+ * other threads had queued is not run in the child. Closing an mpsc the
+ * child never used only frees it.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -73,10 +83,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "locus/cs.h"
 #include "sync/atomic.h"
+#include "sync/fatal.h"
 #include "sync/flag.h"
+#include "sync/fork.h"
 #include "sync/futex.h"
 #include "sync/mpsc.h"
+#include "sync/serving.h"
 
 /* Largest batch: bounds how long a stream of posts can hold back results. */
 #define MPSC_BATCH_MAX 1024
@@ -127,12 +141,10 @@ struct sbuf {
 	size_t cap, esz;
 };
 
+/* post() cannot report failure mid-way; out of memory is fatal (fatal.h). */
 static void *xmalloc(size_t n)
 {
-	void *p = malloc(n);
-	if (!p)
-		abort(); /* post() cannot report failure mid-way; out of memory is fatal */
-	return p;
+	return sync_malloc(n, "mpsc queue");
 }
 
 static uint32_t pow2_at_least(uint32_t n)
@@ -162,7 +174,7 @@ static unsigned char *ring_slot(struct ring *r, uint32_t i)
 static void ring_grow(struct ring *r)
 {
 	if (r->cap >= MPSC_RING_MAX)
-		abort();
+		sync_die("mpsc: more than %u requests queued", MPSC_RING_MAX);
 	uint32_t ncap = r->cap * 2;
 	unsigned char *nb = xmalloc((size_t)ncap * r->esz);
 	for (uint32_t i = 0; i < r->count; i++)
@@ -191,10 +203,7 @@ static void sbuf_reserve(struct sbuf *b, size_t n)
 	size_t cap = b->cap ? b->cap : 16;
 	while (cap < n)
 		cap *= 2;
-	void *p = realloc(b->p, cap * b->esz);
-	if (!p)
-		abort();
-	b->p = p;
+	b->p = sync_realloc(b->p, cap * b->esz, "mpsc server batch");
 	b->cap = cap;
 }
 
@@ -311,15 +320,9 @@ struct segq {
 
 static struct seg *seg_new(uint32_t size)
 {
-	struct seg *s = aligned_alloc(64, (sizeof(*s) + size * sizeof(s->slot[0]) + 63) & ~63ul);
-	if (!s)
-		abort();
-	s->claim = 0;
-	s->size = size;
-	s->next = NULL;
-	s->retired_next = NULL;
-	for (uint32_t i = 0; i < size; i++)
-		s->slot[i].ready = 0;
+	struct seg *s = sync_aligned_zalloc(64, sizeof(*s) + size * sizeof(s->slot[0]),
+					    "mpsc queue segment");
+	s->size = size; /* claim, links and every slot's `ready` start at zero */
 	return s;
 }
 
@@ -452,8 +455,15 @@ static void seg_destroy(struct segq *q)
 
 /* ---- the server ------------------------------------------------------------ */
 
+/* Bumped in every fork child; an mpsc started under an older value has no thread. */
+static uint32_t fork_gen;
+/* Serializes respawns in a fork child; held across fork() so none is copied half-done. */
+static pthread_mutex_t respawn_mu = PTHREAD_MUTEX_INITIALIZER;
+
 struct mpsc {
+	uint32_t fork_gen; /* fork children this server was started in (see fork_gen) */
 	int lockfree, zerocopy, batch;
+	uint32_t capacity;
 	locus_wait wait;
 	pthread_t thread;
 	struct ring ring;				/* !lockfree */
@@ -552,6 +562,8 @@ static void *server_main(void *arg)
 {
 	struct mpsc *m = arg;
 	size_t max = m->batch ? MPSC_BATCH_MAX : 1;
+	struct serving_frame frame;
+	serving_enter(&frame, m, 1);
 	for (;;) {
 		size_t n = take(m, max);
 		st_relaxed(&m->polls, m->polls + 1);
@@ -568,6 +580,7 @@ static void *server_main(void *arg)
 		}
 		server_idle(m);
 	}
+	serving_leave(&frame);
 	return NULL;
 }
 
@@ -602,8 +615,8 @@ static int check_opts(const struct mpsc_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "mpsc: unknown wait policy %d", o->wait);
 		return -1;
 	}
-	if (o->capacity == 0 || o->capacity > MPSC_RING_MAX) {
-		snprintf(err, errlen, "mpsc: capacity must be 1..%u, not %u", MPSC_RING_MAX,
+	if (o->capacity == 0 || o->capacity > MPSC_CAPACITY_MAX) {
+		snprintf(err, errlen, "mpsc: capacity must be 1..%u, not %u", MPSC_CAPACITY_MAX,
 			 o->capacity);
 		return -1;
 	}
@@ -619,6 +632,16 @@ static locus_wait wait_of(const struct mpsc_opts *o)
 	};
 	locus_wait w = {.kind = kinds[o->wait], .spins = o->spins};
 	return w;
+}
+
+static void queue_init(struct mpsc *m)
+{
+	if (!m->lockfree)
+		ring_init(&m->ring, m->capacity, m->out.esz);
+	else if (m->zerocopy)
+		vy_init(&m->vy);
+	else
+		seg_init(&m->seg, m->capacity);
 }
 
 static void queue_destroy(struct mpsc *m)
@@ -644,18 +667,15 @@ struct mpsc *mpsc_open(const struct mpsc_opts *o, char *err, size_t errlen)
 		return NULL;
 	}
 	memset(m, 0, sizeof(*m));
+	sync_fork_register();
+	m->fork_gen = ld_relaxed(&fork_gen);
 	m->lockfree = !!o->lockfree;
 	m->zerocopy = !!o->zerocopy;
 	m->batch = !!o->batch;
+	m->capacity = o->capacity;
 	m->wait = wait_of(o);
-	size_t esz = m->zerocopy ? sizeof(struct mpsc_rec *) : sizeof(struct mpsc_msg);
-	m->out.esz = esz;
-	if (!m->lockfree)
-		ring_init(&m->ring, o->capacity, esz);
-	else if (m->zerocopy)
-		vy_init(&m->vy);
-	else
-		seg_init(&m->seg, o->capacity);
+	m->out.esz = m->zerocopy ? sizeof(struct mpsc_rec *) : sizeof(struct mpsc_msg);
+	queue_init(m);
 	int rc = pthread_create(&m->thread, NULL, server_main, m);
 	if (rc != 0) {
 		snprintf(err, errlen, "mpsc: cannot start the server thread: %s", strerror(rc));
@@ -670,12 +690,52 @@ void mpsc_close(struct mpsc *m)
 {
 	if (!m)
 		return;
+	if (m->fork_gen != ld_relaxed(&fork_gen)) {
+		/* Inherited by a fork child and never used there: no thread to stop, and
+		   the queue may be half-linked. */
+		free(m);
+		return;
+	}
 	st_release(&m->stop, 1);
 	wake_server(m);
 	pthread_join(m->thread, NULL);
 	queue_destroy(m);
 	free(m->out.p);
 	free(m);
+}
+
+/* In a fork child, the first use of an inherited mpsc: a fresh queue and server. */
+static void respawn(struct mpsc *m)
+{
+	pthread_mutex_lock(&respawn_mu);
+	if (m->fork_gen != ld_relaxed(&fork_gen)) {
+		/* The old queue may hold other threads' requests, half-linked: drop it. */
+		queue_init(m);
+		m->stop = 0;
+		m->sleeping = 0;
+		int rc = pthread_create(&m->thread, NULL, server_main, m);
+		if (rc != 0)
+			sync_die("mpsc: cannot restart the server thread after fork: %s",
+				 strerror(rc));
+		st_release(&m->fork_gen, ld_relaxed(&fork_gen));
+	}
+	pthread_mutex_unlock(&respawn_mu);
+}
+
+void mpsc_fork_prepare(void)
+{
+	pthread_mutex_lock(&respawn_mu);
+}
+
+void mpsc_fork_parent(void)
+{
+	pthread_mutex_unlock(&respawn_mu);
+}
+
+void mpsc_fork_child(void)
+{
+	pthread_mutex_init(&respawn_mu, NULL);
+	st_relaxed(&fork_gen, fork_gen + 1);
 }
 
 /* ---- the client ------------------------------------------------------------ */
@@ -690,11 +750,15 @@ static __thread struct {
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
-/* At thread exit: finish this thread's posts (running their callbacks), then free its records. */
+/*
+ * At thread exit: finish every post of this thread, to any executor, with
+ * the posts its callbacks make meanwhile (locus_cs_drain); then free its
+ * records.
+ */
 static void client_exit(void *unused)
 {
 	(void)unused;
-	mpsc_drain_thread();
+	locus_cs_drain();
 	struct mpsc_rec *r = me.free;
 	me.free = NULL;
 	while (r) {
@@ -728,11 +792,7 @@ static struct mpsc_rec *rec_get(void)
 	}
 	if (!me.registered)
 		client_register();
-	r = aligned_alloc(64, sizeof(*r));
-	if (!r)
-		abort();
-	memset(r, 0, sizeof(*r));
-	return r;
+	return sync_aligned_zalloc(64, sizeof(*r), "mpsc request record");
 }
 
 static void rec_put(struct mpsc_rec *r)
@@ -746,6 +806,8 @@ static void submit(struct mpsc *m, struct mpsc_rec *r, locus_fn fn, void *state,
 		   uint64_t b, uint64_t c)
 {
 	struct mpsc_msg msg = {fn, state, a, b, c, r};
+	if (__builtin_expect(ld_relaxed(&m->fork_gen) != ld_relaxed(&fork_gen), 0))
+		respawn(m);
 	flag_arm(&r->flag);
 	r->wait = m->wait;
 	if (m->zerocopy) {
@@ -791,6 +853,9 @@ static void reap(void)
 
 uint64_t mpsc_run(struct mpsc *m, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c)
 {
+	/* A section of this server's own: the request would wait for itself. */
+	if (sync_serving && serving_is(m))
+		return fn(state, a, b, c);
 	struct mpsc_rec *r = rec_get();
 	submit(m, r, fn, state, a, b, c);
 	flag_wait(&r->flag, &m->wait);
@@ -804,6 +869,17 @@ uint64_t mpsc_run(struct mpsc *m, locus_fn fn, void *state, uint64_t a, uint64_t
 int mpsc_post(struct mpsc *m, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c,
 	      locus_cb cb, void *ctx)
 {
+	if (sync_serving) {
+		/* In place on our own server; completed now on any server's thread,
+		   which never drains. */
+		int own = serving_is(m);
+		if (own || serving_on_server()) {
+			uint64_t ret = own ? fn(state, a, b, c) : mpsc_run(m, fn, state, a, b, c);
+			if (cb)
+				cb(ctx, ret);
+			return 0;
+		}
+	}
 	reap();
 	struct mpsc_rec *r = rec_get();
 	r->cb = cb;
@@ -818,10 +894,12 @@ int mpsc_post(struct mpsc *m, locus_fn fn, void *state, uint64_t a, uint64_t b, 
 	return 0;
 }
 
-void mpsc_drain_thread(void)
+int mpsc_drain_thread(void)
 {
+	int had = me.first != NULL;
 	while (me.first) {
 		flag_wait(&me.first->flag, &me.first->wait);
 		finish_first();
 	}
+	return had;
 }

@@ -18,6 +18,9 @@
 
 enum { MPSC_WAIT_SPINBLOCK = 0, MPSC_WAIT_BLOCK, MPSC_WAIT_SPIN };
 
+/* Largest initial capacity, the capacity= option (the queue grows past it). */
+#define MPSC_CAPACITY_MAX (1u << 20)
+
 struct mpsc_opts {
 	int lockfree;	   /* 1: lock-free queue (default); 0: the seed's lock-protected ring */
 	int zerocopy;	   /* 1: the queue carries a pointer to the client's request (default);
@@ -49,8 +52,12 @@ uint64_t mpsc_run(struct mpsc *m, locus_fn fn, void *state, uint64_t a, uint64_t
 int mpsc_post(struct mpsc *m, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c,
 	      locus_cb cb, void *ctx);
 
-/* Every mpsc_post of the calling thread (to any mpsc) has completed and its callback has run. */
-void mpsc_drain_thread(void);
+/*
+ * Every mpsc_post of the calling thread (to any mpsc) has completed and its
+ * callback has run. 1 if anything was outstanding (callbacks may have posted
+ * elsewhere), else 0.
+ */
+int mpsc_drain_thread(void);
 
 /* Server counters since open: dequeues, those that found nothing, and requests run. */
 struct mpsc_stats {
@@ -64,5 +71,10 @@ void mpsc_stats(struct mpsc *m, struct mpsc_stats *out);
  * to their posting threads and run in their next post, run or drain.
  */
 void mpsc_close(struct mpsc *m);
+
+/* fork(): hold respawns across the fork; in the child, mark every mpsc for respawn. */
+void mpsc_fork_prepare(void);
+void mpsc_fork_parent(void);
+void mpsc_fork_child(void);
 
 #endif

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sync/fatal.h"
 #include "sync/nodes.h"
 
 /* Free nodes of this thread, linked through ->next. */
@@ -45,11 +46,8 @@ struct locus_qnode *qnode_get(void)
 	}
 	if (!pool_registered)
 		pool_register();
-	n = aligned_alloc(64, sizeof(*n));
-	if (!n)
-		abort(); /* a lock cannot report failure from lock(); out of memory is fatal */
-	memset(n, 0, sizeof(*n));
-	return n;
+	/* A lock cannot report failure from lock(); out of memory is fatal. */
+	return sync_aligned_zalloc(64, sizeof(*n), "lock queue node");
 }
 
 void qnode_put(struct locus_qnode *n)
