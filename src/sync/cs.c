@@ -504,125 +504,86 @@ static void stm_close(locus_cs *cs)
 		.run = prefix##_run, .close = prefix##_close                                       \
 	}
 
+#define ASYNC_OPTS                                                                                 \
+	WAIT_OPTS ", lines=N (default " STR(LOCUS_DELEGATE_LINES_DEFAULT) ", at most " STR(        \
+		LOCUS_DELEGATE_LINES_MAX) "), queue=N (default 2 x lines, at most " STR(LOCUS_DELEGATE_QUEUE_MAX) ") | direct, servers=N, server=K"
+
 #define FLAT_OPTS                                                                                  \
 	"queue (default) | blocked | doorbell | bound=K, lines=N (default " STR(                   \
 		LOCUS_DELEGATE_LINES_DEFAULT) "), slots=N (default: CPUs), slot=K; wait options "  \
 					      "are accepted but unused: a blocked client serves "  \
 					      "the slot or yields"
 
-static const struct mech
-	mechs[] =
-		{
-			{.name = "mutex",
-			 .summary = "pthread mutex (baseline; glibc's own waiting)",
-			 .open = lock_open,
-			 .run = lock_run,
-			 .close = lock_close,
-			 .kind = LOCUS_LOCK_MUTEX},
-			LOCK_ROW("tas", LOCUS_LOCK_TAS, "test-and-set spin lock", "", NULL),
-			LOCK_ROW("ttas", LOCUS_LOCK_TTAS,
-				 "test-and-test-and-set lock with exponential backoff",
-				 ", backoff (default) | nobackoff, backoff_max=N (default " STR(
-					 TTAS_BACKOFF_MAX_DEFAULT) ")",
-				 ttas_option),
-			LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", "", NULL),
-			LOCK_ROW("mcs", LOCUS_LOCK_MCS,
-				 "MCS queue lock with concurrency restriction for oversubscription",
-				 ", cr (default) | nocr (plain FIFO MCS)", mcs_option),
-			LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", "", NULL),
-			LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", "", NULL),
-			COMBINE_ROW("oyama",
-				    "Oyama combining lock: the holder runs the waiters' sections",
-				    oyama),
-			COMBINE_ROW("ccsynch", "CC-Synch combining queue", ccsynch),
-			{.name = "ffwd",
-			 .summary = "synchronous delegation to a server thread (one request line "
-				    "per client)",
-			 .options = WAIT_OPTS
-			 ", servers=N (runtime size, default 1), server=K (default: round robin)",
-			 .takes_wait = 1,
-			 .option = server_option,
-			 .open = dl_open,
-			 .run = ffwd_run,
-			 .close = dl_close,
-			 .stats = dl_stats},
-			{.name = "async",
-			 .summary = "asynchronous dedicated delegation: post returns at once, "
-				    "callback later",
-			 .options = WAIT_OPTS
-			 ", lines=N (default " STR(LOCUS_DELEGATE_LINES_DEFAULT) ", at most " STR(
-				 LOCUS_DELEGATE_LINES_MAX) "), queue=N (default 2 x lines, at "
-							   "most " STR(LOCUS_DELEGATE_QUEUE_MAX) ")"
-												 " "
-												 "|"
-												 " "
-												 "d"
-												 "i"
-												 "r"
-												 "e"
-												 "c"
-												 "t"
-												 ","
-												 " "
-												 "s"
-												 "e"
-												 "r"
-												 "v"
-												 "e"
-												 "r"
-												 "s"
-												 "="
-												 "N"
-												 ","
-												 " "
-												 "s"
-												 "e"
-												 "r"
-												 "v"
-												 "e"
-												 "r"
-												 "="
-												 "K",
-			 .takes_wait = 1,
-			 .option = async_option,
-			 .open = dl_open,
-			 .run = async_run,
-			 .post = async_post,
-			 .close = dl_close,
-			 .stats = dl_stats},
-			{.name = "flat",
-			 .summary = "asynchronous flat delegation: no server threads, clients "
-				    "serve the slots",
-			 .options = FLAT_OPTS,
-			 .takes_wait = 1,
-			 .option = flat_option,
-			 .open = flat_open,
-			 .run = async_run,
-			 .post = async_post,
-			 .close = flat_close},
-			{.name = "mpsc",
-			 .summary = "a server thread per executor, fed by one multi-producer queue "
-				    "(post is "
-				    "asynchronous)",
-			 .options = "lockfree (default) | locked, zerocopy (default) | copy, "
-				    "spinblock (default) | "
-				    "block | spin (also spelled spinpark, park), spins=N, batch | "
-				    "nobatch (default), "
-				    "capacity=N (initial, grows)",
-			 .option = mpsc_option,
-			 .open = mpsc_cs_open,
-			 .run = mpsc_cs_run,
-			 .post = mpsc_cs_post,
-			 .close = mpsc_cs_close,
-			 .stats = mpsc_cs_stats},
+static const struct mech mechs[] = {
+	{.name = "mutex",
+	 .summary = "pthread mutex (baseline; glibc's own waiting)",
+	 .open = lock_open,
+	 .run = lock_run,
+	 .close = lock_close,
+	 .kind = LOCUS_LOCK_MUTEX},
+	LOCK_ROW("tas", LOCUS_LOCK_TAS, "test-and-set spin lock", "", NULL),
+	LOCK_ROW("ttas", LOCUS_LOCK_TTAS, "test-and-test-and-set lock with exponential backoff",
+		 ", backoff (default) | nobackoff, backoff_max=N (default " STR(
+			 TTAS_BACKOFF_MAX_DEFAULT) ")",
+		 ttas_option),
+	LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", "", NULL),
+	LOCK_ROW("mcs", LOCUS_LOCK_MCS,
+		 "MCS queue lock with concurrency restriction for oversubscription",
+		 ", cr (default) | nocr (plain FIFO MCS)", mcs_option),
+	LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", "", NULL),
+	LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", "", NULL),
+	COMBINE_ROW("oyama", "Oyama combining lock: the holder runs the waiters' sections", oyama),
+	COMBINE_ROW("ccsynch", "CC-Synch combining queue", ccsynch),
+	{.name = "ffwd",
+	 .summary = "synchronous delegation to a server thread (one request line per client)",
+	 .options =
+		 WAIT_OPTS ", servers=N (runtime size, default 1), server=K (default: round robin)",
+	 .takes_wait = 1,
+	 .option = server_option,
+	 .open = dl_open,
+	 .run = ffwd_run,
+	 .close = dl_close,
+	 .stats = dl_stats},
+	{.name = "async",
+	 .summary = "asynchronous dedicated delegation: post returns at once, callback later",
+	 .options = ASYNC_OPTS,
+	 .takes_wait = 1,
+	 .option = async_option,
+	 .open = dl_open,
+	 .run = async_run,
+	 .post = async_post,
+	 .close = dl_close,
+	 .stats = dl_stats},
+	{.name = "flat",
+	 .summary = "asynchronous flat delegation: no server threads, clients serve the slots",
+	 .options = FLAT_OPTS,
+	 .takes_wait = 1,
+	 .option = flat_option,
+	 .open = flat_open,
+	 .run = async_run,
+	 .post = async_post,
+	 .close = flat_close},
+	{.name = "mpsc",
+	 .summary = "a server thread per executor, fed by one multi-producer queue (post is "
+		    "asynchronous)",
+	 .options =
+		 "lockfree (default) | locked, zerocopy (default) | copy, spinblock (default) | "
+		 "block | spin (also spelled spinpark, park), spins=N, batch | nobatch (default), "
+		 "capacity=N (initial, grows)",
+	 .option = mpsc_option,
+	 .open = mpsc_cs_open,
+	 .run = mpsc_cs_run,
+	 .post = mpsc_cs_post,
+	 .close = mpsc_cs_close,
+	 .stats = mpsc_cs_stats},
 #ifdef LOCUS_HAVE_STM
-			{.name = "stm",
-			 .summary = "GCC transactional memory (libitm); method is process-wide",
-			 .options = "ml_wt (default) | gl_wt | serialirr",
-			 .option = stm_option,
-			 .open = stm_open,
-			 .run = stm_run,
-			 .close = stm_close},
+	{.name = "stm",
+	 .summary = "GCC transactional memory (libitm); method is process-wide",
+	 .options = "ml_wt (default) | gl_wt | serialirr",
+	 .option = stm_option,
+	 .open = stm_open,
+	 .run = stm_run,
+	 .close = stm_close},
 #endif
 };
 
