@@ -516,22 +516,23 @@ static void drain_list(struct dl_async **list)
 			make_progress(as);
 }
 
+/* Drain one family and drop this thread's hold on its pool; 1 if it held it. */
+static int drain_and_unhold(struct dl_async **list, int *held, int which)
+{
+	if (!*held)
+		return 0;
+	drain_list(list);
+	*held = 0;
+	dl_pool_unhold(which);
+	return 1;
+}
+
 int dl_flat_drain(void)
 {
-	if (!tls.flat_held)
-		return 0;
-	drain_list(&tls.flat);
-	tls.flat_held = 0;
-	dl_pool_unhold(DL_POOL_FLAT);
-	return 1;
+	return drain_and_unhold(&tls.flat, &tls.flat_held, DL_POOL_FLAT);
 }
 
 int dl_async_drain(void)
 {
-	if (!tls.held)
-		return 0;
-	drain_list(&tls.async);
-	tls.held = 0;
-	dl_pool_unhold(DL_POOL_SERVERS);
-	return 1;
+	return drain_and_unhold(&tls.async, &tls.held, DL_POOL_SERVERS);
 }
