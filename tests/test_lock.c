@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "locus/lock.h"
 #include "locus/wait.h"
@@ -332,6 +333,121 @@ START_TEST(thread_churn)
 }
 END_TEST
 
+/* --- mcs: passive waiters are readmitted within a bound ------------------- */
+
+/*
+ * lock.h's promise for mcs with concurrency restriction (the default): a
+ * waiter that restriction moved aside is readmitted, oldest first, at the
+ * first hand-off at which MCS_CR_READMIT_NS have passed since the previous
+ * readmission (or 8192 hand-offs, if sooner; never here). Every section here
+ * lasts at least BYPASS_SECTION_NS, so at most BYPASS_PER_READMIT hand-offs
+ * pass between two readmissions, and a waiter k-th in the passive list waits
+ * at most k times that many. The test counts hand-offs, not time: each thread
+ * counts the sections completed between just before its lock() and its
+ * acquisition; the sections' length enters only as a minimum, which a sleep
+ * guarantees however slow the machine.
+ *
+ * The holder sleeps, leaving the cores to the others, so the thread it handed
+ * to is usually queued again by the next hand-off and restriction moves every
+ * other thread aside: the case where the lock used to starve them (it looked
+ * at the clock only every 256 hand-offs). The sleep is the section's work,
+ * not synchronization.
+ */
+#define MCS_CR_READMIT_NS  2000000 /* lock.h, mcs */
+#define BYPASS_SECTION_NS  500000
+#define BYPASS_THREADS	   16
+#define BYPASS_ITERS	   50
+#define BYPASS_PER_READMIT ((MCS_CR_READMIT_NS + BYPASS_SECTION_NS - 1) / BYPASS_SECTION_NS)
+/*
+ * A waiter is passive behind at most all the others but the holder; before
+ * it is moved aside it passes the few threads queued ahead of it and any
+ * readmissions in between. A thread held up between reading the count and
+ * queueing (preempted, or its virtual CPU descheduled on a loaded machine)
+ * also counts the sections that ran meanwhile: an allowance of 16 sections
+ * per thread covers a hold-up of about 100 ms. The lock's own bound here is
+ * about 60; before readmission was checked at every hand-off, waits of 640
+ * sections were the rule.
+ */
+#define BYPASS_BOUND ((BYPASS_THREADS - 1) * BYPASS_PER_READMIT + 16 * BYPASS_THREADS)
+
+struct bypass_shared {
+	locus_lock l;
+	uint64_t sections; /* completed; written under the lock, read anywhere (atomics) */
+	uint64_t plain;	   /* sections again, without atomics: mutual exclusion */
+	int use_trylock;
+	pthread_barrier_t start;
+};
+
+struct bypass_arg {
+	struct bypass_shared *sh;
+	uint64_t max_bypass;
+	uint32_t max_at; /* the iteration of that wait */
+};
+
+/* A section that lasts at least BYPASS_SECTION_NS, with the holder off its core. */
+static void bypass_section(void)
+{
+	struct timespec ts = {0, BYPASS_SECTION_NS};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static void *bypass_thread(void *arg)
+{
+	struct bypass_arg *a = arg;
+	struct bypass_shared *sh = a->sh;
+	pthread_barrier_wait(&sh->start);
+	for (uint32_t j = 0; j < BYPASS_ITERS; j++) {
+		uint64_t c0 = __atomic_load_n(&sh->sections, __ATOMIC_RELAXED);
+		/* A trylock succeeds only when nobody waits, passive waiters included. */
+		if (!(sh->use_trylock && j % 4 == 0 && locus_lock_trylock(&sh->l) == 0))
+			locus_lock_lock(&sh->l);
+		uint64_t bypass = __atomic_load_n(&sh->sections, __ATOMIC_RELAXED) - c0;
+		if (bypass > a->max_bypass) {
+			a->max_bypass = bypass;
+			a->max_at = j;
+		}
+		bypass_section();
+		sh->plain++;
+		__atomic_store_n(&sh->sections, sh->plain, __ATOMIC_RELAXED);
+		locus_lock_unlock(&sh->l);
+	}
+	return NULL;
+}
+
+START_TEST(mcs_passive_bypass_bounded)
+{
+	const char *name = _i ? "mcs (some trylock)" : "mcs";
+	struct bypass_shared *sh = calloc(1, sizeof *sh);
+	struct bypass_arg args[BYPASS_THREADS];
+	pthread_t th[BYPASS_THREADS];
+	ck_assert(sh);
+	ck_assert_int_eq(locus_lock_init(&sh->l, LOCUS_LOCK_MCS, NULL), 0);
+	sh->use_trylock = _i;
+	ck_assert_int_eq(pthread_barrier_init(&sh->start, NULL, BYPASS_THREADS), 0);
+	for (int t = 0; t < BYPASS_THREADS; t++) {
+		args[t] = (struct bypass_arg){.sh = sh};
+		test_start_thread(&th[t], bypass_thread, &args[t]);
+	}
+	for (int t = 0; t < BYPASS_THREADS; t++)
+		ck_assert_msg(test_join_within(th[t], 4 * HANG_S) == 0,
+			      "%s: thread %d did not finish within %d s", name, t, 4 * HANG_S);
+	ck_assert_uint_eq(sh->plain, (uint64_t)BYPASS_THREADS * BYPASS_ITERS);
+	int worst = 0;
+	for (int t = 1; t < BYPASS_THREADS; t++)
+		if (args[t].max_bypass > args[worst].max_bypass)
+			worst = t;
+	ck_assert_msg(args[worst].max_bypass <= BYPASS_BOUND,
+		      "%s: thread %d waited while %llu sections ran (iteration %u); with %d "
+		      "threads the bound is %d",
+		      name, worst, (unsigned long long)args[worst].max_bypass, args[worst].max_at,
+		      BYPASS_THREADS, BYPASS_BOUND);
+	pthread_barrier_destroy(&sh->start);
+	locus_lock_destroy(&sh->l);
+	free(sh);
+}
+END_TEST
+
 /* --- nesting --------------------------------------------------------------- */
 
 /* Two locks of the given kinds held at once by one thread, released in either order. */
@@ -472,6 +588,11 @@ int main(void)
 	tcase_add_loop_test(tc, nested_same_kind, 0, LOCUS_LOCK_NKINDS);
 	tcase_add_loop_test(tc, nested_mixed_kinds, 0, LOCUS_LOCK_NKINDS);
 	tcase_add_loop_test(tc, nested_deep, 0, LOCUS_LOCK_NKINDS);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("mcs_restriction");
+	tcase_set_timeout(tc, 8 * HANG_S);
+	tcase_add_loop_test(tc, mcs_passive_bypass_bounded, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("churn");

@@ -7,7 +7,14 @@
  *   ticket  FIFO ticket lock
  *   mcs     MCS queue lock (each waiter spins on its own node), with
  *           concurrency restriction: surplus waiters are moved aside so that
- *           hand-offs go to threads that are running (see lock_mcs.c)
+ *           hand-offs go to threads that are running, and readmitted oldest
+ *           first, at the first hand-off after 2 ms or after 8192 hand-offs
+ *           since the previous readmission, whichever comes first. A waiter
+ *           k-th among those moved aside (k < the number of threads) gets
+ *           the lock within k x 8192 hand-offs and within k x 2 ms plus,
+ *           per readmission, the rest of the section then running; with
+ *           sections of at least s, within k x ceil(2 ms / s) hand-offs
+ *           (see lock_mcs.c)
  *   clh     CLH queue lock (each waiter spins on its predecessor's node)
  *   futex   three-state futex mutex (free / held / held with sleepers)
  *
@@ -63,8 +70,10 @@ typedef struct locus_lock {
 			struct locus_qnode *holder; /* the holder's node, written by the holder */
 			/* waiters moved aside (FIFO), touched only by the holder */
 			struct locus_qnode *passive_head, *passive_tail;
-			uint32_t handoffs;	/* since the holder last looked at the clock */
-			uint64_t readmitted_ns; /* when a passive waiter was last readmitted */
+			/* hand-offs since the last readmission, while passive waiters exist */
+			uint32_t handoffs;
+			/* last readmission, or when the passive list last became non-empty */
+			uint64_t readmitted_ns;
 		} mcs;
 		struct {
 			uintptr_t tail;		    /* node pointer | CLH_FREE bit */

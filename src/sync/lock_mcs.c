@@ -12,13 +12,26 @@
  * it, and hands the lock to the younger, which arrived recently and is most
  * likely still running. The threads that keep circulating are few and awake;
  * the passive ones sleep (spin-then-park) instead of competing for cores.
- * For long-term fairness the holder readmits the oldest passive waiter once
- * per CR_READMIT_NS of time (checked every CR_CHECK hand-offs, so the clock
- * is rarely read), and whenever nobody else queues up within a short grace
- * period, so every waiter is eventually served. Readmitting by time, not by count, matters: a
- * passive waiter is usually asleep and takes tens of microseconds to wake,
- * during which the lock is idle. The passive list is touched only by the
- * holder, so the lock itself protects it.
+ * The passive list is touched only by the holder, so the lock itself
+ * protects it, and while it is non-empty the tail is never NULL, so trylock
+ * cannot overtake a passive waiter.
+ *
+ * Readmission, and the bound it gives. The holder readmits the oldest
+ * passive waiter (hands it the lock, ahead of the queue) at the first
+ * hand-off at which CR_READMIT_NS of time or CR_BYPASS hand-offs have passed,
+ * whichever comes first, since the previous readmission or since the list
+ * became non-empty; and at once when nobody queues behind the holder within
+ * a short grace period. Only readmission takes waiters off the list, oldest
+ * first, so a waiter that is k-th in the passive list when it is moved there
+ * (k < the number of threads) gets the lock by the k-th readmission after
+ * that: within k x CR_BYPASS hand-offs, and within k x CR_READMIT_NS plus,
+ * for each of those readmissions, the rest of the section that was running
+ * when it fell due. With sections that last at least s, that is also within
+ * k x ceil(CR_READMIT_NS / s) hand-offs (at 1 ms sections, 2k). While the
+ * list is non-empty the holder reads the clock at every hand-off (tens of
+ * nanoseconds); looking only every 256 hand-offs, as this lock once did,
+ * stretched the 2 ms to 256 ms at 1 ms sections and starved waiters for
+ * seconds.
  */
 #include <errno.h>
 #include <sched.h>
@@ -30,7 +43,18 @@
 #include "sync/lock_impl.h"
 #include "sync/nodes.h"
 
-#define CR_CHECK      256u
+/*
+ * A readmission costs a wake-up: the passive waiter is usually asleep, and
+ * the lock idles until it has a core again, about 300 us on this 2-core
+ * machine when oversubscribed. Time is therefore the main bound: one wake-up
+ * per 2 ms costs about a tenth of the throughput. The count is a bound in
+ * hand-offs for when they are fast: 8192 short hand-offs take about 1.6 ms
+ * here (0.2 us each), so it readmits at most a quarter more often than the
+ * clock would. A count of 32 readmitted every few microseconds and cut the
+ * oversubscribed throughput of a short section about 40-fold; 1024, by more
+ * than half.
+ */
+#define CR_BYPASS     8192u
 #define CR_READMIT_NS 2000000ull
 #define CR_GRACE      512u
 
@@ -41,15 +65,16 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Time to readmit a passive waiter? Called by the holder only. */
+/*
+ * At a hand-off while the passive list is non-empty: is its oldest waiter
+ * due? If so, the count and the clock restart. Called by the holder only.
+ */
 static int cr_readmit_due(locus_lock *l)
 {
-	if (++l->u.mcs.handoffs < CR_CHECK)
+	uint64_t now = now_ns();
+	if (++l->u.mcs.handoffs < CR_BYPASS && now - l->u.mcs.readmitted_ns < CR_READMIT_NS)
 		return 0;
 	l->u.mcs.handoffs = 0;
-	uint64_t now = now_ns();
-	if (now - l->u.mcs.readmitted_ns < CR_READMIT_NS)
-		return 0;
 	l->u.mcs.readmitted_ns = now;
 	return 1;
 }
@@ -108,13 +133,21 @@ static struct locus_qnode *mcs_wait_successor(struct locus_qnode *n)
 	return next;
 }
 
+/*
+ * Onto an empty list, the bound starts now: a stale readmission time would
+ * readmit w at the next hand-off, undoing the move. (The count is already 0:
+ * it grows only while the list is non-empty and restarts at every
+ * readmission, the only way the list empties.)
+ */
 static void passive_push(locus_lock *l, struct locus_qnode *w)
 {
 	w->next = NULL;
-	if (l->u.mcs.passive_tail)
+	if (l->u.mcs.passive_tail) {
 		l->u.mcs.passive_tail->next = w;
-	else
+	} else {
 		l->u.mcs.passive_head = w;
+		l->u.mcs.readmitted_ns = now_ns();
+	}
 	l->u.mcs.passive_tail = w;
 }
 
@@ -157,6 +190,8 @@ static struct locus_qnode *cr_choose(locus_lock *l, struct locus_qnode *n, struc
 		struct locus_qnode *p = passive_pop(l);
 		if (!p)
 			return NULL;
+		l->u.mcs.handoffs = 0;
+		l->u.mcs.readmitted_ns = now_ns();
 		p->next = NULL;
 		struct locus_qnode *expected = n;
 		if (cas_release(&l->u.mcs.tail, &expected, p))
