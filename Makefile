@@ -13,7 +13,7 @@ KV_TSAN    := $(TSAN)/src/kv/locus-kv
 VENV       ?= $(BUILD)/venv
 PY         := $(VENV)/bin/python
 
-.PHONY: all deps build release tsan asan test test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-tsan test-kv-memcached test-fuzz bench-kv bench-kv-threads test-dsm dsm-suite python figures demo format clean help
+.PHONY: all deps build release install tsan asan test test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-tsan test-kv-memcached test-fuzz bench-kv bench-kv-threads test-dsm dsm-suite python figures demo format clean help
 
 all: build
 
@@ -22,6 +22,9 @@ help:
 	@echo "             figures and a report into $(BUILD)/demo (tools/demo, about 1 minute)"
 	@echo "make test    install what is missing, build release + ThreadSanitizer + ASan/UBSan, run every test (C and Python)"
 	@echo "make build   release build only ($(RELEASE))"
+	@echo "make install PREFIX=/usr/local  install liblocus (shared, static), liblocus-dsm, liblocus-preload.so,"
+	@echo "             locus-kv, locus-bench, the DSM apps, headers, man pages, locus.pc, locus-dsm.pc and"
+	@echo "             the CMake package (find_package(locus CONFIG)) under PREFIX"
 	@echo "make python  create the Python venv for tools/ and tests/python ($(VENV): matplotlib, pytest)"
 	@echo "make test-python  the Python tests only (tests/python, against $(BENCH))"
 	@echo "make test-kv      locus-kv's protocol tests (tests/kv) against the release server"
@@ -53,6 +56,10 @@ release: deps $(RELEASE)/build.ninja
 	ninja -C $(RELEASE)
 
 build: release
+
+PREFIX ?= /usr/local
+install: release
+	cmake --install $(RELEASE) --prefix $(PREFIX)
 
 tsan: deps $(TSAN)/build.ninja
 	ninja -C $(TSAN)

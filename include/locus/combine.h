@@ -21,6 +21,9 @@
 
 #include "locus/fn.h"
 #include "locus/wait.h"
+#include "locus/export.h"
+
+LOCUS_BEGIN_DECLS
 
 #define LOCUS_COMBINE_PASS_DEFAULT 64
 
@@ -37,14 +40,16 @@ typedef struct locus_ccsynch {
 } locus_ccsynch;
 
 /* wait = NULL: default policy; pass = 0: LOCUS_COMBINE_PASS_DEFAULT. */
-int locus_oyama_init(locus_oyama *o, const locus_wait *wait, uint32_t pass);
-uint64_t locus_oyama_run(locus_oyama *o, locus_fn fn, void *state, uint64_t a, uint64_t b,
-			 uint64_t c);
-void locus_oyama_destroy(locus_oyama *o);
+LOCUS_API int locus_oyama_init(locus_oyama *o, const locus_wait *wait, uint32_t pass);
+LOCUS_API uint64_t locus_oyama_run(locus_oyama *o, locus_fn fn, void *state, uint64_t a, uint64_t b,
+				   uint64_t c);
+LOCUS_API void locus_oyama_destroy(locus_oyama *o);
 
-int locus_ccsynch_init(locus_ccsynch *s, const locus_wait *wait, uint32_t pass);
-uint64_t locus_ccsynch_run(locus_ccsynch *s, locus_fn fn, void *state, uint64_t a, uint64_t b,
-			   uint64_t c);
-void locus_ccsynch_destroy(locus_ccsynch *s);
+LOCUS_API int locus_ccsynch_init(locus_ccsynch *s, const locus_wait *wait, uint32_t pass);
+LOCUS_API uint64_t locus_ccsynch_run(locus_ccsynch *s, locus_fn fn, void *state, uint64_t a,
+				     uint64_t b, uint64_t c);
+LOCUS_API void locus_ccsynch_destroy(locus_ccsynch *s);
+
+LOCUS_END_DECLS
 
 #endif

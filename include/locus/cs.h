@@ -67,34 +67,37 @@
 #include <stdio.h>
 
 #include "locus/fn.h"
+#include "locus/export.h"
+
+LOCUS_BEGIN_DECLS
 
 typedef struct locus_cs locus_cs;
 
 /* NULL on a bad spec; locus_cs_error() then says why and what is known. */
-locus_cs *locus_cs_open(const char *spec, void *state);
-const char *locus_cs_error(void);
+LOCUS_API locus_cs *locus_cs_open(const char *spec, void *state);
+LOCUS_API const char *locus_cs_error(void);
 
-uint64_t locus_cs_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c);
+LOCUS_API uint64_t locus_cs_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c);
 /*
  * Returns 0: a post cannot fail. cb may be NULL. Running out of memory while
  * queueing the post aborts the process with a message (there is no state
  * to roll back to halfway through).
  */
-int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
-		  void *ctx);
+LOCUS_API int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c,
+			    locus_cb cb, void *ctx);
 /* Every post of this thread, and every post its callbacks make meanwhile, has completed. */
-void locus_cs_drain(void);
+LOCUS_API void locus_cs_drain(void);
 /* Drains the calling thread; no run or post on cs may be in progress or follow. */
-void locus_cs_close(locus_cs *cs);
+LOCUS_API void locus_cs_close(locus_cs *cs);
 
 /* NULL-terminated list of the mechanism names a spec may start with. */
-const char *const *locus_cs_mechanisms(void);
+LOCUS_API const char *const *locus_cs_mechanisms(void);
 /* The spec with every default made explicit, e.g. "mcs:spinpark,spins=2048". */
-const char *locus_cs_spec(const locus_cs *cs);
+LOCUS_API const char *locus_cs_spec(const locus_cs *cs);
 /* The mechanism name of an open executor. */
-const char *locus_cs_name(const locus_cs *cs);
+LOCUS_API const char *locus_cs_name(const locus_cs *cs);
 /* 1 if post() returns before fn has run. */
-int locus_cs_is_async(const locus_cs *cs);
+LOCUS_API int locus_cs_is_async(const locus_cs *cs);
 /*
  * What the server thread that runs an executor's sections has done, for
  * executors whose sections run on one (ffwd, async: the delegation server
@@ -109,8 +112,10 @@ struct locus_cs_server_stats {
 	uint64_t empty_polls; /* mpsc: dequeues that found the queue empty (then it waited) */
 };
 /* 0, or -1 if the sections run on the calling threads (no server). */
-int locus_cs_server_stats(const locus_cs *cs, struct locus_cs_server_stats *out);
+LOCUS_API int locus_cs_server_stats(const locus_cs *cs, struct locus_cs_server_stats *out);
 /* Print each mechanism with a line of description and its options. */
-void locus_cs_usage(FILE *out);
+LOCUS_API void locus_cs_usage(FILE *out);
+
+LOCUS_END_DECLS
 
 #endif

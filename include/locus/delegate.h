@@ -30,6 +30,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "locus/export.h"
+
+LOCUS_BEGIN_DECLS
 
 #define LOCUS_DELEGATE_LINES_DEFAULT 16 /* request lines per client-server pair (async) */
 #define LOCUS_DELEGATE_LINES_MAX     64
@@ -38,11 +41,11 @@
 
 /* Start `servers` servers (1..LOCUS_DELEGATE_SERVERS_MAX). 0, or -1 with a message (already
    running with another count). */
-int locus_delegate_start(unsigned servers, char *err, size_t errlen);
+LOCUS_API int locus_delegate_start(unsigned servers, char *err, size_t errlen);
 /* Complete every request sent to a server, then stop and join the servers. */
-void locus_delegate_stop(void);
+LOCUS_API void locus_delegate_stop(void);
 /* Servers running now (0 if stopped). */
-unsigned locus_delegate_servers(void);
+LOCUS_API unsigned locus_delegate_servers(void);
 
 struct locus_delegate_stats {
 	uint64_t requests; /* requests served */
@@ -51,6 +54,8 @@ struct locus_delegate_stats {
 	uint64_t sleeps;   /* times the server parked */
 };
 /* Statistics of server `i` (< locus_delegate_servers()); 0, or -1 if no such server. */
-int locus_delegate_stats(unsigned i, struct locus_delegate_stats *out);
+LOCUS_API int locus_delegate_stats(unsigned i, struct locus_delegate_stats *out);
+
+LOCUS_END_DECLS
 
 #endif

@@ -27,6 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "locus/export.h"
+
+LOCUS_BEGIN_DECLS
 
 /* Exit status of a node that leaves because another node failed. */
 #define LOCUS_DSM_EXIT_PEER 3
@@ -106,40 +109,40 @@ typedef struct locus_dsm_stats {
  * the communication thread. Returns 0, or -1 with a message on stderr. Call
  * once, before any other locus_dsm function; argc/argv may be NULL.
  */
-int locus_dsm_init(int *argc, char ***argv);
+LOCUS_API int locus_dsm_init(int *argc, char ***argv);
 
 /*
  * Leave: a barrier, statistics to node 0 (printed there as LOCUS_DSM_STATS
  * says), then MPI is shut down. Shared memory is unmapped.
  */
-void locus_dsm_finalize(void);
+LOCUS_API void locus_dsm_finalize(void);
 
-int locus_dsm_node(void);  /* this node's id, 0 .. nodes-1 */
-int locus_dsm_nodes(void); /* number of nodes */
-const char *locus_dsm_protocol(void);
+LOCUS_API int locus_dsm_node(void);  /* this node's id, 0 .. nodes-1 */
+LOCUS_API int locus_dsm_nodes(void); /* number of nodes */
+LOCUS_API const char *locus_dsm_protocol(void);
 
 /*
  * Collective: every node calls it with the same size, in the same order, and
  * gets the same pointer. Blocks are page-aligned and zero-filled. Returns NULL
  * (on every node) if the region is full or the sizes differ between nodes.
  */
-void *locus_dsm_alloc(size_t size);
+LOCUS_API void *locus_dsm_alloc(size_t size);
 
 /* Collective: returns when every node has entered. */
-void locus_dsm_barrier(void);
+LOCUS_API void locus_dsm_barrier(void);
 
 /* Distributed locks, any 32-bit id; at most one holder system-wide. */
-void locus_dsm_lock(uint32_t id);
-void locus_dsm_unlock(uint32_t id);
+LOCUS_API void locus_dsm_lock(uint32_t id);
+LOCUS_API void locus_dsm_unlock(uint32_t id);
 
 /*
  * Hint that [addr, addr+len) will be read soon. Non-binding: never changes
  * results. A no-op under sc.
  */
-void locus_dsm_prefetch(const void *addr, size_t len);
+LOCUS_API void locus_dsm_prefetch(const void *addr, size_t len);
 
 /* This node's statistics so far (or as frozen by locus_dsm_stats_freeze). */
-void locus_dsm_stats_get(locus_dsm_stats *out);
+LOCUS_API void locus_dsm_stats_get(locus_dsm_stats *out);
 
 /*
  * Collective: a barrier, then every node's statistics start again from zero,
@@ -147,25 +150,27 @@ void locus_dsm_stats_get(locus_dsm_stats *out);
  * phase starts so that the breakdown covers the same interval as the time the
  * application prints.
  */
-void locus_dsm_stats_reset(void);
+LOCUS_API void locus_dsm_stats_reset(void);
 
 /*
  * Local: the statistics stop here; locus_dsm_stats_get and the report at
  * finalize give these values until the next reset. Call it where the timed
  * phase ends.
  */
-void locus_dsm_stats_freeze(void);
+LOCUS_API void locus_dsm_stats_freeze(void);
 
 /* One node's statistics as a short human table. */
-void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s);
+LOCUS_API void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s);
 
 /* One node's statistics as one JSON object on one line. */
-void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s);
+LOCUS_API void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s);
 
-const char *locus_dsm_msg_kind_name(int kind);
-const char *locus_dsm_fault_kind_name(int kind);
+LOCUS_API const char *locus_dsm_msg_kind_name(int kind);
+LOCUS_API const char *locus_dsm_fault_kind_name(int kind);
 
 /* Wall-clock seconds (monotonic), for applications that time phases. */
-double locus_dsm_now(void);
+LOCUS_API double locus_dsm_now(void);
+
+LOCUS_END_DECLS
 
 #endif

@@ -3,6 +3,9 @@
 #define LOCUS_FN_H
 
 #include <stdint.h>
+#include "locus/export.h"
+
+LOCUS_BEGIN_DECLS
 
 /*
  * A critical section: it runs with exclusive access to `state` and returns a
@@ -27,5 +30,7 @@ typedef void (*locus_cb)(void *ctx, uint64_t result);
 #define LOCUS_TM_CALLABLE
 #define LOCUS_TM_PURE
 #endif
+
+LOCUS_END_DECLS
 
 #endif

@@ -30,6 +30,9 @@
 #include <stdint.h>
 
 #include "locus/wait.h"
+#include "locus/export.h"
+
+LOCUS_BEGIN_DECLS
 
 typedef enum {
 	LOCUS_LOCK_MUTEX = 0,
@@ -85,18 +88,18 @@ typedef struct locus_lock {
 } locus_lock;
 
 /* Initialize; wait = NULL means locus_wait_default(). Returns 0 or an errno. */
-int locus_lock_init(locus_lock *l, locus_lock_kind kind, const locus_wait *wait);
-void locus_lock_lock(locus_lock *l);
+LOCUS_API int locus_lock_init(locus_lock *l, locus_lock_kind kind, const locus_wait *wait);
+LOCUS_API void locus_lock_lock(locus_lock *l);
 /* 0 if acquired, EBUSY if held by anyone (never waits). */
-int locus_lock_trylock(locus_lock *l);
-void locus_lock_unlock(locus_lock *l);
+LOCUS_API int locus_lock_trylock(locus_lock *l);
+LOCUS_API void locus_lock_unlock(locus_lock *l);
 /* The lock must be free. */
-void locus_lock_destroy(locus_lock *l);
+LOCUS_API void locus_lock_destroy(locus_lock *l);
 
 /* "mcs" etc.; NULL for an unknown kind. */
-const char *locus_lock_kind_name(locus_lock_kind kind);
+LOCUS_API const char *locus_lock_kind_name(locus_lock_kind kind);
 /* Returns 0 and sets *kind, or -1 for an unknown name. */
-int locus_lock_kind_parse(const char *name, locus_lock_kind *kind);
+LOCUS_API int locus_lock_kind_parse(const char *name, locus_lock_kind *kind);
 
 /*
  * Initialize from a spec "NAME[:OPTION,...]", the lock part of an executor
@@ -105,6 +108,8 @@ int locus_lock_kind_parse(const char *name, locus_lock_kind *kind);
  * for mcs. Returns 0, ENOENT for an unknown name or EINVAL for a bad option
  * (l untouched in both cases), or locus_lock_init's errno.
  */
-int locus_lock_init_spec(locus_lock *l, const char *spec);
+LOCUS_API int locus_lock_init_spec(locus_lock *l, const char *spec);
+
+LOCUS_END_DECLS
 
 #endif

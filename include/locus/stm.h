@@ -29,28 +29,33 @@
 #include <stdint.h>
 
 #include "locus/fn.h"
+#include "locus/export.h"
+
+LOCUS_BEGIN_DECLS
 
 /* 1 if this build of locus has stm. */
-int locus_stm_available(void);
+LOCUS_API int locus_stm_available(void);
 
 /*
  * Choose libitm's method ("ml_wt", "gl_wt", "serialirr") for this process.
  * Returns 0, or -1 with a message in err: unknown method, stm not built,
  * or a different method already chosen (by this call or by the environment).
  */
-int locus_stm_use(const char *method, char *err, size_t errlen);
+LOCUS_API int locus_stm_use(const char *method, char *err, size_t errlen);
 
 /* The method in force for this process, or NULL before locus_stm_use(). */
-const char *locus_stm_method(void);
+LOCUS_API const char *locus_stm_method(void);
 
 /* Run fn(state, a, b, c) as one transaction. */
-uint64_t locus_stm_run(locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c);
+LOCUS_API uint64_t locus_stm_run(locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c);
 
 /*
  * 1 inside a transaction that may be retried, 2 inside an irrevocable one, 0
  * outside. Safe to call from a LOCUS_TM_CALLABLE function: it does not make
  * the transaction irrevocable.
  */
-LOCUS_TM_PURE int locus_stm_mode(void);
+LOCUS_API LOCUS_TM_PURE int locus_stm_mode(void);
+
+LOCUS_END_DECLS
 
 #endif

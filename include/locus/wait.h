@@ -3,6 +3,9 @@
 #define LOCUS_WAIT_H
 
 #include <stdint.h>
+#include "locus/export.h"
+
+LOCUS_BEGIN_DECLS
 
 typedef enum {
 	LOCUS_WAIT_SPINPARK = 0, /* spin up to `spins` times, then sleep on a futex (default) */
@@ -24,14 +27,14 @@ typedef struct locus_wait {
 #define LOCUS_WAIT_SPINS_DEFAULT 2048
 
 /* The default policy: spin-then-park with LOCUS_WAIT_SPINS_DEFAULT. */
-locus_wait locus_wait_default(void);
+LOCUS_API locus_wait locus_wait_default(void);
 
 /*
  * Apply one spec option to a policy: "spin", "park", "spinpark" or
  * "spins=N". Returns 1 if the option was a waiting option (and valid),
  * 0 if it is not a waiting option, -1 if it is one but its value is bad.
  */
-int locus_wait_option(locus_wait *w, const char *opt);
+LOCUS_API int locus_wait_option(locus_wait *w, const char *opt);
 
 /* One step of a busy-wait: tells the core we are spinning (saves power, yields
    to a hyperthread). */
@@ -47,6 +50,8 @@ static inline void locus_cpu_relax(void)
 }
 
 /* "spin", "park" or "spinpark". */
-const char *locus_wait_name(const locus_wait *w);
+LOCUS_API const char *locus_wait_name(const locus_wait *w);
+
+LOCUS_END_DECLS
 
 #endif
