@@ -161,8 +161,10 @@ struct check_reply {
 /*
  * Delegation mechanisms are told apart by their canonical spec, which always
  * shows servers=: that holds for any that may be added, without a list here.
- * The bare name is opened for that, not the spec, whose options (server=3)
- * may only make sense once servers= is added.
+ * A spec that does not open as given may need servers= first (server=3 only
+ * makes sense with 4 servers), so only then is the bare name opened to learn
+ * whether it is one. Opening the bare name first would fix a process-wide
+ * choice for mechanisms that have one (stm's method) before the spec's own.
  */
 static int check_spec(const char *spec, unsigned servers, struct check_reply *r)
 {
@@ -170,21 +172,31 @@ static int check_spec(const char *spec, unsigned servers, struct check_reply *r)
 	size_t cap = sizeof(r->effective);
 
 	snprintf(r->effective, cap, "%s", spec);
-	snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ":"), spec);
-	if (strchr(spec, ':') && !spec_has_option(spec, "servers=") &&
-	    try_open(name, r->canonical, sizeof(r->canonical), r->err, sizeof(r->err)) == 0 &&
-	    spec_has_option(r->canonical, "servers=") &&
-	    (size_t)snprintf(r->effective, cap, "%s,servers=%u", spec, servers) >= cap) {
-		snprintf(r->err, sizeof(r->err), "spec too long to add servers=%u", servers);
-		return -1;
+	if (try_open(r->effective, r->canonical, sizeof(r->canonical), r->err, sizeof(r->err))) {
+		char first_err[sizeof(r->err)];
+		snprintf(first_err, sizeof(first_err), "%s", r->err);
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ":"), spec);
+		if (!strchr(spec, ':') || spec_has_option(spec, "servers=") ||
+		    try_open(name, r->canonical, sizeof(r->canonical), r->err, sizeof(r->err)) ||
+		    !spec_has_option(r->canonical, "servers=")) {
+			snprintf(r->err, sizeof(r->err), "%s", first_err);
+			return -1;
+		}
+		if ((size_t)snprintf(r->effective, cap, "%s,servers=%u", spec, servers) >= cap) {
+			snprintf(r->err, sizeof(r->err), "spec too long to add servers=%u",
+				 servers);
+			return -1;
+		}
+		if (try_open(r->effective, r->canonical, sizeof(r->canonical), r->err,
+			     sizeof(r->err)))
+			return -1;
 	}
-	if (try_open(r->effective, r->canonical, sizeof(r->canonical), r->err, sizeof(r->err)))
-		return -1;
 	r->delegation = spec_has_option(r->canonical, "servers=");
 	if (!r->delegation || spec_has_option(r->effective, "servers="))
 		return 0;
-	/* A bare name: it opened, so now it can be given its servers. */
-	if ((size_t)snprintf(r->effective, cap, "%s:servers=%u", spec, servers) >= cap) {
+	/* It opened without servers=: now give it its servers. */
+	if ((size_t)snprintf(r->effective, cap, "%s%sservers=%u", spec,
+			     strchr(spec, ':') ? "," : ":", servers) >= cap) {
 		snprintf(r->err, sizeof(r->err), "spec too long to add servers=%u", servers);
 		return -1;
 	}

@@ -15,6 +15,7 @@
  * Environment (read by locus_dsm_init; see docs/dsm.md):
  *   LOCUS_DSM_PROTOCOL        protocol name (sc)
  *   LOCUS_DSM_SIZE            shared region size in bytes, suffix k/m/g (256m)
+ *   LOCUS_DSM_ADDR            where the region is mapped on every node (0x7e9000000000)
  *   LOCUS_DSM_DELAY_US        emulated transport delay per message, microseconds (0)
  *   LOCUS_DSM_DELAY_NS_PER_BYTE  emulated transport delay per payload byte, ns (0)
  *   LOCUS_DSM_DELTA_US        minimum residence of a page after a fault (50)

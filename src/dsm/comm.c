@@ -9,7 +9,7 @@
  * Waiting: Debian's MPICH busy-waits inside blocking calls, and tests run more
  * nodes than cores, so this thread never blocks in MPI. It polls (MPI_Iprobe,
  * MPI_Test) a few times after activity, then sleeps on a futex with a timeout
- * that backs off from 10 us to 2 ms. Application threads wake it at once
+ * that backs off from 10 us to 1 ms. Application threads wake it at once
  * through that futex; remote messages wait at most one backoff period, which
  * stays short while anything is happening.
  *

@@ -75,7 +75,7 @@ int dsm_config_read(struct dsm_config *c)
 	else if (!strcmp(st, "json"))
 		c->stats = 2;
 	else {
-		fprintf(stderr, "locus-dsm: LOCUS_DSM_STATS=%s: expected 0, 1 or json\n", st);
+		fprintf(stderr, "locus-dsm: LOCUS_DSM_STATS=%s: expected 0 (or none), 1 (or table) or json\n", st);
 		return -1;
 	}
 	return 0;
