@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../sync/futex.h"
+#include "common/futex.h"
 #include "locus/wait.h"
 #include "internal.h"
 

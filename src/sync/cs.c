@@ -17,6 +17,7 @@
 #include "locus/delegate.h"
 #include "locus/lock.h"
 #include "locus/stm.h"
+#include "common/parse.h"
 #include "sync/deleg.h"
 #include "sync/fatal.h"
 #include "sync/lock_impl.h"
@@ -141,16 +142,7 @@ static int num_option(const char *opt, const char *name, uint32_t *out)
 	if (strncmp(opt, name, len) != 0 || opt[len] != '=')
 		return 0;
 	const struct range *r = range_of(opt);
-	const char *v = opt + len + 1;
-	char *end;
-	if (*v < '0' || *v > '9')
-		return -1;
-	errno = 0;
-	unsigned long long n = strtoull(v, &end, 10);
-	if (*end != '\0' || errno || n < r->min || n > r->max)
-		return -1;
-	*out = (uint32_t)n;
-	return 1;
+	return parse_num_u32(opt + len + 1, r->min, r->max, out) == 0 ? 1 : -1;
 }
 
 static int ttas_option(struct opts *o, const char *opt)

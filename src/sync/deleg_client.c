@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "locus/cs.h"
-#include "sync/atomic.h"
+#include "common/atomic.h"
 #include "sync/deleg.h"
 #include "sync/fatal.h"
 #include "sync/serving.h"

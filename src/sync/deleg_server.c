@@ -45,11 +45,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "sync/atomic.h"
+#include "common/atomic.h"
+#include "common/clock.h"
 #include "sync/deleg.h"
 #include "sync/fatal.h"
 #include "sync/fork.h"
-#include "sync/futex.h"
+#include "common/futex.h"
 #include "sync/serving.h"
 
 /* Spinning waiters yield the core once per this many spins. */
@@ -101,13 +102,6 @@ static int explicit_start; /* locus_delegate_start() holds a reference; under rt
 static struct pool *pool_of(int which)
 {
 	return which == DL_POOL_FLAT ? &flat : &rt;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 struct dl_server *dl_server_get(unsigned i)
@@ -310,7 +304,7 @@ static struct dl_server *servers_new(unsigned n, int is_flat, char *err, size_t 
 		servers[i].flat = is_flat;
 		servers[i].spins = LOCUS_WAIT_SPINS_DEFAULT;
 		pthread_mutex_init(&servers[i].reg, NULL);
-		servers[i].started_ns = now_ns();
+		servers[i].started_ns = mono_ns();
 	}
 	return servers;
 }
@@ -405,10 +399,10 @@ static void *server_main(void *arg)
 	struct serving_frame frame;
 	serving_enter(&frame, s, 1);
 	for (;;) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = mono_ns();
 		uint64_t served = serve_pass(s);
 		if (served) {
-			st_relaxed(&s->stats.busy_ns, s->stats.busy_ns + (now_ns() - t0));
+			st_relaxed(&s->stats.busy_ns, s->stats.busy_ns + (mono_ns() - t0));
 			idle = 0;
 			continue;
 		}
@@ -637,7 +631,7 @@ int locus_delegate_stats(unsigned i, struct locus_delegate_stats *out)
 		out->requests = __atomic_load_n(&s->stats.requests, __ATOMIC_RELAXED);
 		out->busy_ns = __atomic_load_n(&s->stats.busy_ns, __ATOMIC_RELAXED);
 		out->sleeps = __atomic_load_n(&s->stats.sleeps, __ATOMIC_RELAXED);
-		out->alive_ns = now_ns() - s->started_ns;
+		out->alive_ns = mono_ns() - s->started_ns;
 		rc = 0;
 	}
 	pthread_mutex_unlock(&rt.mu);

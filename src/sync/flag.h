@@ -21,8 +21,8 @@
 #include <stdint.h>
 
 #include "locus/wait.h"
-#include "sync/atomic.h"
-#include "sync/futex.h"
+#include "common/atomic.h"
+#include "common/futex.h"
 
 #define FLAG_WAIT   0xfffffffeu
 #define FLAG_PARKED 0xffffffffu

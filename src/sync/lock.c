@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "sync/lock_impl.h"
 
 static const char *const kind_names[LOCUS_LOCK_NKINDS] = {
@@ -135,16 +136,8 @@ int lock_kind_option(locus_lock_kind kind, const char *opt, uint32_t *backoff_ma
 			*backoff_max = 1;
 			return 1;
 		}
-		if (strncmp(opt, "backoff_max=", 12) == 0) {
-			const char *v = opt + 12;
-			char *end;
-			errno = 0;
-			unsigned long n = strtoul(v, &end, 10);
-			if (*v < '0' || *v > '9' || *end || errno || n == 0 || n > UINT32_MAX)
-				return -1;
-			*backoff_max = (uint32_t)n;
-			return 1;
-		}
+		if (strncmp(opt, "backoff_max=", 12) == 0)
+			return parse_num_u32(opt + 12, 1, UINT32_MAX, backoff_max) == 0 ? 1 : -1;
 	}
 	if (kind == LOCUS_LOCK_MCS) {
 		if (strcmp(opt, "cr") == 0) {

@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <stddef.h>
 
-#include "sync/atomic.h"
+#include "common/atomic.h"
 #include "sync/flag.h"
 #include "sync/lock_impl.h"
 #include "sync/nodes.h"

@@ -38,7 +38,8 @@
 #include <stddef.h>
 #include <time.h>
 
-#include "sync/atomic.h"
+#include "common/atomic.h"
+#include "common/clock.h"
 #include "sync/flag.h"
 #include "sync/lock_impl.h"
 #include "sync/nodes.h"
@@ -58,20 +59,13 @@
 #define CR_READMIT_NS 2000000ull
 #define CR_GRACE      512u
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * At a hand-off while the passive list is non-empty: is its oldest waiter
  * due? If so, the count and the clock restart. Called by the holder only.
  */
 static int cr_readmit_due(locus_lock *l)
 {
-	uint64_t now = now_ns();
+	uint64_t now = mono_ns();
 	if (++l->u.mcs.handoffs < CR_BYPASS && now - l->u.mcs.readmitted_ns < CR_READMIT_NS)
 		return 0;
 	l->u.mcs.handoffs = 0;
@@ -146,7 +140,7 @@ static void passive_push(locus_lock *l, struct locus_qnode *w)
 		l->u.mcs.passive_tail->next = w;
 	} else {
 		l->u.mcs.passive_head = w;
-		l->u.mcs.readmitted_ns = now_ns();
+		l->u.mcs.readmitted_ns = mono_ns();
 	}
 	l->u.mcs.passive_tail = w;
 }
@@ -191,7 +185,7 @@ static struct locus_qnode *cr_choose(locus_lock *l, struct locus_qnode *n, struc
 		if (!p)
 			return NULL;
 		l->u.mcs.handoffs = 0;
-		l->u.mcs.readmitted_ns = now_ns();
+		l->u.mcs.readmitted_ns = mono_ns();
 		p->next = NULL;
 		struct locus_qnode *expected = n;
 		if (cas_release(&l->u.mcs.tail, &expected, p))

@@ -11,8 +11,8 @@
  */
 #include <errno.h>
 
-#include "sync/atomic.h"
-#include "sync/futex.h"
+#include "common/atomic.h"
+#include "common/futex.h"
 #include "sync/lock_impl.h"
 
 #define NEXT_ONE (1ull << 32)

@@ -17,8 +17,8 @@
  */
 #include <errno.h>
 
-#include "sync/atomic.h"
-#include "sync/futex.h"
+#include "common/atomic.h"
+#include "common/futex.h"
 #include "sync/lock_impl.h"
 
 void word_init(locus_lock *l)

@@ -84,11 +84,11 @@
 #include <string.h>
 
 #include "locus/cs.h"
-#include "sync/atomic.h"
+#include "common/atomic.h"
 #include "sync/fatal.h"
 #include "sync/flag.h"
 #include "sync/fork.h"
-#include "sync/futex.h"
+#include "common/futex.h"
 #include "sync/mpsc.h"
 #include "sync/serving.h"
 

@@ -27,7 +27,7 @@
 #include <errno.h>
 
 #include "locus/combine.h"
-#include "sync/atomic.h"
+#include "common/atomic.h"
 #include "sync/flag.h"
 
 #define OY_FREE	  ((uintptr_t)0)

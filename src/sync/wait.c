@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "locus/wait.h"
 
 locus_wait locus_wait_default(void)
@@ -24,16 +25,8 @@ int locus_wait_option(locus_wait *w, const char *opt)
 		w->kind = LOCUS_WAIT_SPINPARK;
 		return 1;
 	}
-	if (strncmp(opt, "spins=", 6) == 0) {
-		const char *v = opt + 6;
-		char *end;
-		errno = 0;
-		unsigned long n = strtoul(v, &end, 10);
-		if (*v < '0' || *v > '9' || *end != '\0' || errno || n > UINT32_MAX)
-			return -1;
-		w->spins = (uint32_t)n;
-		return 1;
-	}
+	if (strncmp(opt, "spins=", 6) == 0)
+		return parse_num_u32(opt + 6, 0, UINT32_MAX, &w->spins) == 0 ? 1 : -1;
 	return 0;
 }
 

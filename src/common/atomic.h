@@ -2,8 +2,8 @@
  * The one atomic layer: every shared-memory access in src/sync goes through
  * these, each with its memory order spelled out at the call site.
  */
-#ifndef LOCUS_SYNC_ATOMIC_H
-#define LOCUS_SYNC_ATOMIC_H
+#ifndef LOCUS_COMMON_ATOMIC_H
+#define LOCUS_COMMON_ATOMIC_H
 
 #include "locus/wait.h"
 
