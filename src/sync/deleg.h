@@ -33,7 +33,7 @@ struct dl_chan {
 	uint32_t lines;
 	uint32_t kind;
 	struct dl_chan *next; /* in the server's list; set before publication */
-	/* written by the client when it parks waiting for responses (futex word) */
+	/* park.h word: the client parks on it waiting for responses */
 	uint32_t client_wait __attribute__((aligned(64)));
 	uint32_t owned; /* 1 while a thread owns the channel; 0: free for reuse */
 };
@@ -48,10 +48,9 @@ struct dl_server {
 	void **allocs; /* everything allocated for this server, freed at stop */
 	size_t nallocs, capallocs;
 	uint32_t flat; /* a flat slot: no thread; clients serve it themselves */
-	uint32_t serving __attribute__((aligned(64))); /* flat: 1 while a thread serves */
-	uint32_t bell;				       /* flat doorbell: serve me */
-	uint32_t sleeping __attribute__((aligned(64)));
-	uint32_t doorbell;
+	uint32_t serving __attribute__((aligned(64)));	/* flat: 1 while a thread serves */
+	uint32_t bell;					/* flat doorbell: serve me */
+	uint32_t sleeping __attribute__((aligned(64))); /* park.h word of the server thread */
 	uint32_t stop;
 	uint32_t spins;
 	struct locus_delegate_stats stats;

@@ -7,15 +7,10 @@
  * the server writes a response slot, so neither side needs an atomic
  * read-modify-write to exchange a request.
  *
- * Sleeping without losing a request: an idle server reads the doorbell, sets
- * `sleeping`, issues a full fence and scans once more before it waits on the
- * doorbell futex. A client publishes its request, issues a full fence and
- * reads `sleeping`; if set, it bumps the doorbell and wakes the server. By
- * the two fences, either the server's last scan sees the request or the
- * client sees `sleeping`; the futex compares the doorbell, so a bump that
- * lands before the server sleeps makes the wait return at once. Clients that
- * sleep waiting for responses use the mirror image on their channel's
- * client_wait word.
+ * Sleeping without losing a request: an idle server parks on its `sleeping`
+ * word and a client that published a request wakes it, by the protocol of
+ * common/park.h; clients that sleep waiting for responses park on their
+ * channel's client_wait word, and the server wakes them after a pass.
  *
  * Lifetime. A pool (the servers, or the flat slots) and every channel in it
  * are owned by its references: one per open executor and one for
@@ -51,6 +46,7 @@
 #include "sync/fatal.h"
 #include "sync/fork.h"
 #include "common/futex.h"
+#include "common/park.h"
 #include "sync/serving.h"
 
 /* Spinning waiters yield the core once per this many spins. */
@@ -322,8 +318,7 @@ static void server_free_memory(struct dl_server *s)
 static void server_signal_stop(struct dl_server *s)
 {
 	st_release(&s->stop, 1);
-	faa_acqrel(&s->doorbell, 1);
-	futex_wake(&s->doorbell, 1);
+	park_wake(&s->sleeping);
 }
 
 /* ---- server side ----------------------------------------------------------- */
@@ -357,8 +352,7 @@ static void wake_clients(struct dl_server *s)
 {
 	fence_seqcst();
 	for (struct dl_chan *ch = ld_acquire(&s->chans); ch; ch = ch->next)
-		if (ld_relaxed(&ch->client_wait) && xchg_acqrel(&ch->client_wait, 0))
-			futex_wake(&ch->client_wait, 1);
+		park_wake_fenced(&ch->client_wait);
 }
 
 static uint64_t serve_pass(struct dl_server *s)
@@ -380,16 +374,17 @@ static int anything_pending(struct dl_server *s)
 	return 0;
 }
 
+/* A server's reason to wake: a request, or the order to stop. */
+static int server_has_work(void *arg)
+{
+	struct dl_server *s = arg;
+	return anything_pending(s) || ld_acquire(&s->stop);
+}
+
 static void server_sleep(struct dl_server *s)
 {
-	uint32_t bell = ld_acquire(&s->doorbell);
-	st_seqcst(&s->sleeping, 1);
-	fence_seqcst();
-	if (!anything_pending(s) && !ld_acquire(&s->stop)) {
+	if (park_sleep(&s->sleeping, server_has_work, s))
 		st_relaxed(&s->stats.sleeps, s->stats.sleeps + 1);
-		futex_wait(&s->doorbell, bell);
-	}
-	st_relaxed(&s->sleeping, 0);
 }
 
 static void *server_main(void *arg)
@@ -444,44 +439,15 @@ int dl_serve_try(struct dl_server *s)
 
 void dl_ring(struct dl_server *s)
 {
-	fence_seqcst();
-	if (ld_relaxed(&s->sleeping)) {
-		faa_acqrel(&s->doorbell, 1);
-		futex_wake(&s->doorbell, 1);
-	}
+	park_wake(&s->sleeping);
 }
 
 /* ---- client waiting ------------------------------------------------------ */
 
 void dl_client_wait(struct dl_chan *ch, int (*ready)(void *), void *arg, const locus_wait *w)
 {
-	if (w->kind == LOCUS_WAIT_SPIN) {
-		while (!ready(arg))
-			cpu_relax();
-		return;
-	}
-	for (uint32_t i = 1; w->kind == LOCUS_WAIT_SPINPARK && i <= w->spins; i++) {
-		if (ready(arg))
-			return;
-		/* The server may share this core: let it run now and then. */
-		if (i % DL_YIELD_EVERY == 0)
-			sched_yield();
-		else
-			cpu_relax();
-	}
-	for (;;) {
-		st_seqcst(&ch->client_wait, 1);
-		fence_seqcst();
-		if (ready(arg)) {
-			st_relaxed(&ch->client_wait, 0);
-			return;
-		}
-		futex_wait(&ch->client_wait, 1);
-		if (ready(arg)) {
-			st_relaxed(&ch->client_wait, 0);
-			return;
-		}
-	}
+	/* The server may share this core: while spinning, let it run now and then. */
+	park_wait(&ch->client_wait, ready, arg, w, DL_YIELD_EVERY);
 }
 
 /* ---- channels ------------------------------------------------------------ */

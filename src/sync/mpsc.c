@@ -52,14 +52,9 @@
  *    producers two atomic adds on one shared line per post.
  *
  * Server waiting (the seed's blocking, §4.3's spinning): an idle server
- * spins up to its budget re-checking the queue, then sets `sleeping`, issues
- * a full fence, checks once more, and waits on the `sleeping` futex. A
- * producer publishes its request, issues a full fence and reads `sleeping`;
- * only if it is set does it exchange it to 0 and wake the server. By the two
- * fences either the server's last check sees the request or the producer
- * sees `sleeping`; and the futex compares the word, so an exchange that lands
- * before the server sleeps makes its wait return at once. A busy server is
- * never woken: no system call per request.
+ * spins up to its budget re-checking the queue, then parks on its `sleeping`
+ * word, and a producer that published a request wakes it, by the protocol of
+ * common/park.h. A busy server is never woken: no system call per request.
  *
  * Batch (§4.3 item 3): the server takes everything available (up to
  * MPSC_BATCH_MAX) in one dequeue, then runs it; otherwise one at a time.
@@ -89,6 +84,7 @@
 #include "sync/flag.h"
 #include "sync/fork.h"
 #include "common/futex.h"
+#include "common/park.h"
 #include "sync/mpsc.h"
 #include "sync/serving.h"
 
@@ -470,7 +466,7 @@ struct mpsc {
 	struct vyq vy;					/* lockfree && zerocopy */
 	struct segq seg;				/* lockfree && !zerocopy */
 	struct sbuf out;				/* server only: dequeued elements */
-	uint32_t sleeping __attribute__((aligned(64))); /* futex word: 1 while the server parks */
+	uint32_t sleeping __attribute__((aligned(64))); /* park.h word of the server thread */
 	uint32_t stop;
 	/* Written by the server only, read by anyone (mpsc_stats), on a line of their own. */
 	uint64_t polls __attribute__((aligned(64)));
@@ -533,29 +529,17 @@ static void serve_all(struct mpsc *m, size_t n)
 	}
 }
 
-static int should_wake(struct mpsc *m)
+/* The server's reason to wake: a request, or the order to stop. */
+static int should_wake(void *arg)
 {
+	struct mpsc *m = arg;
 	return queue_ready(m) || ld_acquire(&m->stop);
 }
 
 /* Nothing to do: spin within the budget, then park (see the top of the file). */
 static void server_idle(struct mpsc *m)
 {
-	if (m->wait.kind == LOCUS_WAIT_SPIN) {
-		while (!should_wake(m))
-			cpu_relax();
-		return;
-	}
-	for (uint32_t i = 0; m->wait.kind == LOCUS_WAIT_SPINPARK && i < m->wait.spins; i++) {
-		if (should_wake(m))
-			return;
-		cpu_relax();
-	}
-	st_relaxed(&m->sleeping, 1);
-	fence_seqcst();
-	if (!should_wake(m))
-		futex_wait(&m->sleeping, 1);
-	st_relaxed(&m->sleeping, 0);
+	park_wait(&m->sleeping, should_wake, m, &m->wait, 0);
 }
 
 static void *server_main(void *arg)
@@ -594,9 +578,7 @@ void mpsc_stats(struct mpsc *m, struct mpsc_stats *out)
 /* After publishing: wake the server if, and only if, it is parked or about to be. */
 static void wake_server(struct mpsc *m)
 {
-	fence_seqcst();
-	if (ld_relaxed(&m->sleeping) && xchg_acqrel(&m->sleeping, 0) == 1)
-		futex_wake(&m->sleeping, 1);
+	park_wake(&m->sleeping);
 }
 
 void mpsc_opts_default(struct mpsc_opts *o)
