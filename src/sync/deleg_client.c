@@ -44,6 +44,7 @@
 #include "sync/deleg.h"
 #include "sync/fatal.h"
 #include "sync/serving.h"
+#include "sync/thread_exit.h"
 
 struct pending {
 	locus_fn fn;
@@ -89,7 +90,6 @@ static __thread struct {
 	unsigned nservers;
 	struct dl_chan **sync; /* per server, ffwd channel */
 	struct dl_async *async;
-	int registered;
 	int held; /* this thread holds the server pool (posts outstanding) */
 	/* flat delegation: its own slots and generation */
 	uint64_t flat_generation;
@@ -99,9 +99,6 @@ static __thread struct {
 	uint32_t posts; /* since this thread last served its home slot */
 	int flat_held;	/* this thread holds the flat pool */
 } tls;
-
-static pthread_key_t exit_key;
-static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
 static void free_list(struct dl_async *as)
 {
@@ -131,20 +128,19 @@ static void forget_all(void)
 }
 
 /*
- * At thread exit: finish every post of this thread, including posts made by
- * callbacks meanwhile, to any executor (which drops its holds); then hand
- * its channels back, each pool under a hold that fails if the pool is gone.
+ * At thread exit (thread_exit.h), after the drain has finished every post of
+ * this thread and dropped its holds: hand its channels back, each pool under
+ * a hold that fails if the pool is gone, and free the thread's state.
  */
-static void client_exit(void *unused)
+static void client_forget(void)
 {
-	(void)unused;
-	locus_cs_drain();
 	if (tls.flat && dl_pool_hold(DL_POOL_FLAT, tls.flat_generation)) {
 		for (struct dl_async *as = tls.flat; as; as = as->next)
 			dl_chan_unclaim(as->ch);
 		dl_pool_unhold(DL_POOL_FLAT);
 	}
 	forget_flat();
+	tls.flat_generation = 0; /* a later post starts afresh, and arms the hook again */
 	if (tls.nservers && dl_pool_hold(DL_POOL_SERVERS, tls.generation)) {
 		for (struct dl_async *as = tls.async; as; as = as->next)
 			dl_chan_unclaim(as->ch);
@@ -154,22 +150,13 @@ static void client_exit(void *unused)
 		dl_pool_unhold(DL_POOL_SERVERS);
 	}
 	forget_all();
-	/* A later destructor that posts registers again, and glibc calls this once more. */
-	tls.registered = 0;
 }
 
-static void exit_key_create(void)
-{
-	pthread_key_create(&exit_key, client_exit);
-}
-
+/* This thread has delegation state: drain and forget it at exit. */
 static void register_exit(void)
 {
-	if (!tls.registered) {
-		pthread_once(&exit_once, exit_key_create);
-		pthread_setspecific(exit_key, (void *)1);
-		tls.registered = 1;
-	}
+	sync_exit_arm(EXIT_DRAIN, locus_cs_drain);
+	sync_exit_arm(EXIT_DELEG, client_forget);
 }
 
 /*

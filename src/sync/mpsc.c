@@ -10,9 +10,9 @@
  * park) in run and drain. A posting thread keeps its in-flight records in a
  * thread-local list in post order; post (cheaply: it only looks at the oldest
  * record), run and drain run the callbacks of completed records in post
- * order, on the posting thread, and recycle the records. A pthread key
- * destructor drains a thread's posts when it exits, before its records are
- * freed.
+ * order, on the posting thread, and recycle the records. The thread-exit
+ * hook (thread_exit.h) drains a thread's posts when it exits, before its
+ * records are freed.
  *
  * Four queues, chosen by lockfree x zerocopy. Zero-copy queues carry a
  * pointer to the client's record, whose fields the server reads in place;
@@ -87,6 +87,7 @@
 #include "common/park.h"
 #include "sync/mpsc.h"
 #include "sync/serving.h"
+#include "sync/thread_exit.h"
 
 /* Largest batch: bounds how long a stream of posts can hold back results. */
 #define MPSC_BATCH_MAX 1024
@@ -726,21 +727,11 @@ void mpsc_fork_child(void)
 static __thread struct {
 	struct mpsc_rec *free;
 	struct mpsc_rec *first, *last; /* in flight */
-	int registered;
 } me;
 
-static pthread_key_t exit_key;
-static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
-
-/*
- * At thread exit: finish every post of this thread, to any executor, with
- * the posts its callbacks make meanwhile (locus_cs_drain); then free its
- * records.
- */
-static void client_exit(void *unused)
+/* At thread exit (thread_exit.h), after the drain has completed its posts: free its records. */
+static void client_forget(void)
 {
-	(void)unused;
-	locus_cs_drain();
 	struct mpsc_rec *r = me.free;
 	me.free = NULL;
 	while (r) {
@@ -748,21 +739,6 @@ static void client_exit(void *unused)
 		free(r);
 		r = next;
 	}
-	/* A later destructor that posts registers again, and glibc runs this once more. */
-	me.registered = 0;
-}
-
-static void exit_key_create(void)
-{
-	pthread_key_create(&exit_key, client_exit);
-}
-
-static void client_register(void)
-{
-	pthread_once(&exit_once, exit_key_create);
-	/* Any non-NULL value makes the destructor run at thread exit. */
-	pthread_setspecific(exit_key, (void *)1);
-	me.registered = 1;
 }
 
 static struct mpsc_rec *rec_get(void)
@@ -772,8 +748,9 @@ static struct mpsc_rec *rec_get(void)
 		me.free = r->next;
 		return r;
 	}
-	if (!me.registered)
-		client_register();
+	/* A thread with records: drain and free them at its exit. */
+	sync_exit_arm(EXIT_DRAIN, locus_cs_drain);
+	sync_exit_arm(EXIT_MPSC, client_forget);
 	return sync_aligned_zalloc(64, sizeof(*r), "mpsc request record");
 }
 

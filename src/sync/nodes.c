@@ -4,17 +4,14 @@
 
 #include "sync/fatal.h"
 #include "sync/nodes.h"
+#include "sync/thread_exit.h"
 
 /* Free nodes of this thread, linked through ->next. */
 static __thread struct locus_qnode *pool;
-static __thread int pool_registered;
-static pthread_key_t pool_key;
-static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
-/* Runs at thread exit: every node still in the pool is free and unreferenced. */
-static void pool_release(void *unused)
+/* At thread exit (thread_exit.h): every node still in the pool is free and unreferenced. */
+static void pool_release(void)
 {
-	(void)unused;
 	struct locus_qnode *n = pool;
 	pool = NULL;
 	while (n) {
@@ -24,19 +21,6 @@ static void pool_release(void *unused)
 	}
 }
 
-static void pool_key_create(void)
-{
-	pthread_key_create(&pool_key, pool_release);
-}
-
-static void pool_register(void)
-{
-	pthread_once(&pool_once, pool_key_create);
-	/* Any non-NULL value makes the destructor run at thread exit. */
-	pthread_setspecific(pool_key, (void *)1);
-	pool_registered = 1;
-}
-
 struct locus_qnode *qnode_get(void)
 {
 	struct locus_qnode *n = pool;
@@ -44,8 +28,7 @@ struct locus_qnode *qnode_get(void)
 		pool = n->next;
 		return n;
 	}
-	if (!pool_registered)
-		pool_register();
+	sync_exit_arm(EXIT_QNODES, pool_release);
 	/* A lock cannot report failure from lock(); out of memory is fatal. */
 	return sync_aligned_zalloc(64, sizeof(*n), "lock queue node");
 }
