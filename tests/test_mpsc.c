@@ -29,7 +29,8 @@
 static const int thread_counts[] = {1, 2, 4, 8, 16};
 #define NTHREAD_COUNTS ((int)(sizeof thread_counts / sizeof thread_counts[0]))
 
-static const char *const wait_names[] = {"spinblock", "block", "spin"};
+/* The seed's spin-then-block, blocking and spinning. */
+static const uint32_t wait_kinds[] = {LOCUS_WAIT_SPINPARK, LOCUS_WAIT_PARK, LOCUS_WAIT_SPIN};
 
 /* Config i: every combination of lockfree, zerocopy, batch and wait. */
 static struct mpsc_opts config(int i)
@@ -39,7 +40,7 @@ static struct mpsc_opts config(int i)
 	o.lockfree = i & 1;
 	o.zerocopy = (i >> 1) & 1;
 	o.batch = (i >> 2) & 1;
-	o.wait = i >> 3;
+	o.wait.kind = wait_kinds[i >> 3];
 	o.capacity = 2;
 	return o;
 }
@@ -50,7 +51,7 @@ static const char *config_name(int i)
 	struct mpsc_opts o = config(i);
 	snprintf(buf, sizeof buf, "%s,%s,%s,%s", o.lockfree ? "lockfree" : "locked",
 		 o.zerocopy ? "zerocopy" : "singlecopy", o.batch ? "batch" : "single",
-		 wait_names[o.wait]);
+		 locus_wait_name(&o.wait));
 	return buf;
 }
 
@@ -258,7 +259,7 @@ static unsigned ops_total(const struct mpsc_opts *o, int threads)
 	unsigned total = 20000;
 	/* Spinners that never park, with more threads (clients and the server) than
 	   cores, burn whole time slices. */
-	if (o->wait == MPSC_WAIT_SPIN && threads + 1 > usable_cpus())
+	if (o->wait.kind == LOCUS_WAIT_SPIN && threads + 1 > usable_cpus())
 		total = 2000;
 	if (TEST_SANITIZED)
 		total /= 10;
@@ -429,7 +430,7 @@ START_TEST(bad_options)
 	char err[256] = "";
 	struct mpsc_opts o;
 	mpsc_opts_default(&o);
-	o.wait = 7;
+	o.wait.kind = 7;
 	ck_assert_ptr_null(mpsc_open(&o, err, sizeof err));
 	ck_assert_msg(strstr(err, "wait") != NULL, "message: %s", err);
 	mpsc_opts_default(&o);

@@ -2,8 +2,10 @@
  * The executor: one interface over every mechanism, chosen by a spec string.
  *
  * A mechanism is a row in `mechs`: its name, what it is, the options it
- * takes, and how to open, run and close it. Adding a mechanism is adding a
- * row; the spec parser, the error messages and --help all read this table.
+ * takes and how to parse and print them, how to open, run and close it, and
+ * how a thread drains its posts. Adding a mechanism is adding a row; the
+ * spec parser, the error messages, --help, locus_cs_spec() and
+ * locus_cs_drain() all read this table and nothing else.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -17,6 +19,7 @@
 #include "locus/delegate.h"
 #include "locus/lock.h"
 #include "locus/stm.h"
+#include "common/atomic.h"
 #include "common/parse.h"
 #include "sync/deleg.h"
 #include "sync/fatal.h"
@@ -75,6 +78,12 @@ struct mech {
 	void (*close)(locus_cs *cs);
 	/* NULL: the sections run on the calling threads */
 	int (*stats)(const locus_cs *cs, struct locus_cs_server_stats *out);
+	/* Print every option of an open executor, defaults included, so that the
+	   spec reopens the same configuration; NULL: the mechanism has none. */
+	int (*format)(const locus_cs *cs, const struct opts *o, char *buf, size_t len);
+	/* Complete the calling thread's posts of this family; 1 if any were
+	   outstanding. NULL: post completes before it returns. Rows may share one. */
+	int (*drain)(void);
 	locus_lock_kind kind; /* for the lock mechanisms */
 };
 
@@ -186,25 +195,16 @@ static int mpsc_option(struct opts *o, const char *opt)
 		m->zerocopy = opt[0] == 'z';
 		return 1;
 	}
-	/* spinpark and park are the names the other mechanisms use for the same policies. */
-	if (strcmp(opt, "spinblock") == 0 || strcmp(opt, "spinpark") == 0) {
-		m->wait = MPSC_WAIT_SPINBLOCK;
-		return 1;
-	}
-	if (strcmp(opt, "block") == 0 || strcmp(opt, "park") == 0) {
-		m->wait = MPSC_WAIT_BLOCK;
-		return 1;
-	}
-	if (strcmp(opt, "spin") == 0) {
-		m->wait = MPSC_WAIT_SPIN;
+	/* The seed's names for two of the waiting policies (wait.h parses the rest). */
+	if (strcmp(opt, "spinblock") == 0 || strcmp(opt, "block") == 0) {
+		o->wait.kind = opt[0] == 's' ? LOCUS_WAIT_SPINPARK : LOCUS_WAIT_PARK;
 		return 1;
 	}
 	if (strcmp(opt, "batch") == 0 || strcmp(opt, "nobatch") == 0) {
 		m->batch = opt[0] == 'b';
 		return 1;
 	}
-	int r = num_option(opt, "spins", &m->spins);
-	return r ? r : num_option(opt, "capacity", &m->capacity);
+	return num_option(opt, "capacity", &m->capacity);
 }
 
 static int flat_option(struct opts *o, const char *opt)
@@ -234,6 +234,7 @@ static int combine_option(struct opts *o, const char *opt)
 	return num_option(opt, "pass", &o->pass);
 }
 
+#ifdef LOCUS_HAVE_STM
 static int stm_option(struct opts *o, const char *opt)
 {
 	if (strcmp(opt, "ml_wt") == 0 || strcmp(opt, "gl_wt") == 0 ||
@@ -243,6 +244,7 @@ static int stm_option(struct opts *o, const char *opt)
 	}
 	return 0;
 }
+#endif
 
 /* ---- locks ---------------------------------------------------------------- */
 
@@ -370,11 +372,11 @@ static int async_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_
 static unsigned online_cpus(void)
 {
 	static unsigned cached;
-	unsigned n = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	unsigned n = ld_relaxed(&cached);
 	if (n == 0) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		n = cpus > 0 ? (unsigned)cpus : 1;
-		__atomic_store_n(&cached, n, __ATOMIC_RELAXED);
+		st_relaxed(&cached, n);
 	}
 	return n;
 }
@@ -413,7 +415,9 @@ static void flat_close(locus_cs *cs)
 static int mpsc_cs_open(locus_cs *cs, const struct opts *o)
 {
 	char err[256];
-	cs->u.mpsc = mpsc_open(&o->mpsc, err, sizeof(err));
+	struct mpsc_opts mo = o->mpsc;
+	mo.wait = o->wait;
+	cs->u.mpsc = mpsc_open(&mo, err, sizeof(err));
 	if (!cs->u.mpsc) {
 		fail("mpsc: %s", err);
 		return -1;
@@ -472,6 +476,104 @@ static void stm_close(locus_cs *cs)
 }
 #endif
 
+/* ---- spec formatting: each row prints its own options ---------------------- */
+
+/* Append to buf at *n, bounded (snprintf semantics; the spec buffer is ample). */
+#define APPEND(buf, len, n, ...)                                                                   \
+	((n) += snprintf((buf) + (n), (size_t)(n) < (len) ? (len) - (size_t)(n) : 0, __VA_ARGS__))
+
+static int fmt_wait(const struct opts *o, char *buf, size_t len)
+{
+	int n = 0;
+	APPEND(buf, len, n, "%s", locus_wait_name(&o->wait));
+	if (o->wait.kind == LOCUS_WAIT_SPINPARK)
+		APPEND(buf, len, n, ",spins=%u", o->wait.spins);
+	return n;
+}
+
+static int fmt_lock(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+{
+	(void)cs;
+	return fmt_wait(o, buf, len);
+}
+
+static int fmt_ttas(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+{
+	int n = fmt_lock(cs, o, buf, len);
+	return APPEND(buf, len, n, ",backoff_max=%u", o->backoff_max);
+}
+
+static int fmt_mcs(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+{
+	int n = fmt_lock(cs, o, buf, len);
+	return APPEND(buf, len, n, ",%s", o->lock_flags & LOCUS_LOCK_NOCR ? "nocr" : "cr");
+}
+
+static int fmt_combine(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+{
+	int n = fmt_lock(cs, o, buf, len);
+	return APPEND(buf, len, n, ",pass=%u", o->pass);
+}
+
+/* servers= is what runs, not what was asked: a spec without it joins the runtime. */
+static int fmt_servers(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+{
+	int n = 0;
+	APPEND(buf, len, n, ",servers=%u", dl_nservers());
+	if (o->server != UINT32_MAX)
+		APPEND(buf, len, n, ",server=%u", o->server);
+	return n;
+}
+
+static int fmt_ffwd(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+{
+	int n = fmt_wait(o, buf, len);
+	return n + fmt_servers(cs, o, buf + n, (size_t)n < len ? len - (size_t)n : 0);
+}
+
+static int fmt_async(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+{
+	int n = fmt_wait(o, buf, len);
+	APPEND(buf, len, n, ",lines=%u", cs->u.dl.cfg.lines);
+	if (cs->u.dl.cfg.queue)
+		APPEND(buf, len, n, ",queue=%u", cs->u.dl.cfg.queue);
+	else
+		APPEND(buf, len, n, ",direct");
+	return n + fmt_servers(cs, o, buf + n, (size_t)n < len ? len - (size_t)n : 0);
+}
+
+static int fmt_flat(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+{
+	static const char *const policies[] = {"", "queue", "blocked", "doorbell", "bound"};
+	int n = fmt_wait(o, buf, len);
+	APPEND(buf, len, n, ",%s", policies[o->policy]);
+	if (o->policy == DL_FLAT_BOUND)
+		APPEND(buf, len, n, "=%u", o->bound);
+	APPEND(buf, len, n, ",lines=%u,slots=%u", o->lines, dl_flat_nslots());
+	if (o->server != UINT32_MAX)
+		APPEND(buf, len, n, ",slot=%u", o->server);
+	return n;
+}
+
+static int fmt_mpsc(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+{
+	(void)cs;
+	int n = 0;
+	APPEND(buf, len, n, "%s,%s,", o->mpsc.lockfree ? "lockfree" : "locked",
+	       o->mpsc.zerocopy ? "zerocopy" : "copy");
+	n += fmt_wait(o, buf + n, (size_t)n < len ? len - (size_t)n : 0);
+	return APPEND(buf, len, n, ",%s,capacity=%u", o->mpsc.batch ? "batch" : "nobatch",
+		      o->mpsc.capacity);
+}
+
+#ifdef LOCUS_HAVE_STM
+static int fmt_stm(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+{
+	(void)cs;
+	return snprintf(buf, len, "%s", o->method);
+}
+#endif
+
 /* ---- the table ------------------------------------------------------------ */
 
 #define STR_(x) #x
@@ -479,12 +581,12 @@ static void stm_close(locus_cs *cs)
 #define WAIT_OPTS                                                                                  \
 	"spinpark (default) | spin | park, spins=N (default " STR(LOCUS_WAIT_SPINS_DEFAULT) ")"
 
-/* A lock mechanism: name, lock kind, description, extra options and their parser. */
-#define LOCK_ROW(nm, k, sum, extra, parser)                                                        \
+/* A lock mechanism: name, lock kind, description, extra options, their parser and printer. */
+#define LOCK_ROW(nm, k, sum, extra, parser, fmt)                                                   \
 	{                                                                                          \
 		.name = nm, .summary = sum, .options = WAIT_OPTS extra, .takes_wait = 1,           \
 		.option = parser, .open = lock_open, .run = lock_run, .close = lock_close,         \
-		.kind = k                                                                          \
+		.format = fmt, .kind = k                                                           \
 	}
 
 #define COMBINE_ROW(nm, sum, prefix)                                                               \
@@ -493,7 +595,7 @@ static void stm_close(locus_cs *cs)
 		.options = WAIT_OPTS ", pass=N requests per combiner (default " STR(               \
 			LOCUS_COMBINE_PASS_DEFAULT) ")",                                           \
 		.takes_wait = 1, .option = combine_option, .open = prefix##_open,                  \
-		.run = prefix##_run, .close = prefix##_close                                       \
+		.run = prefix##_run, .close = prefix##_close, .format = fmt_combine                \
 	}
 
 #define ASYNC_OPTS                                                                                 \
@@ -513,17 +615,17 @@ static const struct mech mechs[] = {
 	 .run = lock_run,
 	 .close = lock_close,
 	 .kind = LOCUS_LOCK_MUTEX},
-	LOCK_ROW("tas", LOCUS_LOCK_TAS, "test-and-set spin lock", "", NULL),
+	LOCK_ROW("tas", LOCUS_LOCK_TAS, "test-and-set spin lock", "", NULL, fmt_lock),
 	LOCK_ROW("ttas", LOCUS_LOCK_TTAS, "test-and-test-and-set lock with exponential backoff",
 		 ", backoff (default) | nobackoff, backoff_max=N (default " STR(
 			 TTAS_BACKOFF_MAX_DEFAULT) ")",
-		 ttas_option),
-	LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", "", NULL),
+		 ttas_option, fmt_ttas),
+	LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", "", NULL, fmt_lock),
 	LOCK_ROW("mcs", LOCUS_LOCK_MCS,
 		 "MCS queue lock with concurrency restriction for oversubscription",
-		 ", cr (default) | nocr (plain FIFO MCS)", mcs_option),
-	LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", "", NULL),
-	LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", "", NULL),
+		 ", cr (default) | nocr (plain FIFO MCS)", mcs_option, fmt_mcs),
+	LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", "", NULL, fmt_lock),
+	LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", "", NULL, fmt_lock),
 	COMBINE_ROW("oyama", "Oyama combining lock: the holder runs the waiters' sections", oyama),
 	COMBINE_ROW("ccsynch", "CC-Synch combining queue", ccsynch),
 	{.name = "ffwd",
@@ -535,7 +637,8 @@ static const struct mech mechs[] = {
 	 .open = dl_open,
 	 .run = ffwd_run,
 	 .close = dl_close,
-	 .stats = dl_stats},
+	 .stats = dl_stats,
+	 .format = fmt_ffwd},
 	{.name = "async",
 	 .summary = "asynchronous dedicated delegation: post returns at once, callback later",
 	 .options = ASYNC_OPTS,
@@ -545,7 +648,9 @@ static const struct mech mechs[] = {
 	 .run = async_run,
 	 .post = async_post,
 	 .close = dl_close,
-	 .stats = dl_stats},
+	 .stats = dl_stats,
+	 .format = fmt_async,
+	 .drain = dl_async_drain},
 	{.name = "flat",
 	 .summary = "asynchronous flat delegation: no server threads, clients serve the slots",
 	 .options = FLAT_OPTS,
@@ -554,20 +659,24 @@ static const struct mech mechs[] = {
 	 .open = flat_open,
 	 .run = async_run,
 	 .post = async_post,
-	 .close = flat_close},
+	 .close = flat_close,
+	 .format = fmt_flat,
+	 .drain = dl_flat_drain},
 	{.name = "mpsc",
 	 .summary = "a server thread per executor, fed by one multi-producer queue (post is "
 		    "asynchronous)",
-	 .options =
-		 "lockfree (default) | locked, zerocopy (default) | copy, spinblock (default) | "
-		 "block | spin (also spelled spinpark, park), spins=N, batch | nobatch (default), "
-		 "capacity=N (initial, grows)",
+	 .options = "lockfree (default) | locked, zerocopy (default) | copy, " WAIT_OPTS
+		    " (spinpark and park also spelled spinblock, block), batch | nobatch "
+		    "(default), capacity=N (initial, grows)",
+	 .takes_wait = 1,
 	 .option = mpsc_option,
 	 .open = mpsc_cs_open,
 	 .run = mpsc_cs_run,
 	 .post = mpsc_cs_post,
 	 .close = mpsc_cs_close,
-	 .stats = mpsc_cs_stats},
+	 .stats = mpsc_cs_stats,
+	 .format = fmt_mpsc,
+	 .drain = mpsc_drain_thread},
 #ifdef LOCUS_HAVE_STM
 	{.name = "stm",
 	 .summary = "GCC transactional memory (libitm); method is process-wide",
@@ -575,7 +684,8 @@ static const struct mech mechs[] = {
 	 .option = stm_option,
 	 .open = stm_open,
 	 .run = stm_run,
-	 .close = stm_close},
+	 .close = stm_close,
+	 .format = fmt_stm},
 #endif
 };
 
@@ -588,7 +698,7 @@ const char *const *locus_cs_mechanisms(void)
 	/* Filling the same constant pointers from several threads is a benign race;
 	   do it with relaxed atomics so sanitizers agree. */
 	for (size_t i = 0; i < NMECHS; i++)
-		__atomic_store_n(&names[i], mechs[i].name, __ATOMIC_RELAXED);
+		st_relaxed(&names[i], mechs[i].name);
 	return names;
 }
 
@@ -640,59 +750,14 @@ static int apply_options(const struct mech *m, char *list, struct opts *o)
 	return 0;
 }
 
+/* The spec of an open executor: its name, then what its row's formatter prints. */
 static void canonical_spec(locus_cs *cs, const struct opts *o)
 {
-	const struct mech *m = cs->m;
-	int n = snprintf(cs->spec, sizeof(cs->spec), "%s", m->name);
-	if (m->takes_wait) {
-		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ":%s", locus_wait_name(&o->wait));
-		if (o->wait.kind == LOCUS_WAIT_SPINPARK)
-			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",spins=%u",
-				      o->wait.spins);
+	int n = snprintf(cs->spec, sizeof(cs->spec), "%s", cs->m->name);
+	if (cs->m->format) {
+		cs->spec[n++] = ':';
+		cs->m->format(cs, o, cs->spec + n, sizeof(cs->spec) - (size_t)n);
 	}
-	if (m->kind == LOCUS_LOCK_TTAS && m->takes_wait)
-		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",backoff_max=%u",
-			      o->backoff_max);
-	if (m->option == mcs_option)
-		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",%s",
-			      o->lock_flags & LOCUS_LOCK_NOCR ? "nocr" : "cr");
-	if (m->option == server_option || m->option == async_option) {
-		if (m->option == async_option) {
-			uint32_t q = o->queue == UINT32_MAX ? 2 * o->lines : o->queue;
-			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",lines=%u", o->lines);
-			n += q ? snprintf(cs->spec + n, sizeof(cs->spec) - n, ",queue=%u", q)
-			       : snprintf(cs->spec + n, sizeof(cs->spec) - n, ",direct");
-		}
-		/* What runs, not what was asked: a spec without servers= adopts it. */
-		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",servers=%u", dl_nservers());
-		if (o->server != UINT32_MAX)
-			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",server=%u", o->server);
-	}
-	if (m->option == mpsc_option) {
-		const char *waits[] = {"spinpark", "park", "spin"};
-		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ":%s,%s,%s",
-			      o->mpsc.lockfree ? "lockfree" : "locked",
-			      o->mpsc.zerocopy ? "zerocopy" : "copy", waits[o->mpsc.wait]);
-		if (o->mpsc.wait == MPSC_WAIT_SPINBLOCK)
-			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",spins=%u",
-				      o->mpsc.spins);
-		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",%s,capacity=%u",
-			      o->mpsc.batch ? "batch" : "nobatch", o->mpsc.capacity);
-	}
-	if (m->option == flat_option) {
-		static const char *const policies[] = {"", "queue", "blocked", "doorbell", "bound"};
-		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",%s", policies[o->policy]);
-		if (o->policy == DL_FLAT_BOUND)
-			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, "=%u", o->bound);
-		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",lines=%u,slots=%u", o->lines,
-			      dl_flat_nslots());
-		if (o->server != UINT32_MAX)
-			n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",slot=%u", o->server);
-	}
-	if (m->option == combine_option)
-		n += snprintf(cs->spec + n, sizeof(cs->spec) - n, ",pass=%u", o->pass);
-	if (m->option == stm_option)
-		snprintf(cs->spec + n, sizeof(cs->spec) - n, ":%s", o->method);
 }
 
 locus_cs *locus_cs_open(const char *spec, void *state)
@@ -782,20 +847,25 @@ int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c,
 }
 
 /*
- * The synchronous mechanisms complete a post before post returns; the three
- * asynchronous families keep their own per-thread state. A callback run by
- * one family's drain may post to another (or the same) family, so repeat
- * until a whole round finds nothing outstanding anywhere.
+ * Each asynchronous family keeps its own per-thread state and names its
+ * drain in its rows. A callback run by one family's drain may post to
+ * another (or the same) family, so repeat until a whole round over the
+ * families finds nothing outstanding anywhere.
  */
 void locus_cs_drain(void)
 {
-	for (;;) {
-		int had = dl_async_drain();
-		had |= dl_flat_drain();
-		had |= mpsc_drain_thread();
-		if (!had)
-			return;
-	}
+	int had;
+	do {
+		had = 0;
+		for (size_t i = 0; i < NMECHS; i++) {
+			int (*drain)(void) = mechs[i].drain;
+			int seen = 0; /* rows of one family share its drain: run it once */
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = mechs[j].drain == drain;
+			if (drain && !seen)
+				had |= drain();
+		}
+	} while (had);
 }
 
 void locus_cs_close(locus_cs *cs)

@@ -594,9 +594,9 @@ int locus_delegate_stats(unsigned i, struct locus_delegate_stats *out)
 	int rc = -1;
 	if (i < rt.n) {
 		struct dl_server *s = &rt.servers[i];
-		out->requests = __atomic_load_n(&s->stats.requests, __ATOMIC_RELAXED);
-		out->busy_ns = __atomic_load_n(&s->stats.busy_ns, __ATOMIC_RELAXED);
-		out->sleeps = __atomic_load_n(&s->stats.sleeps, __ATOMIC_RELAXED);
+		out->requests = ld_relaxed(&s->stats.requests);
+		out->busy_ns = ld_relaxed(&s->stats.busy_ns);
+		out->sleeps = ld_relaxed(&s->stats.sleeps);
 		out->alive_ns = mono_ns() - s->started_ns;
 		rc = 0;
 	}

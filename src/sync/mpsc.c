@@ -586,16 +586,15 @@ void mpsc_opts_default(struct mpsc_opts *o)
 {
 	o->lockfree = 1;
 	o->zerocopy = 1;
-	o->wait = MPSC_WAIT_SPINBLOCK;
-	o->spins = LOCUS_WAIT_SPINS_DEFAULT;
+	o->wait = locus_wait_default();
 	o->batch = 0;
 	o->capacity = 64;
 }
 
 static int check_opts(const struct mpsc_opts *o, char *err, size_t errlen)
 {
-	if (o->wait < MPSC_WAIT_SPINBLOCK || o->wait > MPSC_WAIT_SPIN) {
-		snprintf(err, errlen, "mpsc: unknown wait policy %d", o->wait);
+	if (o->wait.kind > LOCUS_WAIT_PARK) {
+		snprintf(err, errlen, "mpsc: unknown wait policy %u", o->wait.kind);
 		return -1;
 	}
 	if (o->capacity == 0 || o->capacity > MPSC_CAPACITY_MAX) {
@@ -604,17 +603,6 @@ static int check_opts(const struct mpsc_opts *o, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
-}
-
-static locus_wait wait_of(const struct mpsc_opts *o)
-{
-	static const uint32_t kinds[] = {
-		[MPSC_WAIT_SPINBLOCK] = LOCUS_WAIT_SPINPARK,
-		[MPSC_WAIT_BLOCK] = LOCUS_WAIT_PARK,
-		[MPSC_WAIT_SPIN] = LOCUS_WAIT_SPIN,
-	};
-	locus_wait w = {.kind = kinds[o->wait], .spins = o->spins};
-	return w;
 }
 
 static void queue_init(struct mpsc *m)
@@ -656,7 +644,7 @@ struct mpsc *mpsc_open(const struct mpsc_opts *o, char *err, size_t errlen)
 	m->zerocopy = !!o->zerocopy;
 	m->batch = !!o->batch;
 	m->capacity = o->capacity;
-	m->wait = wait_of(o);
+	m->wait = o->wait;
 	m->out.esz = m->zerocopy ? sizeof(struct mpsc_rec *) : sizeof(struct mpsc_msg);
 	queue_init(m);
 	int rc = pthread_create(&m->thread, NULL, server_main, m);

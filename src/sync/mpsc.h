@@ -16,8 +16,6 @@
 #include "locus/fn.h"
 #include "locus/wait.h"
 
-enum { MPSC_WAIT_SPINBLOCK = 0, MPSC_WAIT_BLOCK, MPSC_WAIT_SPIN };
-
 /* Largest initial capacity, the capacity= option (the queue grows past it). */
 #define MPSC_CAPACITY_MAX (1u << 20)
 
@@ -25,9 +23,9 @@ struct mpsc_opts {
 	int lockfree;	   /* 1: lock-free queue (default); 0: the seed's lock-protected ring */
 	int zerocopy;	   /* 1: the queue carries a pointer to the client's request (default);
 			      0: single-copy: the request's fields are copied into the queue slot */
-	int wait;	   /* MPSC_WAIT_*: how the server waits for work AND how a client waits
-			      for a result (default spinblock) */
-	uint32_t spins;	   /* spin budget for spinblock (default LOCUS_WAIT_SPINS_DEFAULT) */
+	locus_wait wait;   /* how the server waits for work AND how a client waits for a result
+			      (default: locus_wait_default(), spin-then-park; the seed's
+			      spinning, blocking and spin-then-block are spin, park and spinpark) */
 	int batch;	   /* 1: the server dequeues everything available at once and then runs
 			      it (default 0: one at a time) */
 	uint32_t capacity; /* initial ring capacity (default 64); the queue GROWS when full
