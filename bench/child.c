@@ -11,13 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-	struct timespec ts;
+#include "common.h"
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int child_write_all(int fd, const void *buf, size_t len)
 {
@@ -77,7 +72,7 @@ static int collect(pid_t pid, int fd, double deadline, char *buf, size_t cap, si
 	int eof = 0;
 
 	for (;;) {
-		double left = deadline - now();
+		double left = deadline - bench_now();
 		int ms = left <= 0 ? 0 : left > 0.05 ? 50 : (int)(left * 1000) + 1;
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 
@@ -122,7 +117,7 @@ int child_run(child_body body, void *arg, double timeout, void *buf, size_t cap,
 	if (pid == 0)
 		run_in_child(body, arg, fds);
 	close(fds[1]);
-	if (!collect(pid, fds[0], now() + timeout, buf, cap, &st->len, &wstatus)) {
+	if (!collect(pid, fds[0], bench_now() + timeout, buf, cap, &st->len, &wstatus)) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &wstatus, 0);
 		close(fds[0]);

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "opts.h"
 
 static int progress_shown;
@@ -94,10 +95,7 @@ int bench_option(const char *prog, int argc, char **argv, int *i, const char *na
 
 double bench_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
+	return (double)mono_ns() * 1e-9;
 }
 
 void bench_sleep_until(double t)

@@ -16,6 +16,7 @@
 
 #include <math.h>
 
+#include "common/atomic.h"
 #include "locus/fn.h"
 
 LOCUS_TM_CALLABLE uint64_t fetchadd_inc(void *state, uint64_t a, uint64_t b, uint64_t c)
@@ -45,5 +46,5 @@ void fetchadd_sqrt_after(struct fetchadd_slot *slot, uint64_t v)
 	double root = sqrt((double)v);
 
 	/* Other threads store it too: relaxed atomic, so the store is not a data race. */
-	__atomic_store(&slot->aux, &root, __ATOMIC_RELAXED);
+	st_relaxed_from(&slot->aux, &root);
 }

@@ -17,12 +17,12 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common.h"
+#include "common/atomic.h"
 #include "locus/cs.h"
 #include "locus/delegate.h"
 
@@ -34,7 +34,7 @@ struct bench {
 	size_t n1, msg;
 	pthread_barrier_t start;
 	/* On its own line: every client reads it every iteration; only main writes it, once. */
-	_Alignas(64) atomic_int stop;
+	_Alignas(64) int stop; /* relaxed atomic */
 };
 
 struct client {
@@ -71,7 +71,7 @@ static void *client_main(void *arg)
 	uint64_t iterations = 0, sink = 0;
 
 	pthread_barrier_wait(&b->start);
-	while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
+	while (!ld_relaxed(&b->stop)) {
 		sink += walk_read(c->priv, b->n1);
 		sink += locus_cs_run(b->cs, locality_cs, (uint64_t)(uintptr_t)c->msg, b->msg, 0);
 		iterations++;
@@ -173,7 +173,7 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 	tsc0 = tsc();
 	tsc_t0 = bench_now();
 	bench_sleep_until(start + p->duration);
-	atomic_store_explicit(&b->stop, 1, memory_order_relaxed);
+	st_relaxed(&b->stop, 1);
 	for (unsigned i = 0; i < p->threads; i++) {
 		pthread_join(c[i].tid, NULL);
 		r->iterations += c[i].iterations;

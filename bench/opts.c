@@ -7,28 +7,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
+
 int opts_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
 
-	/* strtoull alone would accept " 5", "+5" and even "-5" (as a huge number). */
+	/* Checked before the parser refuses it, to say why: "-5" is negative, not garbage. */
 	if (s[0] == '-' && s[1] >= '0' && s[1] <= '9') {
 		snprintf(err, errlen, "'%s' is negative (at least %llu)", s,
 			 (unsigned long long)min);
 		return -1;
 	}
-	if (s[0] < '0' || s[0] > '9') {
-		snprintf(err, errlen, "'%s' is not a whole number", s);
+	if (parse_num_u64(s, 0, UINT64_MAX, &v) != 0) {
+		/* Only digits, yet refused: more than 64 bits. */
+		if (s[0] != '\0' && s[strspn(s, "0123456789")] == '\0')
+			snprintf(err, errlen, "'%s' is too large (at most %llu)", s,
+				 (unsigned long long)max);
+		else
+			snprintf(err, errlen, "'%s' is not a whole number", s);
 		return -1;
 	}
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*end != '\0') {
-		snprintf(err, errlen, "'%s' is not a whole number", s);
-		return -1;
-	}
-	if (errno == ERANGE || v > max) {
+	if (v > max) {
 		snprintf(err, errlen, "'%s' is too large (at most %llu)", s,
 			 (unsigned long long)max);
 		return -1;

@@ -1,6 +1,12 @@
 /*
- * The one atomic layer: every shared-memory access in src/sync goes through
- * these, each with its memory order spelled out at the call site.
+ * The one atomic layer, each access with its memory order spelled out at the
+ * call site. Every module (sync, dsm, preload, kv) and bench makes every atomic
+ * access through these, and nothing is _Atomic: the types are plain, so an
+ * access that does not go through here is not atomic.
+ *
+ * Names are op_order: ld, st, xchg, faa (fetch-and-add: the old value), aaf
+ * (add-and-fetch: the new value), fas (fetch-and-subtract), cas; a trailing
+ * word qualifies (a cas's failure order, a weak cas).
  */
 #ifndef LOCUS_COMMON_ATOMIC_H
 #define LOCUS_COMMON_ATOMIC_H
@@ -17,10 +23,17 @@
 #define xchg_release(p, v) __atomic_exchange_n((p), (v), __ATOMIC_RELEASE)
 #define xchg_acqrel(p, v)  __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
 #define xchg_seqcst(p, v)  __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
+#define faa_relaxed(p, v)  __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define faa_release(p, v)  __atomic_fetch_add((p), (v), __ATOMIC_RELEASE)
 #define faa_acqrel(p, v)   __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
 #define faa_seqcst(p, v)   __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define aaf_relaxed(p, v)  __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
+#define fas_acqrel(p, v)   __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
 #define fas_seqcst(p, v)   __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
 #define fence_seqcst()	   __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+/* A store of a type the _n forms refuse (a double): the value is read from *src. */
+#define st_relaxed_from(p, src) __atomic_store((p), (src), __ATOMIC_RELAXED)
 
 /* Strong compare-and-swap; *expected is updated on failure. */
 #define cas_acquire(p, expected, desired)                                                          \
@@ -35,8 +48,20 @@
 #define cas_acqrel(p, expected, desired)                                                           \
 	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL,               \
 				    __ATOMIC_ACQUIRE)
+/* acq_rel on success, relaxed on failure: the caller does not read through what a failure saw. */
+#define cas_acqrel_relaxed(p, expected, desired)                                                   \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL,               \
+				    __ATOMIC_RELAXED)
 #define cas_seqcst(p, expected, desired)                                                           \
 	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_SEQ_CST,               \
+				    __ATOMIC_SEQ_CST)
+
+/* Weak: may fail spuriously, so only inside a retry loop (cheaper where LL/SC is the primitive). */
+#define cas_release_weak(p, expected, desired)                                                     \
+	__atomic_compare_exchange_n((p), (expected), (desired), 1, __ATOMIC_RELEASE,               \
+				    __ATOMIC_RELAXED)
+#define cas_seqcst_weak(p, expected, desired)                                                      \
+	__atomic_compare_exchange_n((p), (expected), (desired), 1, __ATOMIC_SEQ_CST,               \
 				    __ATOMIC_SEQ_CST)
 
 #define cpu_relax() locus_cpu_relax()

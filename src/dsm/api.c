@@ -25,7 +25,7 @@ static void call_timed(struct dsm_req *r)
 	struct dsm_stall st;
 	dsm_stall_begin(&st);
 	dsm_call(r);
-	dsm_stall_end(&st, dsm_now_ns(), 0);
+	dsm_stall_end(&st, mono_ns(), 0);
 }
 
 static void stats_mark(void)
@@ -36,10 +36,10 @@ static void stats_mark(void)
 	uint64_t *b = (uint64_t *)&base.cnt;
 	const uint64_t *c = (const uint64_t *)&dsm.cnt;
 	for (size_t i = 0; i < sizeof(base.cnt) / sizeof(uint64_t); i++)
-		b[i] = __atomic_load_n(&c[i], __ATOMIC_RELAXED);
+		b[i] = ld_relaxed(&c[i]);
 	base.comm_cpu_ns = dsm_comm_cpu_ns();
 	base.cpu_ns = dsm_clock_ns(base.clock);
-	base.wall_ns = dsm_now_ns();
+	base.wall_ns = mono_ns();
 	frozen = 0;
 }
 
@@ -188,7 +188,7 @@ void locus_dsm_prefetch(const void *addr, size_t len)
 
 double locus_dsm_now(void)
 {
-	return (double)dsm_now_ns() * 1e-9;
+	return (double)mono_ns() * 1e-9;
 }
 
 void locus_dsm_stats_reset(void)
@@ -212,14 +212,14 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	}
 	/* Read the clocks first and the counters after: a counter can only have
 	   grown by then, so a stall never looks longer than the interval. */
-	uint64_t wall = dsm_now_ns() - base.wall_ns;
+	uint64_t wall = mono_ns() - base.wall_ns;
 	uint64_t cpu = dsm_clock_ns(base.clock) - base.cpu_ns;
 	uint64_t comm_cpu = dsm_comm_cpu_ns() - base.comm_cpu_ns;
 	struct dsm_counters d;
 	uint64_t *dv = (uint64_t *)&d;
 	const uint64_t *b = (const uint64_t *)&base.cnt, *c = (const uint64_t *)&dsm.cnt;
 	for (size_t i = 0; i < sizeof(d) / sizeof(uint64_t); i++)
-		dv[i] = __atomic_load_n(&c[i], __ATOMIC_RELAXED) - b[i];
+		dv[i] = ld_relaxed(&c[i]) - b[i];
 	memset(s, 0, sizeof(*s));
 	s->total_s = (double)wall * 1e-9;
 	s->fault_s = (double)d.fault_ns * 1e-9;

@@ -39,7 +39,6 @@
 #include <unistd.h>
 
 #include "common/futex.h"
-#include "locus/wait.h"
 #include "internal.h"
 
 #define SPIN_POLLS	   64
@@ -80,13 +79,6 @@ static volatile sig_atomic_t launcher_said_failure;
 static int watch_stop = -1; /* eventfd that ends the peer watcher */
 static pthread_t watcher;
 
-uint64_t dsm_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void dsm_fatal(const char *fmt, ...)
 {
 	char msg[512];
@@ -103,19 +95,18 @@ void dsm_fatal(const char *fmt, ...)
 void dsm_call(struct dsm_req *r)
 {
 	r->done = 0;
-	struct dsm_req *top = __atomic_load_n(&dsm.posted, __ATOMIC_RELAXED);
+	struct dsm_req *top = ld_relaxed(&dsm.posted);
 	do
 		r->next = top;
-	while (!__atomic_compare_exchange_n(&dsm.posted, &top, r, 1, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED));
-	__atomic_fetch_add(&dsm.wake, 1, __ATOMIC_RELEASE);
+	while (!cas_release_weak(&dsm.posted, &top, r));
+	faa_release(&dsm.wake, 1);
 	futex_wake(&dsm.wake, 1);
 	for (int i = 0; i < 100; i++) {
-		if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+		if (ld_acquire(&r->done))
 			return;
-		locus_cpu_relax();
+		cpu_relax();
 	}
-	while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+	while (!ld_acquire(&r->done))
 		futex_wait(&r->done, 0);
 }
 
@@ -125,7 +116,7 @@ void dsm_req_done(struct dsm_req *r, int64_t result)
 {
 	r->result = result;
 	outstanding--;
-	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	st_release(&r->done, 1);
 	futex_wake(&r->done, 1);
 }
 
@@ -169,7 +160,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 		STAT_ADD(msgs_sent[h->kind], 1);
 		STAT_ADD(bytes_sent[h->kind], total);
 	}
-	uint64_t now = dsm_now_ns();
+	uint64_t now = mono_ns();
 	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead) {
 		hand_to_mpi(m, now);
 		return;
@@ -293,7 +284,7 @@ static int receive(uint64_t now)
 
 static int take_requests(void)
 {
-	struct dsm_req *list = __atomic_exchange_n(&dsm.posted, NULL, __ATOMIC_ACQUIRE);
+	struct dsm_req *list = xchg_acquire(&dsm.posted, NULL);
 	if (!list)
 		return 0;
 	struct dsm_req *fifo = NULL;
@@ -327,7 +318,7 @@ static int take_requests(void)
 
 void dsm_comm_leaving(void)
 {
-	__atomic_store_n(&leaving, 1, __ATOMIC_RELEASE);
+	st_release(&leaving, 1);
 	uint64_t one = 1;
 	if (watch_stop >= 0 && write(watch_stop, &one, sizeof(one)) < 0)
 		dsm_fatal("stopping the peer watcher: %s", strerror(errno));
@@ -366,8 +357,7 @@ static int announced; /* the failure message has been printed */
  */
 static int announce(int q, const char *why)
 {
-	if (__atomic_load_n(&leaving, __ATOMIC_ACQUIRE) ||
-	    __atomic_exchange_n(&announced, 1, __ATOMIC_ACQ_REL))
+	if (ld_acquire(&leaving) || xchg_acqrel(&announced, 1))
 		return 0;
 	char msg[256];
 	size_t n = 0, cap = sizeof(msg);
@@ -393,7 +383,7 @@ static int announce(int q, const char *why)
  */
 static void peer_failed(int q, const char *why)
 {
-	if (__atomic_load_n(&leaving, __ATOMIC_ACQUIRE))
+	if (ld_acquire(&leaving))
 		return;
 	announce(q, why);
 	struct timespec grace = {.tv_sec = 1, .tv_nsec = 0};
@@ -473,10 +463,10 @@ static void sleep_on_wake(uint32_t seen, uint64_t ns)
 {
 	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
 			      .tv_nsec = (long)(ns % 1000000000ull)};
-	uint64_t t0 = dsm_now_ns();
-	syscall(SYS_futex, &dsm.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+	uint64_t t0 = mono_ns();
+	futex_wait_for(&dsm.wake, seen, &ts);
 	STAT_ADD(comm_sleeps, 1);
-	STAT_ADD(comm_sleep_ns, dsm_now_ns() - t0);
+	STAT_ADD(comm_sleep_ns, mono_ns() - t0);
 }
 
 static void comm_loop(void)
@@ -487,10 +477,10 @@ static void comm_loop(void)
 	   the difference charged to the previous iteration if it did something
 	   (took a request, received or released a message); polls that found
 	   nothing and sleeps are not overhead. */
-	uint64_t cpu_prev = dsm_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t cpu_prev = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	int worked = 0, was_stalled = 0;
 	for (;;) {
-		uint64_t cpu = dsm_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		if (worked) {
 			if (was_stalled)
 				STAT_ADD(work_stall_ns, cpu - cpu_prev);
@@ -498,12 +488,12 @@ static void comm_loop(void)
 				STAT_ADD(work_ns, cpu - cpu_prev);
 		}
 		cpu_prev = cpu;
-		was_stalled = (int)__atomic_load_n(&dsm.stalled, __ATOMIC_RELAXED);
-		uint32_t seen = __atomic_load_n(&dsm.wake, __ATOMIC_ACQUIRE);
-		uint64_t now = dsm_now_ns();
+		was_stalled = (int)ld_relaxed(&dsm.stalled);
+		uint32_t seen = ld_acquire(&dsm.wake);
+		uint64_t now = mono_ns();
 		int progress = take_requests();
 		progress |= receive(now);
-		now = dsm_now_ns();
+		now = mono_ns();
 		uint64_t next = release_delayed(now, &progress);
 		reap_sends();
 		uint64_t t = dsm.proto->tick(now);
@@ -568,7 +558,7 @@ static int comm_setup(void)
 	gethostname(me.host, sizeof(me.host) - 1);
 	if (ok)
 		MPI_Allgather(&me, sizeof(me), MPI_BYTE, all, sizeof(me), MPI_BYTE, comm);
-	uint64_t now = dsm_now_ns();
+	uint64_t now = mono_ns();
 	for (int i = 0; ok && i < dsm.nodes; i++) {
 		peers[i].pid = all[i].pid;
 		memcpy(peers[i].host, all[i].host, sizeof(peers[i].host));
@@ -598,7 +588,7 @@ static void *comm_main(void *arg)
 	if (comm_setup() != 0) {
 		dsm_region_unmap();
 		MPI_Finalize();
-		__atomic_store_n(&dsm.ready, 2, __ATOMIC_RELEASE);
+		st_release(&dsm.ready, 2);
 		futex_wake(&dsm.ready, FUTEX_WAKE_ALL);
 		return NULL;
 	}
@@ -606,13 +596,13 @@ static void *comm_main(void *arg)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_launcher_signal;
 	sigaction(SIGUSR1, &sa, NULL);
-	uint64_t now = dsm_now_ns();
+	uint64_t now = mono_ns();
 	for (int i = 0; i < dsm.nodes; i++)
 		peers[i].last_heard_ns = peers[i].last_sent_ns = now;
 	watch_stop = eventfd(0, EFD_CLOEXEC);
 	if (watch_stop < 0 || pthread_create(&watcher, NULL, watch_peers, NULL) != 0)
 		dsm_fatal("cannot start the peer watcher");
-	__atomic_store_n(&dsm.ready, 1, __ATOMIC_RELEASE);
+	st_release(&dsm.ready, 1);
 	futex_wake(&dsm.ready, FUTEX_WAKE_ALL);
 
 	comm_loop();
@@ -644,7 +634,7 @@ int dsm_comm_start(void)
 		return -1;
 	}
 	uint32_t r;
-	while ((r = __atomic_load_n(&dsm.ready, __ATOMIC_ACQUIRE)) == 0)
+	while ((r = ld_acquire(&dsm.ready)) == 0)
 		futex_wait(&dsm.ready, 0);
 	if (r != 1) {
 		pthread_join(comm_thread, NULL);

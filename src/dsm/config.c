@@ -1,9 +1,9 @@
 /* Run-time configuration from the environment (documented in locus/dsm.h). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "internal.h"
 
 /* Default address of the shared region: inside the application ranges of both
@@ -16,36 +16,34 @@ static int parse_u64(const char *name, uint64_t *out, int suffixes)
 	const char *s = getenv(name);
 	if (!s || !*s)
 		return 0;
-	errno = 0;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		goto bad;
-	if (suffixes && *end) {
-		switch (*end++) {
+	size_t len = strlen(s);
+	unsigned shift = 0;
+	if (suffixes) {
+		switch (s[len - 1]) {
 		case 'k':
 		case 'K':
-			v <<= 10;
+			shift = 10;
 			break;
 		case 'm':
 		case 'M':
-			v <<= 20;
+			shift = 20;
 			break;
 		case 'g':
 		case 'G':
-			v <<= 30;
+			shift = 30;
 			break;
-		default:
-			goto bad;
 		}
 	}
-	if (*end)
-		goto bad;
-	*out = v;
+	char *digits = strndup(s, shift ? len - 1 : len);
+	uint64_t v;
+	int bad = !digits || parse_num_or_hex_u64(digits, 0, UINT64_MAX >> shift, &v) != 0;
+	free(digits);
+	if (bad) {
+		fprintf(stderr, "locus-dsm: %s=%s is not a number, or does not fit in 64 bits\n", name, s);
+		return -1;
+	}
+	*out = v << shift;
 	return 0;
-bad:
-	fprintf(stderr, "locus-dsm: %s=%s is not a number\n", name, s);
-	return -1;
 }
 
 int dsm_config_read(struct dsm_config *c)

@@ -57,8 +57,8 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 	size_t page = (size_t)(addr - dsm.app) / dsm.page_size;
 	struct dsm_req r = {.kind = DSM_REQ_FAULT, .a = page, .b = (uint64_t)fault_is_write(uctx)};
 	dsm_call(&r);
-	uint64_t t1 = dsm_now_ns();
-	__atomic_store_n(&dsm.resume_ns[page], t1, __ATOMIC_RELEASE);
+	uint64_t t1 = mono_ns();
+	st_release(&dsm.resume_ns[page], t1);
 	dsm_stall_end(&st, t1, 1);
 	errno = saved_errno;
 }

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/atomic.h"
+#include "common/clock.h"
 #include "locus/dsm.h"
 
 #define DSM_MAX_NODES 64     /* copysets are 64-bit masks */
@@ -74,8 +76,8 @@ struct dsm_counters {
 	uint64_t comm_sleeps, comm_sleep_ns;
 };
 
-#define STAT_ADD(field, v) __atomic_fetch_add(&dsm.cnt.field, (v), __ATOMIC_RELAXED)
-#define STAT_GET(field)	   __atomic_load_n(&dsm.cnt.field, __ATOMIC_RELAXED)
+#define STAT_ADD(field, v) faa_relaxed(&dsm.cnt.field, (v))
+#define STAT_GET(field)	   ld_relaxed(&dsm.cnt.field)
 
 struct dsm_proto;
 
@@ -148,6 +150,11 @@ struct dsm_stall {
 	int measured;
 };
 
+/*
+ * Another thread's CPU clock (pthread_getcpuclockid): it stops existing when
+ * that thread exits, and then reads as 0, never as garbage. Clocks that
+ * cannot fail (monotonic, the calling thread's) use clock_ns.
+ */
 static inline uint64_t dsm_clock_ns(clockid_t c)
 {
 	struct timespec ts;
@@ -161,9 +168,9 @@ static inline void dsm_stall_begin(struct dsm_stall *s)
 	s->measured = pthread_equal(pthread_self(), dsm.measured);
 	if (!s->measured)
 		return;
-	s->cpu_ns = dsm_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	s->wall_ns = dsm_clock_ns(CLOCK_MONOTONIC);
-	__atomic_store_n(&dsm.stalled, 1, __ATOMIC_RELAXED);
+	s->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	s->wall_ns = mono_ns();
+	st_relaxed(&dsm.stalled, 1);
 }
 
 /* Ends the stall at wall time now (monotonic ns). */
@@ -171,12 +178,12 @@ static inline void dsm_stall_end(struct dsm_stall *s, uint64_t now, int fault)
 {
 	if (!s->measured)
 		return;
-	__atomic_store_n(&dsm.stalled, 0, __ATOMIC_RELAXED);
+	st_relaxed(&dsm.stalled, 0);
 	if (fault)
 		STAT_ADD(fault_ns, now - s->wall_ns);
 	else
 		STAT_ADD(sync_ns, now - s->wall_ns);
-	STAT_ADD(stall_cpu_ns, dsm_clock_ns(CLOCK_THREAD_CPUTIME_ID) - s->cpu_ns);
+	STAT_ADD(stall_cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - s->cpu_ns);
 }
 
 /* config.c */
@@ -202,7 +209,6 @@ void dsm_call(struct dsm_req *r); /* post and sleep until done */
 /* comm.c: communication thread side */
 void dsm_req_done(struct dsm_req *r, int64_t result);
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len);
-uint64_t dsm_now_ns(void);
 void dsm_comm_leaving(void);	/* past the last barrier: peers may exit now */
 uint64_t dsm_comm_cpu_ns(void); /* CPU time of the communication thread */
 void dsm_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));

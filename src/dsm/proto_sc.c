@@ -103,7 +103,7 @@ static int in_delta(size_t p, uint64_t now, uint64_t *until)
 	struct sc_page *pg = &pages[p];
 	if (!dsm.cfg.delta_ns || !pg->installed_ns)
 		return 0;
-	uint64_t resumed = __atomic_load_n(&dsm.resume_ns[p], __ATOMIC_ACQUIRE);
+	uint64_t resumed = ld_acquire(&dsm.resume_ns[p]);
 	uint64_t u;
 	if (resumed >= pg->installed_ns)
 		u = resumed + dsm.cfg.delta_ns;
@@ -150,7 +150,7 @@ static void resolved(size_t p)
 {
 	struct sc_page *pg = &pages[p];
 	pg->pending = 0;
-	pg->installed_ns = dsm_now_ns();
+	pg->installed_ns = mono_ns();
 	while (pg->waiters) {
 		struct dsm_req *r = pg->waiters;
 		pg->waiters = r->wnext;
@@ -217,7 +217,7 @@ static void serve(size_t p, int write, int requester)
 		defer(p, LOCUS_DSM_MSG_PAGE_FWD, (uint16_t)requester, (uint8_t)write);
 		return;
 	}
-	if (in_delta(p, dsm_now_ns(), &until)) {
+	if (in_delta(p, mono_ns(), &until)) {
 		STAT_ADD(pingpong_deferrals, 1);
 		defer(p, LOCUS_DSM_MSG_PAGE_FWD, (uint16_t)requester, (uint8_t)write);
 		return;
@@ -338,7 +338,7 @@ static void sc_message(const struct dsm_hdr *h, const void *payload, size_t len)
 		page_arrived(p, (int)h->b, h->c, payload, len);
 		break;
 	case LOCUS_DSM_MSG_INV:
-		if (pg->inv || in_delta(p, dsm_now_ns(), &until)) {
+		if (pg->inv || in_delta(p, mono_ns(), &until)) {
 			if (!pg->inv)
 				STAT_ADD(pingpong_deferrals, 1);
 			defer(p, LOCUS_DSM_MSG_INV, h->src, 0);

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/atomic.h"
 #include "kv/meta_exec.h"
 #include "locus/cs.h"
 #include "kv/proto.h"
@@ -52,7 +53,7 @@ struct settings {
 	char *listen;
 	int threads;
 	int maxconns;
-	_Atomic int verbose; /* the verbosity command changes it while workers read it */
+	int verbose; /* atomic: the verbosity command changes it while workers read it */
 	int debug_commands;
 	struct kv_store_config store;
 };
@@ -106,8 +107,8 @@ struct server {
 	int nlisten;
 	struct worker *workers;
 	int next_worker;
-	_Atomic int curr_conns;
-	_Atomic uint64_t total_conns, rejected_conns;
+	int curr_conns; /* these three: atomic (common/atomic.h) */
+	uint64_t total_conns, rejected_conns;
 	struct kv_counts main_cnt;
 	time_t started;
 	int stopping;
@@ -117,7 +118,7 @@ static struct server S;
 
 static void logv(int level, const char *fmt, ...)
 {
-	if (atomic_load_explicit(&S.set.verbose, memory_order_relaxed) < level)
+	if (ld_relaxed(&S.set.verbose) < level)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
@@ -191,7 +192,7 @@ static void conn_close(struct conn *c)
 	logv(2, "<%d connection closed.", c->fd);
 	free(c);
 	w->cnt.curr_connections--;
-	atomic_fetch_sub(&S.curr_conns, 1);
+	fas_seqcst(&S.curr_conns, 1);
 }
 
 static struct conn *conn_new(struct worker *w, int fd)
@@ -375,10 +376,10 @@ static void cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 		kv_buf_addf(b, "STAT rusage_system %ld.%06ld\r\n", (long)ru.ru_stime.tv_sec,
 			  (long)ru.ru_stime.tv_usec);
 		kv_buf_addf(b, "STAT max_connections %d\r\n", S.set.maxconns);
-		kv_buf_addf(b, "STAT curr_connections %d\r\n", atomic_load(&S.curr_conns));
-		kv_buf_addf(b, "STAT total_connections %" PRIu64 "\r\n", atomic_load(&S.total_conns));
+		kv_buf_addf(b, "STAT curr_connections %d\r\n", ld_seqcst(&S.curr_conns));
+		kv_buf_addf(b, "STAT total_connections %" PRIu64 "\r\n", ld_seqcst(&S.total_conns));
 		kv_buf_addf(b, "STAT rejected_connections %" PRIu64 "\r\n",
-			  atomic_load(&S.rejected_conns));
+			    ld_seqcst(&S.rejected_conns));
 		kv_buf_addf(b, "STAT threads %d\r\n", S.set.threads);
 		if (kv_stats_general(S.st, b, NULL) != 0)
 			goto oom;
@@ -390,7 +391,7 @@ static void cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 		kv_buf_addf(b, "STAT tcpport %d\r\n", S.set.port);
 		kv_buf_addf(b, "STAT udpport 0\r\n");
 		kv_buf_addf(b, "STAT inter %s\r\n", S.set.listen ? S.set.listen : "NULL");
-		kv_buf_addf(b, "STAT verbosity %d\r\n", atomic_load_explicit(&S.set.verbose, memory_order_relaxed));
+		kv_buf_addf(b, "STAT verbosity %d\r\n", ld_relaxed(&S.set.verbose));
 		kv_buf_addf(b, "STAT growth_factor %.2f\r\n", cfg->factor);
 		kv_buf_addf(b, "STAT chunk_size %u\r\n", cfg->chunk_min);
 		kv_buf_addf(b, "STAT num_threads %d\r\n", S.set.threads);
@@ -414,8 +415,8 @@ static void cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 		break;
 	case KV_STATS_RESET:
 		kv_stats_reset(S.st);
-		atomic_store(&S.total_conns, 0);
-		atomic_store(&S.rejected_conns, 0);
+		st_seqcst(&S.total_conns, 0);
+		st_seqcst(&S.rejected_conns, 0);
 		reply(c, "RESET");
 		return;
 	case KV_STATS_OTHER:
@@ -525,7 +526,7 @@ static void execute(struct conn *c, const char *line, size_t len)
 		reply(c, "VERSION " LOCUS_KV_VERSION_REPLY);
 		break;
 	case KV_CMD_VERBOSITY:
-		atomic_store_explicit(&S.set.verbose, cmd.level > 2 ? 2 : (int)cmd.level, memory_order_relaxed);
+		st_relaxed(&S.set.verbose, cmd.level > 2 ? 2 : (int)cmd.level);
 		reply(c, "OK");
 		break;
 	case KV_CMD_QUIT:
@@ -699,7 +700,7 @@ static void worker_notify(evutil_socket_t fd, short what, void *arg)
 		}
 		if (!conn_new(w, fds[i])) {
 			close(fds[i]);
-			atomic_fetch_sub(&S.curr_conns, 1);
+			fas_seqcst(&S.curr_conns, 1);
 		}
 	}
 	kv_counts_flush(S.st, &w->cnt);
@@ -730,21 +731,21 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 		}
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (atomic_load(&S.curr_conns) >= S.set.maxconns) {
+		if (ld_seqcst(&S.curr_conns) >= S.set.maxconns) {
 			static const char msg[] = "ERROR Too many open connections\r\n";
 			ssize_t r = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL);
 			(void)r;
 			close(fd);
-			atomic_fetch_add(&S.rejected_conns, 1);
+			faa_seqcst(&S.rejected_conns, 1);
 			continue;
 		}
-		atomic_fetch_add(&S.curr_conns, 1);
-		atomic_fetch_add(&S.total_conns, 1);
+		faa_seqcst(&S.curr_conns, 1);
+		faa_seqcst(&S.total_conns, 1);
 		struct worker *w = &S.workers[S.next_worker];
 		S.next_worker = (S.next_worker + 1) % S.set.threads;
 		if (write(w->notify[1], &fd, sizeof(fd)) != sizeof(fd)) {
 			close(fd);
-			atomic_fetch_sub(&S.curr_conns, 1);
+			fas_seqcst(&S.curr_conns, 1);
 		}
 	}
 }
@@ -995,7 +996,7 @@ static void parse_args(int argc, char **argv)
 			s->store.chunk_min = (unsigned)v;
 			break;
 		case 'v':
-			s->verbose++;
+			faa_seqcst(&s->verbose, 1);
 			break;
 		case 'h':
 			usage(stdout);

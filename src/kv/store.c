@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/atomic.h"
 #include "kv/store.h"
 #include "locus/cs.h"
 
@@ -121,14 +122,14 @@ struct kv_store {
 	/* stats section */
 	locus_cs *stats_cs;
 	struct kv_counts counts;
-	/* lock-free: clocks, cas, flush */
-	_Atomic uint64_t next_cas;
-	_Atomic uint32_t now;
-	_Atomic int64_t clock_offset;
+	/* lock-free: clocks, cas, flush (all but started and mono0 atomic, common/atomic.h) */
+	uint64_t next_cas;
+	uint32_t now;
+	int64_t clock_offset;
 	uint64_t started; /* Unix time of server time 0 */
 	struct timespec mono0;
-	_Atomic uint32_t oldest_live; /* flush_all with delay: items accessed at or before are dead */
-	_Atomic uint64_t oldest_cas;  /* flush_all: items with a smaller cas are dead */
+	uint32_t oldest_live; /* flush_all with delay: items accessed at or before are dead */
+	uint64_t oldest_cas;  /* flush_all: items with a smaller cas are dead */
 };
 
 static void msg(char *err, size_t n, const char *fmt, ...)
@@ -225,19 +226,19 @@ static uint32_t mono_secs(const kv_store *st)
 
 void kv_clock_tick(kv_store *st)
 {
-	int64_t t = (int64_t)mono_secs(st) + 2 + atomic_load_explicit(&st->clock_offset, memory_order_relaxed);
-	atomic_store_explicit(&st->now, (uint32_t)t, memory_order_relaxed);
+	int64_t t = (int64_t)mono_secs(st) + 2 + ld_relaxed(&st->clock_offset);
+	st_relaxed(&st->now, (uint32_t)t);
 }
 
 void kv_clock_advance(kv_store *st, int64_t secs)
 {
-	atomic_fetch_add(&st->clock_offset, secs);
+	faa_seqcst(&st->clock_offset, secs);
 	kv_clock_tick(st);
 }
 
 uint32_t kv_now(const kv_store *st)
 {
-	return atomic_load_explicit(&st->now, memory_order_relaxed);
+	return ld_relaxed(&st->now);
 }
 
 uint64_t kv_process_started(const kv_store *st)
@@ -395,10 +396,9 @@ static uint64_t lru_link_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
 	kv_store *st = state;
 	struct kv_item *nw = (struct kv_item *)(uintptr_t)a;
-	if (atomic_load_explicit(&nw->in_hash, memory_order_relaxed) &&
-	    !atomic_load_explicit(&nw->in_lru, memory_order_relaxed)) {
-		atomic_fetch_add_explicit(&nw->refs, 1, memory_order_relaxed);
-		atomic_store_explicit(&nw->in_lru, 1, memory_order_relaxed);
+	if (ld_relaxed(&nw->in_hash) && !ld_relaxed(&nw->in_lru)) {
+		faa_relaxed(&nw->refs, 1);
+		st_relaxed(&nw->in_lru, 1);
 		lru_push(&st->lru[nw->cls], nw);
 	}
 	return 0;
@@ -409,7 +409,7 @@ static uint64_t lru_bump_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
 	kv_store *st = state;
 	struct kv_item *it = (struct kv_item *)(uintptr_t)a;
-	if (atomic_load_explicit(&it->in_lru, memory_order_relaxed)) {
+	if (ld_relaxed(&it->in_lru)) {
 		struct lru *l = &st->lru[it->cls];
 		if (l->head != it) {
 			lru_unlink(l, it);
@@ -430,7 +430,7 @@ static uint64_t lru_evict_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct lru *l = &st->lru[a];
 	struct kv_item *it = l->tail;
 	int tries = 0;
-	while (it && tries < 5 && atomic_load_explicit(&it->refs, memory_order_relaxed) > b) {
+	while (it && tries < 5 && ld_relaxed(&it->refs) > b) {
 		it = it->prev;
 		tries++;
 	}
@@ -441,9 +441,9 @@ static uint64_t lru_evict_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 		return 0;
 	}
 	lru_unlink(l, it);
-	atomic_store_explicit(&it->in_lru, 0, memory_order_relaxed);
+	st_relaxed(&it->in_lru, 0);
 	l->evicted++;
-	if (!atomic_load_explicit(&it->fetched, memory_order_relaxed))
+	if (!ld_relaxed(&it->fetched))
 		l->evicted_unfetched++;
 	return (uint64_t)(uintptr_t)it;
 }
@@ -453,9 +453,9 @@ static uint64_t lru_unlink_list_fn(void *state, uint64_t a, uint64_t b, uint64_t
 {
 	kv_store *st = state;
 	for (struct kv_item *it = (struct kv_item *)(uintptr_t)a; it; it = it->hnext) {
-		if (atomic_load_explicit(&it->in_lru, memory_order_relaxed)) {
+		if (ld_relaxed(&it->in_lru)) {
 			lru_unlink(&st->lru[it->cls], it);
-			atomic_store_explicit(&it->in_lru, 0, memory_order_relaxed);
+			st_relaxed(&it->in_lru, 0);
 			it->pad_ = 1; /* the LRU's reference is the caller's now */
 		} else {
 			it->pad_ = 0;
@@ -479,7 +479,7 @@ static uint64_t lru_report_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 
 void kv_item_release(kv_store *st, struct kv_item *it)
 {
-	if (atomic_fetch_sub_explicit(&it->refs, 1, memory_order_acq_rel) == 1)
+	if (fas_acqrel(&it->refs, 1) == 1)
 		locus_cs_run(st->slabs_cs, slabs_free_fn, (uint64_t)(uintptr_t)it, 0, 0);
 }
 
@@ -541,9 +541,8 @@ static struct kv_item **bucket_of(kv_store *st, uint64_t hv)
 /* Is a linked item dead: expired, or flushed? (hash section of its stripe) */
 static int item_dead(kv_store *st, const struct kv_item *it, uint32_t now, int *flushed)
 {
-	uint32_t ol = atomic_load_explicit(&st->oldest_live, memory_order_relaxed);
-	if ((ol != 0 && ol <= now && it->atime <= ol) ||
-	    it->cas < atomic_load_explicit(&st->oldest_cas, memory_order_relaxed)) {
+	uint32_t ol = ld_relaxed(&st->oldest_live);
+	if ((ol != 0 && ol <= now && it->atime <= ol) || it->cas < ld_relaxed(&st->oldest_cas)) {
 		*flushed = 1;
 		return 1;
 	}
@@ -567,7 +566,7 @@ static void hash_unlink_at(struct kv_item **pp, struct kv_item **dropped)
 {
 	struct kv_item *it = *pp;
 	*pp = it->hnext;
-	atomic_store_explicit(&it->in_hash, 0, memory_order_relaxed);
+	st_relaxed(&it->in_hash, 0);
 	it->hnext = *dropped;
 	*dropped = it;
 }
@@ -591,7 +590,7 @@ static struct kv_item *find_live(kv_store *st, uint64_t hv, const char *key, siz
 			else
 				cnt->get_expired++;
 		}
-		if (!flushed && !atomic_load_explicit(&it->fetched, memory_order_relaxed))
+		if (!flushed && !ld_relaxed(&it->fetched))
 			cnt->expired_unfetched++;
 		cnt->reclaimed++;
 		cnt->curr_items--;
@@ -607,8 +606,8 @@ static void hash_link(kv_store *st, struct kv_item *it)
 	struct kv_item **b = bucket_of(st, it->hv);
 	it->hnext = *b;
 	*b = it;
-	atomic_fetch_add_explicit(&it->refs, 1, memory_order_relaxed);
-	atomic_store_explicit(&it->in_hash, 1, memory_order_relaxed);
+	faa_relaxed(&it->refs, 1);
+	st_relaxed(&it->in_hash, 1);
 }
 
 /* The operation a hash section runs, passed by pointer in `a`. */
@@ -654,7 +653,7 @@ static void touch_item(struct hash_op *op, struct kv_item *it, int bump_allowed)
 {
 	uint32_t now = kv_now(op->st);
 	if (bump_allowed && want_bump(it, now) && !op->bump) {
-		atomic_fetch_add_explicit(&it->refs, 1, memory_order_relaxed);
+		faa_relaxed(&it->refs, 1);
 		op->bump = it;
 	}
 	if (bump_allowed)
@@ -665,12 +664,12 @@ static void touch_item(struct hash_op *op, struct kv_item *it, int bump_allowed)
 static void access_item(struct hash_op *op, struct kv_item *it, int bump_allowed)
 {
 	touch_item(op, it, bump_allowed);
-	atomic_store_explicit(&it->fetched, 1, memory_order_relaxed);
+	st_relaxed(&it->fetched, 1);
 }
 
 static uint64_t next_cas(kv_store *st)
 {
-	return atomic_fetch_add_explicit(&st->next_cas, 1, memory_order_relaxed);
+	return faa_relaxed(&st->next_cas, 1);
 }
 
 static void count_store(struct hash_op *op, struct kv_item *it, int sign)
@@ -972,7 +971,7 @@ static uint64_t hash_meta_get_fn(void *state, uint64_t a, uint64_t b, uint64_t c
 		if (!it)
 			return 0;
 		v->found = 1;
-		v->fetched = atomic_load_explicit(&it->fetched, memory_order_relaxed);
+		v->fetched = ld_relaxed(&it->fetched);
 		v->atime = it->atime;
 		v->flags = it->flags;
 		v->nbytes = it->nbytes;
@@ -1011,7 +1010,7 @@ static uint64_t hash_meta_get_fn(void *state, uint64_t a, uint64_t b, uint64_t c
 	}
 	op->cnt->get_hits++;
 	v->found = 1;
-	v->fetched = atomic_load_explicit(&it->fetched, memory_order_relaxed);
+	v->fetched = ld_relaxed(&it->fetched);
 	v->atime = it->atime;
 	if (rq->set_ttl) {
 		it->exptime = rq->ttl;
@@ -1053,7 +1052,7 @@ static uint64_t hash_unlink_item_fn(void *state, uint64_t a, uint64_t b, uint64_
 {
 	struct hash_op *op = (struct hash_op *)(uintptr_t)a;
 	struct kv_item *victim = op->item;
-	if (!atomic_load_explicit(&victim->in_hash, memory_order_relaxed))
+	if (!ld_relaxed(&victim->in_hash))
 		return 0;
 	struct kv_item **pp = bucket_of(op->st, victim->hv);
 	while (*pp && *pp != victim)
@@ -1076,7 +1075,7 @@ static uint64_t hash_crawl_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 		while (*pp) {
 			int flushed;
 			if (item_dead(st, *pp, now, &flushed)) {
-				if (!flushed && !atomic_load_explicit(&(*pp)->fetched, memory_order_relaxed))
+				if (!flushed && !ld_relaxed(&(*pp)->fetched))
 					op->cnt->expired_unfetched++;
 				count_store(op, *pp, -1);
 				op->cnt->reclaimed++;
@@ -1148,7 +1147,7 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 				 (uint64_t)(uintptr_t)&op, 0, 0))
 			kv_item_release(st, victim); /* the hash table's reference */
 		cnt->evictions++;
-		if (!atomic_load_explicit(&victim->fetched, memory_order_relaxed))
+		if (!ld_relaxed(&victim->fetched))
 			cnt->evicted_unfetched++;
 		kv_item_release(st, victim); /* the LRU's reference */
 	}
@@ -1158,7 +1157,7 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 		return NULL;
 	}
 	memset(it, 0, sizeof(*it));
-	atomic_init(&it->refs, 1);
+	st_relaxed(&it->refs, 1);
 	it->cls = (uint8_t)cls;
 	it->nkey = (uint8_t)nkey;
 	it->nbytes = nbytes;
@@ -1355,14 +1354,14 @@ void kv_flush(kv_store *st, struct kv_counts *cnt, int64_t delay)
 	cnt->cmd_flush++;
 	if (delay > 0) {
 		uint32_t t = kv_exptime(st, delay);
-		atomic_store_explicit(&st->oldest_live, t > 1 ? t - 1 : 1, memory_order_relaxed);
+		st_relaxed(&st->oldest_live, t > 1 ? t - 1 : 1);
 	} else {
 		/* Everything stored so far has a smaller cas than the next one. */
-		uint64_t c = atomic_load_explicit(&st->next_cas, memory_order_relaxed);
-		uint64_t cur = atomic_load_explicit(&st->oldest_cas, memory_order_relaxed);
-		while (cur < c && !atomic_compare_exchange_weak(&st->oldest_cas, &cur, c))
+		uint64_t c = ld_relaxed(&st->next_cas);
+		uint64_t cur = ld_relaxed(&st->oldest_cas);
+		while (cur < c && !cas_seqcst_weak(&st->oldest_cas, &cur, c))
 			;
-		atomic_store_explicit(&st->oldest_live, 0, memory_order_relaxed);
+		st_relaxed(&st->oldest_live, 0);
 	}
 }
 
@@ -1642,7 +1641,7 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 		kv_store_close(st);
 		return NULL;
 	}
-	atomic_init(&st->next_cas, 1);
+	st_relaxed(&st->next_cas, 1);
 	clock_gettime(CLOCK_MONOTONIC, &st->mono0);
 	st->started = (uint64_t)time(NULL) - 2;
 	kv_clock_tick(st);

@@ -34,7 +34,6 @@
 #ifndef LOCUS_KV_STORE_H
 #define LOCUS_KV_STORE_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,14 +79,14 @@ struct kv_item {
 	uint32_t flags;	  /* client flags */
 	uint32_t nbytes;  /* value length without "\r\n" */
 	uint64_t hv;	  /* hash of the key */
-	_Atomic uint32_t refs;
+	uint32_t refs;	  /* atomic (common/atomic.h), as are in_hash, in_lru and fetched */
 	uint8_t nkey;
-	uint8_t cls;	       /* slab class */
-	_Atomic uint8_t in_hash; /* written only in its stripe's hash section */
-	_Atomic uint8_t in_lru;	 /* written only in the alloc section */
-	_Atomic uint8_t fetched; /* read since it was stored (hash section writes; relaxed) */
-	uint8_t won;	       /* meta: a client holds the recache token */
-	uint8_t stale;	       /* meta: invalidated, served as stale */
+	uint8_t cls;	 /* slab class */
+	uint8_t in_hash; /* written only in its stripe's hash section */
+	uint8_t in_lru;	 /* written only in the alloc section */
+	uint8_t fetched; /* read since it was stored (hash section writes; relaxed) */
+	uint8_t won;	 /* meta: a client holds the recache token */
+	uint8_t stale;	 /* meta: invalidated, served as stale */
 	uint8_t pad_;
 	char data[]; /* key (nkey), value (nbytes), "\r\n" */
 };

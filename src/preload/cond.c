@@ -39,13 +39,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
+#include "common/futex.h"
 #include "preload.h"
 
 struct lp_cond {
@@ -78,16 +75,16 @@ static int cond_sleep(struct lp_cond *c, uint32_t seq, clockid_t clk,
 {
 	int op =
 		futex_op(c, FUTEX_WAIT_BITSET) | (clk == CLOCK_REALTIME ? FUTEX_CLOCK_REALTIME : 0);
-	if (syscall(SYS_futex, &c->seq, op, seq, abstime, NULL, FUTEX_BITSET_MATCH_ANY) == 0)
+	if (futex_call(&c->seq, op, seq, abstime, FUTEX_BITSET_MATCH_ANY) == 0)
 		return 0;
 	return errno == ETIMEDOUT ? ETIMEDOUT : 0;
 }
 
 static void cond_wake(struct lp_cond *c, int n)
 {
-	__atomic_fetch_add(&c->seq, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST))
-		syscall(SYS_futex, &c->seq, futex_op(c, FUTEX_WAKE), n, NULL, NULL, 0);
+	faa_seqcst(&c->seq, 1);
+	if (ld_seqcst(&c->waiters))
+		futex_call(&c->seq, futex_op(c, FUTEX_WAKE), (uint32_t)n, NULL, 0);
 }
 
 static int own_wait(pthread_cond_t *cond, pthread_mutex_t *m, clockid_t clk,
@@ -97,17 +94,17 @@ static int own_wait(pthread_cond_t *cond, pthread_mutex_t *m, clockid_t clk,
 	if (abstime && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L))
 		return EINVAL;
 	int saved = errno;
-	__atomic_fetch_add(&c->waiters, 1, __ATOMIC_SEQ_CST);
-	uint32_t seq = __atomic_load_n(&c->seq, __ATOMIC_SEQ_CST);
+	faa_seqcst(&c->waiters, 1);
+	uint32_t seq = ld_seqcst(&c->seq);
 	int rc = lp_mutex_unlock(m);
 	if (rc) {
-		__atomic_fetch_sub(&c->waiters, 1, __ATOMIC_SEQ_CST);
+		fas_seqcst(&c->waiters, 1);
 		return rc;
 	}
 	rc = cond_sleep(c, seq, clk, abstime);
 	/* Leave the condvar before taking the mutex: destroy waits for this, and
 	   the destroyer may hold the mutex. */
-	__atomic_fetch_sub(&c->waiters, 1, __ATOMIC_SEQ_CST);
+	fas_seqcst(&c->waiters, 1);
 	lp_mutex_lock(m, caller);
 	errno = saved;
 	pthread_testcancel();
@@ -116,7 +113,7 @@ static int own_wait(pthread_cond_t *cond, pthread_mutex_t *m, clockid_t clk,
 
 static clockid_t own_clock(pthread_cond_t *c)
 {
-	return ld_rlx(&cv(c)->flags) & COND_MONOTONIC ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+	return ld_relaxed(&cv(c)->flags) & COND_MONOTONIC ? CLOCK_MONOTONIC : CLOCK_REALTIME;
 }
 
 int lp_cond_init(pthread_cond_t *c, const pthread_condattr_t *attr)
@@ -152,10 +149,10 @@ int lp_cond_destroy(pthread_cond_t *c)
 	if (lp_cfg.mode != LP_REPLACE)
 		return lp_real.cond_destroy(c);
 	struct lp_cond *v = cv(c);
-	for (unsigned i = 0; __atomic_load_n(&v->waiters, __ATOMIC_SEQ_CST); i++) {
+	for (unsigned i = 0; ld_seqcst(&v->waiters); i++) {
 		if (i == 100000)
 			return EBUSY;
-		cond_wake(v, INT_MAX);
+		cond_wake(v, FUTEX_WAKE_ALL);
 		sched_yield();
 	}
 	return 0;
@@ -225,6 +222,6 @@ int lp_cond_broadcast(pthread_cond_t *c)
 		return 0;
 	if (lp_cfg.mode != LP_REPLACE)
 		return lp_real.cond_broadcast(c);
-	cond_wake(cv(c), INT_MAX);
+	cond_wake(cv(c), FUTEX_WAKE_ALL);
 	return 0;
 }

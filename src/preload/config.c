@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/parse.h"
 #include "preload.h"
 
 struct lp_config lp_cfg;
@@ -170,15 +171,12 @@ static void configure_profile(void)
 	if (strcmp(p, "1") != 0)
 		snprintf(lp_cfg.json_path, sizeof(lp_cfg.json_path), "%s", p);
 	const char *top = getenv("LOCUS_PROFILE_TOP");
-	if (top && *top) {
-		char *end;
-		unsigned long n = strtoul(top, &end, 10);
-		if (*end || n > 100000)
-			lp_say("LOCUS_PROFILE_TOP=%s is not a number up to 100000; showing 10",
-			       top);
-		else
-			lp_cfg.top = n ? (unsigned)n : 100000;
-	}
+	uint32_t n;
+	if (top && *top && parse_num_u32(top, 0, LP_TOP_LIMIT, &n) != 0)
+		lp_say("LOCUS_PROFILE_TOP=%s is not a number from 0 to %u; showing 10", top,
+		       LP_TOP_LIMIT);
+	else if (top && *top)
+		lp_cfg.top = n ? n : LP_TOP_LIMIT;
 }
 
 static void after_fork_child(void)
@@ -219,15 +217,14 @@ int lp_ready_slow(void)
 	if (configuring)
 		return 0;
 	int expected = 0;
-	if (__atomic_compare_exchange_n(&lp_state, &expected, 1, 0, __ATOMIC_ACQUIRE,
-					__ATOMIC_ACQUIRE)) {
+	if (cas_acquire_both(&lp_state, &expected, 1)) {
 		configuring = 1;
 		configure();
 		configuring = 0;
-		__atomic_store_n(&lp_state, 2, __ATOMIC_RELEASE);
+		st_release(&lp_state, 2);
 		return 1;
 	}
-	while (__atomic_load_n(&lp_state, __ATOMIC_ACQUIRE) != 2)
+	while (ld_acquire(&lp_state) != 2)
 		sched_yield();
 	return 1;
 }

@@ -30,7 +30,7 @@ static void locus_acquired(struct lp_shadow *sh, pthread_t me, int contended, ui
 		uint64_t now = lp_ticks();
 		lp_prof_acquired(sh, me, now, contended, contended ? now - t0 : 0);
 	}
-	st_rlx(&sh->owner, me);
+	st_relaxed(&sh->owner, me);
 }
 
 static void locus_acquire(struct lp_shadow *sh)
@@ -38,7 +38,7 @@ static void locus_acquire(struct lp_shadow *sh)
 	pthread_t me = pthread_self();
 	if (!lp_cfg.profiling) {
 		locus_lock_lock(&sh->lock);
-		st_rlx(&sh->owner, me);
+		st_relaxed(&sh->owner, me);
 		return;
 	}
 	if (locus_lock_trylock(&sh->lock) == 0) {
@@ -54,7 +54,7 @@ static int locus_try(struct lp_shadow *sh)
 {
 	if (locus_lock_trylock(&sh->lock) != 0) {
 		if (lp_cfg.profiling)
-			__atomic_fetch_add(&sh->st.try_busy, 1, __ATOMIC_RELAXED);
+			faa_relaxed(&sh->st.try_busy, 1);
 		return EBUSY;
 	}
 	locus_acquired(sh, pthread_self(), 0, 0);
@@ -68,11 +68,11 @@ static int locus_try(struct lp_shadow *sh)
  */
 static int locus_release(struct lp_shadow *sh)
 {
-	if (lp_unlikely(ld_rlx(&sh->owner) == 0))
+	if (lp_unlikely(ld_relaxed(&sh->owner) == 0))
 		return EPERM;
 	if (lp_cfg.profiling)
 		lp_prof_released(sh, lp_ticks());
-	st_rlx(&sh->owner, 0);
+	st_relaxed(&sh->owner, 0);
 	locus_lock_unlock(&sh->lock);
 	return 0;
 }
@@ -108,14 +108,14 @@ static int locus_timed(struct lp_shadow *sh, clockid_t clk, const struct timespe
 		if (locus_lock_trylock(&sh->lock) == 0)
 			break;
 		if (i < 1024) {
-			locus_cpu_relax();
+			cpu_relax();
 			continue;
 		}
 		struct timespec now;
 		clock_gettime(clk, &now);
 		if (!ts_before(&now, abstime)) {
 			if (lp_cfg.profiling)
-				__atomic_fetch_add(&sh->st.try_busy, 1, __ATOMIC_RELAXED);
+				faa_relaxed(&sh->st.try_busy, 1);
 			return ETIMEDOUT;
 		}
 		long left = (long)(abstime->tv_sec - now.tv_sec) * NSEC +
@@ -134,20 +134,20 @@ static int locus_timed(struct lp_shadow *sh, clockid_t clk, const struct timespe
 /* Only a recursive mutex can be locked again by its owner. */
 static int relock(const struct lp_shadow *sh, pthread_t me)
 {
-	return sh->label == LP_RECURSIVE && ld_rlx(&sh->st.depth) > 0 &&
-	       pthread_equal(ld_rlx(&sh->owner), me);
+	return sh->label == LP_RECURSIVE && ld_relaxed(&sh->st.depth) > 0 &&
+	       pthread_equal(ld_relaxed(&sh->owner), me);
 }
 
 static void real_acquired(struct lp_shadow *sh, pthread_t me, int contended, uint64_t t0)
 {
 	if (relock(sh, me)) {
-		st_rlx(&sh->st.depth, sh->st.depth + 1);
-		st_rlx(&sh->st.acquisitions, sh->st.acquisitions + 1);
+		st_relaxed(&sh->st.depth, sh->st.depth + 1);
+		st_relaxed(&sh->st.acquisitions, sh->st.acquisitions + 1);
 		return;
 	}
 	uint64_t now = lp_ticks();
 	lp_prof_acquired(sh, me, now, contended, contended ? now - t0 : 0);
-	st_rlx(&sh->owner, me);
+	st_relaxed(&sh->owner, me);
 }
 
 /*
@@ -158,17 +158,17 @@ static void real_acquired(struct lp_shadow *sh, pthread_t me, int contended, uin
  */
 static int real_releasing(struct lp_shadow *sh, pthread_t me)
 {
-	pthread_t owner = ld_rlx(&sh->owner);
+	pthread_t owner = ld_relaxed(&sh->owner);
 	if (!owner)
 		return 0;
 	if (sh->label != LP_PTHREAD && sh->label != LP_PP && !pthread_equal(owner, me))
 		return 0;
 	if (sh->st.depth > 1) {
-		st_rlx(&sh->st.depth, sh->st.depth - 1);
+		st_relaxed(&sh->st.depth, sh->st.depth - 1);
 		return 1;
 	}
 	lp_prof_released(sh, lp_ticks());
-	st_rlx(&sh->owner, 0);
+	st_relaxed(&sh->owner, 0);
 	return 1;
 }
 
@@ -200,7 +200,7 @@ static int real_timed(struct lp_shadow *sh, pthread_mutex_t *m, int clocked, clo
 	if (rc == 0)
 		real_acquired(sh, me, 1, t0);
 	else if (rc == ETIMEDOUT)
-		__atomic_fetch_add(&sh->st.try_busy, 1, __ATOMIC_RELAXED);
+		faa_relaxed(&sh->st.try_busy, 1);
 	return rc;
 }
 
@@ -263,7 +263,7 @@ int lp_mutex_trylock(pthread_mutex_t *m, void *caller)
 	if (rc == 0)
 		real_acquired(sh, pthread_self(), 0, 0);
 	else if (rc == EBUSY)
-		__atomic_fetch_add(&sh->st.try_busy, 1, __ATOMIC_RELAXED);
+		faa_relaxed(&sh->st.try_busy, 1);
 	return rc;
 }
 
@@ -338,7 +338,7 @@ int lp_mutex_destroy(pthread_mutex_t *m)
 		return lp_real.mutex_destroy(m);
 	if (label == LP_LOCUS) {
 		struct lp_shadow *sh = lp_shadow_peek(m, LP_LOCUS);
-		if (sh && sh != &lp_shadow_real && ld_rlx(&sh->owner))
+		if (sh && sh != &lp_shadow_real && ld_relaxed(&sh->owner))
 			return EBUSY;
 		lp_shadow_detach(m);
 		return lp_real.mutex_destroy(m);

@@ -24,13 +24,12 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/atomic.h"
+#include "common/clock.h"
 #include "locus/lock.h"
 
 #define lp_likely(x)   __builtin_expect(!!(x), 1)
 #define lp_unlikely(x) __builtin_expect(!!(x), 0)
-
-#define ld_rlx(p)    __atomic_load_n((p), __ATOMIC_RELAXED)
-#define st_rlx(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 enum lp_mode { LP_PASS = 0, LP_PROFILE, LP_REPLACE };
 
@@ -77,11 +76,14 @@ struct lp_config {
 	locus_lock tpl;	     /* LP_REPLACE: the configuration every new lock copies */
 	char lock_spec[96];  /* canonical spec, or "pthread" */
 	char json_path[512]; /* "" = text only */
-	unsigned top;	     /* LOCUS_PROFILE_TOP */
+	unsigned top;	     /* LOCUS_PROFILE_TOP, 1..LP_TOP_LIMIT */
 	int pid;	     /* of the process that configured (a forked child differs) */
 };
 
 extern struct lp_config lp_cfg;
+
+/* Most rows the profile prints (LOCUS_PROFILE_TOP=0 asks for this many). */
+#define LP_TOP_LIMIT 4096
 extern struct lp_real lp_real;
 
 /* ---- configuration (config.c) ------------------------------------------ */
@@ -96,7 +98,7 @@ int lp_ready_slow(void);
  */
 static inline int lp_ready(void)
 {
-	if (lp_likely(__atomic_load_n(&lp_state, __ATOMIC_ACQUIRE) == 2))
+	if (lp_likely(ld_acquire(&lp_state) == 2))
 		return 1;
 	return lp_ready_slow();
 }
@@ -172,7 +174,7 @@ extern uint64_t lp_recycled_used, lp_recycled_acquisitions;
 /* What label a mutex of this glibc __kind gets in the current mode. */
 static inline uint32_t lp_label_of(const pthread_mutex_t *m, int replace)
 {
-	int k = ld_rlx(&m->__data.__kind);
+	int k = ld_relaxed(&m->__data.__kind);
 	if (lp_likely((k & ~GL_ELISION) == 0))
 		return replace ? LP_LOCUS : LP_PTHREAD; /* normal */
 	if (k & (GL_ROBUST | GL_PSHARED))
@@ -229,9 +231,7 @@ static inline uint64_t lp_ticks(void)
 #if defined(__x86_64__) || defined(__i386__)
 	return __builtin_ia32_rdtsc();
 #else
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return mono_ns();
 #endif
 }
 

@@ -17,24 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/parse.h"
 #include "preload.h"
 
 #define HIST_MAX  (1u << 18) /* histograms: one per contended mutex, 2 KiB each */
-#define TOP_LIMIT 4096
 
 static uint64_t *hist_arena;
 static uint64_t hist_next;
 static uint64_t base_ticks, base_ns;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- recording ---------------------------------------------------------- */
 
@@ -65,7 +57,7 @@ static uint64_t *hist_alloc(void)
 {
 	if (!hist_arena)
 		return NULL;
-	uint64_t i = __atomic_fetch_add(&hist_next, 1, __ATOMIC_RELAXED);
+	uint64_t i = faa_relaxed(&hist_next, 1);
 	if (i >= HIST_MAX)
 		return NULL;
 	return hist_arena + i * LP_HIST_BUCKETS;
@@ -75,7 +67,7 @@ static uint64_t *hist_alloc(void)
    running meanwhile reads whole values. */
 static inline void bump(uint64_t *p, uint64_t by)
 {
-	st_rlx(p, ld_rlx(p) + by);
+	st_relaxed(p, ld_relaxed(p) + by);
 }
 
 void lp_prof_acquired(struct lp_shadow *sh, pthread_t self, uint64_t now, int contended,
@@ -86,20 +78,20 @@ void lp_prof_acquired(struct lp_shadow *sh, pthread_t self, uint64_t now, int co
 	if (!pthread_equal(s->last_owner, self)) {
 		if (s->last_owner)
 			bump(&s->changes, 1);
-		st_rlx(&s->last_owner, self);
+		st_relaxed(&s->last_owner, self);
 	}
 	if (contended) {
 		bump(&s->contended, 1);
 		bump(&s->wait_total, waited);
 		if (waited > s->wait_max)
-			st_rlx(&s->wait_max, waited);
+			st_relaxed(&s->wait_max, waited);
 		if (!s->hist)
-			__atomic_store_n(&s->hist, hist_alloc(), __ATOMIC_RELEASE);
+			st_release(&s->hist, hist_alloc());
 		if (s->hist)
 			bump(&s->hist[bucket_of(waited)], 1);
 	}
-	st_rlx(&s->t_acquired, now);
-	st_rlx(&s->depth, 1);
+	st_relaxed(&s->t_acquired, now);
+	st_relaxed(&s->depth, 1);
 }
 
 void lp_prof_released(struct lp_shadow *sh, uint64_t now)
@@ -108,8 +100,8 @@ void lp_prof_released(struct lp_shadow *sh, uint64_t now)
 	uint64_t held = now - s->t_acquired;
 	bump(&s->hold_total, held);
 	if (held > s->hold_max)
-		st_rlx(&s->hold_max, held);
-	st_rlx(&s->depth, 0);
+		st_relaxed(&s->hold_max, held);
+	st_relaxed(&s->depth, 0);
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -190,26 +182,26 @@ static void read_row(const struct lp_shadow *sh, struct row *r)
 	const struct lp_stats *s = &sh->st;
 	r->sh = sh;
 	r->id = sh->id;
-	r->mutex = ld_rlx(&sh->mutex);
+	r->mutex = ld_relaxed(&sh->mutex);
 	r->caller = sh->first_caller;
 	r->label = sh->label;
-	r->acq = ld_rlx(&s->acquisitions);
-	r->changes = ld_rlx(&s->changes);
-	r->cont = ld_rlx(&s->contended);
-	r->try_busy = ld_rlx(&s->try_busy);
-	r->wait_total = ld_rlx(&s->wait_total);
-	r->wait_max = ld_rlx(&s->wait_max);
-	r->hold_total = ld_rlx(&s->hold_total);
-	r->hold_max = ld_rlx(&s->hold_max);
+	r->acq = ld_relaxed(&s->acquisitions);
+	r->changes = ld_relaxed(&s->changes);
+	r->cont = ld_relaxed(&s->contended);
+	r->try_busy = ld_relaxed(&s->try_busy);
+	r->wait_total = ld_relaxed(&s->wait_total);
+	r->wait_max = ld_relaxed(&s->wait_max);
+	r->hold_total = ld_relaxed(&s->hold_total);
+	r->hold_max = ld_relaxed(&s->hold_max);
 	r->wait_p99 = 0;
-	const uint64_t *h = __atomic_load_n(&s->hist, __ATOMIC_ACQUIRE);
+	const uint64_t *h = ld_acquire(&s->hist);
 	if (h && r->cont) {
 		uint64_t n = 0;
 		for (unsigned i = 0; i < LP_HIST_BUCKETS; i++)
-			n += ld_rlx(&h[i]);
+			n += ld_relaxed(&h[i]);
 		uint64_t need = (n * 99 + 99) / 100, seen = 0;
 		for (unsigned i = 0; i < LP_HIST_BUCKETS && n; i++) {
-			seen += ld_rlx(&h[i]);
+			seen += ld_relaxed(&h[i]);
 			if (seen >= need) {
 				r->wait_p99 = bucket_top(i);
 				break;
@@ -232,7 +224,7 @@ static int row_before(const struct row *a, const struct row *b)
 	return a->id < b->id;
 }
 
-static struct row top[TOP_LIMIT];
+static struct row top[LP_TOP_LIMIT];
 
 struct summary {
 	unsigned ntop;
@@ -249,7 +241,7 @@ static void collect(struct summary *sum, unsigned limit)
 	uint64_t n = lp_shadow_count();
 	for (uint64_t i = 0; i < n; i++) {
 		const struct lp_shadow *sh = lp_shadow_at(i);
-		uint32_t state = __atomic_load_n(&sh->state, __ATOMIC_ACQUIRE);
+		uint32_t state = ld_acquire(&sh->state);
 		if (state != SH_LIVE && state != SH_DEAD)
 			continue;
 		struct row r;
@@ -272,9 +264,9 @@ static void collect(struct summary *sum, unsigned limit)
 		if (sum->ntop < limit)
 			sum->ntop++;
 	}
-	sum->recycled = __atomic_load_n(&lp_recycled_used, __ATOMIC_RELAXED);
+	sum->recycled = ld_relaxed(&lp_recycled_used);
 	sum->used += sum->recycled;
-	sum->acquisitions += __atomic_load_n(&lp_recycled_acquisitions, __ATOMIC_RELAXED);
+	sum->acquisitions += ld_relaxed(&lp_recycled_acquisitions);
 }
 
 /* Ticks per nanosecond, measured since setup (at least 10 ms of it). */
@@ -476,7 +468,7 @@ static void write_json(int fd, const struct summary *sum)
 void lp_profile_write(int text_fd, const char *json_path)
 {
 	static struct summary sum;
-	unsigned limit = lp_cfg.top < TOP_LIMIT ? lp_cfg.top : TOP_LIMIT;
+	unsigned limit = lp_cfg.top;
 	collect(&sum, limit ? limit : 1);
 	sum.ticks_per_ns = calibrate(&sum.seconds);
 	if (text_fd >= 0)
@@ -497,10 +489,10 @@ static int reported_pid;
 /* Once per process; a forked child writes JSON to PATH.<pid>, and nothing if it locked nothing. */
 void lp_profile_report(void)
 {
-	if (!lp_cfg.profiling || __atomic_load_n(&lp_state, __ATOMIC_ACQUIRE) != 2)
+	if (!lp_cfg.profiling || ld_acquire(&lp_state) != 2)
 		return;
 	int pid = getpid();
-	if (__atomic_exchange_n(&reported_pid, pid, __ATOMIC_ACQ_REL) == pid)
+	if (xchg_acqrel(&reported_pid, pid) == pid)
 		return;
 	char path[sizeof(lp_cfg.json_path) + 16];
 	snprintf(path, sizeof(path), "%s", lp_cfg.json_path);
@@ -537,11 +529,13 @@ static void setup_signal(void)
 		return;
 	if (strncmp(s, "SIG", 3) == 0)
 		s += 3;
+	uint32_t num = 0;
 	int sig = strcmp(s, "USR1") == 0   ? SIGUSR1
 		  : strcmp(s, "USR2") == 0 ? SIGUSR2
 		  : strcmp(s, "HUP") == 0  ? SIGHUP
-					   : atoi(s);
-	if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP) {
+		  : parse_num_u32(s, 1, NSIG - 1, &num) == 0 ? (int)num
+							      : 0;
+	if (sig <= 0 || sig == SIGKILL || sig == SIGSTOP) {
 		lp_say("LOCUS_PROFILE_SIGNAL=%s is not a signal; ignored", s);
 		return;
 	}

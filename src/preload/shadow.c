@@ -75,13 +75,13 @@ int lp_shadow_setup(void)
 /* The free list is touched only when a mutex is first locked or destroyed. */
 static void free_list_lock(void)
 {
-	while (__atomic_exchange_n(&free_lock, 1, __ATOMIC_ACQUIRE))
+	while (xchg_acquire(&free_lock, 1))
 		sched_yield();
 }
 
 static void free_list_unlock(void)
 {
-	__atomic_store_n(&free_lock, 0, __ATOMIC_RELEASE);
+	st_release(&free_lock, 0);
 }
 
 static struct lp_shadow *shadow_alloc(void)
@@ -93,9 +93,9 @@ static struct lp_shadow *shadow_alloc(void)
 	free_list_unlock();
 	if (sh)
 		return sh;
-	uint64_t i = __atomic_fetch_add(&arena_next, 1, __ATOMIC_RELAXED);
+	uint64_t i = faa_relaxed(&arena_next, 1);
 	if (i >= ARENA_SHADOWS) {
-		__atomic_store_n(&arena_next, ARENA_SHADOWS, __ATOMIC_RELAXED);
+		st_relaxed(&arena_next, ARENA_SHADOWS);
 		return NULL;
 	}
 #if defined(__SANITIZE_ADDRESS__)
@@ -110,10 +110,10 @@ static struct lp_shadow *shadow_alloc(void)
 /* Back to the free list; the mutex must no longer point here. */
 static void shadow_free(struct lp_shadow *sh)
 {
-	if (sh->label == LP_LOCUS && ld_rlx(&sh->owner) == 0)
+	if (sh->label == LP_LOCUS && ld_relaxed(&sh->owner) == 0)
 		locus_lock_destroy(&sh->lock);
-	st_rlx(&sh->mutex, NULL);
-	__atomic_store_n(&sh->state, SH_FREE, __ATOMIC_RELEASE);
+	st_relaxed(&sh->mutex, NULL);
+	st_release(&sh->state, SH_FREE);
 	free_list_lock();
 	sh->next_free = free_list;
 	free_list = sh;
@@ -127,15 +127,14 @@ static void shadow_free(struct lp_shadow *sh)
  */
 static void shadow_retire(struct lp_shadow *sh)
 {
-	if (lp_cfg.profiling && ld_rlx(&sh->st.contended) > 0) {
-		st_rlx(&sh->mutex, NULL);
-		__atomic_store_n(&sh->state, SH_DEAD, __ATOMIC_RELEASE);
+	if (lp_cfg.profiling && ld_relaxed(&sh->st.contended) > 0) {
+		st_relaxed(&sh->mutex, NULL);
+		st_release(&sh->state, SH_DEAD);
 		return;
 	}
-	if (lp_cfg.profiling && ld_rlx(&sh->st.acquisitions) > 0) {
-		__atomic_fetch_add(&lp_recycled_used, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&lp_recycled_acquisitions, ld_rlx(&sh->st.acquisitions),
-				   __ATOMIC_RELAXED);
+	if (lp_cfg.profiling && ld_relaxed(&sh->st.acquisitions) > 0) {
+		faa_relaxed(&lp_recycled_used, 1);
+		faa_relaxed(&lp_recycled_acquisitions, ld_relaxed(&sh->st.acquisitions));
 	}
 	shadow_free(sh);
 }
@@ -149,7 +148,7 @@ static struct lp_shadow *validate(pthread_mutex_t *m, void *p, uint32_t label)
 	uintptr_t off = (uintptr_t)sh - (uintptr_t)arena;
 	if (off >= ARENA_SHADOWS * sizeof(struct lp_shadow) || off % sizeof(struct lp_shadow))
 		return NULL;
-	if (ld_rlx(&sh->mutex) != m || ld_rlx(&sh->label) != label)
+	if (ld_relaxed(&sh->mutex) != m || ld_relaxed(&sh->label) != label)
 		return NULL;
 	return sh;
 }
@@ -160,14 +159,14 @@ static struct lp_shadow *ours(pthread_mutex_t *m, void *p)
 	struct lp_shadow *sh = p;
 	uintptr_t off = (uintptr_t)sh - (uintptr_t)arena;
 	if (!arena || off >= ARENA_SHADOWS * sizeof(struct lp_shadow) ||
-	    off % sizeof(struct lp_shadow) || ld_rlx(&sh->mutex) != m)
+	    off % sizeof(struct lp_shadow) || ld_relaxed(&sh->mutex) != m)
 		return NULL;
 	return sh;
 }
 
 struct lp_shadow *lp_shadow_peek(pthread_mutex_t *m, uint32_t label)
 {
-	return validate(m, __atomic_load_n(slot(m), __ATOMIC_ACQUIRE), label);
+	return validate(m, ld_acquire(slot(m)), label);
 }
 
 /* Reset a profile, keeping (zeroed) the histogram a recycled shadow already has. */
@@ -184,19 +183,19 @@ static void shadow_prepare(struct lp_shadow *sh, pthread_mutex_t *m, uint32_t la
 {
 	stats_clear(&sh->st);
 	sh->label = label;
-	sh->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
+	sh->id = aaf_relaxed(&next_id, 1);
 	sh->first_caller = caller;
 	sh->owner = 0;
 	sh->next_free = NULL;
 	if (label == LP_LOCUS)
 		lp_lock_init(&sh->lock);
-	st_rlx(&sh->mutex, m);
-	__atomic_store_n(&sh->state, SH_LIVE, __ATOMIC_RELEASE);
+	st_relaxed(&sh->mutex, m);
+	st_release(&sh->state, SH_LIVE);
 }
 
 struct lp_shadow *lp_shadow_get(pthread_mutex_t *m, uint32_t label, void *caller)
 {
-	void *seen = __atomic_load_n(slot(m), __ATOMIC_ACQUIRE);
+	void *seen = ld_acquire(slot(m));
 	struct lp_shadow *sh = validate(m, seen, label);
 	if (lp_likely(sh != NULL))
 		return sh;
@@ -206,9 +205,8 @@ struct lp_shadow *lp_shadow_get(pthread_mutex_t *m, uint32_t label, void *caller
 	for (;;) {
 		/* Either install ours or adopt the one another first locker installed. */
 		struct lp_shadow *mine = fresh ? fresh : &lp_shadow_real;
-		if (__atomic_compare_exchange_n(slot(m), (struct __pthread_internal_list **)&seen,
-						(struct __pthread_internal_list *)mine, 0,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		if (cas_acqrel(slot(m), (struct __pthread_internal_list **)&seen,
+			       (struct __pthread_internal_list *)mine)) {
 			struct lp_shadow *old = ours(m, seen);
 			if (old)
 				shadow_retire(old); /* the bytes now say another type */
@@ -227,13 +225,12 @@ struct lp_shadow *lp_shadow_get(pthread_mutex_t *m, uint32_t label, void *caller
    mutex's list, which is glibc's. */
 void lp_shadow_detach(pthread_mutex_t *m)
 {
-	void *p = __atomic_load_n(slot(m), __ATOMIC_ACQUIRE);
+	void *p = ld_acquire(slot(m));
 	struct lp_shadow *sh = ours(m, p);
-	if (sh && __atomic_compare_exchange_n(slot(m), (struct __pthread_internal_list **)&p, NULL,
-					      0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+	if (sh && cas_acqrel_relaxed(slot(m), (struct __pthread_internal_list **)&p, NULL))
 		shadow_retire(sh);
 	else if (p == &lp_shadow_real)
-		__atomic_store_n(slot(m), NULL, __ATOMIC_RELEASE);
+		st_release(slot(m), NULL);
 }
 
 struct lp_shadow *lp_shadow_at(uint64_t i)
@@ -243,7 +240,7 @@ struct lp_shadow *lp_shadow_at(uint64_t i)
 
 uint64_t lp_shadow_count(void)
 {
-	return arena ? __atomic_load_n(&arena_next, __ATOMIC_ACQUIRE) : 0;
+	return arena ? ld_acquire(&arena_next) : 0;
 }
 
 /*

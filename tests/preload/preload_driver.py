@@ -186,6 +186,30 @@ def cmd_prog(args):
           f"{top['first_locked_at']['symbol']}; counter mutex: {c['contended']} contended")
 
 
+def cmd_env(args):
+    """Bad LOCUS_PROFILE_TOP and LOCUS_PROFILE_SIGNAL values: a warning and the default."""
+    small = [args.prog, "--threads", "2", "--iters", "200", "--many", "12", "--items", "100"]
+    cases = [("5000", 10), ("abc", 10), ("-1", 10), ("99999999999999999999", 10), ("0", 4096), ("3", 3)]
+    for top, rows in cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "profile.json")
+            env = base_env(args.preload, "mcs", path)
+            env["LOCUS_PROFILE_TOP"] = top
+            env["LOCUS_PROFILE_SIGNAL"] = "12x"
+            p = subprocess.run(small, env=env, capture_output=True, text=True, timeout=150)
+            check(p.returncode == 0, f"LOCUS_PROFILE_TOP={top}: exit {p.returncode}\n{p.stderr}")
+            warned = f"LOCUS_PROFILE_TOP={top} is not a number from 0 to 4096; showing 10" in p.stderr
+            check(warned == (rows == 10), f"LOCUS_PROFILE_TOP={top}: warning {warned}:\n{p.stderr}")
+            check("LOCUS_PROFILE_SIGNAL=12x is not a signal; ignored" in p.stderr,
+                  f"no warning for LOCUS_PROFILE_SIGNAL=12x:\n{p.stderr}")
+            with open(path) as f:
+                prof = json.load(f)
+            listed = prof["mutexes_used"] - prof["mutexes_destroyed_unlisted"]
+            check(len(prof["mutexes"]) == min(rows, listed),
+                  f"LOCUS_PROFILE_TOP={top}: {len(prof['mutexes'])} rows of {listed}, expected {min(rows, listed)}")
+            print(f"  LOCUS_PROFILE_TOP={top}: {len(prof['mutexes'])} rows of {listed}, warned {warned}")
+
+
 # ---- memcached ------------------------------------------------------------------
 
 def free_port():
@@ -313,7 +337,7 @@ def cmd_memcached(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["prog", "memcached"])
+    ap.add_argument("what", choices=["prog", "env", "memcached"])
     ap.add_argument("--preload", required=True)
     ap.add_argument("--prog")
     ap.add_argument("--lock", required=True)
@@ -323,6 +347,9 @@ def main():
     try:
         if args.what == "prog":
             cmd_prog(args)
+            rc = 0
+        elif args.what == "env":
+            cmd_env(args)
             rc = 0
         else:
             rc = cmd_memcached(args)
