@@ -25,13 +25,13 @@
 #include <ck_spinlock.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common.h"
+#include "common/atomic.h"
+#include "common/clock.h"
 #include "locus/cs.h"
 #include "locus/delegate.h"
 #include "locus/wait.h"
@@ -72,9 +72,10 @@ struct bench {
 	struct fetchadd_slot *slot;
 	locus_cs **cs;		/* KIND_CS: one per counter */
 	struct peer_lock *lock; /* lock-based peers: one per counter */
+	int own_servers;	/* each executor has its own server thread (mpsc) */
 	pthread_barrier_t start;
 	/* On its own line: every thread reads it every operation; only main writes it, once. */
-	_Alignas(64) atomic_int stop;
+	_Alignas(64) int stop; /* relaxed atomic */
 };
 
 struct worker {
@@ -98,19 +99,11 @@ static int peer_index(const char *name)
 	return -1;
 }
 
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* --delay: work outside the critical section, so that threads do not only contend. */
 static inline void think(uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
-		locus_cpu_relax();
+		cpu_relax();
 }
 
 /* splitmix64: turns the thread index into a well-mixed, nonzero xorshift seed. */
@@ -157,7 +150,7 @@ static int op_post(struct bench *b, size_t i)
 static int op_atomic(struct bench *b, size_t i)
 {
 	/* Relaxed: only the final count matters, and joining the threads publishes it. */
-	uint64_t v = __atomic_add_fetch(&b->slot[i].v, 1, __ATOMIC_RELAXED);
+	uint64_t v = aaf_relaxed(&b->slot[i].v, 1);
 
 	if (b->sqrt_fn)
 		fetchadd_sqrt_after(&b->slot[i], v);
@@ -200,7 +193,7 @@ static void post_done(void *ctx, uint64_t result)
 	uint64_t *slot = ctx;
 
 	(void)result;
-	*slot = now_ns() - *slot;
+	*slot = mono_ns() - *slot;
 }
 
 /* One operation timed into the thread's next sample slot. */
@@ -212,12 +205,12 @@ sampled(struct worker *w, int (*op)(struct bench *, size_t), int post, size_t i)
 	int r;
 
 	if (post) {
-		*slot = now_ns();
+		*slot = mono_ns();
 		return locus_cs_post(w->b->cs[i], w->b->fn, 1, 0, 0, post_done, slot);
 	}
-	t0 = now_ns();
+	t0 = mono_ns();
 	r = op(w->b, i);
-	*slot = now_ns() - t0;
+	*slot = mono_ns() - t0;
 	return r;
 }
 
@@ -233,7 +226,7 @@ loop(struct worker *w, int (*op)(struct bench *, size_t), int post, int lat)
 	struct bench *b = w->b;
 	uint64_t rng = seed_for(w->index), ops = 0, failures = 0;
 
-	while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
+	while (!ld_relaxed(&b->stop)) {
 		size_t i = pick(&rng, b->vars);
 		int r;
 
@@ -326,8 +319,13 @@ static int open_executors(struct bench *b, const char *spec, struct fetchadd_res
 	snprintf(r->spec, sizeof(r->spec), "%s", locus_cs_spec(b->cs[0]));
 	if (locus_cs_is_async(b->cs[0]))
 		b->kind = KIND_POST;
-	/* The runtime starts with the first delegation executor; 0 if none was opened. */
+	/* The runtime starts with the first delegation executor; 0 if none was opened.
+	   Without it, an executor that still has a server (mpsc) has one of its own. */
+	struct locus_cs_server_stats st;
 	r->servers = locus_delegate_servers();
+	b->own_servers = r->servers == 0 && locus_cs_server_stats(b->cs[0], &st) == 0;
+	if (b->own_servers)
+		r->servers = b->vars > UINT32_MAX ? UINT32_MAX : (unsigned)b->vars;
 	return 0;
 }
 
@@ -424,15 +422,21 @@ static int alloc_samples(struct bench *b, struct worker *w, unsigned threads,
 	return 0;
 }
 
-static void server_stats(struct fetchadd_result *r)
+/* Per server: the delegation runtime's, or each executor's own (mpsc: its waits). */
+static void server_stats(const struct bench *b, struct fetchadd_result *r)
 {
-	struct locus_delegate_stats st;
+	for (unsigned i = 0; i < r->servers && i < FETCHADD_MAX_SERVERS; i++) {
+		struct locus_delegate_stats st;
+		struct locus_cs_server_stats own;
 
-	for (unsigned i = 0; i < r->servers && i < FETCHADD_MAX_SERVERS; i++)
-		if (locus_delegate_stats(i, &st) == 0) {
+		if (b->own_servers && locus_cs_server_stats(b->cs[i], &own) == 0) {
+			r->server_requests[i] = own.requests;
+			r->server_sleeps[i] = own.empty_polls;
+		} else if (!b->own_servers && locus_delegate_stats(i, &st) == 0) {
 			r->server_requests[i] = st.requests;
 			r->server_sleeps[i] = st.sleeps;
 		}
+	}
 }
 
 /*
@@ -468,7 +472,7 @@ static int run_threads(struct bench *b, unsigned threads, double duration,
 	pthread_barrier_wait(&b->start);
 	start = bench_now();
 	bench_sleep_until(start + duration);
-	atomic_store_explicit(&b->stop, 1, memory_order_relaxed);
+	st_relaxed(&b->stop, 1);
 	for (i = 0; i < threads; i++) {
 		pthread_join(w[i].tid, NULL);
 		r->ops += w[i].ops;
@@ -478,7 +482,7 @@ static int run_threads(struct bench *b, unsigned threads, double duration,
 	}
 	r->seconds = end - start;
 	pthread_barrier_destroy(&b->start);
-	server_stats(r);
+	server_stats(b, r);
 	err = b->latency ? summarize_latency(w, threads, r) : 0;
 	for (i = 0; i < threads; i++)
 		free(w[i].samples);

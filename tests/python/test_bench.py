@@ -26,6 +26,15 @@ def test_fetchadd_lines_parse_and_have_the_fields(bench):
     assert sum(asyn["server_requests"]) == asyn["ops"]
 
 
+def test_fetchadd_counts_mpsc_servers_one_per_executor(bench):
+    r = bench.run("fetchadd", ["--mechanisms", "mpsc", "--threads", 1, "--vars", 3], 0.05)
+    assert r.ok, r.error
+    (rec,) = r.records
+    assert rec["servers"] == 3
+    assert len(rec["server_requests"]) == 3
+    assert sum(rec["server_requests"]) == rec["ops"]
+
+
 def test_locality_lines_parse_and_have_the_fields(locality_bench):
     args = ["--mechanisms", "mutex,ffwd", "--threads", 1, "--n1", 64, "--n2", 16, "--modify", 2,
             "--msg", 8]
