@@ -68,8 +68,9 @@ asan: deps $(ASAN)/build.ninja
 	ninja -C $(ASAN)
 
 # The release tests include stm (GCC TM cannot be built with sanitizers); the
-# sanitizer builds run every test that their build has.
-test-release: release
+# sanitizer builds run every test that their build has. The venv is there first so
+# that the install test can draw a figure with the installed locus-reproduce.
+test-release: release python
 	ctest --test-dir $(RELEASE) --output-on-failure
 
 test-tsan: tsan

@@ -59,3 +59,24 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+
+# The Python tools that drive an installed locus-bench: locus-demo (every mechanism side by
+# side) and locus-reproduce (the seed figures). Their package goes under the data directory;
+# each script finds it, and the locus-bench beside it, relative to its own place. Drawing
+# needs matplotlib in the python3 that runs them. (tools/dsm-suite runs from a build tree.)
+set(LOCUS_PYDIR ${CMAKE_INSTALL_DATADIR}/locus/python)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/tools/locus_tools DESTINATION ${LOCUS_PYDIR}
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+file(RELATIVE_PATH LOCUS_TOOL_PYDIR_REL "/${CMAKE_INSTALL_BINDIR}" "/${LOCUS_PYDIR}")
+foreach(tool "locus-demo|demo|demo|Every locus mechanism side by side on this machine"
+             "locus-reproduce|cli|reproduce|Reproduces the seed documents' figures on this machine")
+  string(REPLACE "|" ";" tool "${tool}")
+  list(GET tool 0 LOCUS_TOOL_NAME)
+  list(GET tool 1 LOCUS_TOOL_MODULE)
+  list(GET tool 2 LOCUS_TOOL_SOURCE)
+  list(GET tool 3 LOCUS_TOOL_DOC)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/locus-tool.py.in
+                 ${PROJECT_BINARY_DIR}/tools/${LOCUS_TOOL_NAME} @ONLY)
+  install(PROGRAMS ${PROJECT_BINARY_DIR}/tools/${LOCUS_TOOL_NAME}
+          DESTINATION ${CMAKE_INSTALL_BINDIR})
+endforeach()

@@ -13,20 +13,20 @@ import sys
 import time
 from pathlib import Path
 
-from . import registry
+from . import BENCH_DEFAULT, FIGURES_DIR, REPORT_DIR, REPRODUCE, registry
 from .bench import Bench, BenchError, Progress
 from .figure import Setup, count_points, run_figure
 from .machine import describe
 from .table import read_csv, write_csv
 
-DEFAULT_OUT = "build/figures"
-DEFAULT_DEST = "docs/results"
+DEFAULT_OUT = FIGURES_DIR
+DEFAULT_DEST = REPORT_DIR
 
-USAGE = """\
-tools/reproduce --list
-tools/reproduce FIG [FIG...] [--out DIR] [--duration S] [--quick] [--repeat K]
-                [--bench PATH] [--sync SPEC]... [--async SPEC]... [--replot]
-tools/reproduce report [--out DIR] [--dest DIR]"""
+USAGE = f"""\
+{REPRODUCE} --list
+{REPRODUCE} FIG [FIG...] [--out DIR] [--duration S] [--quick] [--repeat K]
+{" " * len(REPRODUCE)} [--bench PATH] [--sync SPEC]... [--async SPEC]... [--replot]
+{REPRODUCE} report [--out DIR] [--dest DIR]"""
 
 DESCRIPTION = """\
 Reproduces figures of the seed documents with locus-bench on this machine. For each
@@ -58,7 +58,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _figure_parser():
-    p = _Parser(prog="tools/reproduce", usage=USAGE, description=DESCRIPTION,
+    p = _Parser(prog=REPRODUCE, usage=USAGE, description=DESCRIPTION,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
                 epilog="figures:\n" + _listing() + "\n  all              every figure above, in this order"
                        "\n\n" + EXIT_STATUS)
@@ -74,7 +74,7 @@ def _figure_parser():
     p.add_argument("--repeat", type=int, default=1, metavar="K",
                    help="measure each point K times; plots and tables use the median (default: 1)")
     p.add_argument("--bench", metavar="PATH",
-                   help="locus-bench binary (default: $LOCUS_BENCH, else build/release/bench/locus-bench)")
+                   help=f"locus-bench binary (default: {BENCH_DEFAULT})")
     p.add_argument("--sync", action="append", metavar="SPEC",
                    help="seed000 figures: synchronous executor spec(s) instead of the figure's "
                         "(default mutex,ttas in 3.5; mutex in 3.6); repeat for several")
@@ -87,7 +87,7 @@ def _figure_parser():
 
 
 def _report_parser():
-    p = _Parser(prog="tools/reproduce report", usage=USAGE.splitlines()[-1],
+    p = _Parser(prog=f"{REPRODUCE} report", usage=USAGE.splitlines()[-1],
                 description="Writes DEST/reproduction.md from the figures found in DIR, copies "
                             "their PNGs and CSVs to DEST, and keeps any text written between "
                             "<!-- analysis:FIG --> and <!-- /analysis:FIG --> in an existing report.")
@@ -107,7 +107,7 @@ def _write_meta(path, fig, setup, argv, rows, started, elapsed, bench):
         "figure": fig.name,
         "seed_ref": fig.seed_ref,
         "caption": fig.caption,
-        "command": "tools/reproduce " + shlex.join(argv),
+        "command": f"{REPRODUCE} " + shlex.join(argv),
         "bench": str(bench.path),
         "duration_s": fig.duration(setup),
         "repeat": setup.repeat,
@@ -162,7 +162,7 @@ def replot(figs, out, machine):
     for fig in figs:
         csv_path = Path(out) / f"{fig.name}.csv"
         if not csv_path.exists():
-            raise UsageError(f"{csv_path} does not exist: run `tools/reproduce {fig.name}` first")
+            raise UsageError(f"{csv_path} does not exist: run `{REPRODUCE} {fig.name}` first")
         rows = read_csv(csv_path)
         draw(fig, rows, machine, path=Path(out) / f"{fig.name}.png")
         print(f"reproduce: redrew {Path(out) / fig.name}.png from its CSV", file=sys.stderr)

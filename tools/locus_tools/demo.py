@@ -13,14 +13,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import registry
+from . import BENCH_DEFAULT, DEMO, DEMO_DIR, registry
 from .bench import Bench, BenchError, Progress, is_server_mechanism
 from .cli import reproduce
 from .figure import Setup
 from .machine import describe
 from .report import write_report
 
-DEFAULT_OUT = "build/demo"
+DEFAULT_OUT = DEMO_DIR
 
 
 @dataclass
@@ -174,13 +174,13 @@ def table(w):
 
 def main(argv=None):
     p = argparse.ArgumentParser(
-        prog="tools/demo",
+        prog=DEMO,
         description="Compares every locus mechanism (and the peers) on this machine in about "
                     "two minutes: short fetch-and-add and locality runs, ranked, with a sentence "
                     "per workload; then quick versions of seed000-fig3-5 and seed002-fig15 and "
                     "their report in --out. Exit status 1 if a measurement failed.")
     p.add_argument("--bench", metavar="PATH",
-                   help="locus-bench binary (default: $LOCUS_BENCH, else build/release/bench/locus-bench)")
+                   help=f"locus-bench binary (default: {BENCH_DEFAULT})")
     p.add_argument("--duration", type=float, default=0.3, metavar="S",
                    help="seconds per measurement (default: 0.3)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
@@ -230,7 +230,7 @@ def main(argv=None):
         setup = Setup(machine=machine, bench=bench, quick=True)
         failures = reproduce(figs, setup, args.out, [f.name for f in figs] + ["--quick", "--out", args.out])
         failed |= failures > 0
-        report = write_report(args.out, args.out, machine, name="report.md", command="tools/demo")
+        report = write_report(args.out, args.out, machine, name="report.md", command=DEMO)
         print()
         for f in figs:
             print(f"  {Path(args.out) / (f.name + '.png')}")

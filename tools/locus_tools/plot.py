@@ -10,7 +10,11 @@ Conventions shared by every figure, so they read alike:
 
 import textwrap
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    raise SystemExit("locus tools: drawing the figures needs Python's matplotlib "
+                     "(pip install matplotlib; in a source tree, scripts/install-python)")
 
 matplotlib.use("Agg")  # before anything imports pyplot: files only, never a window
 

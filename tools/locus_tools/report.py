@@ -12,7 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
-from . import registry
+from . import PYTHON, REPRODUCE, registry
 from .figure import METRICS, aggregate, cycles_label, fmt_x, series_order
 from .table import read_csv
 
@@ -157,7 +157,7 @@ def write_report(out, dest, machine, name=REPORT_NAME, now=None, command=None):
     path = dest / name
     analyses = read_analyses(path.read_text()) if path.exists() else {}
     now = now or datetime.datetime.now()
-    command = command or f"tools/reproduce report --out {out} --dest {dest}"
+    command = command or f"{REPRODUCE} report --out {out} --dest {dest}"
 
     figures = []
     for fig in registry.FIGURES.values():
@@ -195,13 +195,13 @@ def write_report(out, dest, machine, name=REPORT_NAME, now=None, command=None):
         "Commands:",
         "",
         "```sh",
-        *(["build/venv/bin/python " + c for c in commands] or ["make figures"]),
-        f"build/venv/bin/python {command}",
+        *([PYTHON + c for c in commands] or ["make figures"]),
+        f"{PYTHON}{command}",
         "```",
         "",
     ]
     if not figures:
-        lines += [f"No figures found in {out}: run `tools/reproduce all` first.", ""]
+        lines += [f"No figures found in {out}: run `{REPRODUCE} all` first.", ""]
     for fig, base in figures:
         lines += _section(fig, base, out, dest, analyses)
     shown = {fig.name for fig, _ in figures}
