@@ -108,6 +108,7 @@ void fetchadd_usage(FILE *out)
 		"                      threads), then no more are taken. The table shows\n"
 		"                      median/p99 instead of Mops/s; --json adds\n"
 		"                      latency_ns_median, latency_ns_p99, latency_ns_mean,\n"
+		"                      latency_ns_max (of the sampled operations),\n"
 		"                      latency_samples and latency_every.\n"
 		"  --json              one JSON object per measurement on stdout, the table on\n"
 		"                      stderr. Fields: mechanism (as written), spec (as\n"
@@ -117,7 +118,9 @@ void fetchadd_usage(FILE *out)
 		"                      server_requests and server_sleeps (per server, the\n"
 		"                      first 64; for mpsc, sleeps counts its waits for work),\n"
 		"                      vars, duration_s, requested_s, ops, mops,\n"
-		"                      oversubscribed (threads + servers > CPUs), cpus, delay.\n"
+		"                      oversubscribed (threads + servers > CPUs), cpus, delay,\n"
+		"                      jain (Jain's fairness index of the threads' increment\n"
+		"                      counts: 1 all equal, 1/threads one thread did all).\n"
 		"  --help              this text\n"
 		"\n"
 		"Output: a table of Mops/s (million increments per second; with --latency,\n"
@@ -283,10 +286,10 @@ static void print_json(const struct config *c, const char *written, const struct
 	bench_json_string(stdout, r->spec);
 	printf(",\"fn\":\"%s\",\"threads\":%u,\"servers\":%u,\"vars\":%zu,\"duration_s\":%.6f,"
 	       "\"requested_s\":%.6f,\"ops\":%llu,\"mops\":%.4f,\"oversubscribed\":%s,"
-	       "\"cpus\":%ld,\"delay\":%llu",
+	       "\"cpus\":%ld,\"delay\":%llu,\"jain\":%.4f",
 	       fn_name(p->fn), p->threads, r->servers, p->vars, r->seconds, p->duration,
 	       (unsigned long long)r->ops, cell->mops, cell->oversubscribed ? "true" : "false",
-	       c->cpus, (unsigned long long)p->delay);
+	       c->cpus, (unsigned long long)p->delay, r->jain);
 	if (r->servers) {
 		printf(",\"server_requests\":[");
 		for (unsigned i = 0; i < r->servers && i < FETCHADD_MAX_SERVERS; i++)
@@ -299,11 +302,11 @@ static void print_json(const struct config *c, const char *written, const struct
 	if (p->latency) {
 		if (r->lat_samples)
 			printf(",\"latency_ns_median\":%.0f,\"latency_ns_p99\":%.0f,"
-			       "\"latency_ns_mean\":%.1f",
-			       r->lat_median, r->lat_p99, r->lat_mean);
+			       "\"latency_ns_mean\":%.1f,\"latency_ns_max\":%.0f",
+			       r->lat_median, r->lat_p99, r->lat_mean, r->lat_max);
 		else
 			printf(",\"latency_ns_median\":null,\"latency_ns_p99\":null,"
-			       "\"latency_ns_mean\":null");
+			       "\"latency_ns_mean\":null,\"latency_ns_max\":null");
 		printf(",\"latency_samples\":%llu,\"latency_every\":%d",
 		       (unsigned long long)r->lat_samples, FETCHADD_SAMPLE_EVERY);
 	}

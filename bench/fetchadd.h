@@ -67,9 +67,12 @@ struct fetchadd_result {
 	unsigned servers;	/* delegation server threads during the run (0: none) */
 	uint64_t server_requests[FETCHADD_MAX_SERVERS]; /* requests each server served */
 	uint64_t server_sleeps[FETCHADD_MAX_SERVERS];	/* times each server parked */
+	/* Jain's fairness index of the threads' operation counts: (sum x)^2 / (n sum x^2), from
+	   1/n (one thread did everything) to 1 (all did the same); 0 when nothing ran */
+	double jain;
 	/* --latency, in ns, over every sampled operation of every thread */
 	uint64_t lat_samples;
-	double lat_median, lat_p99, lat_mean;
+	double lat_median, lat_p99, lat_mean, lat_max;
 	char spec[256]; /* locus_cs_spec() of the executor, or the peer name */
 	char err[512];
 };

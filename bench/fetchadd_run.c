@@ -370,6 +370,18 @@ static int cmp_u64(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
+/* Jain's index of the threads' operation counts (1: all equal; 1/n: one thread did all). */
+static double jain_index(const struct worker *w, unsigned threads)
+{
+	double sum = 0, squares = 0;
+
+	for (unsigned i = 0; i < threads; i++) {
+		sum += (double)w[i].ops;
+		squares += (double)w[i].ops * (double)w[i].ops;
+	}
+	return squares > 0 ? sum * sum / ((double)threads * squares) : 0;
+}
+
 /* Merge every thread's samples and summarize them into r (nearest-rank percentiles). */
 static int summarize_latency(const struct worker *w, unsigned threads, struct fetchadd_result *r)
 {
@@ -397,6 +409,7 @@ static int summarize_latency(const struct worker *w, unsigned threads, struct fe
 	r->lat_mean = sum / (double)n;
 	r->lat_median = (double)all[(n - 1) / 2];
 	r->lat_p99 = (double)all[(size_t)ceil(0.99 * (double)n) - 1];
+	r->lat_max = (double)all[n - 1];
 	free(all);
 	return 0;
 }
@@ -483,6 +496,7 @@ static int run_threads(struct bench *b, unsigned threads, double duration,
 	r->seconds = end - start;
 	pthread_barrier_destroy(&b->start);
 	server_stats(b, r);
+	r->jain = jain_index(w, threads);
 	err = b->latency ? summarize_latency(w, threads, r) : 0;
 	for (i = 0; i < threads; i++)
 		free(w[i].samples);

@@ -5,7 +5,7 @@ import pytest
 from locus_tools.bench import Bench, BenchError, is_server_mechanism, parse_json_lines
 
 FETCHADD_FIELDS = {"bench", "mechanism", "spec", "fn", "threads", "servers", "vars", "duration_s",
-                   "requested_s", "ops", "mops", "oversubscribed", "cpus", "delay"}
+                   "requested_s", "ops", "mops", "oversubscribed", "cpus", "delay", "jain"}
 LOCALITY_FIELDS = {"bench", "mechanism", "spec", "mode", "threads", "servers", "n1", "n2", "modify",
                    "msg", "duration_s", "requested_s", "iterations", "iters_per_s", "cpu_s",
                    "cpu_ns_per_iter", "cycles_per_iter", "server_busy_pct", "oversubscribed", "cpus"}
@@ -24,6 +24,18 @@ def test_fetchadd_lines_parse_and_have_the_fields(bench):
     assert asyn["servers"] == 1
     assert len(asyn["server_requests"]) == asyn["servers"]
     assert sum(asyn["server_requests"]) == asyn["ops"]
+
+
+def test_fetchadd_reports_fairness_and_the_longest_sampled_wait(bench):
+    r = bench.run("fetchadd", ["--mechanisms", "ticket", "--threads", 1, "--vars", 1, "--latency"], 0.05)
+    assert r.ok, r.error
+    (one,) = r.records
+    assert one["jain"] == 1.0  # one thread is always fair to itself
+    assert one["latency_ns_max"] >= one["latency_ns_p99"] >= one["latency_ns_median"] > 0
+    r = bench.run("fetchadd", ["--mechanisms", "ticket", "--threads", 4, "--vars", 1], 0.1)
+    assert r.ok, r.error
+    (four,) = r.records
+    assert 0.25 <= four["jain"] <= 1.0
 
 
 def test_fetchadd_counts_mpsc_servers_one_per_executor(bench):
