@@ -23,6 +23,8 @@
 #define MAX_SERVERS	 FETCHADD_MAX_SERVERS
 #define MAX_VARS	 (1u << 20)
 #define MAX_DELAY	 1000000000ull
+#define MAX_SECTION_NS	 1000000000ull /* a second */
+#define MAX_LATENCY_EVERY 1000000ull
 #define MAX_DURATION	 86400.0
 #define SETUP_VARS_PER_S 50000.0 /* counters (and executors) set up per second, at worst */
 
@@ -36,7 +38,9 @@ struct config {
 	uint64_t delay;
 	uint64_t servers; /* --servers: for delegation specs that do not say servers= */
 	enum fetchadd_fn fn;
+	uint64_t section_ns;
 	int latency;
+	uint64_t latency_every;
 	int json;
 	long cpus;
 };
@@ -63,7 +67,8 @@ void fetchadd_usage(FILE *out)
 	fprintf(out,
 		"usage: locus-bench fetchadd [--mechanisms LIST] [--threads LIST] [--vars LIST]\n"
 		"                            [--duration SECONDS] [--delay N] [--servers N]\n"
-		"                            [--fn add|sqrt] [--latency] [--json]\n"
+		"                            [--fn add|sqrt] [--section-ns N] [--latency]\n"
+		"                            [--latency-every K] [--json]\n"
 		"\n"
 		"Threads increment counters picked uniformly at random among V, each counter on\n"
 		"its own cache line and guarded by its own instance of the mechanism (one\n"
@@ -98,8 +103,14 @@ void fetchadd_usage(FILE *out)
 		"                      default); sqrt also stores the square root of the new\n"
 		"                      value beside it (a slower section, seed 002 Figure 9).\n"
 		"                      peer:atomic does the square root after its atomic add.\n"
-		"  --latency           also time one operation in %d: for an asynchronous\n"
-		"                      executor from before its post until its callback runs\n"
+		"  --section-ns N      make every critical section last N ns (it increments,\n"
+		"                      then is busy until N ns have passed; default 0: as\n"
+		"                      --fn is; at most 1 s): long sections for fairness and\n"
+		"                      the longest wait. Only with --fn add; not peer:atomic;\n"
+		"                      stm runs such sections irrevocably.\n"
+		"  --latency           also time one operation in K (default %d): for an\n"
+		"                      asynchronous executor from before its post until its\n"
+		"                      callback runs\n"
 		"                      (callbacks run on the posting thread, inside its later\n"
 		"                      posts or drain, so this includes the time until it\n"
 		"                      looks), otherwise the call. CLOCK_MONOTONIC, in ns,\n"
@@ -110,6 +121,8 @@ void fetchadd_usage(FILE *out)
 		"                      latency_ns_median, latency_ns_p99, latency_ns_mean,\n"
 		"                      latency_ns_max (of the sampled operations),\n"
 		"                      latency_samples and latency_every.\n"
+		"  --latency-every K   --latency, timing one operation in K (1: every one, for\n"
+		"                      the longest wait; at most 1000000)\n"
 		"  --json              one JSON object per measurement on stdout, the table on\n"
 		"                      stderr. Fields: mechanism (as written), spec (as\n"
 		"                      measured, every default explicit), fn, threads (clients),\n"
@@ -119,6 +132,7 @@ void fetchadd_usage(FILE *out)
 		"                      first 64; for mpsc, sleeps counts its waits for work),\n"
 		"                      vars, duration_s, requested_s, ops, mops,\n"
 		"                      oversubscribed (threads + servers > CPUs), cpus, delay,\n"
+		"                      section_ns,\n"
 		"                      jain (Jain's fairness index of the threads' increment\n"
 		"                      counts: 1 all equal, 1/threads one thread did all).\n"
 		"  --help              this text\n"
@@ -240,6 +254,17 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 		c->latency = 1;
 		return 0;
 	}
+	if ((r = bench_option(PROG, argc, argv, i, "--latency-every", &v)) != 0) {
+		if (r > 0 && opts_uint(v, 1, MAX_LATENCY_EVERY, &c->latency_every, err, sizeof(err)))
+			return complain("--latency-every: %s", err);
+		c->latency = 1;
+		return r < 0 ? 2 : 0;
+	}
+	if ((r = bench_option(PROG, argc, argv, i, "--section-ns", &v)) != 0) {
+		if (r > 0 && opts_uint(v, 0, MAX_SECTION_NS, &c->section_ns, err, sizeof(err)))
+			return complain("--section-ns: %s", err);
+		return r < 0 ? 2 : 0;
+	}
 	if (argv[*i][0] == '-')
 		return complain("unknown option '%s' (see --help)", argv[*i]);
 	return complain("unexpected argument '%s' (see --help)", argv[*i]);
@@ -259,12 +284,30 @@ static int parse_args(int argc, char **argv, struct config *c)
 	c->duration = 1.0;
 	c->servers = 1;
 	c->fn = FETCHADD_ADD;
+	c->latency_every = FETCHADD_SAMPLE_EVERY;
 	c->cpus = bench_cpus();
 	c->mechs = (struct mechlist){.prog = PROG, .peers = fetchadd_peers};
 	for (i = 1; i < argc; i++)
 		if (parse_arg(argc, argv, &i, c))
 			return 2;
-	return apply_defaults(c);
+	if (c->section_ns && c->fn == FETCHADD_SQRT)
+		return complain("--section-ns sets the section itself: use it with --fn add");
+	if (apply_defaults(c))
+		return 2;
+	/* peer:atomic has no section to lengthen: refused if asked for, left out of "all". */
+	for (size_t m = 0; c->section_ns && m < c->mechs.n; m++) {
+		if (strcmp(c->mechs.m[m].spec, "peer:atomic") != 0)
+			continue;
+		if (!c->mechs.m[m].from_all)
+			return complain("--section-ns: peer:atomic has no critical section to "
+					"lengthen (leave it out of --mechanisms)");
+		free(c->mechs.m[m].spec);
+		memmove(&c->mechs.m[m], &c->mechs.m[m + 1],
+			(c->mechs.n - m - 1) * sizeof(c->mechs.m[0]));
+		c->mechs.n--;
+		m--;
+	}
+	return 0;
 }
 
 static const char *fn_name(enum fetchadd_fn fn)
@@ -286,10 +329,10 @@ static void print_json(const struct config *c, const char *written, const struct
 	bench_json_string(stdout, r->spec);
 	printf(",\"fn\":\"%s\",\"threads\":%u,\"servers\":%u,\"vars\":%zu,\"duration_s\":%.6f,"
 	       "\"requested_s\":%.6f,\"ops\":%llu,\"mops\":%.4f,\"oversubscribed\":%s,"
-	       "\"cpus\":%ld,\"delay\":%llu,\"jain\":%.4f",
+	       "\"cpus\":%ld,\"delay\":%llu,\"section_ns\":%llu,\"jain\":%.4f",
 	       fn_name(p->fn), p->threads, r->servers, p->vars, r->seconds, p->duration,
 	       (unsigned long long)r->ops, cell->mops, cell->oversubscribed ? "true" : "false",
-	       c->cpus, (unsigned long long)p->delay, r->jain);
+	       c->cpus, (unsigned long long)p->delay, (unsigned long long)c->section_ns, r->jain);
 	if (r->servers) {
 		printf(",\"server_requests\":[");
 		for (unsigned i = 0; i < r->servers && i < FETCHADD_MAX_SERVERS; i++)
@@ -307,8 +350,8 @@ static void print_json(const struct config *c, const char *written, const struct
 		else
 			printf(",\"latency_ns_median\":null,\"latency_ns_p99\":null,"
 			       "\"latency_ns_mean\":null,\"latency_ns_max\":null");
-		printf(",\"latency_samples\":%llu,\"latency_every\":%d",
-		       (unsigned long long)r->lat_samples, FETCHADD_SAMPLE_EVERY);
+		printf(",\"latency_samples\":%llu,\"latency_every\":%llu",
+		       (unsigned long long)r->lat_samples, (unsigned long long)c->latency_every);
 	}
 	printf("}\n");
 	fflush(stdout);
@@ -400,7 +443,9 @@ static int sweep(const struct config *c, struct cell *cells)
 					.duration = c->duration,
 					.delay = c->delay,
 					.fn = c->fn,
+					.section_ns = c->section_ns,
 					.latency = c->latency,
+					.latency_every = (unsigned)c->latency_every,
 				};
 
 				bench_progress("[%zu/%zu] %s T=%u V=%zu ...", ++done, total,
@@ -457,16 +502,17 @@ static void print_title(FILE *out, const struct config *c)
 {
 	if (c->latency)
 		fprintf(out,
-			"fetchadd: latency in ns, median/p99, of one operation in %d (post to "
+			"fetchadd: latency in ns, median/p99, of one operation in %llu (post to "
 			"callback for asynchronous executors, the call otherwise), fn %s, %g s "
-			"each, delay %llu\n",
-			FETCHADD_SAMPLE_EVERY, fn_name(c->fn), c->duration,
-			(unsigned long long)c->delay);
+			"each, delay %llu, section %llu ns\n",
+			(unsigned long long)c->latency_every, fn_name(c->fn), c->duration,
+			(unsigned long long)c->delay, (unsigned long long)c->section_ns);
 	else
 		fprintf(out,
 			"fetchadd: Mops/s (million increments per second), fn %s, %g s each, "
-			"delay %llu\n",
-			fn_name(c->fn), c->duration, (unsigned long long)c->delay);
+			"delay %llu, section %llu ns\n",
+			fn_name(c->fn), c->duration, (unsigned long long)c->delay,
+			(unsigned long long)c->section_ns);
 }
 
 static void print_footnotes(FILE *out, const struct config *c, const struct cell *cells)

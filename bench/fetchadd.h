@@ -33,6 +33,12 @@ uint64_t fetchadd_inc(void *state, uint64_t a, uint64_t b, uint64_t c);
  * slot->aux = sqrt(slot->v), returning the new value.
  */
 uint64_t fetchadd_sqrt(void *state, uint64_t a, uint64_t b, uint64_t c);
+/*
+ * --section-ns: slot->v += a, then busy until b ns have passed since the
+ * section began (CLOCK_MONOTONIC): a section of a set length. Under stm it
+ * runs irrevocably (reading the clock is not transaction-safe).
+ */
+uint64_t fetchadd_slow(void *state, uint64_t a, uint64_t b, uint64_t c);
 /* peer:atomic's share of the sqrt work, done after its lock-free increment returned v. */
 void fetchadd_sqrt_after(struct fetchadd_slot *slot, uint64_t v);
 
@@ -48,10 +54,12 @@ struct fetchadd_params {
 	double duration; /* seconds the threads run */
 	uint64_t delay;	 /* pause iterations between operations */
 	enum fetchadd_fn fn;
-	int latency; /* sample the latency of every FETCHADD_SAMPLE_EVERY-th operation */
+	uint64_t section_ns;   /* --section-ns: each section lasts this long (0: as fn is) */
+	int latency;	       /* sample the latency of every latency_every-th operation */
+	unsigned latency_every; /* --latency-every (default FETCHADD_SAMPLE_EVERY) */
 };
 
-#define FETCHADD_SAMPLE_EVERY 64 /* --latency: one operation in this many is timed */
+#define FETCHADD_SAMPLE_EVERY 64 /* --latency: one operation in this many is timed, by default */
 /* --latency: samples kept per thread: at most this many, and at most TOTAL / threads */
 #define FETCHADD_SAMPLES_PER_THREAD (1u << 20)
 #define FETCHADD_SAMPLES_TOTAL	    (1u << 22)

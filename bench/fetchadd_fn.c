@@ -17,6 +17,7 @@
 #include <math.h>
 
 #include "common/atomic.h"
+#include "common/clock.h"
 #include "locus/fn.h"
 
 LOCUS_TM_CALLABLE uint64_t fetchadd_inc(void *state, uint64_t a, uint64_t b, uint64_t c)
@@ -26,6 +27,18 @@ LOCUS_TM_CALLABLE uint64_t fetchadd_inc(void *state, uint64_t a, uint64_t b, uin
 	(void)b;
 	(void)c;
 	s->v += a;
+	return s->v;
+}
+
+LOCUS_TM_CALLABLE uint64_t fetchadd_slow(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct fetchadd_slot *s = state;
+	uint64_t t0 = mono_ns();
+
+	(void)c;
+	s->v += a;
+	while (mono_ns() - t0 < b)
+		cpu_relax();
 	return s->v;
 }
 

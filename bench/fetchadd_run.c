@@ -13,7 +13,7 @@
  * flag: the interval ends when the last thread has drained, so every
  * operation counted completed inside it.
  *
- * --latency: every FETCHADD_SAMPLE_EVERY-th operation is timed with
+ * --latency: every latency_every-th operation (--latency-every) is timed with
  * CLOCK_MONOTONIC (vDSO, about 20 ns a read here): a synchronous call from
  * before to after it; a post from before it to its callback, which carries
  * the post time in its ctx. Samples go to a per-thread buffer, allocated and
@@ -73,6 +73,8 @@ struct bench {
 	locus_cs **cs;		/* KIND_CS: one per counter */
 	struct peer_lock *lock; /* lock-based peers: one per counter */
 	int own_servers;	/* each executor has its own server thread (mpsc) */
+	uint64_t section_ns;	/* the fn's second argument: fetchadd_slow's length */
+	unsigned every;		/* --latency: one operation in this many is timed */
 	pthread_barrier_t start;
 	/* On its own line: every thread reads it every operation; only main writes it, once. */
 	_Alignas(64) int stop; /* relaxed atomic */
@@ -138,13 +140,13 @@ static inline size_t pick(uint64_t *s, size_t n)
 /* Each op returns 0 when the increment was done (or, for a post, will be). */
 static int op_cs(struct bench *b, size_t i)
 {
-	locus_cs_run(b->cs[i], b->fn, 1, 0, 0);
+	locus_cs_run(b->cs[i], b->fn, 1, b->section_ns, 0);
 	return 0;
 }
 
 static int op_post(struct bench *b, size_t i)
 {
-	return locus_cs_post(b->cs[i], b->fn, 1, 0, 0, NULL, NULL);
+	return locus_cs_post(b->cs[i], b->fn, 1, b->section_ns, 0, NULL, NULL);
 }
 
 static int op_atomic(struct bench *b, size_t i)
@@ -164,7 +166,7 @@ static int op_atomic(struct bench *b, size_t i)
 static int op_ck_ticket(struct bench *b, size_t i)
 {
 	ck_spinlock_ticket_lock(&b->lock[i].u.ticket);
-	b->fn(&b->slot[i], 1, 0, 0);
+	b->fn(&b->slot[i], 1, b->section_ns, 0);
 	ck_spinlock_ticket_unlock(&b->lock[i].u.ticket);
 	return 0;
 }
@@ -174,7 +176,7 @@ static int op_ck_mcs(struct bench *b, size_t i)
 	ck_spinlock_mcs_context_t node;
 
 	ck_spinlock_mcs_lock(&b->lock[i].u.mcs, &node);
-	b->fn(&b->slot[i], 1, 0, 0);
+	b->fn(&b->slot[i], 1, b->section_ns, 0);
 	ck_spinlock_mcs_unlock(&b->lock[i].u.mcs, &node);
 	return 0;
 }
@@ -182,7 +184,7 @@ static int op_ck_mcs(struct bench *b, size_t i)
 static int op_pthread_spin(struct bench *b, size_t i)
 {
 	pthread_spin_lock(&b->lock[i].u.spin);
-	b->fn(&b->slot[i], 1, 0, 0);
+	b->fn(&b->slot[i], 1, b->section_ns, 0);
 	pthread_spin_unlock(&b->lock[i].u.spin);
 	return 0;
 }
@@ -206,7 +208,7 @@ sampled(struct worker *w, int (*op)(struct bench *, size_t), int post, size_t i)
 
 	if (post) {
 		*slot = mono_ns();
-		return locus_cs_post(w->b->cs[i], w->b->fn, 1, 0, 0, post_done, slot);
+		return locus_cs_post(w->b->cs[i], w->b->fn, 1, w->b->section_ns, 0, post_done, slot);
 	}
 	t0 = mono_ns();
 	r = op(w->b, i);
@@ -230,7 +232,7 @@ loop(struct worker *w, int (*op)(struct bench *, size_t), int post, int lat)
 		size_t i = pick(&rng, b->vars);
 		int r;
 
-		if (lat && (ops + failures) % FETCHADD_SAMPLE_EVERY == 0 &&
+		if (lat && (ops + failures) % b->every == 0 &&
 		    w->nsamples < b->sample_cap)
 			r = sampled(w, op, post, i);
 		else
@@ -339,7 +341,11 @@ static int setup(struct bench *b, const struct fetchadd_params *p, struct fetcha
 	b->delay = p->delay;
 	b->fn = p->fn == FETCHADD_SQRT ? fetchadd_sqrt : fetchadd_inc;
 	b->sqrt_fn = p->fn == FETCHADD_SQRT;
+	b->section_ns = p->section_ns;
+	if (b->section_ns)
+		b->fn = fetchadd_slow;
 	b->latency = p->latency;
+	b->every = p->latency_every ? p->latency_every : FETCHADD_SAMPLE_EVERY;
 	b->slot = aligned_alloc(64, b->vars * sizeof(*b->slot));
 	if (!b->slot) {
 		snprintf(r->err, sizeof(r->err), "out of memory for %zu counters", b->vars);

@@ -1,11 +1,13 @@
 """locus-bench's JSON lines, as the tools run and read them."""
 
+import subprocess
+
 import pytest
 
 from locus_tools.bench import Bench, BenchError, is_server_mechanism, parse_json_lines
 
 FETCHADD_FIELDS = {"bench", "mechanism", "spec", "fn", "threads", "servers", "vars", "duration_s",
-                   "requested_s", "ops", "mops", "oversubscribed", "cpus", "delay", "jain"}
+                   "requested_s", "ops", "mops", "oversubscribed", "cpus", "delay", "section_ns", "jain"}
 LOCALITY_FIELDS = {"bench", "mechanism", "spec", "mode", "threads", "servers", "n1", "n2", "modify",
                    "msg", "duration_s", "requested_s", "iterations", "iters_per_s", "cpu_s",
                    "cpu_ns_per_iter", "cycles_per_iter", "server_busy_pct", "oversubscribed", "cpus"}
@@ -36,6 +38,29 @@ def test_fetchadd_reports_fairness_and_the_longest_sampled_wait(bench):
     assert r.ok, r.error
     (four,) = r.records
     assert 0.25 <= four["jain"] <= 1.0
+
+
+def test_fetchadd_section_ns_makes_every_section_that_long(bench):
+    # Sections are mutually exclusive and each lasts at least N ns, so at most
+    # seconds / N of them fit, plus one per thread begun before the start.
+    n = 2_000_000
+    args = ["--mechanisms", "mcs,flat,ffwd", "--threads", 2, "--vars", 1, "--section-ns", n,
+            "--latency-every", 1]
+    r = bench.run("fetchadd", args, 0.2)
+    assert r.ok, r.error
+    for rec in r.records:
+        assert rec["section_ns"] == n and rec["latency_every"] == 1
+        assert 0 < rec["ops"] <= rec["duration_s"] * 1e9 / n + rec["threads"], rec
+        assert rec["latency_samples"] == rec["ops"], rec  # every operation timed
+        assert rec["latency_ns_median"] >= n, rec  # each call lasted a section at least
+
+
+def test_fetchadd_section_ns_refuses_what_has_no_section(bench_path):
+    for args, said in ((["--mechanisms", "peer:atomic", "--section-ns", "100"], "peer:atomic"),
+                       (["--fn", "sqrt", "--section-ns", "100"], "--fn add"),
+                       (["--latency-every", "0"], "--latency-every")):
+        p = subprocess.run([bench_path, "fetchadd", *args], capture_output=True, text=True)
+        assert p.returncode == 2 and said in p.stderr, (args, p.stderr)
 
 
 def test_fetchadd_counts_mpsc_servers_one_per_executor(bench):
