@@ -45,6 +45,9 @@ static void round_trip(const char *spec)
 static const char *const good[] = {
 	"mutex",
 	"tas:spin",
+	"tas:barge",
+	"futex:park,antistarve",
+	"ttas:barge,nobackoff",
 	"ttas:nobackoff,park",
 	"ttas:backoff_max=1",
 	"ttas:backoff_max=4294967295",

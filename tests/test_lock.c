@@ -448,6 +448,113 @@ START_TEST(mcs_passive_bypass_bounded)
 }
 END_TEST
 
+/* --- tas, ttas, futex: the reservation for a starving waiter ------------------ */
+
+static const locus_lock_kind word_kinds[] = {LOCUS_LOCK_TAS, LOCUS_LOCK_TTAS, LOCUS_LOCK_FUTEX};
+#define NWORD_CASES (3 * NPOLICIES)
+
+static struct lcase word_case(int i)
+{
+	struct lcase c = lcase_of(0);
+	c.kind = word_kinds[i / NPOLICIES];
+	c.wait.kind = policies[i % NPOLICIES];
+	snprintf(c.name, sizeof c.name, "%s/%s", locus_lock_kind_name(c.kind),
+		 locus_wait_name(&c.wait));
+	return c;
+}
+
+static int reservation_out(locus_lock *l)
+{
+	return __atomic_load_n(&l->u.word.urgent_next, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&l->u.word.urgent_owner, __ATOMIC_ACQUIRE);
+}
+
+/* While a ticket is out the lock is not for the taking, even free, even by trylock. */
+START_TEST(word_reserved_refuses_others)
+{
+	struct lcase c = word_case(_i);
+	locus_lock l;
+	init_lock(&l, &c);
+	__atomic_store_n(&l.u.word.urgent_next, 1, __ATOMIC_RELEASE); /* a waiter's ticket */
+	ck_assert_msg(locus_lock_trylock(&l) == EBUSY, "%s: trylock took a reserved lock",
+		      c.name);
+	ck_assert_int_eq(trylock_elsewhere(&c, &l, 1), EBUSY);
+	__atomic_store_n(&l.u.word.urgent_owner, 1, __ATOMIC_RELEASE); /* its turn has passed */
+	ck_assert_msg(locus_lock_trylock(&l) == 0, "%s: trylock failed once unreserved", c.name);
+	locus_lock_unlock(&l);
+	locus_lock_destroy(&l);
+}
+END_TEST
+
+struct starve_shared {
+	locus_lock l;
+	uint32_t seq;	  /* under l */
+	uint32_t victim;  /* seq when the victim held l */
+	uint32_t barger;  /* seq when the barger first held l */
+	int barger_going; /* about to call lock() */
+};
+
+static void *starve_victim(void *arg)
+{
+	struct starve_shared *sh = arg;
+	locus_lock_lock(&sh->l);
+	sh->victim = ++sh->seq;
+	locus_lock_unlock(&sh->l);
+	return NULL;
+}
+
+static void *starve_barger(void *arg)
+{
+	struct starve_shared *sh = arg;
+	__atomic_store_n(&sh->barger_going, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 1000; i++) {
+		locus_lock_lock(&sh->l);
+		if (!sh->barger)
+			sh->barger = ++sh->seq;
+		locus_lock_unlock(&sh->l);
+	}
+	return NULL;
+}
+
+/*
+ * The holder keeps the lock until the victim, blocked behind it, has waited
+ * the threshold and reserved; a barger then hammers the lock from the moment
+ * it is released. The victim must hold it first, whatever the policy.
+ */
+START_TEST(word_starving_waiter_goes_first)
+{
+	struct lcase c = word_case(_i);
+	struct starve_shared *sh = calloc(1, sizeof *sh);
+	ck_assert(sh);
+	init_lock(&sh->l, &c);
+	locus_lock_lock(&sh->l);
+	pthread_t v, b;
+	test_start_thread(&v, starve_victim, sh);
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!reservation_out(&sh->l)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ck_assert_msg(now.tv_sec - t0.tv_sec < HANG_S,
+			      "%s: the blocked waiter did not reserve within %d s", c.name, HANG_S);
+		sched_yield();
+	}
+	test_start_thread(&b, starve_barger, sh);
+	while (!__atomic_load_n(&sh->barger_going, __ATOMIC_ACQUIRE))
+		sched_yield();
+	locus_lock_unlock(&sh->l);
+	ck_assert_msg(test_join_within(v, HANG_S) == 0, "%s: the reserving waiter hung", c.name);
+	ck_assert_msg(test_join_within(b, HANG_S) == 0, "%s: the barger hung", c.name);
+	ck_assert_msg(sh->victim == 1 && sh->barger == 2,
+		      "%s: the barger held the lock (%u) before the waiter that reserved it (%u)",
+		      c.name, sh->barger, sh->victim);
+	ck_assert_msg(!reservation_out(&sh->l), "%s: a reservation left behind", c.name);
+	ck_assert_int_eq(locus_lock_trylock(&sh->l), 0);
+	locus_lock_unlock(&sh->l);
+	locus_lock_destroy(&sh->l);
+	free(sh);
+}
+END_TEST
+
 /* --- nesting --------------------------------------------------------------- */
 
 /* Two locks of the given kinds held at once by one thread, released in either order. */
@@ -593,6 +700,12 @@ int main(void)
 	tc = tcase_create("mcs_restriction");
 	tcase_set_timeout(tc, 8 * HANG_S);
 	tcase_add_loop_test(tc, mcs_passive_bypass_bounded, 0, 2);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("word_reservation");
+	tcase_set_timeout(tc, 4 * HANG_S);
+	tcase_add_loop_test(tc, word_reserved_refuses_others, 0, NWORD_CASES);
+	tcase_add_loop_test(tc, word_starving_waiter_goes_first, 0, NWORD_CASES);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("churn");

@@ -18,6 +18,13 @@
  *   clh     CLH queue lock (each waiter spins on its predecessor's node)
  *   futex   three-state futex mutex (free / held / held with sleepers)
  *
+ * tas, ttas and futex let any running thread take a free lock (barging), which
+ * keeps them fast when threads outnumber cores but can starve a waiter that
+ * sleeps. Unless LOCUS_LOCK_BARGE is set (spec option "barge"), a waiter that
+ * has waited LOCUS_LOCK_STARVE_NS takes a ticket among such waiters, and while
+ * any holds one the lock is reserved: others do not take it until the waiter
+ * whose turn it is has (see lock_word.c).
+ *
  * Every lock but `mutex` waits by the policy given at init (wait.h); the
  * default is spin-then-park. Queue nodes come from a per-thread pool and are
  * remembered in the lock by its holder, so lock()/unlock() need no node
@@ -49,6 +56,13 @@ struct locus_qnode;
 
 /* locus_lock.flags */
 #define LOCUS_LOCK_NOCR 1u /* mcs: plain FIFO, no concurrency restriction */
+/* tas, ttas, futex: plain barging, without the reservation for a waiter that has waited
+   LOCUS_LOCK_STARVE_NS */
+#define LOCUS_LOCK_BARGE 2u
+/* tas, ttas, futex: a waiter that has waited this long gets the lock reserved for it
+   (10 ms: long enough that with many more threads than cores, where waits of a few ms are
+   the scheduler's doing, reservations stay rare and barging keeps the lock busy) */
+#define LOCUS_LOCK_STARVE_NS 10000000u
 
 typedef struct locus_lock {
 	uint32_t kind;	      /* locus_lock_kind */
@@ -56,7 +70,14 @@ typedef struct locus_lock {
 	locus_wait wait;
 	uint32_t flags; /* LOCUS_LOCK_*; may be set between init and first use */
 	union {
-		uint32_t word; /* tas, ttas, futex: 0 free, 1 held, 2 held and maybe sleepers */
+		struct {
+			uint32_t state; /* 0 free, 1 held, 2 held and maybe sleepers */
+			/* waiters that have waited too long take a ticket here; while
+			   urgent_next != urgent_owner the lock is reserved for the one
+			   whose ticket is urgent_owner (not with LOCUS_LOCK_BARGE) */
+			uint32_t urgent_next, urgent_owner;
+			uint32_t calm; /* bumped whenever the last reservation ends */
+		} word; /* tas, ttas, futex */
 		struct {
 			/* low half: ticket being served; high half: next ticket */
 			union {

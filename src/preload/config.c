@@ -105,8 +105,8 @@ static int resolve_real(void)
 
 static const char known_help[] =
 	"known: tas ttas ticket mcs clh futex, or mutex (the original); options after a colon, "
-	"comma-separated: spinpark|spin|park, spins=N; ttas: backoff|nobackoff|backoff_max=N; "
-	"mcs: cr|nocr";
+	"comma-separated: spinpark|spin|park, spins=N; tas, ttas, futex: antistarve|barge; "
+	"ttas: backoff|nobackoff|backoff_max=N; mcs: cr|nocr";
 
 /* The spec with every default spelled out, for the profile's header. */
 static void canonical_spec(const locus_lock *l, char *buf, size_t len)
@@ -115,6 +115,9 @@ static void canonical_spec(const locus_lock *l, char *buf, size_t len)
 			 locus_wait_name(&l->wait));
 	if (l->wait.kind == LOCUS_WAIT_SPINPARK)
 		n += snprintf(buf + n, len - (size_t)n, ",spins=%u", l->wait.spins);
+	if (l->kind == LOCUS_LOCK_TAS || l->kind == LOCUS_LOCK_TTAS || l->kind == LOCUS_LOCK_FUTEX)
+		n += snprintf(buf + n, len - (size_t)n, ",%s",
+			      l->flags & LOCUS_LOCK_BARGE ? "barge" : "antistarve");
 	if (l->kind == LOCUS_LOCK_TTAS)
 		n += snprintf(buf + n, len - (size_t)n, ",backoff_max=%u", l->backoff_max);
 	if (l->kind == LOCUS_LOCK_MCS)

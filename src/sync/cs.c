@@ -159,6 +159,16 @@ static int ttas_option(struct opts *o, const char *opt)
 	return lock_kind_option(LOCUS_LOCK_TTAS, opt, &o->backoff_max, &o->lock_flags);
 }
 
+static int tas_option(struct opts *o, const char *opt)
+{
+	return lock_kind_option(LOCUS_LOCK_TAS, opt, &o->backoff_max, &o->lock_flags);
+}
+
+static int futex_option(struct opts *o, const char *opt)
+{
+	return lock_kind_option(LOCUS_LOCK_FUTEX, opt, &o->backoff_max, &o->lock_flags);
+}
+
 static int mcs_option(struct opts *o, const char *opt)
 {
 	return lock_kind_option(LOCUS_LOCK_MCS, opt, &o->backoff_max, &o->lock_flags);
@@ -497,9 +507,16 @@ static int fmt_lock(const locus_cs *cs, const struct opts *o, char *buf, size_t 
 	return fmt_wait(o, buf, len);
 }
 
-static int fmt_ttas(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+/* tas, futex: barging, with or without the reservation for a starving waiter. */
+static int fmt_word(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
 {
 	int n = fmt_lock(cs, o, buf, len);
+	return APPEND(buf, len, n, ",%s", o->lock_flags & LOCUS_LOCK_BARGE ? "barge" : "antistarve");
+}
+
+static int fmt_ttas(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
+{
+	int n = fmt_word(cs, o, buf, len);
 	return APPEND(buf, len, n, ",backoff_max=%u", o->backoff_max);
 }
 
@@ -581,6 +598,11 @@ static int fmt_stm(const locus_cs *cs, const struct opts *o, char *buf, size_t l
 #define WAIT_OPTS                                                                                  \
 	"spinpark (default) | spin | park, spins=N (default " STR(LOCUS_WAIT_SPINS_DEFAULT) ")"
 
+/* tas, ttas, futex: the reservation for a waiter that has waited 1 ms. */
+#define ANTISTARVE_OPTS                                                                            \
+	", antistarve (default: a waiter that has waited 1 ms gets the lock reserved) | barge "   \
+	"(plain barging)"
+
 /* A lock mechanism: name, lock kind, description, extra options, their parser and printer. */
 #define LOCK_ROW(nm, k, sum, extra, parser, fmt)                                                   \
 	{                                                                                          \
@@ -615,9 +637,10 @@ static const struct mech mechs[] = {
 	 .run = lock_run,
 	 .close = lock_close,
 	 .kind = LOCUS_LOCK_MUTEX},
-	LOCK_ROW("tas", LOCUS_LOCK_TAS, "test-and-set spin lock", "", NULL, fmt_lock),
+	LOCK_ROW("tas", LOCUS_LOCK_TAS, "test-and-set spin lock", ANTISTARVE_OPTS, tas_option,
+		 fmt_word),
 	LOCK_ROW("ttas", LOCUS_LOCK_TTAS, "test-and-test-and-set lock with exponential backoff",
-		 ", backoff (default) | nobackoff, backoff_max=N (default " STR(
+		 ANTISTARVE_OPTS ", backoff (default) | nobackoff, backoff_max=N (default " STR(
 			 TTAS_BACKOFF_MAX_DEFAULT) ")",
 		 ttas_option, fmt_ttas),
 	LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", "", NULL, fmt_lock),
@@ -625,7 +648,8 @@ static const struct mech mechs[] = {
 		 "MCS queue lock with concurrency restriction for oversubscription",
 		 ", cr (default) | nocr (plain FIFO MCS)", mcs_option, fmt_mcs),
 	LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", "", NULL, fmt_lock),
-	LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", "", NULL, fmt_lock),
+	LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", ANTISTARVE_OPTS,
+		 futex_option, fmt_word),
 	COMBINE_ROW("oyama", "Oyama combining lock: the holder runs the waiters' sections", oyama),
 	COMBINE_ROW("ccsynch", "CC-Synch combining queue", ccsynch),
 	{.name = "ffwd",

@@ -139,6 +139,16 @@ int lock_kind_option(locus_lock_kind kind, const char *opt, uint32_t *backoff_ma
 		if (strncmp(opt, "backoff_max=", 12) == 0)
 			return parse_num_u32(opt + 12, 1, UINT32_MAX, backoff_max) == 0 ? 1 : -1;
 	}
+	if (kind == LOCUS_LOCK_TAS || kind == LOCUS_LOCK_TTAS || kind == LOCUS_LOCK_FUTEX) {
+		if (strcmp(opt, "antistarve") == 0) {
+			*flags &= ~LOCUS_LOCK_BARGE;
+			return 1;
+		}
+		if (strcmp(opt, "barge") == 0) {
+			*flags |= LOCUS_LOCK_BARGE;
+			return 1;
+		}
+	}
 	if (kind == LOCUS_LOCK_MCS) {
 		if (strcmp(opt, "cr") == 0) {
 			*flags &= ~LOCUS_LOCK_NOCR;

@@ -31,7 +31,8 @@ void clh_destroy(locus_lock *l);
 
 /*
  * One option of a lock kind itself, not a waiting option (ttas: backoff |
- * nobackoff | backoff_max=N; mcs: cr | nocr), shared by the executor's spec
+ * nobackoff | backoff_max=N; tas, ttas, futex: antistarve | barge; mcs: cr |
+ * nocr), shared by the executor's spec
  * parser and locus_lock_init_spec: 1 taken, 0 unknown, -1 bad value.
  */
 int lock_kind_option(locus_lock_kind kind, const char *opt, uint32_t *backoff_max, uint32_t *flags);

@@ -74,6 +74,13 @@ START_TEST(spec_parse)
 	ck_assert_int_eq(l.wait.kind, LOCUS_WAIT_PARK);
 	locus_lock_destroy(&l);
 
+	ck_assert_int_eq(locus_lock_init_spec(&l, "futex:barge"), 0);
+	ck_assert_uint_eq(l.flags, LOCUS_LOCK_BARGE);
+	locus_lock_destroy(&l);
+	ck_assert_int_eq(locus_lock_init_spec(&l, "tas:barge,antistarve"), 0);
+	ck_assert_uint_eq(l.flags, 0);
+	locus_lock_destroy(&l);
+
 	ck_assert_int_eq(locus_lock_init_spec(&l, "ttas:spin,backoff_max=8"), 0);
 	ck_assert_int_eq(l.kind, LOCUS_LOCK_TTAS);
 	ck_assert_int_eq(l.wait.kind, LOCUS_WAIT_SPIN);
@@ -101,7 +108,7 @@ START_TEST(spec_parse)
 		ck_assert_msg(locus_lock_init_spec(&l, unknown[i]) == ENOENT, "'%s'", unknown[i]);
 	const char *bad[] = {
 		"mcs:",		 "mcs:bogus",	    "mcs:nocr,",	  "mcs:,nocr",
-		"mutex:spin",	 "tas:nocr",	    "ttas:backoff_max=0", "ttas:backoff_max=x",
+		"mutex:spin",	 "tas:nocr", "mcs:barge",	    "ttas:backoff_max=0", "ttas:backoff_max=x",
 		"ticket:spins=", "futex:spin,,park"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
 		ck_assert_msg(locus_lock_init_spec(&l, bad[i]) == EINVAL, "'%s'", bad[i]);
