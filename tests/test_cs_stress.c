@@ -88,6 +88,9 @@ static void build_specs(void)
 		}
 	}
 	add_spec("ttas:nobackoff");
+	add_spec("tas:barge");
+	add_spec("ttas:barge,park");
+	add_spec("futex:barge,spin");
 	add_spec("async:direct");
 	add_spec("async:lines=1");
 	add_spec("async:lines=1,direct");
