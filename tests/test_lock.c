@@ -555,6 +555,59 @@ START_TEST(word_starving_waiter_goes_first)
 }
 END_TEST
 
+/* Many waiters reserving at once: tickets are served one after another, none is lost. */
+#define CHAIN_THREADS 12
+#define CHAIN_ITERS   (TEST_SANITIZED ? 15 : 30) /* per thread: 12 x that many 1 ms sections */
+
+struct chain_shared {
+	locus_lock l;
+	uint64_t plain; /* under l */
+	int inside;	/* under l: 1 while a section runs */
+};
+
+static void *chain_thread(void *arg)
+{
+	struct chain_shared *sh = arg;
+	for (int i = 0; i < CHAIN_ITERS; i++) {
+		locus_lock_lock(&sh->l);
+		ck_assert_int_eq(sh->inside, 0);
+		sh->inside = 1;
+		/* A 1 ms section, so that waiters behind 11 others pass the 10 ms mark. */
+		struct timespec t0, now;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		while ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) < 1000000L);
+		sh->plain++;
+		sh->inside = 0;
+		locus_lock_unlock(&sh->l);
+	}
+	return NULL;
+}
+
+START_TEST(word_reservation_chains)
+{
+	struct lcase c = word_case(_i);
+	struct chain_shared *sh = calloc(1, sizeof *sh);
+	pthread_t th[CHAIN_THREADS];
+	ck_assert(sh);
+	init_lock(&sh->l, &c);
+	for (int t = 0; t < CHAIN_THREADS; t++)
+		test_start_thread(&th[t], chain_thread, sh);
+	for (int t = 0; t < CHAIN_THREADS; t++)
+		ck_assert_msg(test_join_within(th[t], 4 * HANG_S) == 0,
+			      "%s: thread %d did not finish within %d s", c.name, t, 4 * HANG_S);
+	ck_assert_uint_eq(sh->plain, (uint64_t)CHAIN_THREADS * CHAIN_ITERS);
+	ck_assert_msg(!reservation_out(&sh->l), "%s: tickets %u, served %u: one was lost",
+		      c.name, sh->l.u.word.urgent_next, sh->l.u.word.urgent_owner);
+	ck_assert_msg(sh->l.u.word.urgent_next > 0, "%s: nobody waited 10 ms to reserve?", c.name);
+	ck_assert_int_eq(locus_lock_trylock(&sh->l), 0);
+	locus_lock_unlock(&sh->l);
+	locus_lock_destroy(&sh->l);
+	free(sh);
+}
+END_TEST
+
 /* --- nesting --------------------------------------------------------------- */
 
 /* Two locks of the given kinds held at once by one thread, released in either order. */
@@ -703,9 +756,10 @@ int main(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("word_reservation");
-	tcase_set_timeout(tc, 4 * HANG_S);
+	tcase_set_timeout(tc, 8 * HANG_S);
 	tcase_add_loop_test(tc, word_reserved_refuses_others, 0, NWORD_CASES);
 	tcase_add_loop_test(tc, word_starving_waiter_goes_first, 0, NWORD_CASES);
+	tcase_add_loop_test(tc, word_reservation_chains, 0, NWORD_CASES);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("churn");

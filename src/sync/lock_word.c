@@ -90,15 +90,20 @@ static uint32_t policy_budget(const locus_lock *l)
  */
 static void word_reserve(locus_lock *l)
 {
-	uint32_t t = faa_acqrel(&l->u.word.urgent_next, 1);
+	/* Sequentially consistent with the passing on below: a ticket taken after
+	   the previous holder read urgent_next finds urgent_owner already at it. */
+	uint32_t t = faa_seqcst(&l->u.word.urgent_next, 1);
 	for (uint32_t i = 1;; i++) {
-		uint32_t owner = ld_acquire(&l->u.word.urgent_owner);
+		uint32_t owner = ld_seqcst(&l->u.word.urgent_owner);
 		if (owner == t)
 			break;
-		if (i % URGENT_YIELD == 0 && !policy_spins_forever(l))
-			futex_wait(&l->u.word.urgent_owner, owner); /* the previous one wakes all */
-		else
+		if (i % URGENT_YIELD == 0 && !policy_spins_forever(l)) {
+			/* The previous one wakes all; the bound is only a safety net. */
+			struct timespec ts = {.tv_sec = 0, .tv_nsec = LOCUS_LOCK_STARVE_NS};
+			futex_wait_for(&l->u.word.urgent_owner, owner, &ts);
+		} else {
 			cpu_relax();
+		}
 	}
 	for (uint32_t i = 1;; i++) {
 		/* 2, not 1: sleepers may be queued, and the unlock must wake one. */
@@ -109,8 +114,8 @@ static void word_reserve(locus_lock *l)
 		else
 			cpu_relax();
 	}
-	st_release(&l->u.word.urgent_owner, t + 1);
-	if (ld_acquire(&l->u.word.urgent_next) == t + 1) {
+	st_seqcst(&l->u.word.urgent_owner, t + 1);
+	if (ld_seqcst(&l->u.word.urgent_next) == t + 1) {
 		/* No ticket left: wake those that stood back. */
 		faa_release(&l->u.word.calm, 1);
 		futex_wake(&l->u.word.calm, FUTEX_WAKE_ALL);
