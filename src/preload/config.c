@@ -28,6 +28,7 @@
 
 #include "common/parse.h"
 #include "preload.h"
+#include "sync/lock_impl.h"
 
 struct lp_config lp_cfg;
 struct lp_real lp_real;
@@ -111,18 +112,10 @@ static const char known_help[] =
 /* The spec with every default spelled out, for the profile's header. */
 static void canonical_spec(const locus_lock *l, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s:%s", locus_lock_kind_name((locus_lock_kind)l->kind),
-			 locus_wait_name(&l->wait));
-	if (l->wait.kind == LOCUS_WAIT_SPINPARK)
-		n += snprintf(buf + n, len - (size_t)n, ",spins=%u", l->wait.spins);
-	if (l->kind == LOCUS_LOCK_TAS || l->kind == LOCUS_LOCK_TTAS || l->kind == LOCUS_LOCK_FUTEX)
-		n += snprintf(buf + n, len - (size_t)n, ",%s",
-			      l->flags & LOCUS_LOCK_BARGE ? "barge" : "antistarve");
-	if (l->kind == LOCUS_LOCK_TTAS)
-		n += snprintf(buf + n, len - (size_t)n, ",backoff_max=%u", l->backoff_max);
-	if (l->kind == LOCUS_LOCK_MCS)
-		snprintf(buf + n, len - (size_t)n, ",%s",
-			 l->flags & LOCUS_LOCK_NOCR ? "nocr" : "cr");
+	int n = snprintf(buf, len, "%s:", locus_lock_kind_name((locus_lock_kind)l->kind));
+	n += lock_wait_format(&l->wait, buf + n, (size_t)n < len ? len - (size_t)n : 0);
+	lock_kind_format((locus_lock_kind)l->kind, l->backoff_max, l->flags, buf + n,
+			 (size_t)n < len ? len - (size_t)n : 0);
 }
 
 /*

@@ -494,41 +494,21 @@ static void stm_close(locus_cs *cs)
 
 static int fmt_wait(const struct opts *o, char *buf, size_t len)
 {
-	int n = 0;
-	APPEND(buf, len, n, "%s", locus_wait_name(&o->wait));
-	if (o->wait.kind == LOCUS_WAIT_SPINPARK)
-		APPEND(buf, len, n, ",spins=%u", o->wait.spins);
-	return n;
+	return lock_wait_format(&o->wait, buf, len);
 }
 
+/* Every lock row: the policy, then its kind's own options (lock.c prints both). */
 static int fmt_lock(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
 {
-	(void)cs;
-	return fmt_wait(o, buf, len);
-}
-
-/* tas, futex: barging, with or without the reservation for a starving waiter. */
-static int fmt_word(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
-{
-	int n = fmt_lock(cs, o, buf, len);
-	return APPEND(buf, len, n, ",%s", o->lock_flags & LOCUS_LOCK_BARGE ? "barge" : "antistarve");
-}
-
-static int fmt_ttas(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
-{
-	int n = fmt_word(cs, o, buf, len);
-	return APPEND(buf, len, n, ",backoff_max=%u", o->backoff_max);
-}
-
-static int fmt_mcs(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
-{
-	int n = fmt_lock(cs, o, buf, len);
-	return APPEND(buf, len, n, ",%s", o->lock_flags & LOCUS_LOCK_NOCR ? "nocr" : "cr");
+	int n = fmt_wait(o, buf, len);
+	return n + lock_kind_format(cs->m->kind, o->backoff_max, o->lock_flags, buf + n,
+				    (size_t)n < len ? len - (size_t)n : 0);
 }
 
 static int fmt_combine(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
 {
-	int n = fmt_lock(cs, o, buf, len);
+	(void)cs;
+	int n = fmt_wait(o, buf, len);
 	return APPEND(buf, len, n, ",pass=%u", o->pass);
 }
 
@@ -603,12 +583,12 @@ static int fmt_stm(const locus_cs *cs, const struct opts *o, char *buf, size_t l
 	", antistarve (default: a waiter that has waited 1 ms gets the lock reserved) | barge "   \
 	"(plain barging)"
 
-/* A lock mechanism: name, lock kind, description, extra options, their parser and printer. */
-#define LOCK_ROW(nm, k, sum, extra, parser, fmt)                                                   \
+/* A lock mechanism: name, lock kind, description, extra options and their parser. */
+#define LOCK_ROW(nm, k, sum, extra, parser)                                                   \
 	{                                                                                          \
 		.name = nm, .summary = sum, .options = WAIT_OPTS extra, .takes_wait = 1,           \
 		.option = parser, .open = lock_open, .run = lock_run, .close = lock_close,         \
-		.format = fmt, .kind = k                                                           \
+		.format = fmt_lock, .kind = k                                                      \
 	}
 
 #define COMBINE_ROW(nm, sum, prefix)                                                               \
@@ -637,19 +617,18 @@ static const struct mech mechs[] = {
 	 .run = lock_run,
 	 .close = lock_close,
 	 .kind = LOCUS_LOCK_MUTEX},
-	LOCK_ROW("tas", LOCUS_LOCK_TAS, "test-and-set spin lock", ANTISTARVE_OPTS, tas_option,
-		 fmt_word),
+	LOCK_ROW("tas", LOCUS_LOCK_TAS, "test-and-set spin lock", ANTISTARVE_OPTS, tas_option),
 	LOCK_ROW("ttas", LOCUS_LOCK_TTAS, "test-and-test-and-set lock with exponential backoff",
 		 ANTISTARVE_OPTS ", backoff (default) | nobackoff, backoff_max=N (default " STR(
 			 TTAS_BACKOFF_MAX_DEFAULT) ")",
-		 ttas_option, fmt_ttas),
-	LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", "", NULL, fmt_lock),
+		 ttas_option),
+	LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", "", NULL),
 	LOCK_ROW("mcs", LOCUS_LOCK_MCS,
 		 "MCS queue lock with concurrency restriction for oversubscription",
-		 ", cr (default) | nocr (plain FIFO MCS)", mcs_option, fmt_mcs),
-	LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", "", NULL, fmt_lock),
+		 ", cr (default) | nocr (plain FIFO MCS)", mcs_option),
+	LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", "", NULL),
 	LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", ANTISTARVE_OPTS,
-		 futex_option, fmt_word),
+		 futex_option),
 	COMBINE_ROW("oyama", "Oyama combining lock: the holder runs the waiters' sections", oyama),
 	COMBINE_ROW("ccsynch", "CC-Synch combining queue", ccsynch),
 	{.name = "ffwd",

@@ -1,5 +1,6 @@
 /* locus_lock: dispatch to the algorithm chosen at init, and the pthread baseline. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,6 +161,30 @@ int lock_kind_option(locus_lock_kind kind, const char *opt, uint32_t *backoff_ma
 		}
 	}
 	return 0;
+}
+
+int lock_wait_format(const locus_wait *w, char *buf, size_t len)
+{
+	if (w->kind == LOCUS_WAIT_SPINPARK)
+		return snprintf(buf, len, "%s,spins=%u", locus_wait_name(w), w->spins);
+	return snprintf(buf, len, "%s", locus_wait_name(w));
+}
+
+int lock_kind_format(locus_lock_kind kind, uint32_t backoff_max, uint32_t flags, char *buf,
+		     size_t len)
+{
+	const char *starve = flags & LOCUS_LOCK_BARGE ? "barge" : "antistarve";
+	switch (kind) {
+	case LOCUS_LOCK_TAS:
+	case LOCUS_LOCK_FUTEX:
+		return snprintf(buf, len, ",%s", starve);
+	case LOCUS_LOCK_TTAS:
+		return snprintf(buf, len, ",%s,backoff_max=%u", starve, backoff_max);
+	case LOCUS_LOCK_MCS:
+		return snprintf(buf, len, ",%s", flags & LOCUS_LOCK_NOCR ? "nocr" : "cr");
+	default:
+		return snprintf(buf, len, "%s", "");
+	}
 }
 
 /* Parses without allocating: it may run where malloc is not yet safe to call. */

@@ -37,4 +37,14 @@ void clh_destroy(locus_lock *l);
  */
 int lock_kind_option(locus_lock_kind kind, const char *opt, uint32_t *backoff_max, uint32_t *flags);
 
+/*
+ * The inverse, for a spec with every default spelled out: the waiting policy
+ * ("spinpark,spins=N", "spin" or "park"), and a kind's own options
+ * (",antistarve,backoff_max=N" and so on; nothing for kinds without any).
+ * snprintf's contract: the length it would have written.
+ */
+int lock_wait_format(const locus_wait *w, char *buf, size_t len);
+int lock_kind_format(locus_lock_kind kind, uint32_t backoff_max, uint32_t flags, char *buf,
+		     size_t len);
+
 #endif
