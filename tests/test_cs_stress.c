@@ -101,6 +101,12 @@ static void build_specs(void)
 	add_spec("flat:bound=4");
 	add_spec("flat:lines=1");
 	add_spec("mcs:nocr");
+	add_spec("mcs:strict");
+	add_spec("mcs:nocr,strict");
+	add_spec("ticket:strict");
+	add_spec("clh:strict");
+	add_spec("ticket:admit=3,park");
+	add_spec("clh:admit=2,park");
 	add_spec("oyama:pass=1");
 	add_spec("ccsynch:pass=1");
 #ifdef LOCUS_HAVE_STM

@@ -18,6 +18,16 @@
  *   clh     CLH queue lock (each waiter spins on its predecessor's node)
  *   futex   three-state futex mutex (free / held / held with sleepers)
  *
+ * ticket, clh and mcs admit at most `admit` threads at once (default: the
+ * CPUs this process may run on, at least 2) to their queue, where hand-offs
+ * are FIFO; a thread that finds the queue full waits asleep in a second, FIFO
+ * queue outside, and is admitted when the lock falls idle or, oldest first,
+ * one every LOCUS_LOCK_ADMIT_NS while any wait there (LOCUS_LOCK_STRICT, spec
+ * option "strict": every thread queues, strict FIFO). A FIFO hand-off to a
+ * thread that has no CPU waits for the scheduler; with no more threads in the
+ * queue than CPUs, the thread whose turn comes is one that took its place
+ * while running and has a CPU to run on (see lock_admit.c).
+ *
  * tas, ttas and futex let any running thread take a free lock (barging), which
  * keeps them fast when threads outnumber cores but can starve a waiter that
  * sleeps. Unless LOCUS_LOCK_BARGE is set (spec option "barge"), a waiter that
@@ -63,12 +73,20 @@ struct locus_qnode;
    (10 ms: long enough that with many more threads than cores, where waits of a few ms are
    the scheduler's doing, reservations stay rare and barging keeps the lock busy) */
 #define LOCUS_LOCK_STARVE_NS 10000000u
+/* ticket, clh, mcs: no admission limit; every waiter queues (strict FIFO) */
+#define LOCUS_LOCK_STRICT 4u
+/* ticket, clh, mcs: while threads wait outside the queue, the oldest is let in
+   at the first unlock after this long since the previous one was */
+#define LOCUS_LOCK_ADMIT_NS 2000000u
 
 typedef struct locus_lock {
 	uint32_t kind;	      /* locus_lock_kind */
 	uint32_t backoff_max; /* ttas: ceiling of the exponential backoff, in pauses */
 	locus_wait wait;
 	uint32_t flags; /* LOCUS_LOCK_*; may be set between init and first use */
+	/* ticket, clh, mcs: most threads in the queue (holder included) at once,
+	   >= 2; set by init, may be changed between init and first use */
+	uint32_t admit;
 	union {
 		struct {
 			uint32_t state; /* 0 free, 1 held, 2 held and maybe sleepers */
@@ -96,16 +114,24 @@ typedef struct locus_lock {
 			struct locus_qnode *passive_head, *passive_tail;
 			/* hand-offs since the last readmission, while passive waiters exist */
 			uint32_t handoffs;
+			uint32_t active; /* threads admitted (queued or holding) */
 			/* last readmission, or when the passive list last became non-empty */
 			uint64_t readmitted_ns;
 		} mcs;
 		struct {
 			uintptr_t tail;		    /* node pointer | CLH_FREE bit */
+			uint32_t active;	    /* threads admitted (queued or holding) */
 			struct locus_qnode *holder; /* node the holder enqueued */
 			struct locus_qnode *pred;   /* node it waited on; recycled at unlock */
 		} clh;
 		pthread_mutex_t mutex;
 	} u;
+	/* ticket, clh, mcs: threads waiting to be admitted, a FIFO queue */
+	struct {
+		struct locus_qnode *tail;
+		struct locus_qnode *head; /* the next to admit, once it is published */
+		uint64_t clock_ns; /* holder only: since when the oldest waited, or 0 */
+	} adm;
 } locus_lock;
 
 /* Initialize; wait = NULL means locus_wait_default(). Returns 0 or an errno. */
@@ -126,7 +152,8 @@ LOCUS_API int locus_lock_kind_parse(const char *name, locus_lock_kind *kind);
  * Initialize from a spec "NAME[:OPTION,...]", the lock part of an executor
  * spec: NAME is a kind above; the options are the waiting options of wait.h
  * (not for mutex), and backoff | nobackoff | backoff_max=N for ttas, cr | nocr
- * for mcs. Returns 0, ENOENT for an unknown name or EINVAL for a bad option
+ * for mcs, admit | admit=N | strict for ticket, clh and mcs, antistarve |
+ * barge for tas, ttas and futex. Returns 0, ENOENT for an unknown name or EINVAL for a bad option
  * (l untouched in both cases), or locus_lock_init's errno.
  */
 LOCUS_API int locus_lock_init_spec(locus_lock *l, const char *spec);

@@ -107,15 +107,16 @@ static int resolve_real(void)
 static const char known_help[] =
 	"known: tas ttas ticket mcs clh futex, or mutex (the original); options after a colon, "
 	"comma-separated: spinpark|spin|park, spins=N; tas, ttas, futex: antistarve|barge; "
-	"ttas: backoff|nobackoff|backoff_max=N; mcs: cr|nocr";
+	"ttas: backoff|nobackoff|backoff_max=N; mcs: cr|nocr; ticket, clh, mcs: "
+	"admit|admit=N|strict";
 
 /* The spec with every default spelled out, for the profile's header. */
 static void canonical_spec(const locus_lock *l, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "%s:", locus_lock_kind_name((locus_lock_kind)l->kind));
 	n += lock_wait_format(&l->wait, buf + n, (size_t)n < len ? len - (size_t)n : 0);
-	lock_kind_format((locus_lock_kind)l->kind, l->backoff_max, l->flags, buf + n,
-			 (size_t)n < len ? len - (size_t)n : 0);
+	struct lock_opts o = {.backoff_max = l->backoff_max, .flags = l->flags, .admit = l->admit};
+	lock_kind_format((locus_lock_kind)l->kind, &o, buf + n, (size_t)n < len ? len - (size_t)n : 0);
 }
 
 /*
@@ -228,6 +229,8 @@ int lp_ready_slow(void)
 void lp_lock_init(locus_lock *l)
 {
 	locus_lock_init(l, (locus_lock_kind)lp_cfg.tpl.kind, &lp_cfg.tpl.wait);
-	l->backoff_max = lp_cfg.tpl.backoff_max;
-	l->flags = lp_cfg.tpl.flags;
+	struct lock_opts o = {.backoff_max = lp_cfg.tpl.backoff_max,
+			      .flags = lp_cfg.tpl.flags,
+			      .admit = lp_cfg.tpl.admit};
+	lock_apply_opts(l, &o);
 }

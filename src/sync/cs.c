@@ -49,9 +49,8 @@ struct locus_cs {
 /* Options of one spec, already split; parsing fills these in. */
 struct opts {
 	locus_wait wait;
-	uint32_t backoff_max;
+	struct lock_opts lock;
 	uint32_t pass;
-	uint32_t lock_flags;
 	const char *method;
 	/* delegation */
 	uint32_t servers; /* 0: whatever runs, else 1 */
@@ -119,6 +118,7 @@ struct range {
 static const struct range ranges[] = {
 	{"spins", 0, UINT32_MAX},
 	{"backoff_max", 1, UINT32_MAX},
+	{"admit", 2, UINT32_MAX},
 	{"pass", 1, UINT32_MAX},
 	{"servers", 1, LOCUS_DELEGATE_SERVERS_MAX},
 	{"server", 0, LOCUS_DELEGATE_SERVERS_MAX - 1},
@@ -157,22 +157,32 @@ static int num_option(const char *opt, const char *name, uint32_t *out)
 
 static int ttas_option(struct opts *o, const char *opt)
 {
-	return lock_kind_option(LOCUS_LOCK_TTAS, opt, &o->backoff_max, &o->lock_flags);
+	return lock_kind_option(LOCUS_LOCK_TTAS, opt, &o->lock);
 }
 
 static int tas_option(struct opts *o, const char *opt)
 {
-	return lock_kind_option(LOCUS_LOCK_TAS, opt, &o->backoff_max, &o->lock_flags);
+	return lock_kind_option(LOCUS_LOCK_TAS, opt, &o->lock);
 }
 
 static int futex_option(struct opts *o, const char *opt)
 {
-	return lock_kind_option(LOCUS_LOCK_FUTEX, opt, &o->backoff_max, &o->lock_flags);
+	return lock_kind_option(LOCUS_LOCK_FUTEX, opt, &o->lock);
 }
 
 static int mcs_option(struct opts *o, const char *opt)
 {
-	return lock_kind_option(LOCUS_LOCK_MCS, opt, &o->backoff_max, &o->lock_flags);
+	return lock_kind_option(LOCUS_LOCK_MCS, opt, &o->lock);
+}
+
+static int ticket_option(struct opts *o, const char *opt)
+{
+	return lock_kind_option(LOCUS_LOCK_TICKET, opt, &o->lock);
+}
+
+static int clh_option(struct opts *o, const char *opt)
+{
+	return lock_kind_option(LOCUS_LOCK_CLH, opt, &o->lock);
 }
 
 static int server_option(struct opts *o, const char *opt)
@@ -266,8 +276,7 @@ static int lock_open(locus_cs *cs, const struct opts *o)
 		fail("%s: cannot initialize: %s", cs->m->name, strerror(rc));
 		return -1;
 	}
-	cs->u.lock.backoff_max = o->backoff_max;
-	cs->u.lock.flags = o->lock_flags;
+	lock_apply_opts(&cs->u.lock, &o->lock);
 	return 0;
 }
 
@@ -502,7 +511,7 @@ static int fmt_wait(const struct opts *o, char *buf, size_t len)
 static int fmt_lock(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
 {
 	int n = fmt_wait(o, buf, len);
-	return n + lock_kind_format(cs->m->kind, o->backoff_max, o->lock_flags, buf + n,
+	return n + lock_kind_format(cs->m->kind, &o->lock, buf + n,
 				    (size_t)n < len ? len - (size_t)n : 0);
 }
 
@@ -579,10 +588,15 @@ static int fmt_stm(const locus_cs *cs, const struct opts *o, char *buf, size_t l
 #define WAIT_OPTS                                                                                  \
 	"spinpark (default) | spin | park, spins=N (default " STR(LOCUS_WAIT_SPINS_DEFAULT) ")"
 
-/* tas, ttas, futex: the reservation for a waiter that has waited 1 ms. */
+/* tas, ttas, futex: the reservation for a waiter that has waited 10 ms. */
 #define ANTISTARVE_OPTS                                                                            \
-	", antistarve (default: a waiter that has waited 1 ms gets the lock reserved) | barge "   \
+	", antistarve (default: a waiter that has waited 10 ms gets the lock reserved) | barge "  \
 	"(plain barging)"
+
+/* ticket, clh, mcs: at most N threads in the queue, the rest wait outside. */
+#define ADMIT_OPTS                                                                                 \
+	", admit (default: at most as many threads in the queue as there are CPUs, the rest "    \
+	"wait outside, asleep) | admit=N (at most N, N >= 2) | strict (every thread queues)"
 
 /* A lock mechanism: name, lock kind, description, extra options and their parser. */
 #define LOCK_ROW(nm, k, sum, extra, parser)                                                   \
@@ -623,11 +637,11 @@ static const struct mech mechs[] = {
 		 ANTISTARVE_OPTS ", backoff (default) | nobackoff, backoff_max=N (default " STR(
 			 TTAS_BACKOFF_MAX_DEFAULT) ")",
 		 ttas_option),
-	LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", "", NULL),
+	LOCK_ROW("ticket", LOCUS_LOCK_TICKET, "FIFO ticket lock", ADMIT_OPTS, ticket_option),
 	LOCK_ROW("mcs", LOCUS_LOCK_MCS,
 		 "MCS queue lock with concurrency restriction for oversubscription",
-		 ", cr (default) | nocr (plain FIFO MCS)", mcs_option),
-	LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", "", NULL),
+		 ", cr (default) | nocr (plain FIFO MCS)" ADMIT_OPTS, mcs_option),
+	LOCK_ROW("clh", LOCUS_LOCK_CLH, "CLH queue lock", ADMIT_OPTS, clh_option),
 	LOCK_ROW("futex", LOCUS_LOCK_FUTEX, "three-state futex mutex", ANTISTARVE_OPTS,
 		 futex_option),
 	COMBINE_ROW("oyama", "Oyama combining lock: the holder runs the waiters' sections", oyama),
@@ -790,7 +804,7 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 		return NULL;
 	}
 	struct opts o = {.wait = locus_wait_default(),
-			 .backoff_max = TTAS_BACKOFF_MAX_DEFAULT,
+			 .lock = LOCK_OPTS_DEFAULT,
 			 .pass = LOCUS_COMBINE_PASS_DEFAULT,
 			 .method = "ml_wt",
 			 .server = UINT32_MAX,

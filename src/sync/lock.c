@@ -37,6 +37,7 @@ int locus_lock_init(locus_lock *l, locus_lock_kind kind, const locus_wait *wait)
 	l->kind = kind;
 	l->wait = wait ? *wait : locus_wait_default();
 	l->backoff_max = TTAS_BACKOFF_MAX_DEFAULT;
+	l->admit = admit_default();
 	switch (kind) {
 	case LOCUS_LOCK_MUTEX:
 		return pthread_mutex_init(&l->u.mutex, NULL);
@@ -126,41 +127,68 @@ void locus_lock_destroy(locus_lock *l)
 		clh_destroy(l);
 }
 
-int lock_kind_option(locus_lock_kind kind, const char *opt, uint32_t *backoff_max, uint32_t *flags)
+static int queue_kind(locus_lock_kind kind)
+{
+	return kind == LOCUS_LOCK_TICKET || kind == LOCUS_LOCK_CLH || kind == LOCUS_LOCK_MCS;
+}
+
+int lock_kind_option(locus_lock_kind kind, const char *opt, struct lock_opts *o)
 {
 	if (kind == LOCUS_LOCK_TTAS) {
 		if (strcmp(opt, "backoff") == 0) {
-			*backoff_max = TTAS_BACKOFF_MAX_DEFAULT;
+			o->backoff_max = TTAS_BACKOFF_MAX_DEFAULT;
 			return 1;
 		}
 		if (strcmp(opt, "nobackoff") == 0) {
-			*backoff_max = 1;
+			o->backoff_max = 1;
 			return 1;
 		}
 		if (strncmp(opt, "backoff_max=", 12) == 0)
-			return parse_num_u32(opt + 12, 1, UINT32_MAX, backoff_max) == 0 ? 1 : -1;
+			return parse_num_u32(opt + 12, 1, UINT32_MAX, &o->backoff_max) == 0 ? 1 : -1;
 	}
 	if (kind == LOCUS_LOCK_TAS || kind == LOCUS_LOCK_TTAS || kind == LOCUS_LOCK_FUTEX) {
 		if (strcmp(opt, "antistarve") == 0) {
-			*flags &= ~LOCUS_LOCK_BARGE;
+			o->flags &= ~LOCUS_LOCK_BARGE;
 			return 1;
 		}
 		if (strcmp(opt, "barge") == 0) {
-			*flags |= LOCUS_LOCK_BARGE;
+			o->flags |= LOCUS_LOCK_BARGE;
 			return 1;
 		}
 	}
 	if (kind == LOCUS_LOCK_MCS) {
 		if (strcmp(opt, "cr") == 0) {
-			*flags &= ~LOCUS_LOCK_NOCR;
+			o->flags &= ~LOCUS_LOCK_NOCR;
 			return 1;
 		}
 		if (strcmp(opt, "nocr") == 0) {
-			*flags |= LOCUS_LOCK_NOCR;
+			o->flags |= LOCUS_LOCK_NOCR;
 			return 1;
 		}
 	}
+	if (queue_kind(kind)) {
+		if (strcmp(opt, "strict") == 0) {
+			o->flags |= LOCUS_LOCK_STRICT;
+			return 1;
+		}
+		if (strcmp(opt, "admit") == 0) {
+			o->flags &= ~LOCUS_LOCK_STRICT;
+			o->admit = 0;
+			return 1;
+		}
+		if (strncmp(opt, "admit=", 6) == 0) {
+			o->flags &= ~LOCUS_LOCK_STRICT;
+			return parse_num_u32(opt + 6, 2, UINT32_MAX, &o->admit) == 0 ? 1 : -1;
+		}
+	}
 	return 0;
+}
+
+void lock_apply_opts(locus_lock *l, const struct lock_opts *o)
+{
+	l->backoff_max = o->backoff_max;
+	l->flags = o->flags;
+	l->admit = o->admit ? o->admit : admit_default();
 }
 
 int lock_wait_format(const locus_wait *w, char *buf, size_t len)
@@ -170,18 +198,30 @@ int lock_wait_format(const locus_wait *w, char *buf, size_t len)
 	return snprintf(buf, len, "%s", locus_wait_name(w));
 }
 
-int lock_kind_format(locus_lock_kind kind, uint32_t backoff_max, uint32_t flags, char *buf,
-		     size_t len)
+/* ",strict" or ",admit=N" for the queue locks. */
+static int admit_format(const struct lock_opts *o, char *buf, size_t len)
 {
-	const char *starve = flags & LOCUS_LOCK_BARGE ? "barge" : "antistarve";
+	if (o->flags & LOCUS_LOCK_STRICT)
+		return snprintf(buf, len, ",strict");
+	return snprintf(buf, len, ",admit=%u", o->admit ? o->admit : admit_default());
+}
+
+int lock_kind_format(locus_lock_kind kind, const struct lock_opts *o, char *buf, size_t len)
+{
+	const char *starve = o->flags & LOCUS_LOCK_BARGE ? "barge" : "antistarve";
+	int n;
 	switch (kind) {
 	case LOCUS_LOCK_TAS:
 	case LOCUS_LOCK_FUTEX:
 		return snprintf(buf, len, ",%s", starve);
 	case LOCUS_LOCK_TTAS:
-		return snprintf(buf, len, ",%s,backoff_max=%u", starve, backoff_max);
+		return snprintf(buf, len, ",%s,backoff_max=%u", starve, o->backoff_max);
 	case LOCUS_LOCK_MCS:
-		return snprintf(buf, len, ",%s", flags & LOCUS_LOCK_NOCR ? "nocr" : "cr");
+		n = snprintf(buf, len, ",%s", o->flags & LOCUS_LOCK_NOCR ? "nocr" : "cr");
+		return n + admit_format(o, buf + n, (size_t)n < len ? len - (size_t)n : 0);
+	case LOCUS_LOCK_TICKET:
+	case LOCUS_LOCK_CLH:
+		return admit_format(o, buf, len);
 	default:
 		return snprintf(buf, len, "%s", "");
 	}
@@ -200,7 +240,7 @@ int locus_lock_init_spec(locus_lock *l, const char *spec)
 	if (locus_lock_kind_parse(part, &kind) != 0)
 		return ENOENT;
 	locus_wait wait = locus_wait_default();
-	uint32_t backoff_max = TTAS_BACKOFF_MAX_DEFAULT, flags = 0;
+	struct lock_opts o = LOCK_OPTS_DEFAULT;
 	for (const char *p = spec[n] ? spec + n + 1 : NULL; p;) {
 		size_t len = strcspn(p, ",");
 		if (len == 0 || len >= sizeof(part))
@@ -209,15 +249,13 @@ int locus_lock_init_spec(locus_lock *l, const char *spec)
 		part[len] = '\0';
 		int r = kind == LOCUS_LOCK_MUTEX ? 0 : locus_wait_option(&wait, part);
 		if (r == 0)
-			r = lock_kind_option(kind, part, &backoff_max, &flags);
+			r = lock_kind_option(kind, part, &o);
 		if (r <= 0)
 			return EINVAL;
 		p = p[len] ? p + len + 1 : NULL;
 	}
 	int rc = locus_lock_init(l, kind, &wait);
-	if (rc == 0) {
-		l->backoff_max = backoff_max;
-		l->flags = flags;
-	}
+	if (rc == 0)
+		lock_apply_opts(l, &o);
 	return rc;
 }

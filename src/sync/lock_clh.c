@@ -27,6 +27,21 @@ static struct locus_qnode *clh_node(uintptr_t w)
 	return (struct locus_qnode *)(w & ~CLH_FREE);
 }
 
+/* Admission (lock_admit.c), as in mcs: `active` counts the threads admitted. */
+static int clh_enter(locus_lock *l, int forced)
+{
+	if (forced) {
+		faa_seqcst(&l->u.clh.active, 1);
+		return 1;
+	}
+	if (faa_seqcst(&l->u.clh.active, 1) < l->admit)
+		return 1;
+	/* Full: take it back (one RMW on the way in is cheaper than a look and
+	   a CAS), and if that left nobody admitted, do what leaving does. */
+	admit_leave(l, 0, faa_seqcst(&l->u.clh.active, (uint32_t)-1) == 1);
+	return 0;
+}
+
 int clh_init(locus_lock *l)
 {
 	struct locus_qnode *dummy = qnode_get();
@@ -34,17 +49,22 @@ int clh_init(locus_lock *l)
 	l->u.clh.tail = (uintptr_t)dummy | CLH_FREE;
 	l->u.clh.holder = NULL;
 	l->u.clh.pred = NULL;
+	l->u.clh.active = 0;
 	return 0;
 }
 
 void clh_lock(locus_lock *l)
 {
+	if (!(l->flags & LOCUS_LOCK_STRICT) && !clh_enter(l, 0))
+		admit_wait(l, clh_enter);
 	struct locus_qnode *n = qnode_get();
 	flag_arm(&n->flag);
 	uintptr_t w = xchg_acqrel(&l->u.clh.tail, (uintptr_t)n);
 	struct locus_qnode *pred = clh_node(w);
-	if (!(w & CLH_FREE))
+	if (!(w & CLH_FREE)) {
+		lock_hook(l, LOCK_HOOK_QUEUE);
 		flag_wait(&pred->flag, &l->wait);
+	}
 	l->u.clh.holder = n;
 	l->u.clh.pred = pred;
 }
@@ -61,6 +81,8 @@ int clh_trylock(locus_lock *l)
 		qnode_put(n);
 		return EBUSY;
 	}
+	if (!(l->flags & LOCUS_LOCK_STRICT))
+		faa_seqcst(&l->u.clh.active, 1);
 	l->u.clh.holder = n;
 	l->u.clh.pred = clh_node(w);
 	return 0;
@@ -68,6 +90,7 @@ int clh_trylock(locus_lock *l)
 
 void clh_unlock(locus_lock *l)
 {
+	int admit = !(l->flags & LOCUS_LOCK_STRICT), due = admit && admit_due(l);
 	struct locus_qnode *n = l->u.clh.holder;
 	struct locus_qnode *pred = l->u.clh.pred;
 	uintptr_t expected = (uintptr_t)n;
@@ -75,6 +98,8 @@ void clh_unlock(locus_lock *l)
 	    !cas_release(&l->u.clh.tail, &expected, (uintptr_t)n | CLH_FREE))
 		flag_release(&n->flag, 0);
 	qnode_put(pred);
+	if (admit)
+		admit_leave(l, due, faa_seqcst(&l->u.clh.active, (uint32_t)-1) == 1);
 }
 
 void clh_destroy(locus_lock *l)

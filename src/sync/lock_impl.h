@@ -30,12 +30,75 @@ void clh_destroy(locus_lock *l);
 #define TTAS_BACKOFF_MAX_DEFAULT 1024
 
 /*
+ * Admission (lock_admit.c), for ticket, clh and mcs unless LOCUS_LOCK_STRICT.
+ *
+ * enter(l, 0): is there room in the queue? ticket: 1 if fewer than l->admit
+ * tickets are out (the caller then takes one); clh, mcs: 1 if it reserved a
+ * place in their `active` count. enter(l, 1): the caller was let in
+ * regardless (clh, mcs: count it).
+ */
+typedef int (*admit_enter_fn)(locus_lock *l, int forced);
+
+/* The default l->admit: the CPUs this process may run on, at least 2. */
+uint32_t admit_default(void);
+/* Wait outside the queue until admitted; enter says how (above). */
+void admit_wait(locus_lock *l, admit_enter_fn enter);
+/* Holder only, before releasing: is the oldest waiter outside due to be let in? */
+static inline int admit_due(locus_lock *l);
+/* After releasing: let the oldest waiter in if `due`, or if `idle` (nobody
+   admitted is left); idle must come from a sequentially consistent look. */
+void admit_grant(locus_lock *l);
+int admit_clock(locus_lock *l);
+
+static inline int admit_due(locus_lock *l)
+{
+	if (__atomic_load_n(&l->adm.head, __ATOMIC_RELAXED))
+		return admit_clock(l);
+	/* Written only when it changes: a store at every unlock would bounce the
+	   line between the CPUs of the threads taking turns. */
+	if (l->adm.clock_ns && !__atomic_load_n(&l->adm.tail, __ATOMIC_RELAXED))
+		l->adm.clock_ns = 0;
+	return 0;
+}
+
+static inline void admit_leave(locus_lock *l, int due, int idle)
+{
+	if ((due || idle) && __atomic_load_n(&l->adm.head, __ATOMIC_SEQ_CST))
+		admit_grant(l);
+}
+
+/*
+ * Test hook: when set, called by a waiter just after it has taken its place
+ * in a queue (a ticket, a queue lock's tail, the admission queue) and before
+ * anything else, where being descheduled hurts most. `where` is one of:
+ */
+enum { LOCK_HOOK_QUEUE = 0, LOCK_HOOK_ADMIT = 1 };
+extern void (*lock_test_enqueued)(const locus_lock *l, int where);
+
+static inline void lock_hook(const locus_lock *l, int where)
+{
+	void (*h)(const locus_lock *, int) = __atomic_load_n(&lock_test_enqueued, __ATOMIC_RELAXED);
+	if (__builtin_expect(h != NULL, 0))
+		h(l, where);
+}
+
+/* A lock kind's own settings, as a spec gives them (admit 0: the default). */
+struct lock_opts {
+	uint32_t backoff_max;
+	uint32_t flags;
+	uint32_t admit;
+};
+#define LOCK_OPTS_DEFAULT ((struct lock_opts){.backoff_max = TTAS_BACKOFF_MAX_DEFAULT})
+
+/*
  * One option of a lock kind itself, not a waiting option (ttas: backoff |
  * nobackoff | backoff_max=N; tas, ttas, futex: antistarve | barge; mcs: cr |
- * nocr), shared by the executor's spec
- * parser and locus_lock_init_spec: 1 taken, 0 unknown, -1 bad value.
+ * nocr; ticket, clh, mcs: admit | admit=N | strict), shared by the executor's
+ * spec parser and locus_lock_init_spec: 1 taken, 0 unknown, -1 bad value.
  */
-int lock_kind_option(locus_lock_kind kind, const char *opt, uint32_t *backoff_max, uint32_t *flags);
+int lock_kind_option(locus_lock_kind kind, const char *opt, struct lock_opts *o);
+/* Apply them to an initialized lock that is not yet in use. */
+void lock_apply_opts(locus_lock *l, const struct lock_opts *o);
 
 /*
  * The inverse, for a spec with every default spelled out: the waiting policy
@@ -44,7 +107,6 @@ int lock_kind_option(locus_lock_kind kind, const char *opt, uint32_t *backoff_ma
  * snprintf's contract: the length it would have written.
  */
 int lock_wait_format(const locus_wait *w, char *buf, size_t len);
-int lock_kind_format(locus_lock_kind kind, uint32_t backoff_max, uint32_t flags, char *buf,
-		     size_t len);
+int lock_kind_format(locus_lock_kind kind, const struct lock_opts *o, char *buf, size_t len);
 
 #endif

@@ -73,6 +73,25 @@ static int cr_readmit_due(locus_lock *l)
 	return 1;
 }
 
+/*
+ * Admission (lock_admit.c): `active` counts the threads admitted, holder and
+ * queue. Room is reserved with a CAS below the limit; a thread let in
+ * regardless counts itself.
+ */
+static int mcs_enter(locus_lock *l, int forced)
+{
+	if (forced) {
+		faa_seqcst(&l->u.mcs.active, 1);
+		return 1;
+	}
+	if (faa_seqcst(&l->u.mcs.active, 1) < l->admit)
+		return 1;
+	/* Full: take it back (one RMW on the way in is cheaper than a look and
+	   a CAS), and if that left nobody admitted, do what leaving does. */
+	admit_leave(l, 0, faa_seqcst(&l->u.mcs.active, (uint32_t)-1) == 1);
+	return 0;
+}
+
 void mcs_init(locus_lock *l)
 {
 	l->u.mcs.tail = NULL;
@@ -81,15 +100,19 @@ void mcs_init(locus_lock *l)
 	l->u.mcs.passive_tail = NULL;
 	l->u.mcs.handoffs = 0;
 	l->u.mcs.readmitted_ns = 0;
+	l->u.mcs.active = 0;
 }
 
 void mcs_lock(locus_lock *l)
 {
+	if (!(l->flags & LOCUS_LOCK_STRICT) && !mcs_enter(l, 0))
+		admit_wait(l, mcs_enter);
 	struct locus_qnode *n = qnode_get();
 	n->next = NULL;
 	flag_arm(&n->flag);
 	struct locus_qnode *pred = xchg_acqrel(&l->u.mcs.tail, n);
 	if (pred) {
+		lock_hook(l, LOCK_HOOK_QUEUE);
 		st_release(&pred->next, n);
 		flag_wait(&n->flag, &l->wait);
 	}
@@ -106,6 +129,8 @@ int mcs_trylock(locus_lock *l)
 		qnode_put(n);
 		return EBUSY;
 	}
+	if (!(l->flags & LOCUS_LOCK_STRICT))
+		faa_seqcst(&l->u.mcs.active, 1);
 	l->u.mcs.holder = n;
 	return 0;
 }
@@ -208,7 +233,8 @@ static struct locus_qnode *cr_choose(locus_lock *l, struct locus_qnode *n, struc
 	return next;
 }
 
-void mcs_unlock(locus_lock *l)
+/* Hand the lock on, or free it. */
+static void mcs_release(locus_lock *l)
 {
 	struct locus_qnode *n = l->u.mcs.holder;
 	struct locus_qnode *next = ld_acquire(&n->next);
@@ -225,4 +251,15 @@ void mcs_unlock(locus_lock *l)
 		next = cr_choose(l, n, next);
 	flag_release(&next->flag, 0);
 	qnode_put(n);
+}
+
+void mcs_unlock(locus_lock *l)
+{
+	if (l->flags & LOCUS_LOCK_STRICT) {
+		mcs_release(l);
+		return;
+	}
+	int due = admit_due(l);
+	mcs_release(l);
+	admit_leave(l, due, faa_seqcst(&l->u.mcs.active, (uint32_t)-1) == 1);
 }

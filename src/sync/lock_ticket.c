@@ -17,6 +17,19 @@
 
 #define NEXT_ONE (1ull << 32)
 
+/* Tickets out: the holder and its waiters. */
+static uint32_t ticket_out(uint64_t both)
+{
+	return (uint32_t)(both >> 32) - (uint32_t)both;
+}
+
+/* Admission (lock_admit.c): the tickets out are the count of those admitted,
+   so a thread let in takes a ticket and that is all. */
+static int ticket_enter(locus_lock *l, int forced)
+{
+	return forced || ticket_out(ld_seqcst(&l->u.ticket.t.both)) < l->admit;
+}
+
 void ticket_init(locus_lock *l)
 {
 	l->u.ticket.t.both = 0;
@@ -37,10 +50,18 @@ static void ticket_park(locus_lock *l, uint32_t my)
 
 void ticket_lock(locus_lock *l)
 {
+	if (!(l->flags & LOCUS_LOCK_STRICT)) {
+		/* Ask for the line in exclusive state: a plain load would fetch it
+		   shared and the add below fetch it again. */
+		__builtin_prefetch(&l->u.ticket.t.both, 1);
+		if (ticket_out(ld_relaxed(&l->u.ticket.t.both)) >= l->admit)
+			admit_wait(l, ticket_enter);
+	}
 	uint64_t old = faa_acqrel(&l->u.ticket.t.both, NEXT_ONE);
 	uint32_t my = (uint32_t)(old >> 32);
 	if ((uint32_t)old == my)
 		return;
+	lock_hook(l, LOCK_HOOK_QUEUE);
 	if (l->wait.kind == LOCUS_WAIT_SPIN) {
 		while (ld_acquire(&l->u.ticket.t.half.owner) != my)
 			cpu_relax();
@@ -66,8 +87,11 @@ int ticket_trylock(locus_lock *l)
 
 void ticket_unlock(locus_lock *l)
 {
+	int admit = !(l->flags & LOCUS_LOCK_STRICT), due = admit && admit_due(l);
 	uint32_t owner = ld_relaxed(&l->u.ticket.t.half.owner);
 	st_seqcst(&l->u.ticket.t.half.owner, owner + 1);
 	if (ld_seqcst(&l->u.ticket.parked) != 0)
 		futex_wake(&l->u.ticket.t.half.owner, FUTEX_WAKE_ALL);
+	if (admit)
+		admit_leave(l, due, ticket_out(ld_seqcst(&l->u.ticket.t.both)) == 0);
 }

@@ -21,6 +21,7 @@
 
 #include "locus/lock.h"
 #include "preload.h"
+#include "sync/lock_impl.h"
 #include "testutil.h"
 
 #define HERE __builtin_return_address(0)
@@ -103,13 +104,27 @@ START_TEST(spec_parse)
 	ck_assert_int_eq(locus_lock_init_spec(&l, "mutex"), 0);
 	locus_lock_destroy(&l);
 
+	/* The queue locks' admission: a limit, the default, or none. */
+	ck_assert_int_eq(locus_lock_init_spec(&l, "clh:admit=5"), 0);
+	ck_assert_uint_eq(l.admit, 5);
+	ck_assert_uint_eq(l.flags & LOCUS_LOCK_STRICT, 0);
+	locus_lock_destroy(&l);
+	ck_assert_int_eq(locus_lock_init_spec(&l, "ticket:park,strict"), 0);
+	ck_assert_uint_eq(l.flags & LOCUS_LOCK_STRICT, LOCUS_LOCK_STRICT);
+	locus_lock_destroy(&l);
+	ck_assert_int_eq(locus_lock_init_spec(&l, "mcs:strict,admit"), 0);
+	ck_assert_uint_eq(l.flags & LOCUS_LOCK_STRICT, 0);
+	ck_assert_uint_eq(l.admit, admit_default());
+	ck_assert_uint_ge(l.admit, 2);
+	locus_lock_destroy(&l);
+
 	const char *unknown[] = {"", "nosuch", "mcsx", ":spin", "MCS"};
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(*unknown); i++)
 		ck_assert_msg(locus_lock_init_spec(&l, unknown[i]) == ENOENT, "'%s'", unknown[i]);
 	const char *bad[] = {
 		"mcs:",		 "mcs:bogus",	    "mcs:nocr,",	  "mcs:,nocr",
 		"mutex:spin",	 "tas:nocr", "mcs:barge",	    "ttas:backoff_max=0", "ttas:backoff_max=x",
-		"ticket:spins=", "futex:spin,,park"};
+		"ticket:spins=", "futex:spin,,park", "ticket:admit=1", "tas:strict", "futex:admit=2"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
 		ck_assert_msg(locus_lock_init_spec(&l, bad[i]) == EINVAL, "'%s'", bad[i]);
 }
@@ -122,7 +137,11 @@ START_TEST(config_modes)
 	configure("mcs:nocr", NULL);
 	ck_assert_int_eq(lp_cfg.mode, LP_REPLACE);
 	ck_assert_int_eq(lp_cfg.profiling, 0);
-	ck_assert_str_eq(lp_cfg.lock_spec, "mcs:spinpark,spins=2048,nocr");
+	/* admit=N: the CPUs this process may run on (at least 2), as the lock says. */
+	char expect[64];
+	snprintf(expect, sizeof expect, "mcs:spinpark,spins=2048,nocr,admit=%u", admit_default());
+	ck_assert_str_eq(lp_cfg.lock_spec, expect);
+
 }
 END_TEST
 
@@ -659,7 +678,9 @@ START_TEST(report_json_and_text)
 	close(tfd);
 	const char *j = slurp(json);
 	ck_assert_msg(strstr(j, "\"tool\": \"locus-preload\"") != NULL, "%s", j);
-	ck_assert_msg(strstr(j, "\"lock\": \"ticket:spinpark,spins=2048\"") != NULL, "%s", j);
+	char lock[64];
+	snprintf(lock, sizeof lock, "\"lock\": \"ticket:spinpark,spins=2048,admit=%u\"", admit_default());
+	ck_assert_msg(strstr(j, lock) != NULL, "%s", j);
 	ck_assert_msg(strstr(j, "\"replaced\": true") != NULL, "%s", j);
 	ck_assert_msg(strstr(j, "\"mutexes_used\": 2,") != NULL, "%s", j);
 	/* the contended counter first, with every acquisition counted */

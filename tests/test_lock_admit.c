@@ -1,0 +1,415 @@
+/*
+ * Admission in front of ticket, clh and mcs (lock_admit.c): at most `admit`
+ * threads in the lock's queue, the rest wait outside and are let in when the
+ * lock falls idle or, oldest first, every LOCUS_LOCK_ADMIT_NS.
+ *
+ * The test hook (lock_impl.h) runs in a waiter right after it has taken its
+ * place in a queue, the moment at which being descheduled hurts most: the
+ * stress test sleeps there now and then, as if the scheduler had taken the
+ * CPU away; the ordered tests use it to know who is where.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "locus/lock.h"
+#include "sync/flag.h"
+#include "sync/lock_impl.h"
+#include "sync/nodes.h"
+#include "testutil.h"
+
+#define HANG_S (30 * TEST_SLOWDOWN)
+
+/* --- cases: kind x options ----------------------------------------------------- */
+
+struct acase {
+	const char *spec;
+	int admits; /* 0: strict, nobody waits outside */
+};
+
+static const struct acase cases[] = {
+	{"ticket:admit=2", 1},	     {"ticket:admit=2,park", 1},   {"ticket:admit=2,spin", 1},
+	{"ticket:strict", 0},	     {"clh:admit=2", 1},	   {"clh:admit=2,park", 1},
+	{"clh:admit=2,spin", 1},     {"clh:strict", 0},		   {"mcs:admit=2", 1},
+	{"mcs:admit=2,park", 1},     {"mcs:admit=2,spin", 1},	   {"mcs:nocr,admit=2", 1},
+	{"mcs:nocr,admit=2,park", 1}, {"mcs:nocr,strict", 0},	   {"mcs:strict", 0},
+	{"ticket:admit=3", 1},	     {"mcs:nocr,admit=5", 1},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+/* The three kinds with admit=2, for the ordered tests. */
+static const char *const ordered_specs[] = {"ticket:admit=2", "clh:admit=2", "mcs:admit=2",
+					    "mcs:nocr,admit=2"};
+#define NORDERED ((int)(sizeof ordered_specs / sizeof ordered_specs[0]))
+
+static void init_spec(locus_lock *l, const char *spec)
+{
+	int rc = locus_lock_init_spec(l, spec);
+	ck_assert_msg(rc == 0, "%s: locus_lock_init_spec returned %d", spec, rc);
+}
+
+/* Threads admitted to the lock's queue, the holder included. */
+static uint32_t admitted(locus_lock *l)
+{
+	if (l->kind == LOCUS_LOCK_TICKET) {
+		uint64_t w = __atomic_load_n(&l->u.ticket.t.both, __ATOMIC_SEQ_CST);
+		return (uint32_t)(w >> 32) - (uint32_t)w;
+	}
+	if (l->kind == LOCUS_LOCK_CLH)
+		return __atomic_load_n(&l->u.clh.active, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&l->u.mcs.active, __ATOMIC_SEQ_CST);
+}
+
+/* At rest: nobody admitted, nobody outside. */
+static void assert_at_rest(locus_lock *l, const char *spec)
+{
+	ck_assert_msg(admitted(l) == 0, "%s: %u still counted as admitted", spec, admitted(l));
+	ck_assert_msg(l->adm.tail == NULL && l->adm.head == NULL,
+		      "%s: the queue outside is not empty", spec);
+}
+
+/* --- the hook ------------------------------------------------------------------- */
+
+static __thread int my_id = -1;	    /* the ordered tests' thread number */
+static __thread uint32_t my_rand;   /* the stress test's per-thread random numbers */
+static uint32_t hook_calls[2];	    /* by `where` */
+static uint32_t hook_seen[2];	    /* by `where`: bit my_id, once that thread got there */
+static int hook_sleeps;		    /* stress: sleep now and then */
+
+static void hook(const locus_lock *l, int where)
+{
+	(void)l;
+	__atomic_fetch_add(&hook_calls[where], 1, __ATOMIC_RELAXED);
+	if (my_id >= 0)
+		__atomic_fetch_or(&hook_seen[where], 1u << my_id, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&hook_sleeps, __ATOMIC_RELAXED)) {
+		my_rand = my_rand * 1103515245u + 12345u;
+		if ((my_rand >> 16) % 8 == 0) {
+			/* Off the CPU for 50-400 us, just after taking a place in line. */
+			struct timespec ts = {0, 50000 + (long)((my_rand >> 8) % 8) * 50000};
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+static void hook_install(int sleeps)
+{
+	memset(hook_calls, 0, sizeof hook_calls);
+	memset(hook_seen, 0, sizeof hook_seen);
+	__atomic_store_n(&hook_sleeps, sleeps, __ATOMIC_RELAXED);
+	__atomic_store_n(&lock_test_enqueued, hook, __ATOMIC_SEQ_CST);
+}
+
+static void hook_remove(void)
+{
+	__atomic_store_n(&lock_test_enqueued, NULL, __ATOMIC_SEQ_CST);
+}
+
+/* Wait (yielding) until thread `id` has passed the hook at `where`. */
+static void wait_seen(int where, int id)
+{
+	while (!(__atomic_load_n(&hook_seen[where], __ATOMIC_SEQ_CST) & (1u << id)))
+		sched_yield();
+}
+
+/* --- stress: descheduled waiters, no section twice, no update lost --------------- */
+
+#define STRESS_THREADS 12
+#define STRESS_ITERS   (TEST_SANITIZED ? 300 : 1500)
+
+struct stress {
+	locus_lock l;
+	uint64_t plain; /* under l */
+	int inside;	/* under l */
+	uint32_t iters;
+	uint32_t tries; /* successful trylocks */
+	pthread_barrier_t start;
+};
+
+static void *stress_thread(void *arg)
+{
+	struct stress *sh = arg;
+	my_rand = (uint32_t)(uintptr_t)&my_rand;
+	pthread_barrier_wait(&sh->start);
+	for (uint32_t j = 0; j < sh->iters; j++) {
+		if (j % 8 == 0 && locus_lock_trylock(&sh->l) == 0)
+			__atomic_fetch_add(&sh->tries, 1, __ATOMIC_RELAXED);
+		else
+			locus_lock_lock(&sh->l);
+		ck_assert_int_eq(__atomic_exchange_n(&sh->inside, 1, __ATOMIC_RELAXED), 0);
+		sh->plain++;
+		/* Give the CPU away now and then while holding, so that the others
+		   pile up behind even in a slow (sanitized) build. */
+		if (j % 4 == 0)
+			sched_yield();
+		__atomic_store_n(&sh->inside, 0, __ATOMIC_RELAXED);
+		locus_lock_unlock(&sh->l);
+	}
+	return NULL;
+}
+
+START_TEST(descheduled_waiters)
+{
+	const struct acase *c = &cases[_i];
+	struct stress *sh = calloc(1, sizeof *sh);
+	pthread_t th[STRESS_THREADS];
+	ck_assert(sh);
+	init_spec(&sh->l, c->spec);
+	/* With more spinning threads than CPUs, a hand-off waits for a time slice
+	   (the spin policy's known collapse): fewer rounds. */
+	sh->iters = strstr(c->spec, "spin") ? STRESS_ITERS / 60 + 15 : STRESS_ITERS;
+	ck_assert_int_eq(pthread_barrier_init(&sh->start, NULL, STRESS_THREADS), 0);
+	hook_install(1);
+	for (int t = 0; t < STRESS_THREADS; t++)
+		test_start_thread(&th[t], stress_thread, sh);
+	for (int t = 0; t < STRESS_THREADS; t++)
+		ck_assert_msg(test_join_within(th[t], 8 * HANG_S) == 0,
+			      "%s: thread %d did not finish within %d s", c->spec, t, 8 * HANG_S);
+	hook_remove();
+	ck_assert_uint_eq(sh->plain, (uint64_t)STRESS_THREADS * sh->iters);
+	assert_at_rest(&sh->l, c->spec);
+	ck_assert_msg(hook_calls[LOCK_HOOK_QUEUE] > 0, "%s: nobody ever queued?", c->spec);
+	if (c->admits)
+		ck_assert_msg(hook_calls[LOCK_HOOK_ADMIT] > 0,
+			      "%s: %d threads, and nobody ever waited outside?", c->spec,
+			      STRESS_THREADS);
+	else
+		ck_assert_msg(hook_calls[LOCK_HOOK_ADMIT] == 0,
+			      "%s: strict, yet %u waited outside", c->spec,
+			      hook_calls[LOCK_HOOK_ADMIT]);
+	/* Free and usable: a trylock succeeds at once. */
+	ck_assert_int_eq(locus_lock_trylock(&sh->l), 0);
+	locus_lock_unlock(&sh->l);
+	locus_lock_destroy(&sh->l);
+	pthread_barrier_destroy(&sh->start);
+	free(sh);
+}
+END_TEST
+
+/* --- ordered: who gets in, and in which order ------------------------------------ */
+
+struct ordered {
+	locus_lock l;
+	int order[8]; /* thread ids, in the order they held the lock (under l) */
+	int n;
+	int go;	      /* the first holder may unlock */
+	int requeued; /* grant test: H is back in the queue */
+};
+
+static void record(struct ordered *sh, int id)
+{
+	sh->order[sh->n++] = id;
+}
+
+struct role {
+	struct ordered *sh;
+	int id;
+};
+
+/* Lock, record, unlock. */
+static void *plain_thread(void *arg)
+{
+	struct role *r = arg;
+	my_id = r->id;
+	locus_lock_lock(&r->sh->l);
+	record(r->sh, r->id);
+	locus_lock_unlock(&r->sh->l);
+	return NULL;
+}
+
+/* Until the head waiting outside is published and asleep: it has looked for
+   room for the last time (the ordered tests' policy parks outside at once). */
+static void wait_head_published(locus_lock *l)
+{
+	struct locus_qnode *h;
+	while (!(h = __atomic_load_n(&l->adm.head, __ATOMIC_SEQ_CST)) ||
+	       __atomic_load_n(&h->flag, __ATOMIC_SEQ_CST) != FLAG_PARKED)
+		sched_yield();
+}
+
+/*
+ * The main thread holds the lock; thread 1 queues behind it (the queue is then
+ * full at admit=2); thread 2 finds it full and waits outside. Thread 1 gets the
+ * lock next, and its unlock, which leaves nobody admitted, lets thread 2 in.
+ */
+START_TEST(idle_lock_lets_the_outside_in)
+{
+	const char *spec = ordered_specs[_i];
+	struct ordered *sh = calloc(1, sizeof *sh);
+	ck_assert(sh);
+	init_spec(&sh->l, spec);
+	hook_install(0);
+	struct role r1 = {sh, 1}, r2 = {sh, 2};
+	pthread_t t1, t2;
+	locus_lock_lock(&sh->l);
+	test_start_thread(&t1, plain_thread, &r1);
+	wait_seen(LOCK_HOOK_QUEUE, 1);
+	test_start_thread(&t2, plain_thread, &r2);
+	wait_seen(LOCK_HOOK_ADMIT, 2);
+	wait_head_published(&sh->l);
+	ck_assert_uint_eq(admitted(&sh->l), 2);
+	locus_lock_unlock(&sh->l);
+	ck_assert_msg(test_join_within(t1, HANG_S) == 0, "%s: thread 1 never got the lock", spec);
+	ck_assert_msg(test_join_within(t2, HANG_S) == 0,
+		      "%s: the lock fell idle and the thread outside was not let in", spec);
+	hook_remove();
+	ck_assert_int_eq(sh->n, 2);
+	ck_assert_int_eq(sh->order[0], 1);
+	ck_assert_int_eq(sh->order[1], 2);
+	assert_at_rest(&sh->l, spec);
+	locus_lock_destroy(&sh->l);
+	free(sh);
+}
+END_TEST
+
+/* Busy (on the CPU) for at least ns: the condition under test is time passing. */
+static void busy_ns(uint64_t ns)
+{
+	uint64_t t0 = mono_ns();
+	while (mono_ns() - t0 < ns)
+		;
+}
+
+/* H: hold until told, unlock, queue again at once; then hold until the thread
+   outside has been let in while the queue stayed full. */
+static void *grant_holder(void *arg)
+{
+	struct role *r = arg;
+	struct ordered *sh = r->sh;
+	my_id = r->id;
+	locus_lock_lock(&sh->l);
+	while (!__atomic_load_n(&sh->go, __ATOMIC_SEQ_CST))
+		sched_yield();
+	locus_lock_unlock(&sh->l);
+	locus_lock_lock(&sh->l);
+	record(sh, r->id);
+	/* H holds and nobody has left: only a grant by time can bring W2 in. */
+	while (admitted(&sh->l) < 2)
+		sched_yield();
+	locus_lock_unlock(&sh->l);
+	return NULL;
+}
+
+/* W1: queued behind H; holds until H is queued behind it and the admission
+   period has passed, so that its unlock is due to let W2 in. */
+static void *grant_first(void *arg)
+{
+	struct role *r = arg;
+	struct ordered *sh = r->sh;
+	my_id = r->id;
+	locus_lock_lock(&sh->l);
+	record(sh, r->id);
+	wait_seen(LOCK_HOOK_QUEUE, 0);
+	busy_ns(LOCUS_LOCK_ADMIT_NS + LOCUS_LOCK_ADMIT_NS / 4);
+	locus_lock_unlock(&sh->l);
+	return NULL;
+}
+
+/*
+ * H (thread 0) holds, W1 (1) queues, W2 (2) waits outside. H unlocks (W1
+ * holds) and queues again at once, so the queue stays full and the lock is
+ * never idle. W1 holds for longer than LOCUS_LOCK_ADMIT_NS: its unlock lets W2
+ * in although the queue is full, and H, holding next, sees W2 admitted.
+ * Without the timed grant H would wait for that forever.
+ */
+START_TEST(full_queue_lets_the_oldest_in_on_time)
+{
+	const char *spec = ordered_specs[_i];
+	struct ordered *sh = calloc(1, sizeof *sh);
+	ck_assert(sh);
+	init_spec(&sh->l, spec);
+	hook_install(0);
+	struct role r0 = {sh, 0}, r1 = {sh, 1}, r2 = {sh, 2};
+	pthread_t t0, t1, t2;
+	test_start_thread(&t0, grant_holder, &r0);
+	while (admitted(&sh->l) < 1)
+		sched_yield();
+	test_start_thread(&t1, grant_first, &r1);
+	wait_seen(LOCK_HOOK_QUEUE, 1);
+	test_start_thread(&t2, plain_thread, &r2);
+	wait_seen(LOCK_HOOK_ADMIT, 2);
+	wait_head_published(&sh->l);
+	/* H's second place in line is its second pass through the hook: clear the first. */
+	__atomic_fetch_and(&hook_seen[LOCK_HOOK_QUEUE], ~1u, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
+	ck_assert_msg(test_join_within(t0, HANG_S) == 0,
+		      "%s: the queue stayed full and the thread outside was never let in", spec);
+	ck_assert_msg(test_join_within(t1, HANG_S) == 0, "%s: W1 did not finish", spec);
+	ck_assert_msg(test_join_within(t2, HANG_S) == 0, "%s: W2 did not finish", spec);
+	hook_remove();
+	ck_assert_int_eq(sh->n, 3);
+	ck_assert_int_eq(sh->order[0], 1);
+	ck_assert_int_eq(sh->order[1], 0);
+	ck_assert_int_eq(sh->order[2], 2);
+	assert_at_rest(&sh->l, spec);
+	locus_lock_destroy(&sh->l);
+	free(sh);
+}
+END_TEST
+
+/* Trylock still succeeds exactly when the lock is free, with threads outside or not. */
+START_TEST(trylock_with_threads_outside)
+{
+	const char *spec = ordered_specs[_i];
+	struct ordered *sh = calloc(1, sizeof *sh);
+	ck_assert(sh);
+	init_spec(&sh->l, spec);
+	hook_install(0);
+	struct role r1 = {sh, 1}, r2 = {sh, 2};
+	pthread_t t1, t2;
+	ck_assert_int_eq(locus_lock_trylock(&sh->l), 0);
+	ck_assert_int_eq(locus_lock_trylock(&sh->l), EBUSY);
+	test_start_thread(&t1, plain_thread, &r1);
+	wait_seen(LOCK_HOOK_QUEUE, 1);
+	test_start_thread(&t2, plain_thread, &r2);
+	wait_seen(LOCK_HOOK_ADMIT, 2);
+	wait_head_published(&sh->l);
+	ck_assert_int_eq(locus_lock_trylock(&sh->l), EBUSY);
+	locus_lock_unlock(&sh->l);
+	ck_assert(test_join_within(t1, HANG_S) == 0);
+	ck_assert(test_join_within(t2, HANG_S) == 0);
+	hook_remove();
+	assert_at_rest(&sh->l, spec);
+	ck_assert_int_eq(locus_lock_trylock(&sh->l), 0);
+	locus_lock_unlock(&sh->l);
+	locus_lock_destroy(&sh->l);
+	free(sh);
+}
+END_TEST
+
+START_TEST(default_admit_is_the_cpus)
+{
+	locus_lock l;
+	ck_assert_int_eq(locus_lock_init(&l, LOCUS_LOCK_TICKET, NULL), 0);
+	cpu_set_t set;
+	ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
+	uint32_t cpus = (uint32_t)CPU_COUNT(&set);
+	ck_assert_uint_eq(l.admit, cpus < 2 ? 2 : cpus);
+	ck_assert_uint_eq(l.flags & LOCUS_LOCK_STRICT, 0);
+	locus_lock_destroy(&l);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("lock_admit");
+	TCase *tc = tcase_create("ordered");
+	tcase_set_timeout(tc, 4 * HANG_S);
+	tcase_add_loop_test(tc, idle_lock_lets_the_outside_in, 0, NORDERED);
+	tcase_add_loop_test(tc, full_queue_lets_the_oldest_in_on_time, 0, NORDERED);
+	tcase_add_loop_test(tc, trylock_with_threads_outside, 0, NORDERED);
+	tcase_add_test(tc, default_admit_is_the_cpus);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("stress");
+	tcase_set_timeout(tc, 10 * HANG_S);
+	tcase_add_loop_test(tc, descheduled_waiters, 0, NCASES);
+	suite_add_tcase(s, tc);
+	return test_run_suite(s);
+}
