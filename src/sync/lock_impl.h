@@ -43,13 +43,13 @@ typedef int (*admit_enter_fn)(locus_lock *l, int forced);
 uint32_t admit_default(void);
 /* Wait outside the queue until admitted; enter says how (above). */
 void admit_wait(locus_lock *l, admit_enter_fn enter);
-/* Holder only, before releasing: is the oldest waiter outside due to be let in? */
-static inline int admit_due(locus_lock *l);
-/* After releasing: let the oldest waiter in if `due`, or if `idle` (nobody
-   admitted is left); idle must come from a sequentially consistent look. */
+/* Let the head outside in, if one is published. */
 void admit_grant(locus_lock *l);
+/* Holder only: has LOCUS_LOCK_ADMIT_NS passed since the last grant (starting
+   the clock if it was not running)? */
 int admit_clock(locus_lock *l);
 
+/* Holder only, before releasing: is the oldest waiter outside due to be let in? */
 static inline int admit_due(locus_lock *l)
 {
 	if (__atomic_load_n(&l->adm.head, __ATOMIC_RELAXED))
@@ -61,6 +61,9 @@ static inline int admit_due(locus_lock *l)
 	return 0;
 }
 
+/* After releasing: let the head outside in if `due`, or if `idle` (nobody
+   admitted is left; the count must have been lowered with a sequentially
+   consistent operation, which orders it before the look at the head). */
 static inline void admit_leave(locus_lock *l, int due, int idle)
 {
 	if ((due || idle) && __atomic_load_n(&l->adm.head, __ATOMIC_SEQ_CST))
