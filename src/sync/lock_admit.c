@@ -13,7 +13,7 @@
  * holder included, are in the lock's own queue at once; the default is the
  * number of CPUs the process may run on. A thread that finds the queue full
  * waits outside, asleep, in a FIFO queue of its own (the admission queue, an
- * MCS queue of per-thread nodes). So the waiters in the lock's queue are
+ * MCS queue of nodes on the waiters' stacks). So the waiters in the lock's queue are
  * threads that took their place while running, and no more of them than
  * there are CPUs: the thread whose turn comes is running or about to run, and
  * the order among them stays FIFO. Threads leaving the lock make room and
@@ -112,7 +112,14 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
 	/* Outside, the wait is usually milliseconds: sleep at once, unless the
 	   policy is to spin (then the caller has CPUs to spare). */
 	locus_wait w = {.kind = l->wait.kind == LOCUS_WAIT_SPIN ? LOCUS_WAIT_SPIN : LOCUS_WAIT_PARK};
-	struct locus_qnode *n = qnode_get();
+	/*
+	 * The node lives on this stack: others use it only while we are here (a
+	 * successor links itself to it, and we wait for that before leaving; a
+	 * grant releases its flag, and we wait for that too; flag.h: the releaser
+	 * touches nothing after). So waiting outside allocates nothing, and a
+	 * ticket lock allocates nothing at all.
+	 */
+	struct locus_qnode node, *n = &node;
 	n->next = NULL;
 	flag_arm(&n->flag);
 	struct locus_qnode *pred = xchg_acqrel(&l->adm.tail, n);
@@ -136,12 +143,9 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
 	struct locus_qnode *next = ld_acquire(&n->next);
 	if (!next) {
 		struct locus_qnode *expected = n;
-		if (cas_acqrel(&l->adm.tail, &expected, (struct locus_qnode *)NULL)) {
-			qnode_put(n);
+		if (cas_acqrel(&l->adm.tail, &expected, (struct locus_qnode *)NULL))
 			return;
-		}
 		next = successor(n);
 	}
 	st_seqcst(&l->adm.head, next);
-	qnode_put(n);
 }
