@@ -34,9 +34,11 @@
  *
  * The head's node is published in l->adm.head; a grant takes it from there
  * with an exchange and releases the node's flag (flag.h: no lost wake-up). A
- * waiter behind the head sleeps on its own flag: when the head is let in, it
- * publishes its successor as the new head without waking it, so a grant costs
- * one wake-up. No grant is lost:
+ * waiter behind the head sleeps on its own flag. The grant publishes the
+ * head's successor as the new head, without waking it, if it has linked
+ * itself; otherwise the head does so once it runs. So a grant costs one
+ * wake-up, and the next grant does not wait for that wake-up. No grant is
+ * lost:
  *   - The first waiter outside (no predecessor) publishes itself, then looks
  *     again for room; an unlock that leaves nobody admitted lowers the count,
  *     then looks for a head. Both sides are sequentially consistent, so one
@@ -45,6 +47,11 @@
  *     grant took it first, it waits for that grant's release.
  *   - A waiter let in publishes its successor while it is itself admitted, so
  *     its own unlock, or a later one, comes after the publication and finds it.
+ *     A grant that publishes the successor does so before it releases the
+ *     waiter it lets in, which then counts itself, so that waiter's unlock
+ *     comes after the publication too.
+ *   - The first waiter takes its node back with a CAS: an exchange could take
+ *     the node of a successor that a grant has just published.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -86,11 +93,25 @@ int admit_clock(locus_lock *l)
 	return 1;
 }
 
+/* The release values of a waiter's flag: it is let in, and its successor is
+   already the head (a grant saw it linked), or it must make it so itself. */
+#define LET_IN_PASSED 1u
+#define LET_IN	      0u
+
 void admit_grant(locus_lock *l)
 {
 	struct locus_qnode *h = xchg_seqcst(&l->adm.head, (struct locus_qnode *)NULL);
-	if (h)
-		flag_release(&h->flag, 0);
+	if (!h)
+		return;
+	/* Publish the successor now, not when h has woken up (that can take
+	   milliseconds with busy CPUs): the next grant is then due on time. */
+	struct locus_qnode *next = ld_acquire(&h->next);
+	if (next) {
+		st_seqcst(&l->adm.head, next);
+		flag_release(&h->flag, LET_IN_PASSED);
+	} else {
+		flag_release(&h->flag, LET_IN);
+	}
 }
 
 /* A successor that has swapped itself into the tail is a few instructions away
@@ -123,22 +144,27 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
 	n->next = NULL;
 	flag_arm(&n->flag);
 	struct locus_qnode *pred = xchg_acqrel(&l->adm.tail, n);
+	uint32_t v = LET_IN;
 	lock_hook(l, LOCK_HOOK_ADMIT);
 	if (pred) {
 		st_release(&pred->next, n);
-		flag_wait(&n->flag, &w);
+		v = flag_wait(&n->flag, &w);
 		enter(l, 1);
 	} else {
 		st_seqcst(&l->adm.head, n);
 		if (enter(l, 0)) {
-			/* Room: take our node back, unless a grant already has it. */
-			if (xchg_seqcst(&l->adm.head, (struct locus_qnode *)NULL) != n)
-				flag_wait(&n->flag, &w);
+			/* Room: take our node back, unless a grant already has it (and
+			   may have published our successor: a CAS, not an exchange). */
+			struct locus_qnode *expected = n;
+			if (!cas_seqcst(&l->adm.head, &expected, (struct locus_qnode *)NULL))
+				v = flag_wait(&n->flag, &w);
 		} else {
-			flag_wait(&n->flag, &w);
+			v = flag_wait(&n->flag, &w);
 			enter(l, 1);
 		}
 	}
+	if (v == LET_IN_PASSED)
+		return; /* our successor is the head already; nobody refers to n */
 	/* Admitted: the next one outside becomes the head. */
 	struct locus_qnode *next = ld_acquire(&n->next);
 	if (!next) {

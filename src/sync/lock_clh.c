@@ -30,16 +30,7 @@ static struct locus_qnode *clh_node(uintptr_t w)
 /* Admission (lock_admit.c), as in mcs: `active` counts the threads admitted. */
 static int clh_enter(locus_lock *l, int forced)
 {
-	if (forced) {
-		faa_seqcst(&l->u.clh.active, 1);
-		return 1;
-	}
-	if (faa_seqcst(&l->u.clh.active, 1) < l->admit)
-		return 1;
-	/* Full: take it back (one RMW on the way in is cheaper than a look and
-	   a CAS), and if that left nobody admitted, do what leaving does. */
-	admit_leave(l, 0, faa_seqcst(&l->u.clh.active, (uint32_t)-1) == 1);
-	return 0;
+	return admit_count_enter(l, &l->u.clh.active, forced);
 }
 
 int clh_init(locus_lock *l)

@@ -71,6 +71,21 @@ static inline void admit_leave(locus_lock *l, int due, int idle)
 }
 
 /*
+ * enter for a lock that counts those admitted in *active (clh, mcs).
+ * Room is taken with one atomic add, and given back if there was none: one
+ * read-modify-write on the way in costs less than a look and a CAS, which
+ * fetch the line twice. Giving it back may leave nobody admitted (the others
+ * left meanwhile), and then it does what leaving does.
+ */
+static inline int admit_count_enter(locus_lock *l, uint32_t *active, int forced)
+{
+	if (__atomic_fetch_add(active, 1, __ATOMIC_SEQ_CST) < l->admit || forced)
+		return 1;
+	admit_leave(l, 0, __atomic_fetch_sub(active, 1, __ATOMIC_SEQ_CST) == 1);
+	return 0;
+}
+
+/*
  * Test hook: when set, called by a waiter just after it has taken its place
  * in a queue (a ticket, a queue lock's tail, the admission queue) and before
  * anything else, where being descheduled hurts most. `where` is one of:

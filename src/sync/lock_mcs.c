@@ -73,23 +73,10 @@ static int cr_readmit_due(locus_lock *l)
 	return 1;
 }
 
-/*
- * Admission (lock_admit.c): `active` counts the threads admitted, holder and
- * queue. Room is reserved with a CAS below the limit; a thread let in
- * regardless counts itself.
- */
+/* Admission (lock_admit.c): `active` counts the threads admitted, holder and queue. */
 static int mcs_enter(locus_lock *l, int forced)
 {
-	if (forced) {
-		faa_seqcst(&l->u.mcs.active, 1);
-		return 1;
-	}
-	if (faa_seqcst(&l->u.mcs.active, 1) < l->admit)
-		return 1;
-	/* Full: take it back (one RMW on the way in is cheaper than a look and
-	   a CAS), and if that left nobody admitted, do what leaving does. */
-	admit_leave(l, 0, faa_seqcst(&l->u.mcs.active, (uint32_t)-1) == 1);
-	return 0;
+	return admit_count_enter(l, &l->u.mcs.active, forced);
 }
 
 void mcs_init(locus_lock *l)
