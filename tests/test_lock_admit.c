@@ -233,6 +233,18 @@ static void wait_head_published(locus_lock *l)
 		sched_yield();
 }
 
+/* With the lock held by the caller: thread 1 queues, thread 2 waits outside. */
+static void queue_one_and_one_outside(struct ordered *sh, struct role *r, pthread_t *t)
+{
+	r[0] = (struct role){sh, 1};
+	r[1] = (struct role){sh, 2};
+	test_start_thread(&t[0], plain_thread, &r[0]);
+	wait_seen(LOCK_HOOK_QUEUE, 1);
+	test_start_thread(&t[1], plain_thread, &r[1]);
+	wait_seen(LOCK_HOOK_ADMIT, 2);
+	wait_head_published(&sh->l);
+}
+
 /*
  * The main thread holds the lock; thread 1 queues behind it (the queue is then
  * full at admit=2); thread 2 finds it full and waits outside. Thread 1 gets the
@@ -245,18 +257,14 @@ START_TEST(idle_lock_lets_the_outside_in)
 	ck_assert(sh);
 	init_spec(&sh->l, spec);
 	hook_install(0);
-	struct role r1 = {sh, 1}, r2 = {sh, 2};
-	pthread_t t1, t2;
+	struct role r[2];
+	pthread_t t[2];
 	locus_lock_lock(&sh->l);
-	test_start_thread(&t1, plain_thread, &r1);
-	wait_seen(LOCK_HOOK_QUEUE, 1);
-	test_start_thread(&t2, plain_thread, &r2);
-	wait_seen(LOCK_HOOK_ADMIT, 2);
-	wait_head_published(&sh->l);
+	queue_one_and_one_outside(sh, r, t);
 	ck_assert_uint_eq(admitted(&sh->l), 2);
 	locus_lock_unlock(&sh->l);
-	ck_assert_msg(test_join_within(t1, HANG_S) == 0, "%s: thread 1 never got the lock", spec);
-	ck_assert_msg(test_join_within(t2, HANG_S) == 0,
+	ck_assert_msg(test_join_within(t[0], HANG_S) == 0, "%s: thread 1 never got the lock", spec);
+	ck_assert_msg(test_join_within(t[1], HANG_S) == 0,
 		      "%s: the lock fell idle and the thread outside was not let in", spec);
 	hook_remove();
 	ck_assert_int_eq(sh->n, 2);
@@ -361,19 +369,15 @@ START_TEST(trylock_with_threads_outside)
 	ck_assert(sh);
 	init_spec(&sh->l, spec);
 	hook_install(0);
-	struct role r1 = {sh, 1}, r2 = {sh, 2};
-	pthread_t t1, t2;
+	struct role r[2];
+	pthread_t t[2];
 	ck_assert_int_eq(locus_lock_trylock(&sh->l), 0);
 	ck_assert_int_eq(locus_lock_trylock(&sh->l), EBUSY);
-	test_start_thread(&t1, plain_thread, &r1);
-	wait_seen(LOCK_HOOK_QUEUE, 1);
-	test_start_thread(&t2, plain_thread, &r2);
-	wait_seen(LOCK_HOOK_ADMIT, 2);
-	wait_head_published(&sh->l);
+	queue_one_and_one_outside(sh, r, t);
 	ck_assert_int_eq(locus_lock_trylock(&sh->l), EBUSY);
 	locus_lock_unlock(&sh->l);
-	ck_assert(test_join_within(t1, HANG_S) == 0);
-	ck_assert(test_join_within(t2, HANG_S) == 0);
+	ck_assert(test_join_within(t[0], HANG_S) == 0);
+	ck_assert(test_join_within(t[1], HANG_S) == 0);
 	hook_remove();
 	assert_at_rest(&sh->l, spec);
 	ck_assert_int_eq(locus_lock_trylock(&sh->l), 0);

@@ -114,20 +114,6 @@ void admit_grant(locus_lock *l)
 	}
 }
 
-/* A successor that has swapped itself into the tail is a few instructions away
-   from linking itself, unless it was preempted: spin briefly, then yield. */
-static struct locus_qnode *successor(struct locus_qnode *n)
-{
-	struct locus_qnode *next;
-	for (unsigned i = 0; !(next = ld_acquire(&n->next)); i++) {
-		if (i < 1024)
-			cpu_relax();
-		else
-			sched_yield();
-	}
-	return next;
-}
-
 void admit_wait(locus_lock *l, admit_enter_fn enter)
 {
 	/* Outside, the wait is usually milliseconds: sleep at once, unless the
@@ -171,7 +157,7 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
 		struct locus_qnode *expected = n;
 		if (cas_acqrel(&l->adm.tail, &expected, (struct locus_qnode *)NULL))
 			return;
-		next = successor(n);
+		next = qnode_wait_next(n);
 	}
 	st_seqcst(&l->adm.head, next);
 }

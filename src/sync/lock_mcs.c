@@ -123,23 +123,6 @@ int mcs_trylock(locus_lock *l)
 }
 
 /*
- * A successor that has swapped itself into the tail but not yet linked
- * itself behind us is a few instructions away from doing so, unless it was
- * preempted: spin briefly, then yield the core so that it can run.
- */
-static struct locus_qnode *mcs_wait_successor(struct locus_qnode *n)
-{
-	struct locus_qnode *next;
-	for (unsigned i = 0; !(next = ld_acquire(&n->next)); i++) {
-		if (i < 1024)
-			cpu_relax();
-		else
-			sched_yield();
-	}
-	return next;
-}
-
-/*
  * Onto an empty list, the bound starts now: a stale readmission time would
  * readmit w at the next hand-off, undoing the move. (The count is already 0:
  * it grows only while the list is non-empty and restarts at every
@@ -203,7 +186,7 @@ static struct locus_qnode *cr_choose(locus_lock *l, struct locus_qnode *n, struc
 		if (cas_release(&l->u.mcs.tail, &expected, p))
 			return p;
 		/* Someone enqueued meanwhile: readmit p ahead of them. */
-		p->next = mcs_wait_successor(n);
+		p->next = qnode_wait_next(n);
 		return p;
 	}
 	if (l->u.mcs.passive_head && cr_readmit_due(l)) {
@@ -232,7 +215,7 @@ static void mcs_release(locus_lock *l)
 			qnode_put(n);
 			return;
 		}
-		next = mcs_wait_successor(n);
+		next = qnode_wait_next(n);
 	}
 	if (cr)
 		next = cr_choose(l, n, next);

@@ -1,7 +1,9 @@
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/atomic.h"
 #include "sync/fatal.h"
 #include "sync/nodes.h"
 #include "sync/thread_exit.h"
@@ -42,4 +44,16 @@ void qnode_put(struct locus_qnode *n)
 void qnode_free(struct locus_qnode *n)
 {
 	free(n);
+}
+
+struct locus_qnode *qnode_wait_next(struct locus_qnode *n)
+{
+	struct locus_qnode *next;
+	for (unsigned i = 0; !(next = ld_acquire(&n->next)); i++) {
+		if (i < 1024)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+	return next;
 }

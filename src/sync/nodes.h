@@ -31,4 +31,11 @@ void qnode_put(struct locus_qnode *n);
 /* Free a node that no thread's pool holds (e.g. a lock's last node). */
 void qnode_free(struct locus_qnode *n);
 
+/*
+ * In an MCS-style queue, the successor of n once it has linked itself: one
+ * that has swapped itself into the tail is a few instructions away from doing
+ * so, unless it was preempted, so this spins briefly, then yields the CPU.
+ */
+struct locus_qnode *qnode_wait_next(struct locus_qnode *n);
+
 #endif
