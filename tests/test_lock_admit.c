@@ -233,6 +233,25 @@ static void wait_head_published(locus_lock *l)
 		sched_yield();
 }
 
+/* A lock of `spec` for an ordered test, with the hook recording (not sleeping). */
+static struct ordered *ordered_open(const char *spec)
+{
+	struct ordered *sh = calloc(1, sizeof *sh);
+	ck_assert(sh);
+	init_spec(&sh->l, spec);
+	hook_install(0);
+	return sh;
+}
+
+/* Every thread has been joined: the lock is at rest, and goes. */
+static void ordered_close(struct ordered *sh, const char *spec)
+{
+	hook_remove();
+	assert_at_rest(&sh->l, spec);
+	locus_lock_destroy(&sh->l);
+	free(sh);
+}
+
 /* With the lock held by the caller: thread 1 queues, thread 2 waits outside. */
 static void queue_one_and_one_outside(struct ordered *sh, struct role *r, pthread_t *t)
 {
@@ -253,10 +272,7 @@ static void queue_one_and_one_outside(struct ordered *sh, struct role *r, pthrea
 START_TEST(idle_lock_lets_the_outside_in)
 {
 	const char *spec = ordered_specs[_i];
-	struct ordered *sh = calloc(1, sizeof *sh);
-	ck_assert(sh);
-	init_spec(&sh->l, spec);
-	hook_install(0);
+	struct ordered *sh = ordered_open(spec);
 	struct role r[2];
 	pthread_t t[2];
 	locus_lock_lock(&sh->l);
@@ -266,13 +282,10 @@ START_TEST(idle_lock_lets_the_outside_in)
 	ck_assert_msg(test_join_within(t[0], HANG_S) == 0, "%s: thread 1 never got the lock", spec);
 	ck_assert_msg(test_join_within(t[1], HANG_S) == 0,
 		      "%s: the lock fell idle and the thread outside was not let in", spec);
-	hook_remove();
 	ck_assert_int_eq(sh->n, 2);
 	ck_assert_int_eq(sh->order[0], 1);
 	ck_assert_int_eq(sh->order[1], 2);
-	assert_at_rest(&sh->l, spec);
-	locus_lock_destroy(&sh->l);
-	free(sh);
+	ordered_close(sh, spec);
 }
 END_TEST
 
@@ -329,10 +342,7 @@ static void *grant_first(void *arg)
 START_TEST(full_queue_lets_the_oldest_in_on_time)
 {
 	const char *spec = ordered_specs[_i];
-	struct ordered *sh = calloc(1, sizeof *sh);
-	ck_assert(sh);
-	init_spec(&sh->l, spec);
-	hook_install(0);
+	struct ordered *sh = ordered_open(spec);
 	struct role r0 = {sh, 0}, r1 = {sh, 1}, r2 = {sh, 2};
 	pthread_t t0, t1, t2;
 	test_start_thread(&t0, grant_holder, &r0);
@@ -350,14 +360,11 @@ START_TEST(full_queue_lets_the_oldest_in_on_time)
 		      "%s: the queue stayed full and the thread outside was never let in", spec);
 	ck_assert_msg(test_join_within(t1, HANG_S) == 0, "%s: W1 did not finish", spec);
 	ck_assert_msg(test_join_within(t2, HANG_S) == 0, "%s: W2 did not finish", spec);
-	hook_remove();
 	ck_assert_int_eq(sh->n, 3);
 	ck_assert_int_eq(sh->order[0], 1);
 	ck_assert_int_eq(sh->order[1], 0);
 	ck_assert_int_eq(sh->order[2], 2);
-	assert_at_rest(&sh->l, spec);
-	locus_lock_destroy(&sh->l);
-	free(sh);
+	ordered_close(sh, spec);
 }
 END_TEST
 
@@ -365,10 +372,7 @@ END_TEST
 START_TEST(trylock_with_threads_outside)
 {
 	const char *spec = ordered_specs[_i];
-	struct ordered *sh = calloc(1, sizeof *sh);
-	ck_assert(sh);
-	init_spec(&sh->l, spec);
-	hook_install(0);
+	struct ordered *sh = ordered_open(spec);
 	struct role r[2];
 	pthread_t t[2];
 	ck_assert_int_eq(locus_lock_trylock(&sh->l), 0);
@@ -378,12 +382,10 @@ START_TEST(trylock_with_threads_outside)
 	locus_lock_unlock(&sh->l);
 	ck_assert(test_join_within(t[0], HANG_S) == 0);
 	ck_assert(test_join_within(t[1], HANG_S) == 0);
-	hook_remove();
 	assert_at_rest(&sh->l, spec);
 	ck_assert_int_eq(locus_lock_trylock(&sh->l), 0);
 	locus_lock_unlock(&sh->l);
-	locus_lock_destroy(&sh->l);
-	free(sh);
+	ordered_close(sh, spec);
 }
 END_TEST
 

@@ -2,6 +2,7 @@
 #ifndef LOCUS_SYNC_LOCK_IMPL_H
 #define LOCUS_SYNC_LOCK_IMPL_H
 
+#include "common/atomic.h"
 #include "locus/lock.h"
 
 void word_init(locus_lock *l);
@@ -52,11 +53,11 @@ int admit_clock(locus_lock *l);
 /* Holder only, before releasing: is the oldest waiter outside due to be let in? */
 static inline int admit_due(locus_lock *l)
 {
-	if (__atomic_load_n(&l->adm.head, __ATOMIC_RELAXED))
+	if (ld_relaxed(&l->adm.head))
 		return admit_clock(l);
 	/* Written only when it changes: a store at every unlock would bounce the
 	   line between the CPUs of the threads taking turns. */
-	if (l->adm.clock_ns && !__atomic_load_n(&l->adm.tail, __ATOMIC_RELAXED))
+	if (l->adm.clock_ns && !ld_relaxed(&l->adm.tail))
 		l->adm.clock_ns = 0;
 	return 0;
 }
@@ -66,7 +67,7 @@ static inline int admit_due(locus_lock *l)
    consistent operation, which orders it before the look at the head). */
 static inline void admit_leave(locus_lock *l, int due, int idle)
 {
-	if ((due || idle) && __atomic_load_n(&l->adm.head, __ATOMIC_SEQ_CST))
+	if ((due || idle) && ld_seqcst(&l->adm.head))
 		admit_grant(l);
 }
 
@@ -79,9 +80,9 @@ static inline void admit_leave(locus_lock *l, int due, int idle)
  */
 static inline int admit_count_enter(locus_lock *l, uint32_t *active, int forced)
 {
-	if (__atomic_fetch_add(active, 1, __ATOMIC_SEQ_CST) < l->admit || forced)
+	if (faa_seqcst(active, 1) < l->admit || forced)
 		return 1;
-	admit_leave(l, 0, __atomic_fetch_sub(active, 1, __ATOMIC_SEQ_CST) == 1);
+	admit_leave(l, 0, faa_seqcst(active, (uint32_t)-1) == 1);
 	return 0;
 }
 
@@ -95,7 +96,7 @@ extern void (*lock_test_enqueued)(const locus_lock *l, int where);
 
 static inline void lock_hook(const locus_lock *l, int where)
 {
-	void (*h)(const locus_lock *, int) = __atomic_load_n(&lock_test_enqueued, __ATOMIC_RELAXED);
+	void (*h)(const locus_lock *, int) = ld_relaxed(&lock_test_enqueued);
 	if (__builtin_expect(h != NULL, 0))
 		h(l, where);
 }
