@@ -557,6 +557,64 @@ START_TEST(stm_modes_serialirr)
 }
 END_TEST
 
+/*
+ * A section that runs another section of the same stm executor. The inner
+ * run is part of the outer transaction and must not pass the admission gate
+ * again: with the gate full of outer sections, one waiting for a place
+ * inside would wait for itself. (The outer sections have no transactional
+ * clone, so they run irrevocably, one at a time, and the others wait inside
+ * the gate for libitm's serial lock.)
+ */
+#define NESTED_THREADS 6
+#define NESTED_ITERS   200
+
+struct nested {
+	locus_cs *cs;
+	uint64_t count; /* under the executor */
+};
+
+static uint64_t nested_inner(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)b;
+	(void)c;
+	struct nested *n = state;
+	n->count += a;
+	return 0;
+}
+
+static uint64_t nested_outer(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)b;
+	(void)c;
+	struct nested *n = state;
+	return locus_cs_run(n->cs, nested_inner, a, 0, 0);
+}
+
+static void *nested_thread(void *arg)
+{
+	struct nested *n = arg;
+	for (int i = 0; i < NESTED_ITERS; i++)
+		locus_cs_run(n->cs, nested_outer, 1, 0, 0);
+	return NULL;
+}
+
+START_TEST(stm_nested_runs_skip_the_gate)
+{
+	struct nested n = {0};
+	pthread_t th[NESTED_THREADS];
+	n.cs = locus_cs_open("stm:ml_wt", &n);
+	ck_assert_msg(n.cs != NULL, "stm:ml_wt: %s", locus_cs_error());
+	ck_assert_pstr_eq(locus_cs_spec(n.cs), "stm:ml_wt,admit");
+	for (int t = 0; t < NESTED_THREADS; t++)
+		test_start_thread(&th[t], nested_thread, &n);
+	for (int t = 0; t < NESTED_THREADS; t++)
+		ck_assert_msg(test_join_within(th[t], HANG_S) == 0,
+			      "thread %d hung: a nested run waited at the gate?", t);
+	ck_assert_uint_eq(n.count, (uint64_t)NESTED_THREADS * NESTED_ITERS);
+	locus_cs_close(n.cs);
+}
+END_TEST
+
 #else
 
 START_TEST(stm_not_built)
@@ -609,6 +667,7 @@ int main(void)
 	tcase_add_test(tc, stm_modes_ml_wt);
 	tcase_add_test(tc, stm_modes_gl_wt);
 	tcase_add_test(tc, stm_modes_serialirr);
+	tcase_add_test(tc, stm_nested_runs_skip_the_gate);
 #else
 	tcase_add_test(tc, stm_not_built);
 #endif

@@ -82,6 +82,10 @@ static const char *const good[] = {
 	"mpsc:locked,copy,block",
 	"mpsc:spin,batch,capacity=1",
 	"mpsc:capacity=1048576",
+#ifdef LOCUS_HAVE_STM
+	"stm:strict",
+	"stm:ml_wt,admit",
+#endif
 	NULL,
 };
 
@@ -133,6 +137,9 @@ static const struct bad bad[] = {
 	{"futex:admit=2", "unknown option"},
 	{"ticket:nocr", "unknown option"},
 	{"nosuch", "known mechanisms"},
+#ifdef LOCUS_HAVE_STM
+	{"stm:admit=2", "unknown option"},
+#endif
 	{NULL, NULL},
 };
 

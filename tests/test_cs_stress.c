@@ -111,6 +111,7 @@ static void build_specs(void)
 	add_spec("ccsynch:pass=1");
 #ifdef LOCUS_HAVE_STM
 	add_spec("stm:ml_wt");
+	add_spec("stm:ml_wt,strict");
 	add_spec("stm:gl_wt");
 	add_spec("stm:serialirr");
 #endif

@@ -1,7 +1,9 @@
 /*
  * Admission in front of ticket, clh and mcs (lock_admit.c): at most `admit`
  * threads in the lock's queue, the rest wait outside and are let in when the
- * lock falls idle or, oldest first, every LOCUS_LOCK_ADMIT_NS.
+ * lock falls idle or, oldest first, every LOCUS_LOCK_ADMIT_NS; and the same
+ * queue alone as a gate (stm's), which lets the oldest in when it empties or
+ * at the first leave a grant is due.
  *
  * The test hook (lock_impl.h) runs in a waiter right after it has taken its
  * place in a queue, the moment at which being descheduled hurts most: the
@@ -402,6 +404,225 @@ START_TEST(default_admit_is_the_cpus)
 }
 END_TEST
 
+/* --- the gate: admission alone, in front of stm's transactions -------------------- */
+
+struct gate {
+	locus_lock g;
+	int inside;	  /* threads between enter and leave */
+	int order[8], n;  /* thread ids in the order they got in */
+	int stay[8];	  /* thread id may leave once this is 0 */
+	uint32_t passes;  /* stress: passes through the gate */
+	uint32_t iters;	  /* stress: per thread */
+	pthread_barrier_t start;
+};
+
+struct gate_role {
+	struct gate *sh;
+	int id;
+};
+
+static struct gate *gate_open(const locus_wait *w)
+{
+	struct gate *sh = calloc(1, sizeof *sh);
+	ck_assert(sh);
+	admit_gate_init(&sh->g, w, 2);
+	ck_assert_uint_eq(sh->g.admit, 2);
+	return sh;
+}
+
+static void gate_assert_at_rest(struct gate *sh)
+{
+	ck_assert_msg(__atomic_load_n(&sh->g.u.gate.active, __ATOMIC_SEQ_CST) == 0,
+		      "%u still counted inside the gate", sh->g.u.gate.active);
+	ck_assert_msg(sh->g.adm.tail == NULL && sh->g.adm.head == NULL,
+		      "the queue outside the gate is not empty");
+}
+
+static void gate_in(struct gate *sh, int id)
+{
+	admit_gate_enter(&sh->g);
+	__atomic_fetch_add(&sh->inside, 1, __ATOMIC_SEQ_CST);
+	sh->order[__atomic_fetch_add(&sh->n, 1, __ATOMIC_SEQ_CST)] = id;
+}
+
+static void gate_out(struct gate *sh)
+{
+	__atomic_fetch_sub(&sh->inside, 1, __ATOMIC_SEQ_CST);
+	admit_gate_leave(&sh->g);
+}
+
+/* Enter, stay until told, leave. */
+static void *gate_thread(void *arg)
+{
+	struct gate_role *r = arg;
+	my_id = r->id;
+	gate_in(r->sh, r->id);
+	while (__atomic_load_n(&r->sh->stay[r->id], __ATOMIC_SEQ_CST))
+		sched_yield();
+	gate_out(r->sh);
+	return NULL;
+}
+
+static const locus_wait park_wait = {.kind = LOCUS_WAIT_PARK};
+
+/* Until `n` threads have got in. */
+static void gate_wait_in(struct gate *sh, int n)
+{
+	while (__atomic_load_n(&sh->n, __ATOMIC_SEQ_CST) < n)
+		sched_yield();
+}
+
+/*
+ * admit=2. Threads 0 and 1 get in and stay; 2 and then 3 find the gate full
+ * and wait outside. 1 leaves while 0 stays (a grant is due: none has been
+ * made yet): 2 gets in. 2 leaves, then 0: 3 gets in, after 2.
+ */
+START_TEST(gate_keeps_the_surplus_outside_in_order)
+{
+	struct gate *sh = gate_open(&park_wait);
+	struct gate_role r[4];
+	pthread_t t[4];
+	hook_install(0);
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct gate_role){sh, i};
+		sh->stay[i] = i < 2;
+		test_start_thread(&t[i], gate_thread, &r[i]);
+		if (i < 2)
+			gate_wait_in(sh, i + 1);
+		else
+			wait_seen(LOCK_HOOK_ADMIT, i);
+		if (i == 2)
+			wait_head_published(&sh->g);
+	}
+	/* 2 is asleep outside and 3 is queued behind it: neither can be in. */
+	ck_assert_int_eq(__atomic_load_n(&sh->inside, __ATOMIC_SEQ_CST), 2);
+	ck_assert_int_eq(__atomic_load_n(&sh->n, __ATOMIC_SEQ_CST), 2);
+	__atomic_store_n(&sh->stay[1], 0, __ATOMIC_SEQ_CST);
+	ck_assert_msg(test_join_within(t[1], HANG_S) == 0, "thread 1 could not leave");
+	ck_assert_msg(test_join_within(t[2], HANG_S) == 0,
+		      "a leave with a grant due did not let the oldest outside in");
+	__atomic_store_n(&sh->stay[0], 0, __ATOMIC_SEQ_CST);
+	ck_assert_msg(test_join_within(t[0], HANG_S) == 0, "thread 0 could not leave");
+	ck_assert_msg(test_join_within(t[3], HANG_S) == 0,
+		      "the gate emptied and the thread outside was not let in");
+	hook_remove();
+	ck_assert_int_eq(sh->n, 4);
+	ck_assert_int_eq(sh->order[2], 2);
+	ck_assert_int_eq(sh->order[3], 3);
+	gate_assert_at_rest(sh);
+	free(sh);
+}
+END_TEST
+
+/* Thread 1 for the next test: in, then out and in again until 2 has been in. */
+static void *gate_rotate(void *arg)
+{
+	struct gate_role *r = arg;
+	struct gate *sh = r->sh;
+	my_id = r->id;
+	gate_in(sh, r->id);
+	wait_head_published(&sh->g);
+	for (;;) {
+		int done = __atomic_load_n(&sh->stay[2], __ATOMIC_SEQ_CST);
+		gate_out(sh);
+		if (done)
+			return NULL;
+		admit_gate_enter(&sh->g);
+		__atomic_fetch_add(&sh->inside, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+/* Thread 2: once in, say so, and leave. */
+static void *gate_once(void *arg)
+{
+	struct gate_role *r = arg;
+	my_id = r->id;
+	gate_in(r->sh, r->id);
+	__atomic_store_n(&r->sh->stay[2], 1, __ATOMIC_SEQ_CST);
+	gate_out(r->sh);
+	return NULL;
+}
+
+/*
+ * admit=2, and the gate never empties: thread 0 stays in until the others
+ * are done, while thread 1 leaves and comes back, finding room again. Thread
+ * 2, asleep outside, must still get in (a leave lets it in once
+ * LOCUS_LOCK_ADMIT_NS have passed since the previous grant, here "just now"
+ * as the test starts, or it finds room itself). Once 2 is in, 1 finds the gate
+ * full and waits outside; 2 leaves, too soon for a grant to be due, and only
+ * thread 0 is left inside, waiting for 1: 1 must find the room by itself.
+ */
+START_TEST(gate_never_empty_lets_the_oldest_in_on_time)
+{
+	struct gate *sh = gate_open(&park_wait);
+	struct gate_role r[3] = {{sh, 0}, {sh, 1}, {sh, 2}};
+	pthread_t t[3];
+	hook_install(0);
+	sh->stay[0] = 1;
+	sh->g.adm.clock_ns = mono_ns();
+	test_start_thread(&t[0], gate_thread, &r[0]);
+	gate_wait_in(sh, 1);
+	test_start_thread(&t[1], gate_rotate, &r[1]);
+	gate_wait_in(sh, 2);
+	test_start_thread(&t[2], gate_once, &r[2]);
+	ck_assert_msg(test_join_within(t[2], HANG_S) == 0,
+		      "the gate stayed busy and the thread outside was never let in");
+	ck_assert_msg(test_join_within(t[1], HANG_S) == 0, "thread 1 did not finish");
+	ck_assert_int_eq(__atomic_load_n(&sh->stay[0], __ATOMIC_SEQ_CST), 1);
+	__atomic_store_n(&sh->stay[0], 0, __ATOMIC_SEQ_CST);
+	ck_assert_msg(test_join_within(t[0], HANG_S) == 0, "thread 0 could not leave");
+	hook_remove();
+	gate_assert_at_rest(sh);
+	free(sh);
+}
+END_TEST
+
+static void *gate_stress_thread(void *arg)
+{
+	struct gate *sh = arg;
+	my_rand = (uint32_t)(uintptr_t)&my_rand;
+	pthread_barrier_wait(&sh->start);
+	for (uint32_t j = 0; j < sh->iters; j++) {
+		admit_gate_enter(&sh->g);
+		__atomic_fetch_add(&sh->passes, 1, __ATOMIC_RELAXED);
+		if (j % 4 == 0)
+			sched_yield();
+		admit_gate_leave(&sh->g);
+	}
+	return NULL;
+}
+
+static const locus_wait gate_waits[] = {
+	{.kind = LOCUS_WAIT_SPINPARK, .spins = 100},
+	{.kind = LOCUS_WAIT_PARK},
+	{.kind = LOCUS_WAIT_SPIN},
+};
+
+/* Twelve threads through a gate of two, descheduled now and then just after
+   queueing outside: nobody is lost, and the gate ends empty. */
+START_TEST(gate_descheduled_waiters)
+{
+	struct gate *sh = gate_open(&gate_waits[_i]);
+	pthread_t th[STRESS_THREADS];
+	sh->iters = gate_waits[_i].kind == LOCUS_WAIT_SPIN ? STRESS_ITERS / 10 : STRESS_ITERS;
+	ck_assert_int_eq(pthread_barrier_init(&sh->start, NULL, STRESS_THREADS), 0);
+	hook_install(1);
+	for (int t = 0; t < STRESS_THREADS; t++)
+		test_start_thread(&th[t], gate_stress_thread, sh);
+	for (int t = 0; t < STRESS_THREADS; t++)
+		ck_assert_msg(test_join_within(th[t], 8 * HANG_S) == 0,
+			      "thread %d did not get through the gate within %d s", t, 8 * HANG_S);
+	hook_remove();
+	ck_assert_uint_eq(sh->passes, (uint32_t)STRESS_THREADS * sh->iters);
+	ck_assert_msg(hook_calls[LOCK_HOOK_ADMIT] > 0,
+		      "%d threads through a gate of 2, and nobody ever waited outside?",
+		      STRESS_THREADS);
+	gate_assert_at_rest(sh);
+	pthread_barrier_destroy(&sh->start);
+	free(sh);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("lock_admit");
@@ -411,11 +632,15 @@ int main(void)
 	tcase_add_loop_test(tc, full_queue_lets_the_oldest_in_on_time, 0, NORDERED);
 	tcase_add_loop_test(tc, trylock_with_threads_outside, 0, NORDERED);
 	tcase_add_test(tc, default_admit_is_the_cpus);
+	tcase_add_test(tc, gate_keeps_the_surplus_outside_in_order);
+	tcase_add_test(tc, gate_never_empty_lets_the_oldest_in_on_time);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stress");
 	tcase_set_timeout(tc, 10 * HANG_S);
 	tcase_add_loop_test(tc, descheduled_waiters, 0, NCASES);
+	tcase_add_loop_test(tc, gate_descheduled_waiters, 0,
+			    (int)(sizeof gate_waits / sizeof gate_waits[0]));
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

@@ -125,12 +125,18 @@ typedef struct locus_lock {
 			struct locus_qnode *pred;   /* node it waited on; recycled at unlock */
 		} clh;
 		pthread_mutex_t mutex;
+		/* not a lock: the admission queue alone, as a counting gate in front
+		   of other code (stm's transactions; lock_admit.c) */
+		struct {
+			uint32_t active; /* threads inside (granted ones may exceed admit) */
+		} gate;
 	} u;
 	/* ticket, clh, mcs: threads waiting to be admitted, a FIFO queue */
 	struct {
 		struct locus_qnode *tail;
 		struct locus_qnode *head; /* the next to admit, once it is published */
-		uint64_t clock_ns; /* holder only: since when the oldest waited, or 0 */
+		uint64_t clock_ns; /* holder only: since when the oldest waited, or 0
+				    (a gate: the last grant, advanced by CAS) */
 	} adm;
 } locus_lock;
 

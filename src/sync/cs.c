@@ -19,6 +19,7 @@
 #include "locus/delegate.h"
 #include "locus/lock.h"
 #include "locus/stm.h"
+#include "sync/stm_impl.h"
 #include "common/atomic.h"
 #include "common/parse.h"
 #include "sync/deleg.h"
@@ -40,6 +41,7 @@ struct locus_cs {
 			struct dl_async_cfg cfg;
 		} dl;
 		struct mpsc *mpsc;
+		int stm_strict; /* stm: transactions skip the admission gate */
 	} u;
 	const struct mech *m;
 	void *state;
@@ -263,6 +265,13 @@ static int stm_option(struct opts *o, const char *opt)
 		o->method = opt;
 		return 1;
 	}
+	if (strcmp(opt, "admit") == 0 || strcmp(opt, "strict") == 0) {
+		if (opt[0] == 's')
+			o->lock.flags |= LOCUS_LOCK_STRICT;
+		else
+			o->lock.flags &= ~LOCUS_LOCK_STRICT;
+		return 1;
+	}
 	return 0;
 }
 #endif
@@ -482,11 +491,14 @@ static int stm_open(locus_cs *cs, const struct opts *o)
 		fail("stm: %s", err);
 		return -1;
 	}
+	cs->u.stm_strict = (o->lock.flags & LOCUS_LOCK_STRICT) != 0;
 	return 0;
 }
 
 static uint64_t stm_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
+	if (cs->u.stm_strict)
+		return stm_run_strict(fn, cs->state, a, b, c);
 	return locus_stm_run(fn, cs->state, a, b, c);
 }
 
@@ -577,7 +589,8 @@ static int fmt_mpsc(const locus_cs *cs, const struct opts *o, char *buf, size_t 
 static int fmt_stm(const locus_cs *cs, const struct opts *o, char *buf, size_t len)
 {
 	(void)cs;
-	return snprintf(buf, len, "%s", o->method);
+	return snprintf(buf, len, "%s,%s", o->method,
+			o->lock.flags & LOCUS_LOCK_STRICT ? "strict" : "admit");
 }
 #endif
 
@@ -698,7 +711,9 @@ static const struct mech mechs[] = {
 #ifdef LOCUS_HAVE_STM
 	{.name = "stm",
 	 .summary = "GCC transactional memory (libitm); method is process-wide",
-	 .options = "ml_wt (default) | gl_wt | serialirr",
+	 .options = "ml_wt (default) | gl_wt | serialirr, admit (default: at most as many "
+		    "threads in transactions at once as CPUs, process-wide; the rest wait "
+		    "asleep, FIFO) | strict (no limit)",
 	 .option = stm_option,
 	 .open = stm_open,
 	 .run = stm_run,

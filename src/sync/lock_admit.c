@@ -56,9 +56,11 @@
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "common/atomic.h"
 #include "common/clock.h"
+#include "common/futex.h"
 #include "sync/flag.h"
 #include "sync/lock_impl.h"
 #include "sync/nodes.h"
@@ -114,6 +116,68 @@ void admit_grant(locus_lock *l)
 	}
 }
 
+/* A gate is a locus_lock that is never locked (admit_gate_init). */
+static int is_gate(const locus_lock *l)
+{
+	return l->kind == LOCUS_LOCK_NKINDS;
+}
+
+/*
+ * flag_wait for at most LOCUS_LOCK_ADMIT_NS: the release value, or FLAG_PARKED
+ * if none came (the flag then stays parked, which flag_wait accepts).
+ */
+static uint32_t flag_wait_a_while(uint32_t *f, const locus_wait *w)
+{
+	uint32_t v = ld_acquire(f);
+	if (v < FLAG_WAIT)
+		return v;
+	if (w->kind == LOCUS_WAIT_SPIN) {
+		uint64_t t0 = mono_ns();
+		for (uint32_t i = 1; (v = ld_acquire(f)) >= FLAG_WAIT; i++) {
+			cpu_relax();
+			if (i % 1024 == 0 && mono_ns() - t0 >= LOCUS_LOCK_ADMIT_NS)
+				return FLAG_PARKED;
+		}
+		return v;
+	}
+	uint32_t expected = FLAG_WAIT;
+	if (v == FLAG_WAIT && !cas_acquire_both(f, &expected, FLAG_PARKED))
+		return expected; /* the release value came in */
+	struct timespec rel = {0, LOCUS_LOCK_ADMIT_NS};
+	futex_wait_for(f, FLAG_PARKED, &rel);
+	v = ld_acquire(f);
+	return v < FLAG_WAIT ? v : FLAG_PARKED;
+}
+
+/*
+ * Wait outside until let in: the flag's release value. A lock's waiter just
+ * waits, as its lock's next unlock always comes and lets the head in (idle, or
+ * due after a long section). A gate's head cannot count on that: threads may
+ * stay inside indefinitely (a transaction waiting for another's commit) with
+ * room beside them, and no leave to grant it. So while it is the head it
+ * looks for room every LOCUS_LOCK_ADMIT_NS, and if it finds it enters by
+ * itself, taking its node back as the first waiter does; *counted then says
+ * it is counted already.
+ */
+static uint32_t wait_outside(locus_lock *l, struct locus_qnode *n, const locus_wait *w,
+			     admit_enter_fn enter, int *counted)
+{
+	if (!is_gate(l))
+		return flag_wait(&n->flag, w);
+	for (;;) {
+		uint32_t v = flag_wait_a_while(&n->flag, w);
+		if (v != FLAG_PARKED)
+			return v;
+		if (ld_seqcst(&l->adm.head) != n || !enter(l, 0))
+			continue;
+		*counted = 1;
+		struct locus_qnode *expected = n;
+		if (cas_seqcst(&l->adm.head, &expected, (struct locus_qnode *)NULL))
+			return LET_IN;
+		return flag_wait(&n->flag, w); /* a grant took it first */
+	}
+}
+
 void admit_wait(locus_lock *l, admit_enter_fn enter)
 {
 	/* Outside, the wait is usually milliseconds: sleep at once, unless the
@@ -131,24 +195,26 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
 	flag_arm(&n->flag);
 	struct locus_qnode *pred = xchg_acqrel(&l->adm.tail, n);
 	uint32_t v = LET_IN;
+	int counted = 0; /* enter(l, 0) found room and counted us */
 	lock_hook(l, LOCK_HOOK_ADMIT);
 	if (pred) {
 		st_release(&pred->next, n);
-		v = flag_wait(&n->flag, &w);
-		enter(l, 1);
+		v = wait_outside(l, n, &w, enter, &counted);
 	} else {
 		st_seqcst(&l->adm.head, n);
 		if (enter(l, 0)) {
 			/* Room: take our node back, unless a grant already has it (and
 			   may have published our successor: a CAS, not an exchange). */
+			counted = 1;
 			struct locus_qnode *expected = n;
 			if (!cas_seqcst(&l->adm.head, &expected, (struct locus_qnode *)NULL))
 				v = flag_wait(&n->flag, &w);
 		} else {
-			v = flag_wait(&n->flag, &w);
-			enter(l, 1);
+			v = wait_outside(l, n, &w, enter, &counted);
 		}
 	}
+	if (!counted)
+		enter(l, 1);
 	if (v == LET_IN_PASSED)
 		return; /* our successor is the head already; nobody refers to n */
 	/* Admitted: the next one outside becomes the head. */
@@ -160,4 +226,55 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
 		next = qnode_wait_next(n);
 	}
 	st_seqcst(&l->adm.head, next);
+}
+
+/*
+ * The gate. It lets the head outside in as a lock's admission does: when a
+ * leave leaves nobody inside, and otherwise once LOCUS_LOCK_ADMIT_NS have
+ * passed since the previous grant, at the first leave after that. Not at
+ * every leave that makes room: the head is asleep, and a wake-up per pass
+ * through the gate would cost more than the transactions it guards, while
+ * running newcomers take the room at once. With no holder, any thread that
+ * leaves may be the one to grant: the clock is shared and advanced by a CAS,
+ * whose winner grants. The count is lowered with a sequentially consistent
+ * operation before the look at the head, so the argument above holds with
+ * "nobody inside" for "nobody admitted". And the head looks for room itself
+ * every LOCUS_LOCK_ADMIT_NS (wait_outside), so room left by a leave that was
+ * not due to grant is not lost while nobody else leaves.
+ */
+void admit_gate_init(locus_lock *g, const locus_wait *w, uint32_t admit)
+{
+	*g = (locus_lock){.kind = LOCUS_LOCK_NKINDS, .wait = w ? *w : locus_wait_default(),
+			  .admit = admit ? admit : admit_default()};
+}
+
+/* Is the next grant due? Advances the clock if so (one winner). */
+static int gate_due(locus_lock *g)
+{
+	uint64_t then = ld_relaxed(&g->adm.clock_ns), now = mono_ns();
+	return now - then >= LOCUS_LOCK_ADMIT_NS && cas_acqrel(&g->adm.clock_ns, &then, now);
+}
+
+void admit_gate_leave(locus_lock *g)
+{
+	int idle = faa_seqcst(&g->u.gate.active, (uint32_t)-1) == 1;
+	if (ld_seqcst(&g->adm.head) && (idle || gate_due(g)))
+		admit_grant(g);
+}
+
+static int gate_enter(locus_lock *g, int forced)
+{
+	if (faa_seqcst(&g->u.gate.active, 1) < g->admit || forced)
+		return 1;
+	/* No room: give back the place we took. That is not a leave (the
+	   head, perhaps ourselves, is not due a grant from it) unless it
+	   leaves the gate empty, as those inside left meanwhile. */
+	admit_leave(g, 0, faa_seqcst(&g->u.gate.active, (uint32_t)-1) == 1);
+	return 0;
+}
+
+void admit_gate_enter(locus_lock *g)
+{
+	if (!gate_enter(g, 0))
+		admit_wait(g, gate_enter);
 }

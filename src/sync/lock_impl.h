@@ -72,6 +72,20 @@ static inline void admit_leave(locus_lock *l, int due, int idle)
 }
 
 /*
+ * A gate: the admission queue alone, in front of code that is not a lock's
+ * section (stm's transactions). Between admit_gate_enter and admit_gate_leave
+ * there are at most g->admit threads that found room, plus those let in from
+ * outside; the rest wait outside, FIFO, parked unless g->wait is spin. The
+ * oldest outside is let in when a leave leaves nobody inside, or at the first
+ * leave LOCUS_LOCK_ADMIT_NS after the previous grant, or by itself when, looking
+ * every LOCUS_LOCK_ADMIT_NS, it finds room. g is a locus_lock used
+ * for its admission fields and u.gate only; it is never locked.
+ */
+void admit_gate_init(locus_lock *g, const locus_wait *w, uint32_t admit);
+void admit_gate_enter(locus_lock *g);
+void admit_gate_leave(locus_lock *g);
+
+/*
  * enter for a lock that counts those admitted in *active (clh, mcs).
  * Room is taken with one atomic add, and given back if there was none: one
  * read-modify-write on the way in costs less than a look and a CAS, which
