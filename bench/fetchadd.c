@@ -40,6 +40,7 @@ struct config {
 	enum fetchadd_fn fn;
 	uint64_t section_ns;
 	int latency;
+	int sync;
 	uint64_t latency_every;
 	int json;
 	long cpus;
@@ -68,7 +69,7 @@ void fetchadd_usage(FILE *out)
 		"usage: locus-bench fetchadd [--mechanisms LIST] [--threads LIST] [--vars LIST]\n"
 		"                            [--duration SECONDS] [--delay N] [--servers N]\n"
 		"                            [--fn add|sqrt] [--section-ns N] [--latency]\n"
-		"                            [--latency-every K] [--json]\n"
+		"                            [--latency-every K] [--sync] [--json]\n"
 		"\n"
 		"Threads increment counters picked uniformly at random among V, each counter on\n"
 		"its own cache line and guarded by its own instance of the mechanism (one\n"
@@ -123,6 +124,9 @@ void fetchadd_usage(FILE *out)
 		"                      latency_samples and latency_every.\n"
 		"  --latency-every K   --latency, timing one operation in K (1: every one, for\n"
 		"                      the longest wait; at most 1000000)\n"
+		"  --sync              on an asynchronous executor too, an increment is a run\n"
+		"                      (a post, then a wait for its result), as a synchronous\n"
+		"                      caller makes it: with --latency, the wait of one run\n"
 		"  --json              one JSON object per measurement on stdout, the table on\n"
 		"                      stderr. Fields: mechanism (as written), spec (as\n"
 		"                      measured, every default explicit), fn, threads (clients),\n"
@@ -132,7 +136,7 @@ void fetchadd_usage(FILE *out)
 		"                      first 64; for mpsc, sleeps counts its waits for work),\n"
 		"                      vars, duration_s, requested_s, ops, mops,\n"
 		"                      oversubscribed (threads + servers > CPUs), cpus, delay,\n"
-		"                      section_ns,\n"
+		"                      section_ns, op (post: an increment was a post; run),\n"
 		"                      jain (Jain's fairness index of the threads' increment\n"
 		"                      counts: 1 all equal, 1/threads one thread did all).\n"
 		"  --help              this text\n"
@@ -254,6 +258,10 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 		c->latency = 1;
 		return 0;
 	}
+	if (strcmp(argv[*i], "--sync") == 0) {
+		c->sync = 1;
+		return 0;
+	}
 	if ((r = bench_option(PROG, argc, argv, i, "--latency-every", &v)) != 0) {
 		if (r > 0 && opts_uint(v, 1, MAX_LATENCY_EVERY, &c->latency_every, err, sizeof(err)))
 			return complain("--latency-every: %s", err);
@@ -329,10 +337,11 @@ static void print_json(const struct config *c, const char *written, const struct
 	bench_json_string(stdout, r->spec);
 	printf(",\"fn\":\"%s\",\"threads\":%u,\"servers\":%u,\"vars\":%zu,\"duration_s\":%.6f,"
 	       "\"requested_s\":%.6f,\"ops\":%llu,\"mops\":%.4f,\"oversubscribed\":%s,"
-	       "\"cpus\":%ld,\"delay\":%llu,\"section_ns\":%llu,\"jain\":%.4f",
+	       "\"cpus\":%ld,\"delay\":%llu,\"section_ns\":%llu,\"jain\":%.4f,\"op\":\"%s\"",
 	       fn_name(p->fn), p->threads, r->servers, p->vars, r->seconds, p->duration,
 	       (unsigned long long)r->ops, cell->mops, cell->oversubscribed ? "true" : "false",
-	       c->cpus, (unsigned long long)p->delay, (unsigned long long)c->section_ns, r->jain);
+	       c->cpus, (unsigned long long)p->delay, (unsigned long long)c->section_ns, r->jain,
+	       r->posted ? "post" : "run");
 	if (r->servers) {
 		printf(",\"server_requests\":[");
 		for (unsigned i = 0; i < r->servers && i < FETCHADD_MAX_SERVERS; i++)
@@ -446,6 +455,7 @@ static int sweep(const struct config *c, struct cell *cells)
 					.section_ns = c->section_ns,
 					.latency = c->latency,
 					.latency_every = (unsigned)c->latency_every,
+					.sync = c->sync,
 				};
 
 				bench_progress("[%zu/%zu] %s T=%u V=%zu ...", ++done, total,

@@ -57,6 +57,7 @@ struct fetchadd_params {
 	uint64_t section_ns;   /* --section-ns: each section lasts this long (0: as fn is) */
 	int latency;	       /* sample the latency of every latency_every-th operation */
 	unsigned latency_every; /* --latency-every (default FETCHADD_SAMPLE_EVERY) */
+	int sync;		/* --sync: run, not post, on asynchronous executors too */
 };
 
 #define FETCHADD_SAMPLE_EVERY 64 /* --latency: one operation in this many is timed, by default */
@@ -71,6 +72,7 @@ struct fetchadd_result {
 	uint64_t ops;	/* increments the threads counted */
 	uint64_t sum;	/* sum of the counters afterwards: equal to ops, or updates were lost */
 	double seconds; /* from the start barrier until the last thread stopped (and drained) */
+	int posted;	/* an operation was a post (an asynchronous executor without --sync) */
 	uint64_t post_failures; /* locus_cs_post calls that returned nonzero (not counted in ops) */
 	unsigned servers;	/* delegation server threads during the run (0: none) */
 	uint64_t server_requests[FETCHADD_MAX_SERVERS]; /* requests each server served */

@@ -11,7 +11,8 @@
  * On an asynchronous executor (locus_cs_is_async) an operation is a post
  * without callback, and each thread drains its posts after it sees the stop
  * flag: the interval ends when the last thread has drained, so every
- * operation counted completed inside it.
+ * operation counted completed inside it. With --sync it is a run, which
+ * posts and waits for the result.
  *
  * --latency: every latency_every-th operation (--latency-every) is timed with
  * CLOCK_MONOTONIC (vDSO, about 20 ns a read here): a synchronous call from
@@ -303,7 +304,7 @@ static void init_peer_locks(struct bench *b)
 	}
 }
 
-static int open_executors(struct bench *b, const char *spec, struct fetchadd_result *r)
+static int open_executors(struct bench *b, const char *spec, int sync, struct fetchadd_result *r)
 {
 	b->cs = calloc(b->vars, sizeof(*b->cs));
 	if (!b->cs) {
@@ -319,8 +320,9 @@ static int open_executors(struct bench *b, const char *spec, struct fetchadd_res
 		}
 	}
 	snprintf(r->spec, sizeof(r->spec), "%s", locus_cs_spec(b->cs[0]));
-	if (locus_cs_is_async(b->cs[0]))
+	if (locus_cs_is_async(b->cs[0]) && !sync)
 		b->kind = KIND_POST;
+	r->posted = b->kind == KIND_POST;
 	/* The runtime starts with the first delegation executor; 0 if none was opened.
 	   Without it, an executor that still has a server (mpsc) has one of its own. */
 	struct locus_cs_server_stats st;
@@ -354,7 +356,7 @@ static int setup(struct bench *b, const struct fetchadd_params *p, struct fetcha
 	memset(b->slot, 0, b->vars * sizeof(*b->slot));
 	if (peer < 0) {
 		b->kind = KIND_CS;
-		return open_executors(b, p->mechanism, r);
+		return open_executors(b, p->mechanism, p->sync, r);
 	}
 	b->kind = peer_kinds[peer];
 	snprintf(r->spec, sizeof(r->spec), "%s", p->mechanism);
