@@ -7,7 +7,7 @@ import pytest
 from locus_tools.bench import Bench, BenchError, is_server_mechanism, parse_json_lines
 
 FETCHADD_FIELDS = {"bench", "mechanism", "spec", "fn", "threads", "servers", "vars", "duration_s",
-                   "requested_s", "ops", "mops", "oversubscribed", "cpus", "delay", "section_ns", "jain"}
+                   "requested_s", "ops", "mops", "oversubscribed", "cpus", "delay", "section_ns", "jain", "op"}
 LOCALITY_FIELDS = {"bench", "mechanism", "spec", "mode", "threads", "servers", "n1", "n2", "modify",
                    "msg", "duration_s", "requested_s", "iterations", "iters_per_s", "cpu_s",
                    "cpu_ns_per_iter", "cycles_per_iter", "server_busy_pct", "oversubscribed", "cpus"}
@@ -22,6 +22,7 @@ def test_fetchadd_lines_parse_and_have_the_fields(bench):
         assert rec["bench"] == "fetchadd" and rec["threads"] == 1 and rec["vars"] == 1
         assert rec["ops"] > 0 and rec["mops"] > 0
     mutex, asyn = r.records
+    assert mutex["op"] == "run" and asyn["op"] == "post"
     assert mutex["servers"] == 0
     assert asyn["servers"] == 1
     assert len(asyn["server_requests"]) == asyn["servers"]
@@ -53,6 +54,22 @@ def test_fetchadd_section_ns_makes_every_section_that_long(bench):
         assert 0 < rec["ops"] <= rec["duration_s"] * 1e9 / n + rec["threads"], rec
         assert rec["latency_samples"] == rec["ops"], rec  # every operation timed
         assert rec["latency_ns_median"] >= n, rec  # each call lasted a section at least
+
+
+def test_fetchadd_sync_runs_on_asynchronous_executors(bench):
+    # A run waits for its section: every timed increment lasts one at least,
+    # and none is left to drain, so the server served exactly the ones counted.
+    n = 1_000_000
+    args = ["--mechanisms", "async,flat", "--threads", 2, "--vars", 1, "--section-ns", n,
+            "--latency-every", 1, "--sync"]
+    r = bench.run("fetchadd", args, 0.2)
+    assert r.ok, r.error
+    for rec in r.records:
+        assert rec["op"] == "run", rec
+        assert rec["latency_samples"] == rec["ops"] > 0, rec
+        assert rec["latency_ns_median"] >= n, rec
+    asyn = r.records[0]
+    assert sum(asyn["server_requests"]) == asyn["ops"]
 
 
 def test_fetchadd_section_ns_refuses_what_has_no_section(bench_path):
