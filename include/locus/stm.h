@@ -19,6 +19,11 @@
  * variable before the process's first transaction. It is process-wide, so
  * one process can use one method: opening a second, different method fails.
  *
+ * Admission: locus_stm_run lets at most as many threads into transactions
+ * at once as the process has CPUs; the others wait asleep, in FIFO order, until
+ * let in (see stm.c). A run from inside a transaction is part of it and does
+ * not wait. The stm executor's "strict" option runs without the limit.
+ *
  * Sanitizer builds do not have stm: GCC cannot combine -fgnu-tm with
  * AddressSanitizer or ThreadSanitizer.
  */
