@@ -8,13 +8,12 @@
  *
  * Admission. locus_stm_run lets at most as many threads into transactions at
  * once as the process has CPUs (admit_default()); the others wait asleep, in
- * FIFO order, outside (the admission gate of lock_admit.c). Without it, more
- * threads than CPUs make stm a trap twice over: a transaction preempted
- * while it holds libitm's locks or its serial lock stalls every other, so at
- * 8 and 32 threads on 2 CPUs throughput falls to a fifth or less of its
- * 2-thread figure; and libitm's serial lock, which every irrevocable
- * transaction takes, lets a waiter lose to newcomers again and again
- * (16 threads running 1 ms sections: single transactions waited 1.3 s). The
+ * FIFO order, outside (the admission gate of lock_admit.c). Without it,
+ * libitm's serial lock, which every irrevocable transaction takes, lets a
+ * waiter lose to newcomers again and again (16 threads running 1 ms sections
+ * on 2 CPUs: single transactions waited up to 1.3 s; with the gate, about
+ * 50 ms), and a transaction preempted while it holds libitm's locks stalls
+ * the others. The
  * gate is process-wide because libitm is: its global clock and serial lock
  * are shared by every transaction, whichever executor runs it. A nested run
  * (already in a transaction) is part of its parent and does not pass the
