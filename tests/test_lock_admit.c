@@ -201,7 +201,7 @@ struct ordered {
 	int order[8]; /* thread ids, in the order they held the lock (under l) */
 	int n;
 	int go;	      /* the first holder may unlock */
-	int requeued; /* grant test: H is back in the queue */
+	int held;     /* grant test: H holds the lock (its first time) */
 };
 
 static void record(struct ordered *sh, int id)
@@ -307,6 +307,7 @@ static void *grant_holder(void *arg)
 	struct ordered *sh = r->sh;
 	my_id = r->id;
 	locus_lock_lock(&sh->l);
+	__atomic_store_n(&sh->held, 1, __ATOMIC_SEQ_CST);
 	while (!__atomic_load_n(&sh->go, __ATOMIC_SEQ_CST))
 		sched_yield();
 	locus_lock_unlock(&sh->l);
@@ -348,7 +349,9 @@ START_TEST(full_queue_lets_the_oldest_in_on_time)
 	struct role r0 = {sh, 0}, r1 = {sh, 1}, r2 = {sh, 2};
 	pthread_t t0, t1, t2;
 	test_start_thread(&t0, grant_holder, &r0);
-	while (admitted(&sh->l) < 1)
+	/* Holding, not just counted: counted, H may not have queued yet, and W1
+	   could then take the lock before it. */
+	while (!__atomic_load_n(&sh->held, __ATOMIC_SEQ_CST))
 		sched_yield();
 	test_start_thread(&t1, grant_first, &r1);
 	wait_seen(LOCK_HOOK_QUEUE, 1);
