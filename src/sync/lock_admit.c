@@ -240,7 +240,10 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
  * operation before the look at the head, so the argument above holds with
  * "nobody inside" for "nobody admitted". And the head looks for room itself
  * every LOCUS_LOCK_ADMIT_NS (wait_outside), so room left by a leave that was
- * not due to grant is not lost while nobody else leaves.
+ * not due to grant is not lost while nobody else leaves. The price: a head
+ * that looks just after a grant, before the thread let in has woken and
+ * counted itself, finds that thread's room and enters too, ahead of it; the
+ * gate then holds one more than its limit until one of them leaves.
  */
 void admit_gate_init(locus_lock *g, const locus_wait *w, uint32_t admit)
 {
