@@ -125,6 +125,20 @@ static void wait_seen(int where, int id)
 #define STRESS_THREADS 12
 #define STRESS_ITERS   (TEST_SANITIZED ? 300 : 1500)
 
+/* STRESS_THREADS threads of fn(arg), with the hook sleeping them now and then;
+   each must finish within 8 x HANG_S. */
+static void run_stressed(void *(*fn)(void *), void *arg, const char *what)
+{
+	pthread_t th[STRESS_THREADS];
+	hook_install(1);
+	for (int t = 0; t < STRESS_THREADS; t++)
+		test_start_thread(&th[t], fn, arg);
+	for (int t = 0; t < STRESS_THREADS; t++)
+		ck_assert_msg(test_join_within(th[t], 8 * HANG_S) == 0,
+			      "%s: thread %d did not finish within %d s", what, t, 8 * HANG_S);
+	hook_remove();
+}
+
 struct stress {
 	locus_lock l;
 	uint64_t plain; /* under l */
@@ -160,20 +174,13 @@ START_TEST(descheduled_waiters)
 {
 	const struct acase *c = &cases[_i];
 	struct stress *sh = calloc(1, sizeof *sh);
-	pthread_t th[STRESS_THREADS];
 	ck_assert(sh);
 	init_spec(&sh->l, c->spec);
 	/* With more spinning threads than CPUs, a hand-off waits for a time slice
 	   (the spin policy's known collapse): fewer rounds. */
 	sh->iters = strstr(c->spec, "spin") ? STRESS_ITERS / 60 + 15 : STRESS_ITERS;
 	ck_assert_int_eq(pthread_barrier_init(&sh->start, NULL, STRESS_THREADS), 0);
-	hook_install(1);
-	for (int t = 0; t < STRESS_THREADS; t++)
-		test_start_thread(&th[t], stress_thread, sh);
-	for (int t = 0; t < STRESS_THREADS; t++)
-		ck_assert_msg(test_join_within(th[t], 8 * HANG_S) == 0,
-			      "%s: thread %d did not finish within %d s", c->spec, t, 8 * HANG_S);
-	hook_remove();
+	run_stressed(stress_thread, sh, c->spec);
 	ck_assert_uint_eq(sh->plain, (uint64_t)STRESS_THREADS * sh->iters);
 	assert_at_rest(&sh->l, c->spec);
 	ck_assert_msg(hook_calls[LOCK_HOOK_QUEUE] > 0, "%s: nobody ever queued?", c->spec);
@@ -608,16 +615,9 @@ static const locus_wait gate_waits[] = {
 START_TEST(gate_descheduled_waiters)
 {
 	struct gate *sh = gate_open(&gate_waits[_i]);
-	pthread_t th[STRESS_THREADS];
 	sh->iters = gate_waits[_i].kind == LOCUS_WAIT_SPIN ? STRESS_ITERS / 10 : STRESS_ITERS;
 	ck_assert_int_eq(pthread_barrier_init(&sh->start, NULL, STRESS_THREADS), 0);
-	hook_install(1);
-	for (int t = 0; t < STRESS_THREADS; t++)
-		test_start_thread(&th[t], gate_stress_thread, sh);
-	for (int t = 0; t < STRESS_THREADS; t++)
-		ck_assert_msg(test_join_within(th[t], 8 * HANG_S) == 0,
-			      "thread %d did not get through the gate within %d s", t, 8 * HANG_S);
-	hook_remove();
+	run_stressed(gate_stress_thread, sh, "gate");
 	ck_assert_uint_eq(sh->passes, (uint32_t)STRESS_THREADS * sh->iters);
 	ck_assert_msg(hook_calls[LOCK_HOOK_ADMIT] > 0,
 		      "%d threads through a gate of 2, and nobody ever waited outside?",
