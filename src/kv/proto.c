@@ -279,6 +279,8 @@ static int parse_stats(const char *line, size_t len, struct kv_cmd *c, const str
 		c->stats = KV_STATS_SLABS;
 	else if (is(sub, "reset"))
 		c->stats = KV_STATS_RESET;
+	else if (is(sub, "sync"))
+		c->stats = KV_STATS_SYNC;
 	else
 		c->stats = KV_STATS_OTHER;
 	return 0;

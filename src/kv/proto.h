@@ -67,6 +67,7 @@ enum kv_stats_arg {
 	KV_STATS_ITEMS,
 	KV_STATS_SLABS,
 	KV_STATS_RESET,
+	KV_STATS_SYNC, /* locus-kv's own: the sections' mechanisms and timing */
 	KV_STATS_OTHER,
 };
 

@@ -13,6 +13,9 @@
 #include <time.h>
 
 #include "common/atomic.h"
+#include "common/clock.h"
+#include "kv/counts.h"
+#include "kv/sectime.h"
 #include "kv/store.h"
 #include "locus/cs.h"
 
@@ -130,7 +133,23 @@ struct kv_store {
 	struct timespec mono0;
 	uint32_t oldest_live; /* flush_all with delay: items accessed at or before are dead */
 	uint64_t oldest_cas;  /* flush_all: items with a smaller cas are dead */
+	kv_sectime *times;    /* --section-stats, else NULL */
 };
+
+/*
+ * Every section runs through here: locus_cs_run, timed per kind of section
+ * when --section-stats asked for it (two clock reads; nothing otherwise).
+ */
+static uint64_t sec_run(kv_store *st, enum kv_section sec, locus_cs *cs, locus_fn fn, uint64_t a,
+			uint64_t b, uint64_t c)
+{
+	if (!st->times)
+		return locus_cs_run(cs, fn, a, b, c);
+	uint64_t t0 = mono_ns();
+	uint64_t r = locus_cs_run(cs, fn, a, b, c);
+	kv_sectime_add(st->times, sec, mono_ns() - t0);
+	return r;
+}
 
 static void msg(char *err, size_t n, const char *fmt, ...)
 {
@@ -480,7 +499,7 @@ static uint64_t lru_report_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 void kv_item_release(kv_store *st, struct kv_item *it)
 {
 	if (fas_acqrel(&it->refs, 1) == 1)
-		locus_cs_run(st->slabs_cs, slabs_free_fn, (uint64_t)(uintptr_t)it, 0, 0);
+		sec_run(st, KV_SEC_SLABS, st->slabs_cs, slabs_free_fn, (uint64_t)(uintptr_t)it, 0, 0);
 }
 
 /* Drop the references of items the hash section unlinked (one each) after taking them off the LRU. */
@@ -488,7 +507,7 @@ static void drop_unlinked(kv_store *st, struct kv_item *list)
 {
 	if (!list)
 		return;
-	locus_cs_run(st->alloc_cs, lru_unlink_list_fn, (uint64_t)(uintptr_t)list, 0, 0);
+	sec_run(st, KV_SEC_ALLOC, st->alloc_cs, lru_unlink_list_fn, (uint64_t)(uintptr_t)list, 0, 0);
 	while (list) {
 		struct kv_item *next = list->hnext;
 		int lru_ref = list->pad_;
@@ -1103,14 +1122,14 @@ static void op_init(struct hash_op *op, kv_store *st, struct kv_counts *cnt, con
 /* Run a hash section for op's key; op_finish() then does what it left for after. */
 static uint64_t hash_run(struct hash_op *op, locus_fn fn)
 {
-	uint64_t r = locus_cs_run(stripe_of(op->st, op->hv)->cs, fn, (uint64_t)(uintptr_t)op, 0, 0);
+	uint64_t r = sec_run(op->st, KV_SEC_HASH, stripe_of(op->st, op->hv)->cs, fn, (uint64_t)(uintptr_t)op, 0, 0);
 	return r;
 }
 
 static void op_finish(struct hash_op *op)
 {
 	if (op->bump) {
-		locus_cs_run(op->st->alloc_cs, lru_bump_fn, (uint64_t)(uintptr_t)op->bump, 0, 0);
+		sec_run(op->st, KV_SEC_ALLOC, op->st->alloc_cs, lru_bump_fn, (uint64_t)(uintptr_t)op->bump, 0, 0);
 		kv_item_release(op->st, op->bump);
 		op->bump = NULL;
 	}
@@ -1131,19 +1150,19 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 	}
 	struct kv_item *it = NULL;
 	for (int tries = 0; tries < EVICT_TRIES * 4; tries++) {
-		it = (struct kv_item *)(uintptr_t)locus_cs_run(st->slabs_cs, slabs_alloc_fn, cls, 0, 0);
+		it = (struct kv_item *)(uintptr_t)sec_run(st, KV_SEC_SLABS, st->slabs_cs, slabs_alloc_fn, cls, 0, 0);
 		if (it)
 			break;
 		/* No chunk: evict the class's least recently used item. */
 		struct kv_item *victim =
-			(struct kv_item *)(uintptr_t)locus_cs_run(st->alloc_cs, lru_evict_fn, cls, 2, 0);
+			(struct kv_item *)(uintptr_t)sec_run(st, KV_SEC_ALLOC, st->alloc_cs, lru_evict_fn, cls, 2, 0);
 		if (!victim)
 			break;
 		struct hash_op op;
 		op_init(&op, st, cnt, NULL, 0);
 		op.hv = victim->hv;
 		op.item = victim;
-		if (locus_cs_run(stripe_of(st, victim->hv)->cs, hash_unlink_item_fn,
+		if (sec_run(st, KV_SEC_HASH, stripe_of(st, victim->hv)->cs, hash_unlink_item_fn,
 				 (uint64_t)(uintptr_t)&op, 0, 0))
 			kv_item_release(st, victim); /* the hash table's reference */
 		cnt->evictions++;
@@ -1172,7 +1191,7 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 static void after_store(kv_store *st, struct hash_op *op, struct kv_item *linked)
 {
 	if (linked)
-		locus_cs_run(st->alloc_cs, lru_link_fn, (uint64_t)(uintptr_t)linked, 0, 0);
+		sec_run(st, KV_SEC_ALLOC, st->alloc_cs, lru_link_fn, (uint64_t)(uintptr_t)linked, 0, 0);
 	op_finish(op);
 }
 
@@ -1406,7 +1425,7 @@ uint64_t kv_crawl_part(kv_store *st, struct kv_counts *cnt, unsigned first, unsi
 		unsigned s = (first + k) % st->nstripes;
 		struct hash_op op;
 		op_init(&op, st, cnt, NULL, 0);
-		locus_cs_run(st->stripes[s].cs, hash_crawl_fn, (uint64_t)(uintptr_t)&op, s, st->nstripes);
+		sec_run(st, KV_SEC_HASH, st->stripes[s].cs, hash_crawl_fn, (uint64_t)(uintptr_t)&op, s, st->nstripes);
 		reaped += op.reaped;
 		op_finish(&op);
 	}
@@ -1415,58 +1434,25 @@ uint64_t kv_crawl_part(kv_store *st, struct kv_counts *cnt, unsigned first, unsi
 
 /* ---------- stats section ---------- */
 
-#define COUNT_FIELDS(X)                                                                          \
-	X(cmd_get) X(cmd_set) X(cmd_flush) X(cmd_touch) X(cmd_meta) X(get_hits) X(get_misses)   \
-	X(get_expired) X(get_flushed) X(delete_hits) X(delete_misses) X(incr_hits)               \
-	X(incr_misses) X(decr_hits) X(decr_misses) X(cas_hits) X(cas_misses) X(cas_badval)        \
-	X(touch_hits) X(touch_misses) X(bytes_read) X(bytes_written) X(total_items)               \
-	X(evictions) X(reclaimed) X(expired_unfetched) X(evicted_unfetched) X(oom)               \
-	X(curr_items) X(bytes) X(total_connections) X(rejected_connections) X(curr_connections)
-
-static uint64_t stats_add_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
-{
-	struct kv_counts *g = state;
-	const struct kv_counts *l = (const struct kv_counts *)(uintptr_t)a;
-#define ADD(f) g->f += l->f;
-	COUNT_FIELDS(ADD)
-#undef ADD
-	return 0;
-}
-
-static uint64_t stats_read_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
-{
-	memcpy((void *)(uintptr_t)a, state, sizeof(struct kv_counts));
-	return 0;
-}
-
-/* Zero the counters that are totals since a reset; keep the gauges. */
-static uint64_t stats_reset_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
-{
-	struct kv_counts *g = state;
-	struct kv_counts keep = {.curr_items = g->curr_items,
-				 .bytes = g->bytes,
-				 .curr_connections = g->curr_connections};
-	*g = keep;
-	return 0;
-}
+/* The section functions are in counts.c, compiled with transactional clones (stm). */
 
 void kv_counts_flush(kv_store *st, struct kv_counts *cnt)
 {
 	static const struct kv_counts zero;
 	if (memcmp(cnt, &zero, sizeof(zero)) == 0)
 		return;
-	locus_cs_run(st->stats_cs, stats_add_fn, (uint64_t)(uintptr_t)cnt, 0, 0);
+	sec_run(st, KV_SEC_STATS, st->stats_cs, kv_counts_add_fn, (uint64_t)(uintptr_t)cnt, 0, 0);
 	memset(cnt, 0, sizeof(*cnt));
 }
 
 void kv_counts_read(kv_store *st, struct kv_counts *out)
 {
-	locus_cs_run(st->stats_cs, stats_read_fn, (uint64_t)(uintptr_t)out, 0, 0);
+	sec_run(st, KV_SEC_STATS, st->stats_cs, kv_counts_read_fn, (uint64_t)(uintptr_t)out, 0, 0);
 }
 
 void kv_stats_reset(kv_store *st)
 {
-	locus_cs_run(st->stats_cs, stats_reset_fn, 0, 0, 0);
+	sec_run(st, KV_SEC_STATS, st->stats_cs, kv_counts_reset_fn, 0, 0, 0);
 }
 
 int kv_stats_general(kv_store *st, struct kv_buf *out, const char *extra_lines)
@@ -1522,7 +1508,7 @@ int kv_stats_slabs(kv_store *st, struct kv_buf *out)
 	struct slab_report *r = malloc(sizeof(*r));
 	if (!r)
 		return -1;
-	locus_cs_run(st->slabs_cs, slabs_report_fn, (uint64_t)(uintptr_t)r, 0, 0);
+	sec_run(st, KV_SEC_SLABS, st->slabs_cs, slabs_report_fn, (uint64_t)(uintptr_t)r, 0, 0);
 	int e = 0, active = 0;
 	for (unsigned i = 1; i <= st->ncls; i++) {
 		struct slab_class *c = &r->cls[i];
@@ -1550,7 +1536,7 @@ int kv_stats_items(kv_store *st, struct kv_buf *out)
 	struct lru_report *r = malloc(sizeof(*r));
 	if (!r)
 		return -1;
-	locus_cs_run(st->alloc_cs, lru_report_fn, (uint64_t)(uintptr_t)r, 0, 0);
+	sec_run(st, KV_SEC_ALLOC, st->alloc_cs, lru_report_fn, (uint64_t)(uintptr_t)r, 0, 0);
 	int e = 0;
 	for (unsigned i = 1; i <= st->ncls; i++) {
 		struct lru *l = &r->lru[i];
@@ -1568,6 +1554,27 @@ int kv_stats_items(kv_store *st, struct kv_buf *out)
 }
 
 /* ---------- open / close ---------- */
+
+int kv_stats_sync(kv_store *st, struct kv_buf *out)
+{
+	struct kv_sectime_total t[KV_SECTIONS];
+	if (st->times)
+		kv_sectime_read(st->times, t);
+	int r = kv_buf_addf(out, "STAT section_stats %s\r\n", st->times ? "on" : "off");
+	for (int s = 0; s < KV_SECTIONS; s++) {
+		const char *n = kv_section_names[s];
+		r |= kv_buf_addf(out, "STAT %s:sync %s\r\n", n, st->spec[s]);
+		if (!st->times)
+			continue;
+		r |= kv_buf_addf(out, "STAT %s:runs %" PRIu64 "\r\n", n, t[s].runs);
+		r |= kv_buf_addf(out, "STAT %s:time_ns %" PRIu64 "\r\n", n, t[s].ns);
+		r |= kv_buf_addf(out, "STAT %s:avg_ns %" PRIu64 "\r\n", n,
+				 t[s].runs ? t[s].ns / t[s].runs : 0);
+		r |= kv_buf_addf(out, "STAT %s:max_ns %" PRIu64 "\r\n", n, t[s].max_ns);
+	}
+	r |= kv_buf_addf(out, "END\r\n");
+	return r ? -1 : 0;
+}
 
 const struct kv_store_config *kv_store_config(const kv_store *st)
 {
@@ -1645,6 +1652,11 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 	clock_gettime(CLOCK_MONOTONIC, &st->mono0);
 	st->started = (uint64_t)time(NULL) - 2;
 	kv_clock_tick(st);
+	if (st->cfg.section_stats && !(st->times = kv_sectime_new())) {
+		msg(err, errlen, "out of memory for section timing");
+		kv_store_close(st);
+		return NULL;
+	}
 	if (!(st->slabs_cs = open_section(st, KV_SEC_SLABS, st, err, errlen)) ||
 	    !(st->alloc_cs = open_section(st, KV_SEC_ALLOC, st, err, errlen)) ||
 	    !(st->stats_cs = open_section(st, KV_SEC_STATS, &st->counts, err, errlen))) {
@@ -1683,5 +1695,6 @@ void kv_store_close(kv_store *st)
 	free(st->pages);
 	free(st->stripes);
 	free(st->buckets);
+	kv_sectime_free(st->times);
 	free(st);
 }

@@ -51,6 +51,7 @@ struct kv_store_config {
 	unsigned chunk_min;   /* smallest value+key room of the first class (-n) */
 	unsigned stripes;     /* hash stripes (power of 2) */
 	int lru_crawler;      /* run the background expiry crawler */
+	int section_stats;    /* time every section run for "stats sync" (kv/sectime.h) */
 	/* One executor spec per section ("mutex", "mcs:spin", "async", ...). */
 	char sync[KV_SECTIONS][128];
 };
@@ -257,6 +258,13 @@ void kv_stats_reset(kv_store *st);
 void kv_counts_flush(kv_store *st, struct kv_counts *cnt);
 /* The store's counters (after every worker flushed). */
 void kv_counts_read(kv_store *st, struct kv_counts *out);
+/*
+ * "stats sync": section_stats on|off, then for each section its spec and,
+ * when timing is on, runs, time_ns (callers' time in the section, waiting
+ * included), avg_ns and max_ns, as "STAT <section>:<field> <value>". 0, or -1
+ * out of memory.
+ */
+int kv_stats_sync(kv_store *st, struct kv_buf *out);
 
 /* Remove expired (and flushed) items from every stripe now; returns how many. */
 uint64_t kv_crawl(kv_store *st, struct kv_counts *cnt);
