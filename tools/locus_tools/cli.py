@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import BENCH_DEFAULT, FIGURES_DIR, REPORT_DIR, REPRODUCE, registry
+from . import BENCH_DEFAULT, FIGURES_DIR, REPORT_DIR, REPRODUCE, registry, seed003
 from .bench import Bench, BenchError, Progress
 from .figure import Setup, count_points, run_figure
 from .machine import describe
@@ -25,7 +25,8 @@ DEFAULT_DEST = REPORT_DIR
 USAGE = f"""\
 {REPRODUCE} --list
 {REPRODUCE} FIG [FIG...] [--out DIR] [--duration S] [--quick] [--repeat K]
-{" " * len(REPRODUCE)} [--bench PATH] [--sync SPEC]... [--async SPEC]... [--replot]
+{" " * len(REPRODUCE)} [--bench PATH] [--sync SPEC]... [--async SPEC]...
+{" " * len(REPRODUCE)} [--records N | --full] [--replot]
 {REPRODUCE} report [--out DIR] [--dest DIR]"""
 
 DESCRIPTION = """\
@@ -81,6 +82,12 @@ def _figure_parser():
     p.add_argument("--async", dest="async_", action="append", metavar="SPEC",
                    help="seed000 figures: asynchronous executor spec(s) instead of the figure's "
                         "(default ffwd and mpsc:locked,copy in 3.5 and 3.7; ffwd in 3.6)")
+    p.add_argument("--records", type=int, metavar="N",
+                   help="seed003 figures: records memcaslap inserts per point, a multiple of 120 "
+                        "(default 120000, 6000 with --quick)")
+    p.add_argument("--full", action="store_true",
+                   help="seed003 figures: the seed's N = 5,000,000 records per point (rounded up "
+                        "to 5,000,040, a multiple of 120); hours")
     p.add_argument("--replot", action="store_true",
                    help="measure nothing: redraw DIR/FIG.png from DIR/FIG.csv")
     return p
@@ -133,13 +140,26 @@ def reproduce(figs, setup, out, argv, stream=None):
     runnable = []
     failures = 0
     for fig in figs:
-        if not setup.bench.has(fig.bench):
+        if fig.runner is not None:
+            why = fig.runner.missing(setup)
+            if why:
+                print(f"reproduce: {fig.name}: {why}; skipped", file=sys.stderr)
+                failures += 1
+                continue
+        elif not setup.bench.has(fig.bench):
             print(f"reproduce: {fig.name}: {setup.bench.path} has no '{fig.bench}' command "
                   "(rebuild locus-bench); skipped", file=sys.stderr)
             failures += 1
             continue
         runnable.append(fig)
-    total = sum(count_points(f, setup) for f in runnable)
+    total = 0
+    for fig in list(runnable):
+        try:
+            total += count_points(fig, setup)
+        except RuntimeError as e:  # a figure whose points need a measurement first (seed003-fig3)
+            print(f"reproduce: {fig.name}: {e}; skipped", file=sys.stderr)
+            runnable.remove(fig)
+            failures += 1
     progress = Progress(total, stream)
     for fig in runnable:
         started = datetime.datetime.now().isoformat(timespec="seconds")
@@ -183,14 +203,22 @@ def _main_figures(argv):
         raise UsageError("--duration must be a positive number of seconds")
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
+    if args.records is not None and (args.records < 1 or args.records % 120):
+        raise UsageError("--records must be a positive multiple of 120 (so that memcaslap's "
+                         "connections, a multiple of 4, 8 and 12 threads, send exactly N)")
+    if args.full and args.records is not None:
+        raise UsageError("--full and --records both set N: give one")
+    records = seed003.RECORDS_FULL if args.full else args.records
     machine = describe()
     if args.replot:
         replot(figs, args.out, machine)
         return 0
     bench = Bench(args.bench)
-    bench.check()
+    if any(f.runner is None for f in figs):
+        bench.check()
     setup = Setup(machine=machine, bench=bench, quick=args.quick, duration=args.duration,
-                  repeat=args.repeat, sync_specs=args.sync, async_specs=args.async_)
+                  repeat=args.repeat, sync_specs=args.sync, async_specs=args.async_,
+                  records=records)
     failures = reproduce(figs, setup, args.out, argv)
     return 1 if failures else 0
 

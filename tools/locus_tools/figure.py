@@ -18,6 +18,7 @@ METRICS = {
     "cycles": ("cycles per iteration", False),
     "server_busy_pct": ("server busy (%)", True),
     "mops": ("Mops/s (million ops/s)", True),
+    "insert_s": ("seconds to insert N records", False),
 }
 
 
@@ -30,6 +31,7 @@ class Setup:
     quick: bool = False
     duration: Optional[float] = None  # None: the figure's default
     repeat: int = 1
+    records: Optional[int] = None  # seed003: records to insert (None: the figure's default)
     sync_specs: Optional[list] = None  # seed000 overrides (--sync), None: the figure's
     async_specs: Optional[list] = None  # (--async)
 
@@ -94,6 +96,9 @@ class Figure:
     color_key: Callable = lambda series: series  # series with one key share a colour
     default_duration: float = 1.0
     quick_duration: float = 0.1
+    # What measures a point: None is locus-bench (`bench` names its command); else an
+    # object with missing(setup) -> '' or why it cannot run, and run(point, setup) -> Result.
+    runner: Optional[object] = None
 
     def duration(self, setup):
         if setup.duration is not None:
@@ -176,6 +181,8 @@ def _fmt_value(v, metric):
         return f"{v:.2f} Mops/s"
     if metric == "iters_per_s":
         return f"{v:.4g} it/s"
+    if metric == "insert_s":
+        return f"{v:.2f} s"
     return f"{v:.4g}"
 
 
@@ -207,7 +214,10 @@ def run_figure(fig, setup, progress=None, counter=None):
     for point in points:
         for rep in range(setup.repeat):
             progress.start(point_label(fig, point))
-            result = setup.bench.run(fig.bench, point.args, duration)
+            if fig.runner is not None:
+                result = fig.runner.run(point, setup)
+            else:
+                result = setup.bench.run(fig.bench, point.args, duration)
             lead = {
                 "figure": fig.name,
                 "series": point.series,

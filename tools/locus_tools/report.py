@@ -42,6 +42,8 @@ def _fmt(v, metric):
         return f"{v:.2f}"
     if metric == "cycles":
         return f"{v:.0f}"
+    if metric == "insert_s":
+        return f"{v:.2f}"
     return f"{v:.1f}"
 
 

@@ -1,0 +1,531 @@
+"""Seed 003, chapter 4: memcached's critical sections under other mechanisms (Figures 2-5).
+
+The seed timed memslap inserting 5,000,000 records into memcached 1.4.13, against the
+number of server threads (1 to 12), with every lock switched to PTHREAD, TAS or OYAMA
+(Figure 2), with only the three most contended locks switched (Figure 3, chosen with
+mutrace), and with locks turned into GCC transactions one branch at a time under the
+ml_wt (Figure 4) and serialirr (Figure 5) methods. Its server and client were pinned to
+different CPUs of a 2-socket machine (server threads on 12 hardware threads, memslap's on
+the other 12).
+
+Here the server is locus-kv, whose four kinds of critical section (--sync hash, alloc,
+slabs, stats) are the seed's item/cache, LRU, slabs and stats locks; Debian's memcached is
+the reference line. Each point starts a fresh server pinned to the first half of this
+process's CPUs, runs memcaslap pinned to the other half with 100 % sets of N distinct keys
+(64-byte keys, 1024-byte values, its default concurrency of 128), times it, and checks
+that the server then holds exactly N items: a run that stored less is a failure, not a
+figure. Server thread counts above the server's CPUs are marked oversubscribed.
+"""
+
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .bench import REPO, Result
+from .figure import Figure, Panel, Point, Ratio, span
+
+HOST = "127.0.0.1"
+KEY_SIZE, VALUE_SIZE = 64, 1024
+CONCURRENCY = 128  # memcaslap's default, which the seed kept
+# Multiples of 120, so that memcaslap's 120 connections (a multiple of 4, 8 and 12
+# threads) send exactly N; the seed's 5,000,000 is rounded up to one.
+RECORDS_DEFAULT = 120_000
+RECORDS_QUICK = 6_000
+RECORDS_FULL = 5_000_040
+SECTIONS = ["hash", "alloc", "slabs", "stats"]
+# What each locus-kv section stands for in the seed's memcached 1.4.13.
+SEED_LOCK = {"hash": "item locks (cache_lock's hash part)", "alloc": "cache_lock (LRU)",
+             "slabs": "slabs_lock", "stats": "stats_lock"}
+MEMCACHED = "memcached"  # the series name of the reference server
+
+
+# ---- where things run ------------------------------------------------------------------
+
+
+def split_cpus(cpus=None):
+    """(server CPUs, client CPUs): this process's CPUs split in two halves, the seed's
+    pinning; one CPU cannot be split, and then both get it (reported as not pinned)."""
+    cpus = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return cpus, cpus
+    half = len(cpus) // 2
+    return cpus[:half], cpus[half:]
+
+
+def server_threads(setup):
+    """The x axis: the seed's 1..12 server threads, as 1, 2, 4, 8, 12 plus the server's
+    own CPU count (and twice it); --quick: 1 and 4."""
+    if setup.quick:
+        return [1, 4]
+    n = len(split_cpus()[0])
+    return sorted({1, 2, 4, 8, 12, n, 2 * n} - {0})
+
+
+def records(setup):
+    if setup.records:
+        return setup.records
+    return RECORDS_QUICK if setup.quick else RECORDS_DEFAULT
+
+
+def concurrency(n, clients):
+    """memcaslap's -c for n inserts by `clients` threads. It wants c to be a multiple of
+    its thread count and gives each connection n // c inserts, so c must also divide n for
+    exactly n to be sent: the largest such c up to its default 128 (120 for the default N
+    and 4, 8 or 12 threads), or None if there is none."""
+    for c in range(max(CONCURRENCY, clients), clients - 1, -1):
+        if c % clients == 0 and n % c == 0:
+            return c
+    return None
+
+
+def memory_mb(n):
+    """-m for both servers: room for n items with slab slack, never evicting (seed: 6 GB)."""
+    return max(64, math.ceil(n * 2048 / 2**20) + 64)
+
+
+# ---- one measurement -------------------------------------------------------------------
+
+
+def parse_args(args):
+    """A point's args ['--server', S, '--sync', SPEC, ...] as a dict of strings."""
+    out = {}
+    it = iter(str(a) for a in args)
+    for key in it:
+        out[key.lstrip("-")] = next(it)
+    return out
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def read_stats(port, sub=""):
+    """The server's stats as {name: text}; {} if it cannot be read."""
+    data = b""
+    try:
+        with socket.create_connection((HOST, port), timeout=10) as s:
+            s.sendall(f"stats {sub}".strip().encode() + b"\r\n")
+            while not data.endswith(b"END\r\n"):
+                d = s.recv(65536)
+                if not d:
+                    break
+                data += d
+    except OSError:
+        return {}
+    out = {}
+    for line in data.decode(errors="replace").splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] == "STAT":
+            out[parts[1]] = parts[2]
+    return out
+
+
+RUN_LINE = re.compile(r"^Run time: ([\d.]+)s Ops: (\d+) TPS: (\d+)", re.M)
+
+
+class KvInsert:
+    """Runs one insert measurement: a fresh pinned server, memcaslap, the item count."""
+
+    def __init__(self, locus_kv=None, memcached=None, memcaslap=None):
+        self.locus_kv = Path(locus_kv or os.environ.get("LOCUS_KV")
+                             or REPO / "build/release/src/kv/locus-kv")
+        self.memcached = memcached or shutil.which("memcached") or "/usr/bin/memcached"
+        self.memcaslap = memcaslap or shutil.which("memcaslap") or "/usr/bin/memcaslap"
+
+    def missing(self, need_memcached=True):
+        """Why this cannot run (one sentence), or '' if it can."""
+        if not self.locus_kv.exists():
+            return f"locus-kv not found at {self.locus_kv}: build it with `make release` (or set LOCUS_KV)"
+        if not Path(self.memcaslap).exists():
+            return "memcaslap not found: install libmemcached-tools (scripts/install-deps)"
+        if need_memcached and not Path(self.memcached).exists():
+            return "memcached not found: install memcached (scripts/install-deps)"
+        return ""
+
+    def server_argv(self, a, port):
+        n = int(a["records"])
+        common = ["-l", HOST, "-p", str(port), "-U", "0", "-t", a["threads"],
+                  "-m", str(memory_mb(n)), "-c", "1024"]
+        if a["server"] == MEMCACHED:
+            argv = [self.memcached, *common]
+            if os.geteuid() == 0:
+                argv += ["-u", "root"]
+            return argv
+        argv = [str(self.locus_kv), *common, "--sync", a["sync"]]
+        if a.get("section-stats") == "1":
+            argv.append("--section-stats")
+        return argv
+
+    def run(self, args, keep_stats=None):
+        """Result with one record, or with the reason there is none. keep_stats: a stats
+        subcommand whose reply is added to the record (under 'stats_<sub>')."""
+        a = parse_args(args)
+        n, clients = int(a["records"]), int(a["clients"])
+        server_cpus, client_cpus = split_cpus()
+        tmp = tempfile.mkdtemp(prefix="locus-seed003-")
+        cfg = Path(tmp) / "insert.cfg"
+        cfg.write_text(f"key\n{KEY_SIZE} {KEY_SIZE} 1\nvalue\n{VALUE_SIZE} {VALUE_SIZE} 1\n"
+                       "cmd\n0 1.0\n1 0.0\n")
+        log = Path(tmp) / "server.log"
+        proc, argv = None, []
+        try:
+            for _ in range(3):
+                port = _free_port()
+                argv = self.server_argv(a, port)
+                with open(log, "w") as lf:
+                    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf,
+                                            stderr=subprocess.STDOUT,
+                                            preexec_fn=lambda: os.sched_setaffinity(0, server_cpus))
+                if _wait_listening(proc, port):
+                    break
+                _stop(proc)
+                out = log.read_text(errors="replace").strip()
+                if "in use" not in out.lower():
+                    return Result(argv, proc.returncode or -1,
+                                  error=f"server did not start: {out[-300:] or 'no output'}")
+            else:
+                return Result(argv, -1, error="no free port for the server")
+            conc = concurrency(n, clients)
+            if conc is None:
+                return Result(argv, -1, error=f"N = {n}: memcaslap cannot send exactly N with "
+                                              f"{clients} threads (no multiple of {clients} up to "
+                                              f"{CONCURRENCY} divides N); use a multiple of 120")
+            slap = [self.memcaslap, "-s", f"{HOST}:{port}", "-F", str(cfg), "-x", str(n),
+                    "-T", str(clients), "-c", str(conc)]
+            window = math.ceil(n / conc)
+            if window > 10_000:  # memcaslap's default window of keys per connection
+                slap += ["-w", f"{math.ceil(window / 1000)}k"]
+            t0 = time.monotonic()
+            try:
+                p = subprocess.run(slap, capture_output=True, text=True, timeout=600 + n / 500,
+                                   preexec_fn=lambda: os.sched_setaffinity(0, client_cpus))
+            except subprocess.TimeoutExpired:
+                return Result(slap, -1, error="memcaslap did not finish in time; killed")
+            elapsed = time.monotonic() - t0
+            if p.returncode != 0 or not RUN_LINE.search(p.stdout):
+                err = (p.stderr.strip() or p.stdout.strip())[-300:]
+                return Result(slap, p.returncode, error=f"memcaslap failed (status {p.returncode}): {err}")
+            stats = read_stats(port)
+            extra = read_stats(port, keep_stats) if keep_stats else None
+        finally:
+            status = _stop(proc) if proc else 0
+            shutil.rmtree(tmp, ignore_errors=True)
+        items = int(stats.get("curr_items", -1))
+        if items != n:
+            return Result(slap, 0, error=f"the server holds {items} items after {n} inserts "
+                                         f"(cmd_set {stats.get('cmd_set', '?')}, evictions "
+                                         f"{stats.get('evictions', '?')})")
+        if status != 0:
+            return Result(argv, status if status is not None else -1,
+                          error=f"server exit status {status} after SIGTERM: "
+                                f"{log.read_text(errors='replace')[-300:] if log.exists() else ''}")
+        rec = {
+            "server": a["server"], "sync": a.get("sync", ""), "server_threads": int(a["threads"]),
+            "client_threads": clients, "records": n, "insert_s": round(elapsed, 4),
+            "inserts_per_s": round(n / elapsed, 1), "curr_items": items, "concurrency": conc,
+            "server_cpus": ",".join(map(str, server_cpus)),
+            "client_cpus": ",".join(map(str, client_cpus)),
+            "oversubscribed": int(a["threads"]) > len(server_cpus),
+        }
+        if extra is not None:
+            rec[f"stats_{keep_stats}"] = extra
+        return Result(argv, 0, [rec])
+
+
+def _wait_listening(proc, port, timeout=10):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        try:
+            with socket.create_connection((HOST, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.02)
+    return False
+
+
+def _stop(proc):
+    """SIGTERM, then the exit status (None if it had to be killed)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
+@dataclass
+class Runner:
+    """How the figure framework runs these figures' points (instead of locus-bench)."""
+
+    kv: KvInsert
+
+    def missing(self, setup):
+        return self.kv.missing()
+
+    def run(self, point, setup):
+        return self.kv.run(point.args)
+
+
+RUNNER = Runner(KvInsert())
+
+
+def _args(server, sync, threads, clients, n, section_stats=False):
+    args = ["--server", server, "--threads", threads, "--clients", clients, "--records", n]
+    if server != MEMCACHED:
+        args += ["--sync", sync]
+    if section_stats:
+        args += ["--section-stats", 1]
+    return args
+
+
+def _mapping(setup, what, clients):
+    clients_max = max(int(c) for c in re.findall(r"\d+", clients))
+    server_cpus, client_cpus = split_cpus()
+    pin = (f"server pinned to CPU {','.join(map(str, server_cpus))}, memcaslap to CPU "
+           f"{','.join(map(str, client_cpus))} (seed: server on 12 hardware threads, memslap on "
+           f"the other 12)" if server_cpus != client_cpus else
+           "server and memcaslap share the only CPU (not pinned)")
+    return (f"{what}; N = {records(setup):,} records inserted by memcaslap (64 B keys, 1024 B "
+            f"values, 100 % sets, concurrency {concurrency(records(setup), clients_max) or '?'} (a multiple of the threads dividing N, near memcaslap's default {CONCURRENCY}); seed: N = 5,000,000); {clients} "
+            f"memcaslap threads; server threads = {span(server_threads(setup))} (seed: 1..12); "
+            f"{pin}; each point a fresh server with -m {memory_mb(records(setup))} MB (no "
+            f"eviction), checked to hold exactly N items afterwards.")
+
+
+def _time_panel(title, group=None):
+    return Panel(title, "insert_s", group=group, xscale="linear")
+
+
+# ---- Figure 2: every section under one mechanism ---------------------------------------
+
+FIG2_MECHS = [("mutex", "all=mutex"), ("tas", "all=tas"), ("oyama", "all=oyama"),
+              ("ttas", "all=ttas"), ("mcs", "all=mcs"), ("ccsynch", "all=ccsynch"),
+              ("flat", "all=flat")]
+FIG2_CLIENTS = [4, 8, 12]
+
+
+def _fig2_points(setup):
+    n = records(setup)
+    mechs = FIG2_MECHS[:3] if setup.quick else FIG2_MECHS
+    clients = [4] if setup.quick else FIG2_CLIENTS
+    pts = []
+    for c in clients:
+        for t in server_threads(setup):
+            for label, sync in mechs + [(MEMCACHED, "")]:
+                pts.append(Point(series=f"{label} C={c}", x=t, panel=f"c{c}", clients=c,
+                                 args=_args(MEMCACHED if label == MEMCACHED else "locus-kv",
+                                            sync, t, c, n)))
+    return pts
+
+
+def _by_mech(series):
+    return series.rsplit(" C=", 1)[0]
+
+
+def _reference_style(series, all_series):
+    return {"linestyle": "--", "linewidth": 1.2} if _by_mech(series) == MEMCACHED else {}
+
+
+def _fig2_ratios(series):
+    out = []
+    for c in FIG2_CLIENTS:
+        for mech in ("tas", "oyama"):
+            num, den = [f"mutex C={c}"], [f"{mech} C={c}"]
+            if all(s in series for s in num + den):
+                out.append(Ratio(f"mutex/{mech} C={c}", num, den))
+        if f"mutex C={c}" in series and f"{MEMCACHED} C={c}" in series:
+            out.append(Ratio(f"mutex/memcached C={c}", [f"mutex C={c}"], [f"{MEMCACHED} C={c}"]))
+    return out
+
+
+FIG2 = Figure(
+    name="seed003-fig2",
+    seed_ref="seed 003, Figure 2",
+    caption="time to insert N records against server threads, every section under one mechanism",
+    bench="kv-insert",
+    x_name="server_threads",
+    x_label="server threads (locus-kv -t / memcached -t)",
+    points=_fig2_points,
+    panels=[_time_panel(f"{c} memcaslap threads", group=f"c{c}") for c in FIG2_CLIENTS],
+    mapping=lambda setup: _mapping(
+        setup, "every locus-kv section (--sync all=SPEC) under mutex (the seed's PTHREAD), tas, "
+        "oyama, and ttas, mcs, ccsynch, flat (the seed's future work); Debian's memcached as the "
+        "reference (dashed)", "4, 8 and 12" if not setup.quick else "4"),
+    table_metric="insert_s",
+    ratios=_fig2_ratios,
+    runner=RUNNER,
+    series_style=_reference_style,
+    color_key=_by_mech,
+)
+
+
+# ---- Figure 3: only the most contended sections switched -------------------------------
+
+PROFILE_THREADS, PROFILE_CLIENTS = 4, 4  # memcached's default -t; the seed's 4 clients
+
+
+def profile_sections(setup, kv=None):
+    """Ranks locus-kv's sections by their callers' time in them (waiting included) in one
+    all=mutex insert run with --section-stats; returns ([(section, share)], hot sections).
+
+    Hot: the most costly sections that together take at least 80 % of that time, at most
+    three (switching all four is the all-switched line). The result is kept on setup, so
+    that one figure run profiles once.
+    """
+    cache = setup.__dict__.setdefault("_seed003", {})
+    if "profile" in cache:
+        return cache["profile"]
+    kv = kv or RUNNER.kv
+    n = records(setup)
+    print(f"reproduce: seed003-fig3: profiling locus-kv's sections (all=mutex, "
+          f"{PROFILE_THREADS} server and {PROFILE_CLIENTS} client threads, {n:,} inserts) ...",
+          file=sys.stderr, flush=True)
+    res = kv.run(_args("locus-kv", "all=mutex", PROFILE_THREADS, PROFILE_CLIENTS, n,
+                       section_stats=True), keep_stats="sync")
+    if not res.ok:
+        raise RuntimeError(f"the profiling run failed: {res.error}")
+    st = res.records[0]["stats_sync"]
+    cost = {s: int(st.get(f"{s}:time_ns", 0)) for s in SECTIONS}
+    total = sum(cost.values()) or 1
+    ranked = sorted(((s, cost[s] / total) for s in SECTIONS), key=lambda p: -p[1])
+    hot, acc = [], 0.0
+    for s, share in ranked:
+        if acc >= 0.8 or len(hot) == 3:
+            break
+        hot.append(s)
+        acc += share
+    cache["profile"] = (ranked, hot)
+    return cache["profile"]
+
+
+def _combo(hot, mech):
+    return ",".join(["all=mutex"] + [f"{s}={mech}" for s in hot])
+
+
+def _fig3_points(setup):
+    _, hot = profile_sections(setup)
+    n, c = records(setup), 4
+    series = [("all mutex", "all=mutex"), ("all tas", "all=tas"),
+              (f"tas on {'+'.join(hot)}", _combo(hot, "tas")),
+              ("all oyama", "all=oyama"), (f"oyama on {'+'.join(hot)}", _combo(hot, "oyama"))]
+    return [Point(series=label, x=t, clients=c, args=_args("locus-kv", sync, t, c, n))
+            for t in server_threads(setup) for label, sync in series]
+
+
+def _fig3_mapping(setup):
+    ranked, hot = profile_sections(setup)
+    shares = ", ".join(f"{s} {share:.0%}" for s, share in ranked)
+    return _mapping(
+        setup, f"sections ranked by their callers' time in them in one all=mutex run with "
+        f"--section-stats ({PROFILE_THREADS} server, {PROFILE_CLIENTS} client threads): {shares}; "
+        f"switched: {', '.join(hot)} (the fewest covering 80 %; the seed switched its three "
+        f"mutrace found: cache_lock, slabs_lock, stats_lock); the rest stay mutex", "4")
+
+
+def _fig3_ratios(series):
+    combos = [s for s in series if " on " in s]
+    out = []
+    for mech in ("tas", "oyama"):
+        combo = [s for s in combos if s.startswith(mech + " on ")]
+        if combo:
+            out.append(Ratio(f"{mech} combo / all {mech}", combo, [f"all {mech}"]))
+            out.append(Ratio(f"all mutex / {mech} combo", ["all mutex"], combo))
+    return out
+
+
+FIG3 = Figure(
+    name="seed003-fig3",
+    seed_ref="seed 003, Figure 3",
+    caption="only the most contended sections switched (tas, oyama) against all switched and all mutex",
+    bench="kv-insert",
+    x_name="server_threads",
+    x_label="server threads (locus-kv -t)",
+    points=_fig3_points,
+    panels=[_time_panel("4 memcaslap threads")],
+    mapping=_fig3_mapping,
+    table_metric="insert_s",
+    ratios=_fig3_ratios,
+    runner=RUNNER,
+)
+
+
+# ---- Figures 4 and 5: sections moved to stm one at a time ------------------------------
+
+# The seed's branch order: cache_lock's parts first (001-006), then stats_lock (007), then
+# slabs_lock (008). Here: hash and alloc (cache_lock's hash table and LRU), then stats,
+# then slabs, so that the step the seed found expensive (stats) is the third line here
+# as it was its seventh branch.
+STM_ORDER = ["hash", "alloc", "stats", "slabs"]
+
+
+def _stm_series(method, quick=False):
+    out = [("none (all mutex)", "all=mutex")]
+    moved = []
+    for s in STM_ORDER[:2] if quick else STM_ORDER:
+        moved.append(s)
+        sync = ",".join(["all=mutex"] + [f"{m}=stm:{method}" for m in moved])
+        out.append(("+" + "+".join(moved), sync))
+    return out
+
+
+def _stm_points(method):
+    def points(setup):
+        n, c = records(setup), 12 if not setup.quick else 4
+        return [Point(series=label, x=t, clients=c, args=_args("locus-kv", sync, t, c, n))
+                for t in server_threads(setup) for label, sync in _stm_series(method, setup.quick)]
+    return points
+
+
+def _stm_mapping(method):
+    def mapping(setup):
+        return _mapping(
+            setup, f"sections moved to stm:{method} one more per line, in the order "
+            f"{' → '.join(STM_ORDER)} (the seed's branches: cache_lock's parts, then stats_lock "
+            f"(007), then slabs_lock (008)); the stats section has transactional clones, so it "
+            f"runs as real {method} transactions; hash, alloc and slabs call functions without "
+            f"clones and run serial-irrevocably under either method; stm admits at most as many "
+            f"threads into transactions as there are CPUs", "12" if not setup.quick else "4")
+    return mapping
+
+
+def _stm_ratios(series):
+    out = []
+    for a, b in zip(series, series[1:]):
+        out.append(Ratio(f"{b} / {a}", [b], [a]))
+    return out
+
+
+def _stm_figure(number, method, name):
+    return Figure(
+        name=f"seed003-fig{number}",
+        seed_ref=f"seed 003, Figure {number}",
+        caption=f"sections moved to stm one at a time, {name} ({method})",
+        bench="kv-insert",
+        x_name="server_threads",
+        x_label="server threads (locus-kv -t)",
+        points=_stm_points(method),
+        panels=[_time_panel("12 memcaslap threads")],
+        mapping=_stm_mapping(method),
+        table_metric="insert_s",
+        ratios=_stm_ratios,
+        runner=RUNNER,
+    )
+
+
+FIG4 = _stm_figure(4, "ml_wt", "Orec-WT")
+FIG5 = _stm_figure(5, "serialirr", "serial irrevocable")
+
+FIGURES = [FIG2, FIG3, FIG4, FIG5]
