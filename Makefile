@@ -35,7 +35,7 @@ help:
 	@echo "make test-dsm     locus-dsm's tests only (litmus, lock stress, failure, every application on 1, 2, 4 nodes)"
 	@echo "make dsm-suite    the DSM applications on 1, 2, 4 nodes at 0 and 1 ms delay: table and plots in $(BUILD)/dsm-suite"
 	@echo "make test-fuzz    build the libFuzzer targets with clang and run each for $${LOCUS_FUZZ_SECONDS:-30}s (tests/fuzz/run)"
-	@echo "make figures reproduce every seed figure on this machine into $(BUILD)/figures (about 12 minutes on 2 CPUs),"
+	@echo "make figures reproduce every seed figure on this machine into $(BUILD)/figures (about 22 minutes on 2 CPUs),"
 	@echo "             then write docs/results/reproduction.md (tools/reproduce all; tools/reproduce report)"
 	@echo "make format  reformat the C sources with clang-format"
 	@echo "make clean   remove $(BUILD)/"

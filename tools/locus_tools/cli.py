@@ -36,8 +36,9 @@ on stderr), and writes DIR/FIG.csv (one row per measurement: the figure's column
 every field of the bench's JSON line; failed points have status=fail and the bench's
 error), DIR/FIG.meta.json (command, machine, timing) and DIR/FIG.png. The seeds' thread
 counts are mapped onto this machine's CPUs; each figure says how in its footnote, its
-CSV's mapping column and the report. `all` at the default durations makes about 480
-measurements and takes about 12 minutes on a 2-CPU machine. `report` gathers DIR's figures
+CSV's mapping column and the report. `all` at the default durations makes about 675
+measurements and takes about 22 minutes on a 2-CPU machine (the seed003 figures, which
+time locus-kv and memcached inserting N records, about 10 of them). `report` gathers DIR's figures
 into DEST/reproduction.md and copies their PNGs and CSVs into DEST."""
 
 
@@ -84,7 +85,7 @@ def _figure_parser():
                         "(default ffwd and mpsc:locked,copy in 3.5 and 3.7; ffwd in 3.6)")
     p.add_argument("--records", type=int, metavar="N",
                    help="seed003 figures: records memcaslap inserts per point, a multiple of 120 "
-                        "(default 120000, 6000 with --quick)")
+                        "(default 240000, 6000 with --quick)")
     p.add_argument("--full", action="store_true",
                    help="seed003 figures: the seed's N = 5,000,000 records per point (rounded up "
                         "to 5,000,040, a multiple of 120); hours")

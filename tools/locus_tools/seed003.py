@@ -20,6 +20,7 @@ figure. Server thread counts above the server's CPUs are marked oversubscribed.
 import math
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -38,7 +39,7 @@ KEY_SIZE, VALUE_SIZE = 64, 1024
 CONCURRENCY = 128  # memcaslap's default, which the seed kept
 # Multiples of 120, so that memcaslap's 120 connections (a multiple of 4, 8 and 12
 # threads) send exactly N; the seed's 5,000,000 is rounded up to one.
-RECORDS_DEFAULT = 120_000
+RECORDS_DEFAULT = 240_000
 RECORDS_QUICK = 6_000
 RECORDS_FULL = 5_000_040
 SECTIONS = ["hash", "alloc", "slabs", "stats"]
@@ -206,6 +207,8 @@ class KvInsert:
             window = math.ceil(n / conc)
             if window > 10_000:  # memcaslap's default window of keys per connection
                 slap += ["-w", f"{math.ceil(window / 1000)}k"]
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu0 = _cpu_seconds(proc.pid)
             t0 = time.monotonic()
             try:
                 p = subprocess.run(slap, capture_output=True, text=True, timeout=600 + n / 500,
@@ -213,6 +216,8 @@ class KvInsert:
             except subprocess.TimeoutExpired:
                 return Result(slap, -1, error="memcaslap did not finish in time; killed")
             elapsed = time.monotonic() - t0
+            ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu1 = _cpu_seconds(proc.pid)
             if p.returncode != 0 or not RUN_LINE.search(p.stdout):
                 err = (p.stderr.strip() or p.stdout.strip())[-300:]
                 return Result(slap, p.returncode, error=f"memcaslap failed (status {p.returncode}): {err}")
@@ -234,6 +239,11 @@ class KvInsert:
             "server": a["server"], "sync": a.get("sync", ""), "server_threads": int(a["threads"]),
             "client_threads": clients, "records": n, "insert_s": round(elapsed, 4),
             "inserts_per_s": round(n / elapsed, 1), "curr_items": items, "concurrency": conc,
+            # Busy shares of the run: which side the time went to (100 % of one CPU = 100).
+            "server_cpu_pct": (round(100 * (cpu1 - cpu0) / elapsed, 1)
+                               if cpu0 is not None and cpu1 is not None else None),
+            "client_cpu_pct": round(100 * ((ru1.ru_utime + ru1.ru_stime)
+                                           - (ru0.ru_utime + ru0.ru_stime)) / elapsed, 1),
             "server_cpus": ",".join(map(str, server_cpus)),
             "client_cpus": ",".join(map(str, client_cpus)),
             "oversubscribed": int(a["threads"]) > len(server_cpus),
@@ -241,6 +251,16 @@ class KvInsert:
         if extra is not None:
             rec[f"stats_{keep_stats}"] = extra
         return Result(argv, 0, [rec])
+
+
+def _cpu_seconds(pid):
+    """User + system CPU time of a running process (Linux /proc), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _wait_listening(proc, port, timeout=10):
