@@ -1122,8 +1122,8 @@ static void op_init(struct hash_op *op, kv_store *st, struct kv_counts *cnt, con
 /* Run a hash section for op's key; op_finish() then does what it left for after. */
 static uint64_t hash_run(struct hash_op *op, locus_fn fn)
 {
-	uint64_t r = sec_run(op->st, KV_SEC_HASH, stripe_of(op->st, op->hv)->cs, fn, (uint64_t)(uintptr_t)op, 0, 0);
-	return r;
+	return sec_run(op->st, KV_SEC_HASH, stripe_of(op->st, op->hv)->cs, fn,
+		       (uint64_t)(uintptr_t)op, 0, 0);
 }
 
 static void op_finish(struct hash_op *op)
@@ -1150,7 +1150,8 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 	}
 	struct kv_item *it = NULL;
 	for (int tries = 0; tries < EVICT_TRIES * 4; tries++) {
-		it = (struct kv_item *)(uintptr_t)sec_run(st, KV_SEC_SLABS, st->slabs_cs, slabs_alloc_fn, cls, 0, 0);
+		it = (struct kv_item *)(uintptr_t)sec_run(st, KV_SEC_SLABS, st->slabs_cs,
+							  slabs_alloc_fn, cls, 0, 0);
 		if (it)
 			break;
 		/* No chunk: evict the class's least recently used item. */
@@ -1425,7 +1426,8 @@ uint64_t kv_crawl_part(kv_store *st, struct kv_counts *cnt, unsigned first, unsi
 		unsigned s = (first + k) % st->nstripes;
 		struct hash_op op;
 		op_init(&op, st, cnt, NULL, 0);
-		sec_run(st, KV_SEC_HASH, st->stripes[s].cs, hash_crawl_fn, (uint64_t)(uintptr_t)&op, s, st->nstripes);
+		sec_run(st, KV_SEC_HASH, st->stripes[s].cs, hash_crawl_fn, (uint64_t)(uintptr_t)&op,
+			s, st->nstripes);
 		reaped += op.reaped;
 		op_finish(&op);
 	}

@@ -117,7 +117,9 @@ def _write_meta(path, fig, setup, argv, rows, started, elapsed, bench):
         "caption": fig.caption,
         "command": f"{REPRODUCE} " + shlex.join(argv),
         "bench": str(bench.path),
-        "duration_s": fig.duration(setup),
+        # A runner's points are sized by what they do (seed003: N records), not by time.
+        "duration_s": fig.duration(setup) if fig.runner is None else None,
+        "records": setup.records_for(fig),
         "repeat": setup.repeat,
         "quick": setup.quick,
         "started": started,

@@ -39,6 +39,10 @@ class Setup:
     def cpus(self):
         return self.machine.cpus
 
+    def records_for(self, fig):
+        """Records per point of a figure that inserts records (fig.records), else None."""
+        return fig.records(self) if fig.records else None
+
 
 @dataclass
 class Point:
@@ -99,6 +103,7 @@ class Figure:
     # What measures a point: None is locus-bench (`bench` names its command); else an
     # object with missing(setup) -> '' or why it cannot run, and run(point, setup) -> Result.
     runner: Optional[object] = None
+    records: Optional[Callable] = None  # Setup -> records per point, for runner figures
 
     def duration(self, setup):
         if setup.duration is not None:

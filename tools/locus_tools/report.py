@@ -128,7 +128,10 @@ def _section(fig, base, out, dest, analyses):
     if meta:
         lines += [
             f"**Measured** {meta.get('started', '?')}: {len(rows) - len(failed)} measurements, "
-            f"{len(failed)} failed, {meta.get('duration_s', '?')} s each, repeat "
+            f"{len(failed)} failed, "
+            + (f"{meta['records']:,} records each" if meta.get("records")
+               else f"{meta.get('duration_s', '?')} s each")
+            + ", repeat "
             f"{meta.get('repeat', 1)}{', quick' if meta.get('quick') else ''}; took "
             f"{meta.get('elapsed_s', '?')} s. Command: `{meta.get('command', '?')}`",
             "",
@@ -188,7 +191,7 @@ def write_report(out, dest, machine, name=REPORT_NAME, now=None, command=None):
         "",
         f"**Machine:** {machine.long()}.",
         "",
-        "The seeds measured machines with 24 (seed 000) and 56 (seed 002) hardware threads; "
+        "The seeds measured machines with 24 (seeds 000 and 003) and 56 (seed 002) hardware threads; "
         "every figure below maps their thread counts onto this machine's CPUs and says how. "
         "Absolute numbers on a shared machine move by tens of percent between runs: read the "
         "shapes and the ratios of mechanisms measured in the same run. Points with more "

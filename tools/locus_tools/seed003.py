@@ -387,6 +387,7 @@ FIG2 = Figure(
     table_metric="insert_s",
     ratios=_fig2_ratios,
     runner=RUNNER,
+    records=records,
     series_style=_reference_style,
     color_key=_by_mech,
 )
@@ -479,6 +480,7 @@ FIG3 = Figure(
     table_metric="insert_s",
     ratios=_fig3_ratios,
     runner=RUNNER,
+    records=records,
 )
 
 
@@ -542,6 +544,7 @@ def _stm_figure(number, method, name):
         table_metric="insert_s",
         ratios=_stm_ratios,
         runner=RUNNER,
+        records=records,
     )
 
 
