@@ -139,8 +139,10 @@ class KvInsert:
     """Runs one insert measurement: a fresh pinned server, memcaslap, the item count."""
 
     def __init__(self, locus_kv=None, memcached=None, memcaslap=None):
+        built = REPO / "build/release/src/kv/locus-kv"
+        # $LOCUS_KV, else the source tree's build, else an installed locus-kv on PATH.
         self.locus_kv = Path(locus_kv or os.environ.get("LOCUS_KV")
-                             or REPO / "build/release/src/kv/locus-kv")
+                             or (built if built.exists() else shutil.which("locus-kv") or built))
         self.memcached = memcached or shutil.which("memcached") or "/usr/bin/memcached"
         self.memcaslap = memcaslap or shutil.which("memcaslap") or "/usr/bin/memcaslap"
 
