@@ -152,15 +152,10 @@ def test_connection_limit_is_enforced(start, limit):
             c.close()
 
 
-def _sync_stats(c):
-    """stats sync as {name: value}, values as text."""
-    return {k: v for k, v in c.stats("sync").items()}
-
-
 @pytest.mark.locus_only
 def test_stats_sync_without_section_stats_reports_the_specs_only(start):
     with start("--sync", "alloc=ttas").conn() as c:
-        st = _sync_stats(c)
+        st = c.stats("sync")
     assert st["section_stats"] == "off"
     assert st["alloc:sync"].startswith("ttas") and st["hash:sync"].startswith("mutex")
     assert not any(k.endswith(":runs") for k in st), st
@@ -171,14 +166,14 @@ def test_section_stats_count_every_section_run(start):
     """--section-stats: a set runs hash, alloc (LRU link) and slabs (a chunk) once each;
     a get runs hash once; every worker's counts reach stats. Time is reported, never asserted."""
     with start("--section-stats", "-t", "2").conn() as c:
-        before = _sync_stats(c)
+        before = c.stats("sync")
         assert before["section_stats"] == "on"
         n = 50
         for i in range(n):
             c.call(f"set k{i} 0 0 1\r\nx\r\n", "STORED\r\n")
         for i in range(n):
             c.call(f"get k{i}\r\n", f"VALUE k{i} 0 1\r\nx\r\nEND\r\n")
-        after = _sync_stats(c)
+        after = c.stats("sync")
     runs = {s: int(after[f"{s}:runs"]) - int(before[f"{s}:runs"]) for s in ("hash", "alloc", "slabs")}
     assert runs["hash"] >= 2 * n, runs          # the crawler may add stripe sweeps
     assert runs["alloc"] == n and runs["slabs"] == n, runs

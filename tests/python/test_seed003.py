@@ -29,7 +29,7 @@ def kv_tools():
 def _setup(machine, quick, hot=("hash", "slabs")):
     setup = Setup(machine=machine, bench=None, quick=quick)
     # Figure 3's points come from a profiling run; these tests plan points without one.
-    setup._seed003 = {"profile": ([(s, 0.25) for s in seed003.SECTIONS], list(hot))}
+    setup.cache["profile"] = ([(s, 0.25) for s in seed003.SECTIONS], list(hot))
     return setup
 
 

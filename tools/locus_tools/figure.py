@@ -7,7 +7,7 @@ code for all of them, so that every figure is measured and drawn the same way.
 """
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from .bench import Progress
@@ -32,6 +32,7 @@ class Setup:
     duration: Optional[float] = None  # None: the figure's default
     repeat: int = 1
     records: Optional[int] = None  # seed003: records to insert (None: the figure's default)
+    cache: dict = field(default_factory=dict)  # what a figure measured to plan its points
     sync_specs: Optional[list] = None  # seed000 overrides (--sync), None: the figure's
     async_specs: Optional[list] = None  # (--async)
 

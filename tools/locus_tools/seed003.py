@@ -227,6 +227,7 @@ class KvInsert:
             extra = read_stats(port, keep_stats) if keep_stats else None
         finally:
             status = _stop(proc) if proc else 0
+            log_tail = log.read_text(errors="replace")[-300:] if log.exists() else ""
             shutil.rmtree(tmp, ignore_errors=True)
         items = int(stats.get("curr_items", -1))
         if items != n:
@@ -235,8 +236,7 @@ class KvInsert:
                                          f"{stats.get('evictions', '?')})")
         if status != 0:
             return Result(argv, status if status is not None else -1,
-                          error=f"server exit status {status} after SIGTERM: "
-                                f"{log.read_text(errors='replace')[-300:] if log.exists() else ''}")
+                          error=f"server exit status {status} after SIGTERM: {log_tail}")
         rec = {
             "server": a["server"], "sync": a.get("sync", ""), "server_threads": int(a["threads"]),
             "client_threads": clients, "records": n, "insert_s": round(elapsed, 4),
@@ -314,14 +314,16 @@ def _args(server, sync, threads, clients, n, section_stats=False):
 
 
 def _mapping(setup, what, clients):
-    clients_max = max(int(c) for c in re.findall(r"\d+", clients))
+    """The setup text; clients: the memcaslap thread counts the figure uses."""
     server_cpus, client_cpus = split_cpus()
     pin = (f"server pinned to CPU {','.join(map(str, server_cpus))}, memcaslap to CPU "
            f"{','.join(map(str, client_cpus))} (seed: server on 12 hardware threads, memslap on "
            f"the other 12)" if server_cpus != client_cpus else
            "server and memcaslap share the only CPU (not pinned)")
     return (f"{what}; N = {records(setup):,} records inserted by memcaslap (64 B keys, 1024 B "
-            f"values, 100 % sets, concurrency {concurrency(records(setup), clients_max) or '?'} (a multiple of the threads dividing N, near memcaslap's default {CONCURRENCY}); seed: N = 5,000,000); {clients} "
+            f"values, 100 % sets, concurrency {concurrency(records(setup), max(clients)) or '?'} (a multiple of the threads "
+            f"dividing N, near memcaslap's default {CONCURRENCY}); seed: N = 5,000,000); "
+            f"{span(clients)} "
             f"memcaslap threads; server threads = {span(server_threads(setup))} (seed: 1..12); "
             f"{pin}; each point a fresh server with -m {memory_mb(records(setup))} MB (no "
             f"eviction), checked to hold exactly N items afterwards.")
@@ -339,12 +341,15 @@ FIG2_MECHS = [("mutex", "all=mutex"), ("tas", "all=tas"), ("oyama", "all=oyama")
 FIG2_CLIENTS = [4, 8, 12]
 
 
+def _fig2_clients(setup):
+    return [4] if setup.quick else FIG2_CLIENTS
+
+
 def _fig2_points(setup):
     n = records(setup)
     mechs = FIG2_MECHS[:3] if setup.quick else FIG2_MECHS
-    clients = [4] if setup.quick else FIG2_CLIENTS
     pts = []
-    for c in clients:
+    for c in _fig2_clients(setup):
         for t in server_threads(setup):
             for label, sync in mechs + [(MEMCACHED, "")]:
                 pts.append(Point(series=f"{label} C={c}", x=t, panel=f"c{c}", clients=c,
@@ -385,7 +390,7 @@ FIG2 = Figure(
     mapping=lambda setup: _mapping(
         setup, "every locus-kv section (--sync all=SPEC) under mutex (the seed's PTHREAD), tas, "
         "oyama, and ttas, mcs, ccsynch, flat (the seed's future work); Debian's memcached as the "
-        "reference (dashed)", "4, 8 and 12" if not setup.quick else "4"),
+        "reference (dashed)", _fig2_clients(setup)),
     table_metric="insert_s",
     ratios=_fig2_ratios,
     runner=RUNNER,
@@ -398,6 +403,7 @@ FIG2 = Figure(
 # ---- Figure 3: only the most contended sections switched -------------------------------
 
 PROFILE_THREADS, PROFILE_CLIENTS = 4, 4  # memcached's default -t; the seed's 4 clients
+FIG3_CLIENTS = 4
 
 
 def profile_sections(setup, kv=None):
@@ -408,7 +414,7 @@ def profile_sections(setup, kv=None):
     three (switching all four is the all-switched line). The result is kept on setup, so
     that one figure run profiles once.
     """
-    cache = setup.__dict__.setdefault("_seed003", {})
+    cache = setup.cache
     if "profile" in cache:
         return cache["profile"]
     kv = kv or RUNNER.kv
@@ -440,7 +446,7 @@ def _combo(hot, mech):
 
 def _fig3_points(setup):
     _, hot = profile_sections(setup)
-    n, c = records(setup), 4
+    n, c = records(setup), FIG3_CLIENTS
     series = [("all mutex", "all=mutex"), ("all tas", "all=tas"),
               (f"tas on {'+'.join(hot)}", _combo(hot, "tas")),
               ("all oyama", "all=oyama"), (f"oyama on {'+'.join(hot)}", _combo(hot, "oyama"))]
@@ -455,7 +461,7 @@ def _fig3_mapping(setup):
         setup, f"sections ranked by their callers' time in them in one all=mutex run with "
         f"--section-stats ({PROFILE_THREADS} server, {PROFILE_CLIENTS} client threads): {shares}; "
         f"switched: {', '.join(hot)} (the fewest covering 80 %; the seed switched its three "
-        f"mutrace found: cache_lock, slabs_lock, stats_lock); the rest stay mutex", "4")
+        f"mutrace found: cache_lock, slabs_lock, stats_lock); the rest stay mutex", [FIG3_CLIENTS])
 
 
 def _fig3_ratios(series):
@@ -505,9 +511,13 @@ def _stm_series(method, quick=False):
     return out
 
 
+def _stm_clients(setup):
+    return 4 if setup.quick else 12
+
+
 def _stm_points(method):
     def points(setup):
-        n, c = records(setup), 12 if not setup.quick else 4
+        n, c = records(setup), _stm_clients(setup)
         return [Point(series=label, x=t, clients=c, args=_args("locus-kv", sync, t, c, n))
                 for t in server_threads(setup) for label, sync in _stm_series(method, setup.quick)]
     return points
@@ -521,7 +531,7 @@ def _stm_mapping(method):
             f"(007), then slabs_lock (008)); the stats section has transactional clones, so it "
             f"runs as real {method} transactions; hash, alloc and slabs call functions without "
             f"clones and run serial-irrevocably under either method; stm admits at most as many "
-            f"threads into transactions as there are CPUs", "12" if not setup.quick else "4")
+            f"threads into transactions as there are CPUs", [_stm_clients(setup)])
     return mapping
 
 
