@@ -83,7 +83,7 @@ struct lp_config {
 extern struct lp_config lp_cfg;
 
 /* Most rows the profile prints (LOCUS_PROFILE_TOP=0 asks for this many). */
-#define LP_TOP_LIMIT 4096
+#define LP_TOP_LIMIT 65536
 extern struct lp_real lp_real;
 
 /* ---- configuration (config.c) ------------------------------------------ */

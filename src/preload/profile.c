@@ -224,6 +224,8 @@ static int row_before(const struct row *a, const struct row *b)
 	return a->id < b->id;
 }
 
+/* The kept rows: static (the report may run in a signal handler, so it cannot
+   allocate); untouched pages of it cost no memory. */
 static struct row top[LP_TOP_LIMIT];
 
 struct summary {
@@ -234,10 +236,74 @@ struct summary {
 	double seconds;
 };
 
-/* Keep the `limit` first rows in `top`, by insertion (no allocation). */
+/*
+ * Selecting the `limit` first rows of n in O(n log limit): while collecting,
+ * top[0..ntop) is a heap whose root is the row that would be listed last, so
+ * a new row either replaces the root or is not kept; at the end the heap is
+ * sorted in place into table order (the last row extracted first, to the end).
+ */
+static int row_after(const struct row *a, const struct row *b)
+{
+	return row_before(b, a);
+}
+
+static void heap_down(unsigned at, unsigned n)
+{
+	for (;;) {
+		unsigned last = at, l = 2 * at + 1, r = l + 1;
+		if (l < n && row_after(&top[l], &top[last]))
+			last = l;
+		if (r < n && row_after(&top[r], &top[last]))
+			last = r;
+		if (last == at)
+			return;
+		struct row t = top[at];
+		top[at] = top[last];
+		top[last] = t;
+		at = last;
+	}
+}
+
+static void heap_up(unsigned at)
+{
+	while (at > 0) {
+		unsigned up = (at - 1) / 2;
+		if (!row_after(&top[at], &top[up]))
+			return;
+		struct row t = top[at];
+		top[at] = top[up];
+		top[up] = t;
+		at = up;
+	}
+}
+
+static void keep_row(struct summary *sum, const struct row *r, unsigned limit)
+{
+	if (sum->ntop < limit) {
+		top[sum->ntop] = *r;
+		heap_up(sum->ntop++);
+	} else if (row_before(r, &top[0])) {
+		top[0] = *r;
+		heap_down(0, sum->ntop);
+	}
+}
+
+static void heap_sort(unsigned n)
+{
+	while (n > 1) {
+		struct row t = top[0];
+		top[0] = top[--n];
+		top[n] = t;
+		heap_down(0, n);
+	}
+}
+
+/* Totals over every mutex; the `limit` first rows, in table order, in `top`. */
 static void collect(struct summary *sum, unsigned limit)
 {
 	memset(sum, 0, sizeof(*sum));
+	if (limit > LP_TOP_LIMIT)
+		limit = LP_TOP_LIMIT;
 	uint64_t n = lp_shadow_count();
 	for (uint64_t i = 0; i < n; i++) {
 		const struct lp_shadow *sh = lp_shadow_at(i);
@@ -253,17 +319,9 @@ static void collect(struct summary *sum, unsigned limit)
 		sum->waited += r.wait_total;
 		if (r.cont)
 			sum->contended++;
-		unsigned at = sum->ntop;
-		while (at > 0 && row_before(&r, &top[at - 1]))
-			at--;
-		if (at >= limit)
-			continue;
-		unsigned keep = sum->ntop < limit ? sum->ntop : limit - 1;
-		memmove(&top[at + 1], &top[at], (keep - at) * sizeof(top[0]));
-		top[at] = r;
-		if (sum->ntop < limit)
-			sum->ntop++;
+		keep_row(sum, &r, limit);
 	}
+	heap_sort(sum->ntop);
 	sum->recycled = ld_relaxed(&lp_recycled_used);
 	sum->used += sum->recycled;
 	sum->acquisitions += ld_relaxed(&lp_recycled_acquisitions);

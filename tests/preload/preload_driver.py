@@ -25,6 +25,7 @@ import tempfile
 import time
 
 KINDS = ["tas", "ttas", "ticket", "mcs", "clh", "futex"]
+TOP_LIMIT = 65536  # LP_TOP_LIMIT: the most rows LOCUS_PROFILE_TOP may ask for
 SKIP = 77
 
 
@@ -65,6 +66,26 @@ def check_numbers(m, what):
     check(h["avg"] <= h["max"] <= h["total"], f"{what}: hold avg <= max <= total fails: {h}")
     if m["contended"] == 0:
         check(w["total"] == 0, f"{what}: waited without contention")
+
+
+def in_order(a, b):
+    """Whether row a may come before row b: most contended first, then most waited, then
+    most used, then by id. Waits are ticks rounded to ns, so rows with the same rounded
+    wait may be in either order unless both are uncontended (then both waited 0 ticks)."""
+    if a["contended"] != b["contended"]:
+        return a["contended"] > b["contended"]
+    wa, wb = a["wait_ns"]["total"], b["wait_ns"]["total"]
+    if wa != wb:
+        return wa > wb
+    if a["contended"]:
+        return True
+    return (-a["acquisitions"], a["id"]) < (-b["acquisitions"], b["id"])
+
+
+def check_order(profile, what):
+    rows = profile["mutexes"]
+    bad = [i for i in range(1, len(rows)) if not in_order(rows[i - 1], rows[i])]
+    check(not bad, f"{what}: rows out of order at {bad[:5]}")
 
 
 def find_by_symbol(profile, symbol):
@@ -163,6 +184,7 @@ def cmd_prog(args):
     check(conts == sorted(conts, reverse=True), f"not ordered by contention: {conts}")
     for m in prof["mutexes"]:
         check_numbers(m, f"mutex #{m['id']}")
+    check_order(prof, "the profile")
 
     c = find_by_symbol(prof, "prog_counter_run")
     want = 1 + a["threads"] * a["iters"]
@@ -189,7 +211,8 @@ def cmd_prog(args):
 def cmd_env(args):
     """Bad LOCUS_PROFILE_TOP and LOCUS_PROFILE_SIGNAL values: a warning and the default."""
     small = [args.prog, "--threads", "2", "--iters", "200", "--many", "12", "--items", "100"]
-    cases = [("5000", 10), ("abc", 10), ("-1", 10), ("99999999999999999999", 10), ("0", 4096), ("3", 3)]
+    cases = [("70000", 10), ("abc", 10), ("-1", 10), ("99999999999999999999", 10), ("0", TOP_LIMIT),
+             ("3", 3), ("5000", 5000)]
     for top, rows in cases:
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "profile.json")
@@ -198,7 +221,7 @@ def cmd_env(args):
             env["LOCUS_PROFILE_SIGNAL"] = "12x"
             p = subprocess.run(small, env=env, capture_output=True, text=True, timeout=150)
             check(p.returncode == 0, f"LOCUS_PROFILE_TOP={top}: exit {p.returncode}\n{p.stderr}")
-            warned = f"LOCUS_PROFILE_TOP={top} is not a number from 0 to 4096; showing 10" in p.stderr
+            warned = f"LOCUS_PROFILE_TOP={top} is not a number from 0 to {TOP_LIMIT}; showing 10" in p.stderr
             check(warned == (rows == 10), f"LOCUS_PROFILE_TOP={top}: warning {warned}:\n{p.stderr}")
             check("LOCUS_PROFILE_SIGNAL=12x is not a signal; ignored" in p.stderr,
                   f"no warning for LOCUS_PROFILE_SIGNAL=12x:\n{p.stderr}")
@@ -207,6 +230,7 @@ def cmd_env(args):
             listed = prof["mutexes_used"] - prof["mutexes_destroyed_unlisted"]
             check(len(prof["mutexes"]) == min(rows, listed),
                   f"LOCUS_PROFILE_TOP={top}: {len(prof['mutexes'])} rows of {listed}, expected {min(rows, listed)}")
+            check_order(prof, f"LOCUS_PROFILE_TOP={top}")
             print(f"  LOCUS_PROFILE_TOP={top}: {len(prof['mutexes'])} rows of {listed}, warned {warned}")
 
 
@@ -320,6 +344,7 @@ def cmd_memcached(args):
         check_numbers(m, f"mutex #{m['id']}")
         where = m["first_locked_at"]
         check(where["object"], f"mutex #{m['id']}: first locked at an unknown place")
+    check_order(prof, "memcached's profile")
     if replaced:
         check(any(m["lock"] == lock for m in contended), f"no contended {lock} mutex")
     print(f"  profile: {prof['mutexes_used']} mutexes used, {prof['mutexes_contended']} contended; top five:")
