@@ -7,7 +7,7 @@ fails the test with the reason, as a missing locus-bench does."""
 import pytest
 
 from conftest import REPO
-from locus_tools import registry, seed003
+from locus_tools import mcprofile, registry, seed003
 from locus_tools.bench import Result
 from locus_tools.cli import main as reproduce_main
 from locus_tools.figure import Setup
@@ -29,7 +29,8 @@ def kv_tools():
 def _setup(machine, quick, hot=("hash", "slabs")):
     setup = Setup(machine=machine, bench=None, quick=quick)
     # Figure 3's points come from a profiling run; these tests plan points without one.
-    setup.cache["profile"] = ([(s, 0.25) for s in seed003.SECTIONS], list(hot))
+    setup.cache["profile"] = seed003.SectionProfile([(s, 0.25) for s in seed003.SECTIONS], None,
+                                                    "not taken in this test", list(hot))
     return setup
 
 
@@ -103,10 +104,26 @@ class _FakeKv:
     def __init__(self, ns):
         self.ns, self.calls = ns, []
 
-    def run(self, args, keep_stats=None):
+    def run(self, args, keep_stats=None, env=None, hooks=None):
         self.calls.append((seed003.parse_args(args), keep_stats))
         st = {f"{s}:time_ns": str(v) for s, v in self.ns.items()}
         return Result(["fake"], 0, [{"stats_sync": st}])
+
+
+class _FakeMemcached:
+    """Answers the memcached profile with chosen section times, or with none."""
+
+    def __init__(self, ns=None):
+        self.ns, self.calls = ns, []
+
+    def __call__(self, kv, args):
+        self.calls.append(seed003.parse_args(args))
+        if self.ns is None:
+            return None, "memcached not found: install memcached (scripts/install-deps)"
+        prof = mcprofile.MemcachedProfile(
+            {s: mcprofile.SectionCost(hold_ns=v) for s, v in self.ns.items()},
+            {s: 1 for s in self.ns})
+        return prof, ""
 
 
 @pytest.mark.parametrize("ns, hot", [
@@ -116,14 +133,39 @@ class _FakeKv:
 ])
 def test_profile_switches_the_fewest_sections_covering_80_percent(machine, ns, hot):
     setup = Setup(machine=machine, bench=None)
-    fake = _FakeKv(ns)
-    ranked, got = seed003.profile_sections(setup, kv=fake)
-    assert got == hot
-    assert [s for s, _ in ranked][:len(hot)] == hot and abs(sum(v for _, v in ranked) - 1) < 1e-9
+    fake, mc = _FakeKv(ns), _FakeMemcached()
+    prof = seed003.profile_sections(setup, kv=fake, memcached=mc)
+    assert prof.hot == hot and prof.memcached is None and "memcached not found" in prof.memcached_note
+    assert [s for s, _ in prof.kv][:len(hot)] == hot and abs(sum(v for _, v in prof.kv) - 1) < 1e-9
     args, keep = fake.calls[0]
     assert args["sync"] == "all=mutex" and args["section-stats"] == "1" and keep == "sync"
-    seed003.profile_sections(setup, kv=fake)
-    assert len(fake.calls) == 1, "one figure run profiles once"
+    assert mc.calls == [{"server": "memcached", "threads": "4", "clients": "4",
+                         "records": str(seed003.records(setup))}]
+    seed003.profile_sections(setup, kv=fake, memcached=mc)
+    assert len(fake.calls) == 1 and len(mc.calls) == 1, "one figure run profiles once"
+    assert "no memcached profile (memcached not found" in registry.get("seed003-fig3").mapping(setup)
+
+
+@pytest.mark.parametrize("kv_ns, mc_ns, hot", [
+    # locus-kv: hash alone covers 80 %; memcached: slabs and hash -> both, slabs first by mean
+    ({"hash": 830, "stats": 80, "slabs": 60, "alloc": 30},
+     {"slabs": 600, "hash": 260, "alloc": 100, "stats": 40, "other": 500}, ["hash", "slabs"]),
+    # the two agree
+    ({"hash": 900, "stats": 50, "slabs": 30, "alloc": 20},
+     {"hash": 850, "slabs": 100, "alloc": 30, "stats": 20, "other": 0}, ["hash"]),
+    # the union is four sections: the three with the largest mean share
+    # (means: alloc .28, hash .27, slabs .23, stats .22)
+    ({"alloc": 500, "stats": 400, "slabs": 60, "hash": 40},
+     {"hash": 500, "slabs": 400, "alloc": 60, "stats": 40, "other": 0},
+     ["alloc", "hash", "slabs"]),
+])
+def test_profile_switches_what_either_profile_needs(machine, kv_ns, mc_ns, hot):
+    setup = Setup(machine=machine, bench=None)
+    prof = seed003.profile_sections(setup, kv=_FakeKv(kv_ns), memcached=_FakeMemcached(mc_ns))
+    assert prof.hot == hot
+    text = registry.get("seed003-fig3").mapping(setup)
+    assert "Debian's memcached under liblocus-preload's profiler" in text
+    assert f"switched: {', '.join(hot)}" in text
 
 
 def test_a_run_that_stored_less_than_n_is_a_failure(tmp_path, kv_tools):

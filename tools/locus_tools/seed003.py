@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import mcprofile
 from .bench import REPO, Result
 from .figure import Figure, Panel, Point, Ratio, span
 
@@ -170,9 +171,12 @@ class KvInsert:
             argv.append("--section-stats")
         return argv
 
-    def run(self, args, keep_stats=None):
+    def run(self, args, keep_stats=None, env=None, hooks=None):
         """Result with one record, or with the reason there is none. keep_stats: a stats
-        subcommand whose reply is added to the record (under 'stats_<sub>')."""
+        subcommand whose reply is added to the record (under 'stats_<sub>'). env: the
+        server's environment (default: this process's). hooks: an object whose
+        started(proc, port) runs once the server listens and loaded(proc, port) after the
+        inserts, both untimed; either may raise RuntimeError, which fails the run."""
         a = parse_args(args)
         n, clients = int(a["records"]), int(a["clients"])
         server_cpus, client_cpus = split_cpus()
@@ -188,7 +192,7 @@ class KvInsert:
                 argv = self.server_argv(a, port)
                 with open(log, "w") as lf:
                     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf,
-                                            stderr=subprocess.STDOUT,
+                                            stderr=subprocess.STDOUT, env=env,
                                             preexec_fn=lambda: os.sched_setaffinity(0, server_cpus))
                 if _wait_listening(proc, port):
                     break
@@ -204,6 +208,8 @@ class KvInsert:
                 return Result(argv, -1, error=f"N = {n}: memcaslap cannot send exactly N with "
                                               f"{clients} threads (no multiple of {clients} up to "
                                               f"{CONCURRENCY} divides N); use a multiple of 120")
+            if hooks:
+                hooks.started(proc, port)
             slap = [self.memcaslap, "-s", f"{HOST}:{port}", "-F", str(cfg), "-x", str(n),
                     "-T", str(clients), "-c", str(conc)]
             window = math.ceil(n / conc)
@@ -225,6 +231,10 @@ class KvInsert:
                 return Result(slap, p.returncode, error=f"memcaslap failed (status {p.returncode}): {err}")
             stats = read_stats(port)
             extra = read_stats(port, keep_stats) if keep_stats else None
+            if hooks:
+                hooks.loaded(proc, port)
+        except RuntimeError as e:
+            return Result(argv, -1, error=str(e))
         finally:
             status = _stop(proc) if proc else 0
             log_tail = log.read_text(errors="replace")[-300:] if log.exists() else ""
@@ -404,24 +414,60 @@ FIG2 = Figure(
 
 PROFILE_THREADS, PROFILE_CLIENTS = 4, 4  # memcached's default -t; the seed's 4 clients
 FIG3_CLIENTS = 4
+HOT_SHARE, HOT_MAX = 0.8, 3  # switched: the fewest covering 80 %, at most three
 
 
-def profile_sections(setup, kv=None):
-    """Ranks locus-kv's sections by their callers' time in them (waiting included) in one
-    all=mutex insert run with --section-stats; returns ([(section, share)], hot sections).
+@dataclass
+class SectionProfile:
+    """What Figure 3's combination is chosen from."""
 
-    Hot: the most costly sections that together take at least 80 % of that time, at most
-    three (switching all four is the all-switched line). The result is kept on setup, so
-    that one figure run profiles once.
+    kv: list  # [(section, share)] locus-kv's own, most costly first
+    memcached: object  # mcprofile.MemcachedProfile, or None
+    memcached_note: str  # why there is no memcached profile ('' if there is)
+    hot: list  # the sections switched
+
+
+def covering(ranked, share=HOT_SHARE, most=HOT_MAX):
+    """The most costly sections that together take at least `share`, at most `most`."""
+    hot, acc = [], 0.0
+    for s, v in ranked:
+        if acc >= share or len(hot) == most:
+            break
+        hot.append(s)
+        acc += v
+    return hot
+
+
+def combine(kv_ranked, mc_ranked=None):
+    """Figure 3's sections: those either profile needs to cover 80 % of its time, most
+    costly first by the two profiles' mean share, at most three (four would be the
+    all-switched line)."""
+    profiles = [dict(kv_ranked)] + ([dict(mc_ranked)] if mc_ranked else [])
+    union = set(covering(kv_ranked)) | (set(covering(mc_ranked)) if mc_ranked else set())
+    mean = {s: sum(p.get(s, 0.0) for p in profiles) / len(profiles) for s in union}
+    return sorted(union, key=lambda s: (-mean[s], SECTIONS.index(s)))[:HOT_MAX]
+
+
+def profile_sections(setup, kv=None, memcached=None):
+    """Profiles the insert load twice, at 4 server and 4 client threads: locus-kv with
+    every section under mutex and --section-stats (each section's callers' time in it,
+    waiting included), and Debian's memcached under liblocus-preload's profiler, its
+    mutexes named by mcprofile (each section's mutexes' wait plus hold time). Returns a
+    SectionProfile; kept on setup, so that one figure run profiles once.
+
+    memcached: a function (kv, args) -> (MemcachedProfile or None, why not), for tests.
+    A memcached profile that cannot be taken leaves locus-kv's alone, and says why.
     """
     cache = setup.cache
     if "profile" in cache:
         return cache["profile"]
     kv = kv or RUNNER.kv
+    memcached = memcached or mcprofile.profile_memcached
     n = records(setup)
-    print(f"reproduce: seed003-fig3: profiling locus-kv's sections (all=mutex, "
-          f"{PROFILE_THREADS} server and {PROFILE_CLIENTS} client threads, {n:,} inserts) ...",
-          file=sys.stderr, flush=True)
+    say = lambda what: print(f"reproduce: seed003-fig3: profiling {what} ({PROFILE_THREADS} "
+                             f"server and {PROFILE_CLIENTS} client threads, {n:,} inserts) ...",
+                             file=sys.stderr, flush=True)
+    say("locus-kv's sections (all=mutex, --section-stats)")
     res = kv.run(_args("locus-kv", "all=mutex", PROFILE_THREADS, PROFILE_CLIENTS, n,
                        section_stats=True), keep_stats="sync")
     if not res.ok:
@@ -430,13 +476,13 @@ def profile_sections(setup, kv=None):
     cost = {s: int(st.get(f"{s}:time_ns", 0)) for s in SECTIONS}
     total = sum(cost.values()) or 1
     ranked = sorted(((s, cost[s] / total) for s in SECTIONS), key=lambda p: -p[1])
-    hot, acc = [], 0.0
-    for s, share in ranked:
-        if acc >= 0.8 or len(hot) == 3:
-            break
-        hot.append(s)
-        acc += share
-    cache["profile"] = (ranked, hot)
+    say("memcached's mutexes (LD_PRELOAD=liblocus-preload.so, LOCUS_PROFILE)")
+    mc, why = memcached(kv, _args(MEMCACHED, "", PROFILE_THREADS, PROFILE_CLIENTS, n))
+    if mc is None:
+        print(f"reproduce: seed003-fig3: no memcached profile: {why}", file=sys.stderr,
+              flush=True)
+    cache["profile"] = SectionProfile(ranked, mc, why,
+                                      combine(ranked, mc.ranked() if mc else None))
     return cache["profile"]
 
 
@@ -445,7 +491,7 @@ def _combo(hot, mech):
 
 
 def _fig3_points(setup):
-    _, hot = profile_sections(setup)
+    hot = profile_sections(setup).hot
     n, c = records(setup), FIG3_CLIENTS
     series = [("all mutex", "all=mutex"), ("all tas", "all=tas"),
               (f"tas on {'+'.join(hot)}", _combo(hot, "tas")),
@@ -455,13 +501,25 @@ def _fig3_points(setup):
 
 
 def _fig3_mapping(setup):
-    ranked, hot = profile_sections(setup)
-    shares = ", ".join(f"{s} {share:.0%}" for s, share in ranked)
+    prof = profile_sections(setup)
+    shares = ", ".join(f"{s} {share:.0%}" for s, share in prof.kv)
+    mc = prof.memcached
+    if mc:
+        named = ", ".join(f"{mcprofile.NAMES[s]} ({s}) {share:.0%}" for s, share in mc.ranked())
+        mc_text = (f"Debian's memcached under liblocus-preload's profiler, same load, each "
+                   f"section's mutexes' wait + hold time: {named}; other mutexes "
+                   f"{mc.other_share():.0%} of all mutex time (its mutexes named by probing "
+                   f"with stats commands and gets, as mcprofile.py describes: "
+                   f"{mc.named['hash']} item locks, {mc.named['alloc']} LRU locks, "
+                   f"{mc.named['slabs']} slabs_lock, {mc.named['stats']} stats mutexes)")
+    else:
+        mc_text = f"no memcached profile ({prof.memcached_note})"
     return _mapping(
-        setup, f"sections ranked by their callers' time in them in one all=mutex run with "
-        f"--section-stats ({PROFILE_THREADS} server, {PROFILE_CLIENTS} client threads): {shares}; "
-        f"switched: {', '.join(hot)} (the fewest covering 80 %; the seed switched its three "
-        f"mutrace found: cache_lock, slabs_lock, stats_lock); the rest stay mutex", [FIG3_CLIENTS])
+        setup, f"sections ranked by their callers' time in them in one all=mutex locus-kv run "
+        f"with --section-stats ({PROFILE_THREADS} server, {PROFILE_CLIENTS} client threads): "
+        f"{shares}; {mc_text}; switched: {', '.join(prof.hot)} (the sections either profile "
+        f"needs to cover 80 % of its time; the seed switched the three mutrace found: "
+        f"cache_lock, slabs_lock, stats_lock); the rest stay mutex", [FIG3_CLIENTS])
 
 
 def _fig3_ratios(series):

@@ -1,0 +1,271 @@
+"""Debian's memcached under liblocus-preload's profiler, its mutexes named by what they do.
+
+Seed 003 ran mutrace on memcached and named the hot mutexes with gdb's `info symbol`.
+Debian's memcached is stripped, so here a mutex is named by behaviour instead: before the
+load, the server gets K commands of each of four kinds, with a profile written (on
+LOCUS_PROFILE_SIGNAL) between them, and the change in each mutex's acquisitions tells
+which code locked it. From memcached 1.6's source:
+
+  stats        stats_lock once; every LRU lock; every worker's stats mutex
+  stats slabs  slabs_lock once; every worker's stats mutex
+  stats items  every LRU lock; every worker's stats mutex
+  get (misses) the item lock of each key's hash (4,096 of them at -t 4), and the serving
+               worker's stats mutex
+
+so a mutex locked at least K times by `stats` alone is stats_lock, by `stats slabs` alone
+slabs_lock, by `stats` and `stats items` but not `stats slabs` an LRU lock, by all three a
+worker's stats mutex, and a heap mutex that only the gets locked is an item lock. Those
+are locus-kv's stats, slabs, alloc, stats and hash sections. Every other mutex (connection
+queues, background threads) is "other". Then the insert load runs and a last profile is
+written: each section's cost is its mutexes' wait plus hold time during the load, the
+callers' time in them, as locus-kv's --section-stats measures its own sections.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .bench import REPO
+
+PROBE_K = 1000  # commands of each stats kind
+GET_KEYS = 32_768  # distinct missing keys: every one of 4,096 item locks is hit (8 each)
+GET_BATCH = 128  # keys per get command
+SECTIONS = ["hash", "alloc", "slabs", "stats"]
+NAMES = {"hash": "item locks", "alloc": "LRU locks", "slabs": "slabs_lock",
+         "stats": "stats_lock + workers' stats mutexes", "other": "other mutexes"}
+PROFILE_SIGNAL = "USR2"  # memcached 1.6 handles SIGUSR1 (graceful stop) and SIGHUP itself
+
+
+def find_preload():
+    """$LOCUS_PRELOAD, else the source tree's build, else one installed beside locus-kv
+    on PATH (PREFIX/bin and PREFIX/lib); None if there is none."""
+    env = os.environ.get("LOCUS_PRELOAD")
+    if env:
+        return Path(env)
+    built = REPO / "build/release/src/preload/liblocus-preload.so"
+    if built.exists():
+        return built
+    kv = shutil.which("locus-kv")
+    if kv:
+        lib = Path(kv).resolve().parent.parent / "lib" / "liblocus-preload.so"
+        if lib.exists():
+            return lib
+    return None
+
+
+def _send_all(port, lines, replies, end=b"END\r\n"):
+    """Sends lines (bytes, pipelined) and reads until `replies` replies ending in `end`
+    have come back (every reply here ends in END, and no other line does)."""
+    tail, seen = b"", 0
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        s.sendall(b"".join(lines))
+        while seen < replies:
+            d = s.recv(1 << 20)
+            if not d:
+                raise RuntimeError(f"memcached closed the connection after {seen} of "
+                                   f"{replies} replies")
+            buf = tail + d
+            seen += buf.count(end)
+            tail = buf[-(len(end) - 1):]  # too short to hold a whole `end` counted already
+
+
+@dataclass
+class Snapshot:
+    seconds: float  # since the server started
+    rows: dict  # (id, address) -> the profile's row
+
+    def acq(self, key):
+        m = self.rows.get(key)
+        return m["acquisitions"] if m else 0
+
+
+class Profiler:
+    """The hooks KvInsert.run calls: probes once the server listens, a profile after the
+    load. Its results are `.deltas` (per probe) and `.load` (per mutex)."""
+
+    def __init__(self, json_path, timeout=60):
+        self.path = Path(json_path)
+        self.timeout = timeout
+        self.last_seconds = -1.0
+        self.snaps = {}
+
+    def env(self, preload, base=None):
+        env = {k: v for k, v in (base or os.environ).items() if not k.startswith("LOCUS_")}
+        env.update(LD_PRELOAD=str(preload), LOCUS_PROFILE=str(self.path),
+                   LOCUS_PROFILE_TOP="0", LOCUS_PROFILE_SIGNAL=PROFILE_SIGNAL)
+        return env
+
+    def snapshot(self, proc):
+        """Asks the server for a profile and waits until a newer complete one is there."""
+        proc.send_signal(getattr(signal, "SIG" + PROFILE_SIGNAL))
+        end = time.monotonic() + self.timeout
+        while time.monotonic() < end:
+            if proc.poll() is not None:
+                raise RuntimeError(f"memcached exited (status {proc.returncode}) while "
+                                   f"writing its profile")
+            try:
+                prof = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                prof = None  # not written yet, or half written
+            if prof and prof.get("seconds", -1) > self.last_seconds:
+                self.last_seconds = prof["seconds"]
+                return Snapshot(prof["seconds"], {(m["id"], (m["mutex"] or {}).get("address")): m
+                                                  for m in prof["mutexes"]})
+            time.sleep(0.01)
+        raise RuntimeError(f"memcached under liblocus-preload wrote no profile to {self.path} "
+                           f"within {self.timeout} s of SIG{PROFILE_SIGNAL}")
+
+    def started(self, proc, port):
+        self.snaps["start"] = self.snapshot(proc)
+        self._gets(port, 0, GET_KEYS // 2)
+        self.snaps["gets1"] = self.snapshot(proc)
+        for name, sub in (("stats", ""), ("slabs", " slabs"), ("items", " items")):
+            _send_all(port, [f"stats{sub}\r\n".encode()] * PROBE_K, PROBE_K)
+            self.snaps[name] = self.snapshot(proc)
+        self._gets(port, GET_KEYS // 2, GET_KEYS)
+        self.snaps["gets2"] = self.snapshot(proc)
+
+    @staticmethod
+    def _gets(port, first, last):
+        lines = []
+        for i in range(first, last, GET_BATCH):
+            keys = " ".join(f"locus-probe-{j}" for j in range(i, min(i + GET_BATCH, last)))
+            lines.append(f"get {keys}\r\n".encode())
+        _send_all(port, lines, len(lines))
+
+    def loaded(self, proc, port):
+        self.snaps["load"] = self.snapshot(proc)
+
+
+PROBES = ["start", "gets1", "stats", "slabs", "items", "gets2"]
+# Locks per probe command, by memcached 1.6's source: (stats, stats slabs, stats items).
+SIGNATURES = {(2, 0, 0): "stats",  # stats_lock: server_stats and get_stats
+              (1, 1, 0): "slabs",  # slabs_lock: global_page_pool_size, slabs_stats
+              (1, 0, 1): "alloc"}  # an LRU lock: item_stats_totals, item_stats
+
+
+def classify(snaps, k=PROBE_K):
+    """{mutex key: section or 'other'} from the probe snapshots (see the module text).
+
+    Other threads (the LRU maintainer, mostly) lock static mutexes meanwhile at a rate
+    of their own. The gets lock none (an item lock and the worker's stats mutex are on
+    the heap), so each static mutex's locks during them give its background rate, and
+    that rate times each stats probe's length is taken off its count for that probe.
+    """
+    keys = set().union(*(snaps[s].rows.keys() for s in PROBES + ["load"]))
+    span = {b: snaps[b].seconds - snaps[a].seconds for a, b in zip(PROBES, PROBES[1:])}
+    quiet = span["gets1"] + span["gets2"]
+    out = {}
+    for key in keys:
+        d = {b: snaps[b].acq(key) - snaps[a].acq(key) for a, b in zip(PROBES, PROBES[1:])}
+        if _heap(snaps, key):
+            per = tuple(d[p] / k for p in ("stats", "slabs", "items"))
+            if min(per) >= 0.5:
+                out[key] = "stats"  # a worker's own stats mutex: every stats kind locks it
+            elif max(per) < 0.5 and d["gets1"] + d["gets2"] > 0:
+                out[key] = "hash"  # locked by gets alone: an item lock
+            else:
+                out[key] = "other"
+            continue
+        rate = (d["gets1"] + d["gets2"]) / quiet if quiet > 0 else 0.0
+        per = tuple(round(max(0.0, d[p] - rate * span[p]) / k) for p in ("stats", "slabs", "items"))
+        out[key] = SIGNATURES.get(per, "other")
+    # An item lock that no probe key hashed to: first locked at the same place as most of
+    # the item locks found (memcached's item_lock).
+    sites = [_site(snaps, key) for key, s in out.items() if s == "hash"]
+    if sites:
+        common = max(set(sites), key=sites.count)
+        for key, s in out.items():
+            if s == "other" and _site(snaps, key) == common and _heap(snaps, key):
+                out[key] = "hash"
+    return out
+
+
+def _first(snaps, key):
+    return next(snap.rows[key] for snap in snaps.values() if key in snap.rows)
+
+
+def _site(snaps, key):
+    w = _first(snaps, key)["first_locked_at"] or {}
+    return (w.get("object"), w.get("offset"))
+
+
+def _heap(snaps, key):
+    return not (_first(snaps, key)["mutex"] or {}).get("object")
+
+
+@dataclass
+class SectionCost:
+    mutexes: int = 0
+    acquisitions: int = 0
+    contended: int = 0
+    wait_ns: int = 0
+    hold_ns: int = 0
+
+    @property
+    def time_ns(self):
+        return self.wait_ns + self.hold_ns
+
+
+@dataclass
+class MemcachedProfile:
+    sections: dict = field(default_factory=dict)  # section or "other" -> SectionCost
+    named: dict = field(default_factory=dict)  # section or "other" -> mutexes named so
+
+    def ranked(self):
+        """[(section, share of the four sections' time)], most costly first."""
+        total = sum(self.sections[s].time_ns for s in SECTIONS) or 1
+        return sorted(((s, self.sections[s].time_ns / total) for s in SECTIONS),
+                      key=lambda p: -p[1])
+
+    def other_share(self):
+        """The other mutexes' share of all mutex time during the load."""
+        total = sum(c.time_ns for c in self.sections.values()) or 1
+        return self.sections["other"].time_ns / total
+
+
+def summarize(snaps, k=PROBE_K):
+    """Each section's cost during the load: the last snapshot less the one before it."""
+    kinds = classify(snaps, k)
+    prof = MemcachedProfile({s: SectionCost() for s in SECTIONS + ["other"]},
+                            {s: 0 for s in SECTIONS + ["other"]})
+    before, after = snaps["gets2"].rows, snaps["load"].rows
+    for key, kind in kinds.items():
+        prof.named[kind] += 1
+        m = after.get(key)
+        if not m:
+            continue
+        b = before.get(key)
+        acq = m["acquisitions"] - (b["acquisitions"] if b else 0)
+        if acq <= 0:
+            continue
+        c = prof.sections[kind]
+        c.mutexes += 1
+        c.acquisitions += acq
+        c.contended += m["contended"] - (b["contended"] if b else 0)
+        c.wait_ns += m["wait_ns"]["total"] - (b["wait_ns"]["total"] if b else 0)
+        c.hold_ns += m["hold_ns"]["total"] - (b["hold_ns"]["total"] if b else 0)
+    return prof
+
+
+def profile_memcached(kv, args, preload=None):
+    """Runs one insert measurement (KvInsert kv, point args naming the memcached server)
+    under the profiler: (MemcachedProfile, '') or (None, why there is none)."""
+    preload = Path(preload) if preload else find_preload()
+    if not preload or not preload.exists():
+        return None, ("liblocus-preload.so not found: build it with `make release` (or set "
+                      "LOCUS_PRELOAD)")
+    if not Path(kv.memcached).exists():
+        return None, "memcached not found: install memcached (scripts/install-deps)"
+    with tempfile.TemporaryDirectory(prefix="locus-mcprofile-") as tmp:
+        prof = Profiler(Path(tmp) / "profile.json")
+        res = kv.run(args, env=prof.env(preload), hooks=prof)
+        if not res.ok:
+            return None, f"the profiling run failed: {res.error}"
+    return summarize(prof.snaps), ""
