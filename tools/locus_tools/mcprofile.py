@@ -6,17 +6,19 @@ load, the server gets K commands of each of four kinds, with a profile written (
 LOCUS_PROFILE_SIGNAL) between them, and the change in each mutex's acquisitions tells
 which code locked it. From memcached 1.6's source:
 
-  stats        stats_lock once; every LRU lock; every worker's stats mutex
+  stats        stats_lock twice; slabs_lock, every LRU lock, every worker's stats mutex
+               and LRU bump buffer once
   stats slabs  slabs_lock once; every worker's stats mutex
   stats items  every LRU lock; every worker's stats mutex
   get (misses) the item lock of each key's hash (4,096 of them at -t 4), and the serving
                worker's stats mutex
 
-so a mutex locked at least K times by `stats` alone is stats_lock, by `stats slabs` alone
-slabs_lock, by `stats` and `stats items` but not `stats slabs` an LRU lock, by all three a
-worker's stats mutex, and a heap mutex that only the gets locked is an item lock. Those
-are locus-kv's stats, slabs, alloc, stats and hash sections. Every other mutex (connection
-queues, background threads) is "other". Then the insert load runs and a last profile is
+so, per command of each kind: a static mutex locked (2, 0, 0) times by (stats, stats
+slabs, stats items) is stats_lock, (1, 1, 0) slabs_lock, (1, 0, 1) an LRU lock; a heap
+mutex locked by all three is a worker's stats mutex, (1, 0, 0) a worker's LRU bump buffer,
+and one only the gets locked is an item lock. Those are locus-kv's stats, slabs, alloc,
+stats, alloc and hash sections. Every other mutex (connection queues, background threads)
+is "other". Then the insert load runs and a last profile is
 written: each section's cost is its mutexes' wait plus hold time during the load, the
 callers' time in them, as locus-kv's --section-stats measures its own sections.
 """
@@ -37,7 +39,7 @@ PROBE_K = 1000  # commands of each stats kind
 GET_KEYS = 32_768  # distinct missing keys: every one of 4,096 item locks is hit (8 each)
 GET_BATCH = 128  # keys per get command
 SECTIONS = ["hash", "alloc", "slabs", "stats"]
-NAMES = {"hash": "item locks", "alloc": "LRU locks", "slabs": "slabs_lock",
+NAMES = {"hash": "item locks", "alloc": "LRU locks and bump buffers", "slabs": "slabs_lock",
          "stats": "stats_lock + workers' stats mutexes", "other": "other mutexes"}
 PROFILE_SIGNAL = "USR2"  # memcached 1.6 handles SIGUSR1 (graceful stop) and SIGHUP itself
 
@@ -161,29 +163,34 @@ def classify(snaps, k=PROBE_K):
     keys = set().union(*(snaps[s].rows.keys() for s in PROBES + ["load"]))
     span = {b: snaps[b].seconds - snaps[a].seconds for a, b in zip(PROBES, PROBES[1:])}
     quiet = span["gets1"] + span["gets2"]
-    out = {}
+    out, got = {}, []
     for key in keys:
         d = {b: snaps[b].acq(key) - snaps[a].acq(key) for a, b in zip(PROBES, PROBES[1:])}
         if _heap(snaps, key):
-            per = tuple(d[p] / k for p in ("stats", "slabs", "items"))
-            if min(per) >= 0.5:
+            per = tuple(round(d[p] / k) for p in ("stats", "slabs", "items"))
+            if min(per) >= 1:
                 out[key] = "stats"  # a worker's own stats mutex: every stats kind locks it
-            elif max(per) < 0.5 and d["gets1"] + d["gets2"] > 0:
-                out[key] = "hash"  # locked by gets alone: an item lock
+            elif per == (1, 0, 0):
+                out[key] = "alloc"  # a worker's LRU bump buffer: lru_total_bumps_dropped
+            elif per == (0, 0, 0):
+                out[key] = "hash?"  # an item lock, if it was first locked where they are
+                if d["gets1"] + d["gets2"] > 0:
+                    got.append(key)
             else:
                 out[key] = "other"
             continue
         rate = (d["gets1"] + d["gets2"]) / quiet if quiet > 0 else 0.0
         per = tuple(round(max(0.0, d[p] - rate * span[p]) / k) for p in ("stats", "slabs", "items"))
         out[key] = SIGNATURES.get(per, "other")
-    # An item lock that no probe key hashed to: first locked at the same place as most of
-    # the item locks found (memcached's item_lock).
-    sites = [_site(snaps, key) for key, s in out.items() if s == "hash"]
-    if sites:
-        common = max(set(sites), key=sites.count)
-        for key, s in out.items():
-            if s == "other" and _site(snaps, key) == common and _heap(snaps, key):
-                out[key] = "hash"
+    # The gets also lock a worker's connection queue (twice per new connection): item locks
+    # are the heap mutexes untouched by the stats probes that were first locked where most
+    # of those the gets locked were (memcached's item_lock), whether or not a probe key
+    # hashed to them.
+    sites = [_site(snaps, key) for key in got]
+    common = max(set(sites), key=sites.count) if sites else None
+    for key, kind in out.items():
+        if kind == "hash?":
+            out[key] = "hash" if _site(snaps, key) == common else "other"
     return out
 
 
