@@ -14,7 +14,9 @@ the reference line. Each point starts a fresh server pinned to the first half of
 process's CPUs, runs memcaslap pinned to the other half with 100 % sets of N distinct keys
 (64-byte keys, 1024-byte values, its default concurrency of 128), times it, and checks
 that the server then holds exactly N items: a run that stored less is a failure, not a
-figure. Server thread counts above the server's CPUs are marked oversubscribed.
+figure. Server thread counts above the server's CPUs are marked oversubscribed. Figure 3's
+sections are chosen from two profiles of the same load, as the seed's were from mutrace:
+locus-kv's --section-stats and Debian's memcached under liblocus-preload (mcprofile.py).
 """
 
 import math
