@@ -211,3 +211,18 @@ def test_quick_seed003_fig2_and_fig3(tmp_path, kv_tools, machine):
 def test_bad_record_counts_are_refused(tmp_path, args, words, capsys):
     assert reproduce_main(["seed003-fig2", "--out", str(tmp_path), *args]) == 2
     assert words in capsys.readouterr().err
+
+
+def test_a_hook_that_fails_fails_the_run_and_stops_the_server(kv_tools):
+    class Hooks:
+        def started(self, proc, port):
+            self.proc = proc
+            raise RuntimeError("the probe failed")
+
+        def loaded(self, proc, port):
+            raise AssertionError("not reached")
+
+    hooks = Hooks()
+    res = kv_tools.run(seed003._args("locus-kv", "all=mutex", 1, 4, 1200), hooks=hooks)
+    assert not res.ok and res.error == "the probe failed"
+    assert hooks.proc.poll() is not None, "the server was left running"

@@ -65,16 +65,20 @@ def _send_all(port, lines, replies, end=b"END\r\n"):
     """Sends lines (bytes, pipelined) and reads until `replies` replies ending in `end`
     have come back (every reply here ends in END, and no other line does)."""
     tail, seen = b"", 0
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
-        s.sendall(b"".join(lines))
-        while seen < replies:
-            d = s.recv(1 << 20)
-            if not d:
-                raise RuntimeError(f"memcached closed the connection after {seen} of "
-                                   f"{replies} replies")
-            buf = tail + d
-            seen += buf.count(end)
-            tail = buf[-(len(end) - 1):]  # too short to hold a whole `end` counted already
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+            s.sendall(b"".join(lines))
+            while seen < replies:
+                d = s.recv(1 << 20)
+                if not d:
+                    break
+                buf = tail + d
+                seen += buf.count(end)
+                tail = buf[-(len(end) - 1):]  # too short to hold a whole `end` counted already
+    except OSError as e:
+        raise RuntimeError(f"probing memcached: {e} after {seen} of {replies} replies") from e
+    if seen < replies:
+        raise RuntimeError(f"memcached closed the connection after {seen} of {replies} replies")
 
 
 @dataclass
