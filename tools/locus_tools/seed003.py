@@ -512,7 +512,7 @@ def _fig3_mapping(setup):
                    f"section's mutexes' wait + hold time: {named}; other mutexes "
                    f"{mc.other_share():.0%} of all mutex time (its mutexes named by probing "
                    f"with stats commands and gets, as mcprofile.py describes: "
-                   f"{mc.named['hash']} item locks, {mc.named['alloc']} LRU locks, "
+                   f"{mc.named['hash']} item locks, {mc.named['alloc']} LRU locks and bump buffers, "
                    f"{mc.named['slabs']} slabs_lock, {mc.named['stats']} stats mutexes)")
     else:
         mc_text = f"no memcached profile ({prof.memcached_note})"
