@@ -93,7 +93,8 @@ class Snapshot:
 
 class Profiler:
     """The hooks KvInsert.run calls: probes once the server listens, a profile after the
-    load. Its results are `.deltas` (per probe) and `.load` (per mutex)."""
+    load. Its result is `.snaps`, one Snapshot after each probe (PROBES) and one after the
+    load ("load"), which classify and summarize read."""
 
     def __init__(self, json_path, timeout=60):
         self.path = Path(json_path)
