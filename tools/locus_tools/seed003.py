@@ -345,6 +345,14 @@ def _time_panel(title, group=None):
     return Panel(title, "insert_s", group=group, xscale="linear")
 
 
+def _kv_figure(number, caption, **fields):
+    """A seed 003 figure: insert time against server threads, measured by RUNNER."""
+    fields.setdefault("x_label", "server threads (locus-kv -t)")
+    return Figure(name=f"seed003-fig{number}", seed_ref=f"seed 003, Figure {number}",
+                  caption=caption, bench="kv-insert", x_name="server_threads",
+                  table_metric="insert_s", runner=RUNNER, records=records, **fields)
+
+
 # ---- Figure 2: every section under one mechanism ---------------------------------------
 
 FIG2_MECHS = [("mutex", "all=mutex"), ("tas", "all=tas"), ("oyama", "all=oyama"),
@@ -390,12 +398,8 @@ def _fig2_ratios(series):
     return out
 
 
-FIG2 = Figure(
-    name="seed003-fig2",
-    seed_ref="seed 003, Figure 2",
-    caption="time to insert N records against server threads, every section under one mechanism",
-    bench="kv-insert",
-    x_name="server_threads",
+FIG2 = _kv_figure(
+    2, "time to insert N records against server threads, every section under one mechanism",
     x_label="server threads (locus-kv -t / memcached -t)",
     points=_fig2_points,
     panels=[_time_panel(f"{c} memcaslap threads", group=f"c{c}") for c in FIG2_CLIENTS],
@@ -403,10 +407,7 @@ FIG2 = Figure(
         setup, "every locus-kv section (--sync all=SPEC) under mutex (the seed's PTHREAD), tas, "
         "oyama, and ttas, mcs, ccsynch, flat (the seed's future work); Debian's memcached as the "
         "reference (dashed)", _fig2_clients(setup)),
-    table_metric="insert_s",
     ratios=_fig2_ratios,
-    runner=RUNNER,
-    records=records,
     series_style=_reference_style,
     color_key=_by_mech,
 )
@@ -535,20 +536,12 @@ def _fig3_ratios(series):
     return out
 
 
-FIG3 = Figure(
-    name="seed003-fig3",
-    seed_ref="seed 003, Figure 3",
-    caption="only the most contended sections switched (tas, oyama) against all switched and all mutex",
-    bench="kv-insert",
-    x_name="server_threads",
-    x_label="server threads (locus-kv -t)",
+FIG3 = _kv_figure(
+    3, "only the most contended sections switched (tas, oyama) against all switched and all mutex",
     points=_fig3_points,
     panels=[_time_panel("4 memcaslap threads")],
     mapping=_fig3_mapping,
-    table_metric="insert_s",
     ratios=_fig3_ratios,
-    runner=RUNNER,
-    records=records,
 )
 
 
@@ -603,20 +596,12 @@ def _stm_ratios(series):
 
 
 def _stm_figure(number, method, name):
-    return Figure(
-        name=f"seed003-fig{number}",
-        seed_ref=f"seed 003, Figure {number}",
-        caption=f"sections moved to stm one at a time, {name} ({method})",
-        bench="kv-insert",
-        x_name="server_threads",
-        x_label="server threads (locus-kv -t)",
+    return _kv_figure(
+        number, f"sections moved to stm one at a time, {name} ({method})",
         points=_stm_points(method),
         panels=[_time_panel("12 memcaslap threads")],
         mapping=_stm_mapping(method),
-        table_metric="insert_s",
         ratios=_stm_ratios,
-        runner=RUNNER,
-        records=records,
     )
 
 
