@@ -8,16 +8,20 @@
  * rely on: libitm's method can be chosen once per process.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "locus/combine.h"
 #include "locus/cs.h"
 #include "locus/stm.h"
 #include "locus/wait.h"
 #include "sections.h"
+#include "sync/stm_impl.h"
 #include "testutil.h"
 
 #define HANG_S (30 * TEST_SLOWDOWN)
@@ -615,6 +619,70 @@ START_TEST(stm_nested_runs_skip_the_gate)
 }
 END_TEST
 
+/*
+ * locus_stm_run skips its gate while no more threads use stm than the gate
+ * lets in (stm.c). The count must follow the threads: in when a thread first
+ * runs, out when it exits (or the gate would be used for ever after a burst of
+ * threads), and in a fork child only the thread that forked.
+ */
+#define USER_THREADS 8
+
+struct users {
+	locus_cs *cs;
+	uint64_t count;
+	pthread_barrier_t ran, go;
+};
+
+static void *user_thread(void *arg)
+{
+	struct users *u = arg;
+	locus_cs_run(u->cs, counter_add, 1, 0, 0);
+	pthread_barrier_wait(&u->ran);
+	pthread_barrier_wait(&u->go);
+	for (int i = 0; i < 100; i++)
+		locus_cs_run(u->cs, counter_add, 1, 0, 0);
+	return NULL;
+}
+
+START_TEST(stm_gate_counts_its_users)
+{
+	struct users u = {0};
+	pthread_t th[USER_THREADS];
+	u.cs = locus_cs_open("stm:ml_wt", &u.count);
+	ck_assert_msg(u.cs != NULL, "stm:ml_wt: %s", locus_cs_error());
+	locus_cs_run(u.cs, counter_add, 1, 0, 0);
+	ck_assert_uint_eq(stm_gate_users(), 1);
+	ck_assert_int_eq(pthread_barrier_init(&u.ran, NULL, USER_THREADS + 1), 0);
+	ck_assert_int_eq(pthread_barrier_init(&u.go, NULL, USER_THREADS + 1), 0);
+	for (int t = 0; t < USER_THREADS; t++)
+		test_start_thread(&th[t], user_thread, &u);
+	pthread_barrier_wait(&u.ran);
+	ck_assert_uint_eq(stm_gate_users(), USER_THREADS + 1);
+
+	/* A child of a process with USER_THREADS idle users has one thread. */
+	pid_t pid = fork();
+	ck_assert_msg(pid >= 0, "fork failed");
+	if (pid == 0) {
+		int ok = stm_gate_users() == 1;
+		locus_cs_run(u.cs, counter_add, 1, 0, 0);
+		_exit(ok && u.count == USER_THREADS + 2 ? 0 : 1);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "fork child: wrong count of stm users, or its run failed");
+
+	pthread_barrier_wait(&u.go);
+	for (int t = 0; t < USER_THREADS; t++)
+		ck_assert_msg(test_join_within(th[t], HANG_S) == 0, "thread %d hung", t);
+	ck_assert_uint_eq(u.count, 1 + USER_THREADS * 101);
+	ck_assert_uint_eq(stm_gate_users(), 1);
+	pthread_barrier_destroy(&u.ran);
+	pthread_barrier_destroy(&u.go);
+	locus_cs_close(u.cs);
+}
+END_TEST
+
 #else
 
 START_TEST(stm_not_built)
@@ -668,6 +736,7 @@ int main(void)
 	tcase_add_test(tc, stm_modes_gl_wt);
 	tcase_add_test(tc, stm_modes_serialirr);
 	tcase_add_test(tc, stm_nested_runs_skip_the_gate);
+	tcase_add_test(tc, stm_gate_counts_its_users);
 #else
 	tcase_add_test(tc, stm_not_built);
 #endif

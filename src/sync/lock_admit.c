@@ -96,24 +96,33 @@ int admit_clock(locus_lock *l)
 }
 
 /* The release values of a waiter's flag: it is let in, and its successor is
-   already the head (a grant saw it linked), or it must make it so itself. */
-#define LET_IN_PASSED 1u
-#define LET_IN	      0u
+   already the head (a grant saw it linked), or it must make it so itself;
+   with LET_IN_COUNTED, the granter has counted it in already (gates only). */
+#define LET_IN_PASSED  1u
+#define LET_IN	       0u
+#define LET_IN_COUNTED 2u
 
-void admit_grant(locus_lock *l)
+/* Let the head in with `counted` in its release value: 0 if none is published. */
+static int grant(locus_lock *l, uint32_t counted)
 {
 	struct locus_qnode *h = xchg_seqcst(&l->adm.head, (struct locus_qnode *)NULL);
 	if (!h)
-		return;
+		return 0;
 	/* Publish the successor now, not when h has woken up (that can take
 	   milliseconds with busy CPUs): the next grant is then due on time. */
 	struct locus_qnode *next = ld_acquire(&h->next);
 	if (next) {
 		st_seqcst(&l->adm.head, next);
-		flag_release(&h->flag, LET_IN_PASSED);
+		flag_release(&h->flag, LET_IN_PASSED | counted);
 	} else {
-		flag_release(&h->flag, LET_IN);
+		flag_release(&h->flag, LET_IN | counted);
 	}
+	return 1;
+}
+
+void admit_grant(locus_lock *l)
+{
+	grant(l, 0);
 }
 
 /* A gate is a locus_lock that is never locked (admit_gate_init). */
@@ -213,8 +222,14 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
 			v = wait_outside(l, n, &w, enter, &counted);
 		}
 	}
-	if (!counted)
+	if (v & LET_IN_COUNTED) {
+		v &= ~LET_IN_COUNTED;
+		/* A gate's head that found room as it was let in holds two places. */
+		if (counted)
+			faa_seqcst(&l->u.gate.active, (uint32_t)-1);
+	} else if (!counted) {
 		enter(l, 1);
+	}
 	if (v == LET_IN_PASSED)
 		return; /* our successor is the head already; nobody refers to n */
 	/* Admitted: the next one outside becomes the head. */
@@ -236,14 +251,14 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
  * through the gate would cost more than the transactions it guards, while
  * running newcomers take the room at once. With no holder, any thread that
  * leaves may be the one to grant: the clock is shared and advanced by a CAS,
- * whose winner grants. The count is lowered with a sequentially consistent
- * operation before the look at the head, so the argument above holds with
- * "nobody inside" for "nobody admitted". And the head looks for room itself
- * every LOCUS_LOCK_ADMIT_NS (wait_outside), so room left by a leave that was
- * not due to grant is not lost while nobody else leaves. The price: a head
- * that looks just after a grant, before the thread let in has woken and
- * counted itself, finds that thread's room and enters too, ahead of it; the
- * gate then holds one more than its limit until one of them leaves.
+ * whose winner grants. A grant gives the head a place that is counted
+ * already (LET_IN_COUNTED): the leaving thread's own, handed over, or one
+ * taken for it below the limit. So the gate never holds more than its limit,
+ * also while the thread let in is waking up: until then the place is its, and
+ * neither a newcomer nor the next head, looking for room, can take it. The
+ * head looks for room itself every LOCUS_LOCK_ADMIT_NS (wait_outside), so
+ * room left by a leave that was not due to grant is not lost while nobody
+ * else leaves.
  */
 void admit_gate_init(locus_lock *g, const locus_wait *w, uint32_t admit)
 {
@@ -258,11 +273,34 @@ static int gate_due(locus_lock *g)
 	return now - then >= LOCUS_LOCK_ADMIT_NS && cas_acqrel(&g->adm.clock_ns, &then, now);
 }
 
+/*
+ * Give up a place in the gate: a leave's, or the one a newcomer took where
+ * there was no room. With hand_over the place goes to the head, if one is
+ * still published, and the count does not change. Otherwise the count is
+ * lowered, sequentially consistent, then the head looked at: if that left the
+ * gate empty while a head waits (it may have looked for room before the
+ * others left, and their leaves were not due to grant), a place is taken for
+ * it while there is one below the limit, and handed over as above.
+ */
+static void gate_give_back(locus_lock *g, int hand_over)
+{
+	for (;;) {
+		if (hand_over && grant(g, LET_IN_COUNTED))
+			return;
+		if (faa_seqcst(&g->u.gate.active, (uint32_t)-1) != 1 || !ld_seqcst(&g->adm.head))
+			return;
+		uint32_t a = ld_seqcst(&g->u.gate.active);
+		do {
+			if (a >= g->admit)
+				return; /* newcomers took the room: their leaves see the head */
+		} while (!cas_seqcst(&g->u.gate.active, &a, a + 1));
+		hand_over = 1;
+	}
+}
+
 void admit_gate_leave(locus_lock *g)
 {
-	int idle = faa_seqcst(&g->u.gate.active, (uint32_t)-1) == 1;
-	if (ld_seqcst(&g->adm.head) && (idle || gate_due(g)))
-		admit_grant(g);
+	gate_give_back(g, ld_seqcst(&g->adm.head) && gate_due(g));
 }
 
 static int gate_enter(locus_lock *g, int forced)
@@ -270,9 +308,8 @@ static int gate_enter(locus_lock *g, int forced)
 	if (faa_seqcst(&g->u.gate.active, 1) < g->admit || forced)
 		return 1;
 	/* No room: give back the place we took. That is not a leave (the
-	   head, perhaps ourselves, is not due a grant from it) unless it
-	   leaves the gate empty, as those inside left meanwhile. */
-	admit_leave(g, 0, faa_seqcst(&g->u.gate.active, (uint32_t)-1) == 1);
+	   head, perhaps ourselves, is not due a grant from it). */
+	gate_give_back(g, 0);
 	return 0;
 }
 
