@@ -560,10 +560,10 @@ static void *gate_once(void *arg)
 /*
  * admit=2, and the gate never empties: thread 0 stays in until the others
  * are done, while thread 1 leaves and comes back, finding room again. Thread
- * 2, asleep outside, must still get in (a leave lets it in once
- * LOCUS_LOCK_ADMIT_NS have passed since the previous grant, here "just now"
- * as the test starts, or it finds room itself). Once 2 is in, 1 finds the gate
- * full and waits outside; 2 leaves, too soon for a grant to be due, and only
+ * 2, asleep outside, must still get in (it looks for room every
+ * LOCUS_LOCK_ADMIT_NS and, finding none, asks for a place that one of 1's
+ * leaves then gives it; or it finds room itself). Once 2 is in, 1 finds the
+ * gate full and waits outside; 2 leaves, with nothing asked of it, and only
  * thread 0 is left inside, waiting for 1: 1 must find the room by itself.
  */
 START_TEST(gate_never_empty_lets_the_oldest_in_on_time)
@@ -573,7 +573,6 @@ START_TEST(gate_never_empty_lets_the_oldest_in_on_time)
 	pthread_t t[3];
 	hook_install(0);
 	sh->stay[0] = 1;
-	sh->g.adm.clock_ns = mono_ns();
 	test_start_thread(&t[0], gate_thread, &r[0]);
 	gate_wait_in(sh, 1);
 	test_start_thread(&t[1], gate_rotate, &r[1]);

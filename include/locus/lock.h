@@ -128,15 +128,17 @@ typedef struct locus_lock {
 		/* not a lock: the admission queue alone, as a counting gate in front
 		   of other code (stm's transactions; lock_admit.c) */
 		struct {
-			uint32_t active; /* threads inside (granted ones may exceed admit) */
+			uint32_t active; /* places taken (threads inside, at most admit) */
+			/* 1: the head outside found no room when it looked; the
+			   next leave gives it its place */
+			uint32_t due;
 		} gate;
 	} u;
 	/* ticket, clh, mcs: threads waiting to be admitted, a FIFO queue */
 	struct {
 		struct locus_qnode *tail;
 		struct locus_qnode *head; /* the next to admit, once it is published */
-		uint64_t clock_ns; /* holder only: since when the oldest waited, or 0
-				    (a gate: the last grant, advanced by CAS) */
+		uint64_t clock_ns; /* holder only: since when the oldest waited, or 0 */
 	} adm;
 } locus_lock;
 

@@ -102,6 +102,21 @@ int admit_clock(locus_lock *l)
 #define LET_IN	       0u
 #define LET_IN_COUNTED 2u
 
+/* A gate is a locus_lock that is never locked (admit_gate_init). */
+static int is_gate(const locus_lock *l)
+{
+	return l->kind == LOCUS_LOCK_NKINDS;
+}
+
+/* Make n the head. A gate notes when: its head asks for a place once it has
+   been the head for LOCUS_LOCK_ADMIT_NS (wait_outside). */
+static void publish_head(locus_lock *l, struct locus_qnode *n)
+{
+	if (is_gate(l))
+		st_relaxed(&l->adm.clock_ns, mono_ns());
+	st_seqcst(&l->adm.head, n);
+}
+
 /* Let the head in with `counted` in its release value: 0 if none is published. */
 static int grant(locus_lock *l, uint32_t counted)
 {
@@ -110,9 +125,11 @@ static int grant(locus_lock *l, uint32_t counted)
 		return 0;
 	/* Publish the successor now, not when h has woken up (that can take
 	   milliseconds with busy CPUs): the next grant is then due on time. */
+	if (counted)
+		st_relaxed(&l->u.gate.due, 0u); /* the request was h's */
 	struct locus_qnode *next = ld_acquire(&h->next);
 	if (next) {
-		st_seqcst(&l->adm.head, next);
+		publish_head(l, next);
 		flag_release(&h->flag, LET_IN_PASSED | counted);
 	} else {
 		flag_release(&h->flag, LET_IN | counted);
@@ -125,17 +142,11 @@ void admit_grant(locus_lock *l)
 	grant(l, 0);
 }
 
-/* A gate is a locus_lock that is never locked (admit_gate_init). */
-static int is_gate(const locus_lock *l)
-{
-	return l->kind == LOCUS_LOCK_NKINDS;
-}
-
 /*
- * flag_wait for at most LOCUS_LOCK_ADMIT_NS: the release value, or FLAG_PARKED
- * if none came (the flag then stays parked, which flag_wait accepts).
+ * flag_wait for at most ns (< 1 s): the release value, or FLAG_PARKED if none
+ * came (the flag then stays parked, which flag_wait accepts).
  */
-static uint32_t flag_wait_a_while(uint32_t *f, const locus_wait *w)
+static uint32_t flag_wait_a_while(uint32_t *f, const locus_wait *w, uint64_t ns)
 {
 	uint32_t v = ld_acquire(f);
 	if (v < FLAG_WAIT)
@@ -144,7 +155,7 @@ static uint32_t flag_wait_a_while(uint32_t *f, const locus_wait *w)
 		uint64_t t0 = mono_ns();
 		for (uint32_t i = 1; (v = ld_acquire(f)) >= FLAG_WAIT; i++) {
 			cpu_relax();
-			if (i % 1024 == 0 && mono_ns() - t0 >= LOCUS_LOCK_ADMIT_NS)
+			if (i % 1024 == 0 && mono_ns() - t0 >= ns)
 				return FLAG_PARKED;
 		}
 		return v;
@@ -152,7 +163,7 @@ static uint32_t flag_wait_a_while(uint32_t *f, const locus_wait *w)
 	uint32_t expected = FLAG_WAIT;
 	if (v == FLAG_WAIT && !cas_acquire_both(f, &expected, FLAG_PARKED))
 		return expected; /* the release value came in */
-	struct timespec rel = {0, LOCUS_LOCK_ADMIT_NS};
+	struct timespec rel = {0, (long)ns};
 	futex_wait_for(f, FLAG_PARKED, &rel);
 	v = ld_acquire(f);
 	return v < FLAG_WAIT ? v : FLAG_PARKED;
@@ -166,19 +177,33 @@ static uint32_t flag_wait_a_while(uint32_t *f, const locus_wait *w)
  * room beside them, and no leave to grant it. So while it is the head it
  * looks for room every LOCUS_LOCK_ADMIT_NS, and if it finds it enters by
  * itself, taking its node back as the first waiter does; *counted then says
- * it is counted already.
+ * it is counted already. If it finds none it asks the next leave for its
+ * place (u.gate.due).
  */
 static uint32_t wait_outside(locus_lock *l, struct locus_qnode *n, const locus_wait *w,
 			     admit_enter_fn enter, int *counted)
 {
 	if (!is_gate(l))
 		return flag_wait(&n->flag, w);
+	uint64_t ns = LOCUS_LOCK_ADMIT_NS;
 	for (;;) {
-		uint32_t v = flag_wait_a_while(&n->flag, w);
+		uint32_t v = flag_wait_a_while(&n->flag, w, ns);
 		if (v != FLAG_PARKED)
 			return v;
-		if (ld_seqcst(&l->adm.head) != n || !enter(l, 0))
+		ns = LOCUS_LOCK_ADMIT_NS;
+		if (ld_seqcst(&l->adm.head) != n)
 			continue;
+		if (!enter(l, 0)) {
+			/* Full. Once we have been the head for LOCUS_LOCK_ADMIT_NS, the
+			   next leave is to give us its place; until then, sleep. */
+			uint64_t head_ns = mono_ns() - ld_relaxed(&l->adm.clock_ns);
+			if (head_ns >= LOCUS_LOCK_ADMIT_NS)
+				st_relaxed(&l->u.gate.due, 1u);
+			else
+				ns = LOCUS_LOCK_ADMIT_NS - head_ns;
+			continue;
+		}
+		st_relaxed(&l->u.gate.due, 0u);
 		*counted = 1;
 		struct locus_qnode *expected = n;
 		if (cas_seqcst(&l->adm.head, &expected, (struct locus_qnode *)NULL))
@@ -210,7 +235,7 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
 		st_release(&pred->next, n);
 		v = wait_outside(l, n, &w, enter, &counted);
 	} else {
-		st_seqcst(&l->adm.head, n);
+		publish_head(l, n);
 		if (enter(l, 0)) {
 			/* Room: take our node back, unless a grant already has it (and
 			   may have published our successor: a CAS, not an exchange). */
@@ -240,37 +265,29 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
 			return;
 		next = qnode_wait_next(n);
 	}
-	st_seqcst(&l->adm.head, next);
+	publish_head(l, next);
 }
 
 /*
- * The gate. It lets the head outside in as a lock's admission does: when a
- * leave leaves nobody inside, and otherwise once LOCUS_LOCK_ADMIT_NS have
- * passed since the previous grant, at the first leave after that. Not at
- * every leave that makes room: the head is asleep, and a wake-up per pass
- * through the gate would cost more than the transactions it guards, while
- * running newcomers take the room at once. With no holder, any thread that
- * leaves may be the one to grant: the clock is shared and advanced by a CAS,
- * whose winner grants. A grant gives the head a place that is counted
- * already (LET_IN_COUNTED): the leaving thread's own, handed over, or one
- * taken for it below the limit. So the gate never holds more than its limit,
- * also while the thread let in is waking up: until then the place is its, and
- * neither a newcomer nor the next head, looking for room, can take it. The
- * head looks for room itself every LOCUS_LOCK_ADMIT_NS (wait_outside), so
- * room left by a leave that was not due to grant is not lost while nobody
- * else leaves.
+ * The gate. Nothing holds it, so nothing has a lock's natural moment to let
+ * the head in; the head asks instead. Like every waiter outside it wakes every
+ * LOCUS_LOCK_ADMIT_NS; if it is the head then and finds no room, it sets
+ * u.gate.due, and the next leave gives it its place. A leave that leaves the
+ * gate empty lets it in at once (below). Not at every leave that makes room:
+ * the head is asleep, and a wake-up per pass through the gate would cost more
+ * than the transactions it guards, while running newcomers take the room at
+ * once. So a leave reads one flag and no clock. A grant gives the head a place
+ * that is counted already (LET_IN_COUNTED): the leaving thread's own, handed
+ * over, or one taken for it below the limit. So the gate never holds more than
+ * its limit, also while the thread let in is waking up: until then the place
+ * is its, and neither a newcomer nor the next head can take it. And a head
+ * that finds room when it looks enters by itself, so room left by a leave
+ * that had nothing to give is not lost while nobody else leaves.
  */
 void admit_gate_init(locus_lock *g, const locus_wait *w, uint32_t admit)
 {
 	*g = (locus_lock){.kind = LOCUS_LOCK_NKINDS, .wait = w ? *w : locus_wait_default(),
 			  .admit = admit ? admit : admit_default()};
-}
-
-/* Is the next grant due? Advances the clock if so (one winner). */
-static int gate_due(locus_lock *g)
-{
-	uint64_t then = ld_relaxed(&g->adm.clock_ns), now = mono_ns();
-	return now - then >= LOCUS_LOCK_ADMIT_NS && cas_acqrel(&g->adm.clock_ns, &then, now);
 }
 
 /*
@@ -300,7 +317,8 @@ static void gate_give_back(locus_lock *g, int hand_over)
 
 void admit_gate_leave(locus_lock *g)
 {
-	gate_give_back(g, ld_seqcst(&g->adm.head) && gate_due(g));
+	/* One leave takes the head's request (a look first: the line is read-mostly). */
+	gate_give_back(g, ld_relaxed(&g->u.gate.due) && xchg_acquire(&g->u.gate.due, 0u));
 }
 
 static int gate_enter(locus_lock *g, int forced)

@@ -75,10 +75,10 @@ static inline void admit_leave(locus_lock *l, int due, int idle)
  * A gate: the admission queue alone, in front of code that is not a lock's
  * section (stm's transactions). Between admit_gate_enter and admit_gate_leave
  * there are at most g->admit threads; the rest wait outside, FIFO, parked
- * unless g->wait is spin. The oldest outside is let in by the leave of the
- * last one inside, or at the first leave LOCUS_LOCK_ADMIT_NS after the
- * previous grant (taking the place of the thread that leaves), or by itself
- * when, looking every LOCUS_LOCK_ADMIT_NS, it finds room. g is a locus_lock used
+ * unless g->wait is spin. The oldest outside looks for room every
+ * LOCUS_LOCK_ADMIT_NS and enters if it finds some; if not, the next leave
+ * gives it its place. A leave that leaves the gate empty lets it in at once.
+ * g is a locus_lock used
  * for its admission fields and u.gate only; it is never locked.
  */
 void admit_gate_init(locus_lock *g, const locus_wait *w, uint32_t admit);
