@@ -44,7 +44,7 @@
 #include "kv/store.h"
 
 #define READ_CHUNK    16384
-#define OUT_HIGH      (4u << 20) /* stop running commands while this much output waits */
+#define OUT_HIGH      (64u << 10) /* stop running commands while this much output waits */
 #define GET_LINE_MAX  (8u << 20) /* a multi-key get line longer than this closes the connection */
 #define CRAWL_SWEEP_S 8		 /* seconds the expiry crawler takes over the whole hash table */
 
@@ -81,6 +81,11 @@ struct conn {
 	const char *after_swallow; /* the reply once the data is dropped */
 	int meta;		   /* data for ms: reply with the meta formatter */
 	struct kv_meta_set ms;
+	/* A multi-key get paused with its output at OUT_HIGH: its line is still in
+	   `in` at get_off (not compacted away meanwhile), get.more its next key. */
+	int get_paused;
+	size_t get_off, get_len;
+	struct kv_cmd get;
 	int closing;	 /* close once the output is written */
 	int peer_eof;	 /* the client closed its side: run what it sent, reply, close */
 	int close_now;	 /* close without writing what is left */
@@ -262,19 +267,44 @@ static int get_batch(struct conn *c, const struct kv_cmd *cmd)
 	return 0;
 }
 
+/*
+ * A get, gets, gat or gats line, a batch of keys at a time. When the output
+ * reaches OUT_HIGH between batches the command pauses (the line stays in the
+ * input buffer) and resumes once the client has read enough: so a get of many
+ * large values holds at most OUT_HIGH plus one batch of replies, not all of
+ * them, as memcached, which sends them from the items themselves.
+ */
 static void cmd_get(struct conn *c, const char *line, size_t len, struct kv_cmd *cmd)
 {
-	if (get_batch(c, cmd) != 0)
-		return;
-	while (cmd->more) {
+	for (;;) {
+		if (get_batch(c, cmd) != 0)
+			return;
+		if (!cmd->more)
+			break;
+		if (out_pending(c) >= OUT_HIGH) {
+			c->get_paused = 1;
+			c->get_off = (size_t)(line - c->in.p);
+			c->get_len = len;
+			c->get = *cmd;
+			return;
+		}
 		if (kv_parse_more(line, len, cmd) != 0) {
 			reply(c, cmd->error);
 			return;
 		}
-		if (get_batch(c, cmd) != 0)
-			return;
 	}
 	reply(c, "END");
+}
+
+static void get_resume(struct conn *c)
+{
+	const char *line = c->in.p + c->get_off;
+	c->get_paused = 0;
+	if (kv_parse_more(line, c->get_len, &c->get) != 0) {
+		reply(c, c->get.error);
+		return;
+	}
+	cmd_get(c, line, c->get_len, &c->get);
 }
 
 static void start_swallow(struct conn *c, uint64_t bytes, const char *then)
@@ -553,6 +583,10 @@ static void execute(struct conn *c, const char *line, size_t len)
 static void process(struct conn *c)
 {
 	while (!c->closing && !c->close_now && out_pending(c) < OUT_HIGH) {
+		if (c->get_paused) {
+			get_resume(c);
+			continue;
+		}
 		size_t avail = c->in.len - c->in_pos;
 		if (c->state == CONN_DATA || c->state == CONN_SWALLOW) {
 			uint64_t take = c->need - c->got;
@@ -593,8 +627,10 @@ static void process(struct conn *c)
 		logv(2, "<%d %.*s", c->fd, (int)(len > 200 ? 200 : len), start);
 		execute(c, start, len);
 	}
-	/* Keep the unread tail at the front of the buffer. */
-	if (c->in_pos == c->in.len) {
+	/* Keep the unread tail at the front of the buffer (not under a paused get's line). */
+	if (c->get_paused) {
+		return;
+	} else if (c->in_pos == c->in.len) {
 		c->in.len = c->in_pos = 0;
 	} else if (c->in_pos > c->in.cap / 2) {
 		memmove(c->in.p, c->in.p + c->in_pos, c->in.len - c->in_pos);
@@ -620,7 +656,7 @@ static int conn_write(struct conn *c)
 		return -1;
 	}
 	c->out.len = c->out_pos = 0;
-	if (c->out.cap > (1u << 20)) {
+	if (c->out.cap > 2 * OUT_HIGH) {
 		/* Do not keep a large reply's buffer for the rest of the connection. */
 		kv_buf_free(&c->out);
 	}
@@ -631,6 +667,8 @@ static int conn_write(struct conn *c)
 /* Does the input hold something process() could run now? */
 static int input_runnable(const struct conn *c)
 {
+	if (c->get_paused)
+		return 1;
 	size_t avail = c->in.len - c->in_pos;
 	if (avail == 0)
 		return 0;
@@ -647,7 +685,7 @@ static int input_runnable(const struct conn *c)
 static void conn_service(struct conn *c, int readable)
 {
 	for (;;) {
-		if (readable && !c->peer_eof && out_pending(c) < OUT_HIGH) {
+		if (readable && !c->peer_eof && !c->get_paused && out_pending(c) < OUT_HIGH) {
 			if (kv_buf_reserve(&c->in, READ_CHUNK) != 0) {
 				c->close_now = 1;
 			} else {
@@ -675,7 +713,7 @@ static void conn_service(struct conn *c, int readable)
 		short want = 0;
 		if (out_pending(c))
 			want |= EV_WRITE;
-		if (!c->closing && !c->peer_eof && out_pending(c) < OUT_HIGH)
+		if (!c->closing && !c->peer_eof && !c->get_paused && out_pending(c) < OUT_HIGH)
 			want |= EV_READ;
 		conn_watch(c, want);
 		return;

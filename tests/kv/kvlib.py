@@ -42,6 +42,15 @@ def target():
     return path, path.name == "memcached"
 
 
+def rss_kb(pid):
+    """A process's resident set size in KiB (VmRSS)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind((HOST, 0))

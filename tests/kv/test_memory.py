@@ -3,6 +3,8 @@ resident size stays near the limit."""
 
 import pytest
 
+from kvlib import rss_kb
+
 # Resident memory allowed on top of -m: code, thread stacks, connection buffers, the hash
 # table, allocator slack. Generous on purpose: the test is about not growing with the data.
 RSS_OVERHEAD_MB = 40
@@ -16,14 +18,6 @@ def fill(c, prefix, count, size, batch=200):
         c.send(b"".join(b"set %s%d 0 0 %d noreply\r\n%s\r\n" % (prefix, i, size, value)
                         for i in range(start, start + n)))
         c.call("mn\r\n", "MN\r\n")   # a barrier: every set before it has been handled
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 @pytest.mark.parametrize("server_args", [["-m", "2"]])

@@ -1,0 +1,103 @@
+"""Resources a client can take: clients that never read their replies must not make the
+server hold their replies (memcached sends from the items themselves; locus-kv copies, and
+stops running a connection's commands while 64 KB of its output waits), and the server must
+keep answering other clients meanwhile."""
+
+import socket
+import time
+
+import pytest
+
+from kvlib import rss_kb
+
+VALUE = 100_000            # bytes per value
+OUT_HIGH_MB = 64 / 1024    # locus-kv's per-connection output bound (server.c OUT_HIGH)
+# Per connection that never reads: OUT_HIGH plus the reply that crossed it (one value here).
+PER_CLIENT_MB = OUT_HIGH_MB + VALUE / 2**20
+BASE_MB = 40               # code, stacks, the store's tables: as test_memory's overhead
+
+
+def settled(c, stat="get_hits", deadline_s=30.0):
+    """Wait until the server stops serving gets (three equal readings of `stat` 50 ms apart):
+    every connection has stalled on clients that do not read. Returns the stats."""
+    end = time.monotonic() + deadline_s
+    last, same = None, 0
+    while time.monotonic() < end:
+        st = c.stats()
+        same = same + 1 if st[stat] == last else 0
+        if same >= 2:
+            return st
+        last = st[stat]
+        time.sleep(0.05)
+    pytest.fail(f"the server kept writing for {deadline_s} s to clients that do not read")
+
+
+def deaf_client(port, request):
+    """A client with a small receive buffer that sends `request` as far as the socket lets
+    it, and never reads."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.setblocking(False)
+    try:
+        while request:
+            request = request[s.send(request):]
+    except BlockingIOError:
+        pass
+    return s
+
+
+@pytest.mark.parametrize("server_args", [["-m", "64", "-t", "4", "-c", "1024"]])
+def test_clients_that_never_read_do_not_grow_the_server(server):
+    n = 150
+    with server.conn(timeout=30) as c:
+        c.call(b"set big 0 0 %d\r\n%s\r\n" % (VALUE, b"x" * VALUE), "STORED\r\n")
+        before = rss_kb(server.pid) / 1024
+        deaf = [deaf_client(server.port, b"get big\r\n" * 20000) for _ in range(n)]
+        try:
+            st = settled(c)
+            assert int(st["curr_connections"]) >= n + 1
+            rss = rss_kb(server.pid) / 1024
+            bound = before + BASE_MB + n * PER_CLIENT_MB
+            assert rss < bound, (f"VmRSS {rss:.0f} MB with {n} clients that never read "
+                                 f"(bound {bound:.0f} MB: {PER_CLIENT_MB:.2f} MB each)")
+            # Another client is served at once.
+            with server.conn(timeout=5) as other:
+                other.call("get nokey\r\n", "END\r\n")
+        finally:
+            for s in deaf:
+                s.close()
+        c.call("get big\r\n", b"VALUE big 0 %d\r\n%s\r\nEND\r\n" % (VALUE, b"x" * VALUE))
+    assert server.alive()
+
+
+@pytest.mark.parametrize("server_args", [["-m", "64"]])
+def test_a_get_of_many_large_values_waits_for_a_slow_reader(server):
+    """One get of 600 x 100 KB: the server holds a bounded part of the 60 MB reply while the
+    client does not read, and sends all of it, in order, when it does."""
+    keys = 600
+    with server.conn(timeout=30) as c:
+        c.call(b"set big 0 0 %d\r\n%s\r\n" % (VALUE, b"x" * VALUE), "STORED\r\n")
+        before = rss_kb(server.pid) / 1024
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", server.port))
+        s.settimeout(30)
+        try:
+            s.sendall(b"get" + b" big" * keys + b"\r\nmn\r\n")
+            settled(c)
+            rss = rss_kb(server.pid) / 1024
+            bound = before + BASE_MB / 2
+            assert rss < bound, f"VmRSS {rss:.0f} MB holding a 60 MB reply (bound {bound:.0f})"
+            one = b"VALUE big 0 %d\r\n%s\r\n" % (VALUE, b"x" * VALUE)
+            want = one * keys + b"END\r\nMN\r\n"
+            got = bytearray()
+            while len(got) < len(want):
+                d = s.recv(1 << 20)
+                if not d:
+                    break
+                got += d
+        finally:
+            s.close()
+        assert len(got) == len(want) and bytes(got) == want, \
+            f"{got.count(b'VALUE')} of {keys} values, {len(got)} of {len(want)} bytes"
