@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "common/atomic.h"
+#include "common/clock.h"
 #include "kv/meta_exec.h"
 #include "locus/cs.h"
 #include "kv/proto.h"
@@ -112,8 +113,16 @@ struct server {
 	int nlisten;
 	struct worker *workers;
 	int next_worker;
-	int curr_conns; /* these three: atomic (common/atomic.h) */
+	/* These seven: atomic (common/atomic.h). */
+	int curr_conns;
 	uint64_t total_conns, rejected_conns;
+	uint64_t closed_conns;	      /* ever closed: accepting resumes when this moves */
+	uint64_t listen_disabled_num; /* times accepting stopped for want of descriptors */
+	uint64_t listen_disabled_us;  /* time spent so, up to the last resumption */
+	int accepting;		      /* 0 while not accepting (written by main) */
+	/* Main thread only: since when not accepting, closed_conns then, the timer. */
+	uint64_t paused_at_ns, paused_closed;
+	struct event *accept_retry;
 	struct kv_counts main_cnt;
 	time_t started;
 	int stopping;
@@ -198,6 +207,7 @@ static void conn_close(struct conn *c)
 	free(c);
 	w->cnt.curr_connections--;
 	fas_seqcst(&S.curr_conns, 1);
+	faa_seqcst(&S.closed_conns, 1);
 }
 
 static struct conn *conn_new(struct worker *w, int fd)
@@ -410,6 +420,11 @@ static void cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 		kv_buf_addf(b, "STAT total_connections %" PRIu64 "\r\n", ld_seqcst(&S.total_conns));
 		kv_buf_addf(b, "STAT rejected_connections %" PRIu64 "\r\n",
 			    ld_seqcst(&S.rejected_conns));
+		kv_buf_addf(b, "STAT listen_disabled_num %" PRIu64 "\r\n",
+			    ld_seqcst(&S.listen_disabled_num));
+		kv_buf_addf(b, "STAT time_in_listen_disabled_us %" PRIu64 "\r\n",
+			    ld_seqcst(&S.listen_disabled_us));
+		kv_buf_addf(b, "STAT accepting_conns %d\r\n", ld_seqcst(&S.accepting));
 		kv_buf_addf(b, "STAT threads %d\r\n", S.set.threads);
 		if (kv_stats_general(S.st, b, NULL) != 0)
 			goto oom;
@@ -762,13 +777,61 @@ static void *worker_main(void *arg)
 
 /* ---------- listener ---------- */
 
+/*
+ * Out of descriptors (EMFILE, ENFILE): the pending connection stays in the
+ * listen queue, so the listener would wake again at once and spin. Instead
+ * stop watching the listening sockets, say so once, count it
+ * (listen_disabled_num), and look again every ACCEPT_RETRY_MS: accepting
+ * resumes once a connection has closed, or after ACCEPT_RETRY_MAX_MS in any
+ * case (the descriptors may have been held by something else). memcached does
+ * the same (accept_new_conns).
+ */
+#define ACCEPT_RETRY_MS	    10
+#define ACCEPT_RETRY_MAX_MS 1000
+
+static void accept_retry_later(void)
+{
+	struct timeval t = {0, ACCEPT_RETRY_MS * 1000};
+	evtimer_add(S.accept_retry, &t);
+}
+
+static void accept_pause(int err)
+{
+	if (!ld_relaxed(&S.accepting))
+		return;
+	for (int i = 0; i < S.nlisten; i++)
+		event_del(S.lev[i]);
+	st_seqcst(&S.accepting, 0);
+	S.paused_at_ns = clock_ns(CLOCK_MONOTONIC);
+	S.paused_closed = ld_seqcst(&S.closed_conns);
+	faa_seqcst(&S.listen_disabled_num, 1);
+	logv(0, "locus-kv: accept: %s; not accepting new connections until one closes",
+	     strerror(err));
+	accept_retry_later();
+}
+
+static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), waited = now - S.paused_at_ns;
+	if (ld_seqcst(&S.closed_conns) == S.paused_closed &&
+	    waited < ACCEPT_RETRY_MAX_MS * 1000000ull) {
+		accept_retry_later();
+		return;
+	}
+	faa_seqcst(&S.listen_disabled_us, waited / 1000);
+	for (int i = 0; i < S.nlisten; i++)
+		event_add(S.lev[i], NULL);
+	st_seqcst(&S.accepting, 1);
+	logv(1, "locus-kv: accepting new connections again");
+}
+
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	for (int k = 0; k < 64; k++) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
-				logv(0, "locus-kv: accept: %s", strerror(errno));
+				accept_pause(errno);
 			return;
 		}
 		int one = 1;
@@ -1132,6 +1195,8 @@ int main(int argc, char **argv)
 		S.lev[i] = event_new(S.base, S.lfds[i], EV_READ | EV_PERSIST, on_accept, NULL);
 		event_add(S.lev[i], NULL);
 	}
+	st_seqcst(&S.accepting, 1);
+	S.accept_retry = evtimer_new(S.base, on_accept_retry, NULL);
 	S.workers = calloc((size_t)S.set.threads, sizeof(*S.workers));
 	for (int i = 0; i < S.set.threads; i++) {
 		struct worker *w = &S.workers[i];
@@ -1176,6 +1241,7 @@ int main(int argc, char **argv)
 		close(w->notify[1]);
 	}
 	kv_counts_flush(S.st, &S.main_cnt);
+	event_free(S.accept_retry);
 	event_free(tick);
 	event_free(sigint);
 	event_free(sigterm);

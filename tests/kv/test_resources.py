@@ -3,6 +3,8 @@ server hold their replies (memcached sends from the items themselves; locus-kv c
 stops running a connection's commands while 64 KB of its output waits), and the server must
 keep answering other clients meanwhile."""
 
+import os
+import resource
 import socket
 import time
 
@@ -101,3 +103,47 @@ def test_a_get_of_many_large_values_waits_for_a_slow_reader(server):
             s.close()
         assert len(got) == len(want) and bytes(got) == want, \
             f"{got.count(b'VALUE')} of {keys} values, {len(got)} of {len(want)} bytes"
+
+
+@pytest.mark.parametrize("server_args", [["-c", "1024"]])
+def test_out_of_descriptors_stops_accepting_until_one_closes(server):
+    """With fewer descriptors than -c allows, accept fails with EMFILE while the connection
+    waits in the listen queue: the server must stop listening (not spin, logging at every
+    wake-up), count it, and accept again once a connection closes."""
+    with server.conn(timeout=10) as c:
+        c.call("version\r\n", "VERSION ")
+        c.line()
+        used = len(os.listdir(f"/proc/{server.pid}/fd"))
+        limit = used + 8
+        resource.prlimit(server.pid, resource.RLIMIT_NOFILE, (limit, limit))
+        extra = []
+        try:
+            for _ in range(10):   # 8 are accepted, 2 wait (memcached drops their SYNs)
+                s = socket.socket()
+                s.setblocking(False)
+                s.connect_ex(server.addr)
+                extra.append(s)
+            st = c.stats()
+            deadline = time.monotonic() + 10
+            while st["accepting_conns"] != "0" and time.monotonic() < deadline:
+                time.sleep(0.02)
+                st = c.stats()
+            assert st["accepting_conns"] == "0", "still accepting with no descriptor left"
+            disabled = int(st["listen_disabled_num"])
+            assert disabled >= 1
+            # Waiting, it neither retries nor logs in a loop.
+            c.call("version\r\n", "VERSION ")
+            c.line()
+            assert int(c.stats()["listen_disabled_num"]) == disabled
+            for s in extra[:4]:
+                s.close()
+            # Room again: a new client is accepted and served.
+            with server.conn(timeout=10) as late:
+                late.call("version\r\n", "VERSION ")
+                late.line()
+            assert c.stats()["accepting_conns"] == "1"
+        finally:
+            for s in extra:
+                s.close()
+    out = server.output()
+    assert out.count("Too many open files") <= 3 * int(disabled), out[-2000:]
