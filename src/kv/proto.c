@@ -323,6 +323,7 @@ static const struct {
 	{"verbosity", KV_CMD_VERBOSITY},
 	{"quit", KV_CMD_QUIT},
 	{"stats", KV_CMD_STATS},
+	{"shutdown", KV_CMD_SHUTDOWN},
 };
 
 int kv_parse(const char *line, size_t len, struct kv_cmd *c)
@@ -376,6 +377,9 @@ int kv_parse(const char *line, size_t len, struct kv_cmd *c)
 		return parse_verbosity(c, &tk);
 	case KV_CMD_STATS:
 		return parse_stats(line, len, c, &tk);
+	case KV_CMD_SHUTDOWN: /* whether it is enabled is the server's to say */
+		c->shutdown = tk.n == 1 ? 0 : tk.n == 2 && is(tk.t[1], "graceful") ? 1 : -1;
+		return 0;
 	case KV_CMD_UNKNOWN:
 		break;
 	}

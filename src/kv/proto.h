@@ -58,6 +58,7 @@ enum kv_command {
 	KV_CMD_VERBOSITY,
 	KV_CMD_QUIT,
 	KV_CMD_STATS,
+	KV_CMD_SHUTDOWN,
 };
 
 /* What "stats" asked for; anything else ("detail on", "sizes") is OTHER, see args. */
@@ -101,6 +102,7 @@ struct kv_cmd {
 	uint64_t delta;	 /* incr/decr */
 	int64_t delay;	 /* flush_all: raw delay (0 when absent) */
 	uint32_t level;	 /* verbosity (the server clamps it) */
+	int shutdown;	 /* shutdown: 0 now, 1 "graceful", -1 any other argument */
 	enum kv_stats_arg stats;
 	struct kv_span args; /* stats: the text after "stats", trailing spaces dropped */
 };

@@ -32,6 +32,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +41,8 @@
 #include "common/atomic.h"
 #include "common/clock.h"
 #include "kv/meta_exec.h"
+#include "kv/options.h"
+#include "kv/process.h"
 #include "locus/cs.h"
 #include "kv/proto.h"
 #include "kv/server.h"
@@ -49,15 +53,6 @@
 #define GET_LINE_MAX  (8u << 20) /* a multi-key get line longer than this closes the connection */
 #define CRAWL_SWEEP_S 8		 /* seconds the expiry crawler takes over the whole hash table */
 
-struct settings {
-	int port;
-	char *listen;
-	int threads;
-	int maxconns;
-	int verbose; /* atomic: the verbosity command changes it while workers read it */
-	int debug_commands;
-	struct kv_store_config store;
-};
 
 struct worker;
 
@@ -105,7 +100,7 @@ struct worker {
 };
 
 struct server {
-	struct settings set;
+	struct kv_settings set;
 	kv_store *st;
 	struct event_base *base;
 	int *lfds;
@@ -568,8 +563,24 @@ static void execute(struct conn *c, const char *line, size_t len)
 					      kv_exptime(S.st, cmd.exptime))));
 		break;
 	case KV_CMD_FLUSH_ALL:
+		if (S.set.flush_disabled) {
+			reply(c, "CLIENT_ERROR flush_all not allowed");
+			break;
+		}
 		kv_flush(S.st, &w->cnt, cmd.delay);
 		reply(c, "OK");
+		break;
+	case KV_CMD_SHUTDOWN:
+		if (!S.set.shutdown_enabled) {
+			reply(c, "ERROR: shutdown not enabled");
+		} else if (cmd.shutdown < 0) {
+			reply(c, "CLIENT_ERROR invalid shutdown mode");
+		} else {
+			/* As memcached: close this connection and stop as on SIGINT. */
+			logv(1, "locus-kv: shutdown command from connection %d", c->fd);
+			c->close_now = 1;
+			kill(getpid(), SIGINT);
+		}
 		break;
 	case KV_CMD_VERSION:
 		reply(c, "VERSION " LOCUS_KV_VERSION_REPLY);
@@ -855,6 +866,15 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
+static void add_listener(int fd)
+{
+	int *p = realloc(S.lfds, sizeof(int) * (size_t)(S.nlisten + 1));
+	if (!p)
+		kv_die("out of memory");
+	S.lfds = p;
+	S.lfds[S.nlisten++] = fd;
+}
+
 static int listen_on(const char *host, int port, char *err, size_t errlen)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
@@ -876,18 +896,92 @@ static int listen_on(const char *host, int port, char *err, size_t errlen)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (ai->ai_family == AF_INET6)
 			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, S.set.backlog) != 0) {
 			snprintf(err, errlen, "cannot listen on %s port %d: %s", host ? host : "*", port,
 				 strerror(errno));
 			close(fd);
 			continue;
 		}
-		S.lfds = realloc(S.lfds, sizeof(int) * (size_t)(S.nlisten + 1));
-		S.lfds[S.nlisten++] = fd;
+		add_listener(fd);
 		made++;
 	}
 	freeaddrinfo(res);
 	return made ? 0 : -1;
+}
+
+/*
+ * One -l entry: "host", "host:port", "[v6addr]" or "[v6addr]:port" (a bare
+ * IPv6 address has several colons and no port), as memcached reads it.
+ */
+static int listen_entry(char *entry, char *err, size_t errlen)
+{
+	int port = S.set.port;
+	char *host = entry, *colon = NULL;
+	if (entry[0] == '[') {
+		char *close = strchr(entry, ']');
+		if (!close) {
+			snprintf(err, errlen, "-l %s: no ']' after an IPv6 address", entry);
+			return -1;
+		}
+		*close = '\0';
+		host = entry + 1;
+		if (close[1] == ':')
+			colon = close + 1;
+		else if (close[1]) {
+			snprintf(err, errlen, "-l %s]%s: expected ':port' after ']'", entry, close + 1);
+			return -1;
+		}
+	} else if ((colon = strchr(entry, ':')) && strchr(colon + 1, ':')) {
+		colon = NULL; /* a bare IPv6 address */
+	}
+	if (colon) {
+		*colon = '\0';
+		char *end;
+		long p = strtol(colon + 1, &end, 10);
+		if (end == colon + 1 || *end || p < 0 || p > 65535) {
+			snprintf(err, errlen, "-l %s:%s: a port is a number from 0 to 65535", host,
+				 colon + 1);
+			return -1;
+		}
+		port = (int)p;
+	}
+	return listen_on(host, port, err, errlen);
+}
+
+/* -s: a Unix socket at path with mode `mask`, instead of TCP (as memcached). */
+static int listen_unix(const char *path, unsigned mask, char *err, size_t errlen)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "-s %s: a Unix socket path has at most %zu bytes", path,
+			 sizeof(sun.sun_path) - 1);
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+	/* memcached removes a socket left by an earlier run; only a socket. */
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "-s %s: exists and is not a socket", path);
+			return -1;
+		}
+		unlink(path);
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "-s %s: socket: %s", path, strerror(errno));
+		return -1;
+	}
+	mode_t old = umask((mode_t)(~mask & 0777));
+	int rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (rc != 0 || listen(fd, S.set.backlog) != 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	add_listener(fd);
+	return 0;
 }
 
 /* ---------- maintenance ---------- */
@@ -913,283 +1007,49 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(S.base);
 }
 
-/* ---------- options ---------- */
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"locus-kv " LOCUS_KV_VERSION "\n"
-		"A memcached-compatible server whose critical sections run on locus mechanisms.\n"
-		"\n"
-		"-p, --port=<num>          TCP port to listen on (default: 11211)\n"
-		"-U, --udp-port=<num>      UDP port: only 0 (off, the default) is supported\n"
-		"-l, --listen=<addr>       interface to listen on (default: all); a comma-separated list\n"
-		"-t, --threads=<num>       worker threads (default: 4)\n"
-		"-m, --memory-limit=<mb>   item memory in megabytes (default: 64); suffixes k, m, g\n"
-		"-c, --conn-limit=<num>    max simultaneous connections (default: 1024)\n"
-		"-I, --max-item-size=<num> largest item, with k/m suffix (default: 1m; 1k .. 128m)\n"
-		"-f, --slab-growth-factor=<num>  chunk size growth factor (default: 1.25)\n"
-		"-n, --slab-min-size=<num> smallest key+value+flags room of a chunk (default: 48)\n"
-		"-v, --verbose             verbose (print errors); -vv also prints every command\n"
-		"-h, --help                print this help and exit\n"
-		"-V, --version             print the version and exit\n"
-		"\n"
-		"locus options:\n"
-		"    --sync=<sections>     the mechanism of each kind of critical section, as\n"
-		"                          section=spec pairs separated by commas; sections:\n"
-		"                            hash   the hash table's stripes (item locks)\n"
-		"                            alloc  item allocation and the LRU lists\n"
-		"                            slabs  the slab allocator\n"
-		"                            stats  the global statistics\n"
-		"                            all    all four\n"
-		"                          e.g. --sync hash=mcs,alloc=async,slabs=ttas,stats=mutex\n"
-		"                          or   --sync all=oyama   (default: all=mutex)\n"
-		"    --stripes=<num>       hash stripes, a power of 2 (default: 1024)\n"
-		"    --no-lru-crawler      do not reclaim expired items in the background\n"
-		"    --section-stats       time every critical section: 'stats sync' then reports\n"
-		"                          each section's runs and its callers' time in it\n"
-		"                          (waiting included); off by default: two clock reads\n"
-		"                          per section run\n"
-		"    --debug-commands      accept 'debug_clock_advance <seconds>' (tests)\n"
-		"    --mechanisms          list the mechanisms and their options, and exit\n"
-		"\n"
-		"Mechanisms:");
-	for (const char *const *m = locus_cs_mechanisms(); *m; m++)
-		fprintf(out, " %s", *m);
-	fprintf(out, "\n");
-}
-
-/* A size with an optional k/m/g suffix; `unit` multiplies a bare number. */
-static int parse_size(const char *s, uint64_t unit, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		return -1;
-	uint64_t mul = unit;
-	if (*end) {
-		switch (*end) {
-		case 'k':
-		case 'K':
-			mul = 1024;
-			break;
-		case 'm':
-		case 'M':
-			mul = 1024 * 1024;
-			break;
-		case 'g':
-		case 'G':
-			mul = 1024ull * 1024 * 1024;
-			break;
-		default:
-			return -1;
-		}
-		if (end[1])
-			return -1;
-	}
-	if (v > UINT64_MAX / mul)
-		return -1;
-	*out = v * mul;
-	return 0;
-}
-
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "locus-kv: ");
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(64);
-}
-
-static void parse_args(int argc, char **argv)
-{
-	enum { OPT_SYNC = 1000, OPT_DEBUG, OPT_STRIPES, OPT_NOCRAWL, OPT_MECH, OPT_SECSTATS };
-	static const struct option longs[] = {
-		{"port", required_argument, 0, 'p'},
-		{"udp-port", required_argument, 0, 'U'},
-		{"listen", required_argument, 0, 'l'},
-		{"threads", required_argument, 0, 't'},
-		{"memory-limit", required_argument, 0, 'm'},
-		{"conn-limit", required_argument, 0, 'c'},
-		{"max-item-size", required_argument, 0, 'I'},
-		{"slab-growth-factor", required_argument, 0, 'f'},
-		{"slab-min-size", required_argument, 0, 'n'},
-		{"verbose", no_argument, 0, 'v'},
-		{"help", no_argument, 0, 'h'},
-		{"version", no_argument, 0, 'V'},
-		{"sync", required_argument, 0, OPT_SYNC},
-		{"debug-commands", no_argument, 0, OPT_DEBUG},
-		{"stripes", required_argument, 0, OPT_STRIPES},
-		{"no-lru-crawler", no_argument, 0, OPT_NOCRAWL},
-		{"mechanisms", no_argument, 0, OPT_MECH},
-		{"section-stats", no_argument, 0, OPT_SECSTATS},
-		{0, 0, 0, 0},
-	};
-	struct settings *s = &S.set;
-	s->port = 11211;
-	s->threads = 4;
-	s->maxconns = 1024;
-	kv_store_config_default(&s->store);
-	int item_max_given = 0;
-	char err[512];
-	opterr = 0;
-	int o;
-	long v;
-	uint64_t u;
-	while ((o = getopt_long(argc, argv, ":p:U:l:t:m:c:I:f:n:vhV", longs, NULL)) != -1) {
-		switch (o) {
-		case 'p':
-			if (parse_int(optarg, 1, 65535, &v))
-				die("-p %s: a port is a number from 1 to 65535", optarg);
-			s->port = (int)v;
-			break;
-		case 'U':
-			if (parse_int(optarg, 0, 65535, &v))
-				die("-U %s: a port is a number from 0 to 65535", optarg);
-			if (v != 0)
-				die("-U %s: UDP is not supported; use -U 0 (the default)", optarg);
-			break;
-		case 'l':
-			free(s->listen);
-			s->listen = strdup(optarg);
-			break;
-		case 't':
-			if (parse_int(optarg, 1, 1024, &v))
-				die("-t %s: threads must be a number from 1 to 1024", optarg);
-			s->threads = (int)v;
-			break;
-		case 'm':
-			if (parse_size(optarg, 1024 * 1024, &u) || u < (1u << 20) ||
-			    u > ((uint64_t)1 << 40))
-				die("-m %s: memory limit is megabytes (or a size with k/m/g) from 1 MB "
-				    "to 1 TB",
-				    optarg);
-			s->store.mem_limit = (size_t)u;
-			break;
-		case 'c':
-			if (parse_int(optarg, 1, 1 << 24, &v))
-				die("-c %s: connection limit must be a number from 1 to 16777216", optarg);
-			s->maxconns = (int)v;
-			break;
-		case 'I':
-			if (parse_size(optarg, 1, &u) || u < 1024 || u > (128u << 20))
-				die("-I %s: item size limit must be from 1k to 128m (e.g. -I 2m)", optarg);
-			s->store.item_size_max = (size_t)u;
-			item_max_given = 1;
-			break;
-		case 'f': {
-			char *end;
-			double f = strtod(optarg, &end);
-			if (*end || !(f > 1.0) || f > 8.0)
-				die("-f %s: growth factor must be a number above 1.0 (at most 8)", optarg);
-			s->store.factor = f;
-			break;
-		}
-		case 'n':
-			if (parse_int(optarg, 1, 1 << 16, &v))
-				die("-n %s: minimum chunk room must be a number from 1 to 65536", optarg);
-			s->store.chunk_min = (unsigned)v;
-			break;
-		case 'v':
-			faa_seqcst(&s->verbose, 1);
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("locus-kv " LOCUS_KV_VERSION "\n");
-			exit(0);
-		case OPT_SYNC:
-			if (kv_sync_parse(&s->store, optarg, err, sizeof(err)) != 0)
-				die("%s", err);
-			break;
-		case OPT_DEBUG:
-			s->debug_commands = 1;
-			break;
-		case OPT_STRIPES:
-			if (parse_int(optarg, 1, 1 << 20, &v) || (v & (v - 1)))
-				die("--stripes %s: a power of 2 from 1 to 1048576", optarg);
-			s->store.stripes = (unsigned)v;
-			break;
-		case OPT_NOCRAWL:
-			s->store.lru_crawler = 0;
-			break;
-		case OPT_SECSTATS:
-			s->store.section_stats = 1;
-			break;
-		case OPT_MECH:
-			locus_cs_usage(stdout);
-			exit(0);
-		case ':':
-			die("option %s needs a value (see -h)", argv[optind - 1]);
-		default:
-			if (optopt)
-				die("unknown option -%c (see -h for the options locus-kv implements)",
-				    optopt);
-			die("unknown option %s (see -h for the options locus-kv implements)",
-			    argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		die("unexpected argument '%s' (see -h)", argv[optind]);
-	if (s->store.item_size_max > s->store.mem_limit / 2 && item_max_given)
-		die("-I %zu: cannot be more than half of -m (%zu bytes)", s->store.item_size_max,
-		    s->store.mem_limit);
-	if (s->store.item_size_max > s->store.mem_limit / 2)
-		s->store.item_size_max = s->store.mem_limit / 2;
-}
-
-/* Allow the connection limit in file descriptors. */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return;
-	rlim_t want = (rlim_t)S.set.maxconns + 64;
-	if (rl.rlim_cur >= want)
-		return;
-	rl.rlim_cur = want <= rl.rlim_max ? want : rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
-		logv(0, "locus-kv: warning: -c %d exceeds the open file limit %lu", S.set.maxconns,
-		     (unsigned long)rl.rlim_cur);
-}
-
 int main(int argc, char **argv)
 {
-	parse_args(argc, argv);
+	kv_options_parse(argc, argv, &S.set);
 	signal(SIGPIPE, SIG_IGN);
-	raise_nofile();
+	kv_raise_nofile(S.set.maxconns);
+	if (S.set.coredumps)
+		kv_enable_coredumps();
+	/* As memcached: the user first (so a port below 1024 needs -u root), then the sockets. */
+	if (S.set.user)
+		kv_become_user(S.set.user);
 	char err[512];
+	if (S.set.unix_path) {
+		if (listen_unix(S.set.unix_path, S.set.unix_mask, err, sizeof(err)) != 0)
+			kv_die("%s", err);
+	} else if (S.set.listen) {
+		char *list = strdup(S.set.listen), *save = NULL;
+		if (!list)
+			kv_die("out of memory");
+		for (char *h = strtok_r(list, ",", &save); h; h = strtok_r(NULL, ",", &save))
+			if (listen_entry(h, err, sizeof(err)) != 0)
+				kv_die("%s", err);
+		free(list);
+	} else if (S.set.port == 0) {
+		kv_die("-p 0 and no -s: nothing to listen on");
+	} else if (listen_on(NULL, S.set.port, err, sizeof(err)) != 0) {
+		kv_die("%s", err);
+	}
+	/* Bound: only now the daemon, so that a socket that cannot be had is said on the
+	   terminal and in the exit status (memcached forks first; docs/kv.md). */
+	if (S.set.daemonize)
+		kv_daemonize(S.set.coredumps, ld_relaxed(&S.set.verbose) > 0);
+	if (S.set.pidfile)
+		kv_pidfile_write(S.set.pidfile);
+	if (S.set.lock_memory)
+		kv_lock_memory();
+	for (int i = 0; i < S.set.nnotes; i++)
+		logv(1, "locus-kv: note: %s", S.set.notes[i]);
 	S.st = kv_store_open(&S.set.store, err, sizeof(err));
 	if (!S.st)
-		die("%s", err);
+		kv_die("%s", err);
 	S.base = event_base_new();
 	if (!S.base)
-		die("cannot create an event loop");
-	if (S.set.listen) {
-		char *list = strdup(S.set.listen), *save = NULL;
-		for (char *h = strtok_r(list, ",", &save); h; h = strtok_r(NULL, ",", &save))
-			if (listen_on(h, S.set.port, err, sizeof(err)) != 0)
-				die("%s", err);
-		free(list);
-	} else if (listen_on(NULL, S.set.port, err, sizeof(err)) != 0) {
-		die("%s", err);
-	}
+		kv_die("cannot create an event loop");
 	S.lev = calloc((size_t)S.nlisten, sizeof(*S.lev));
 	for (int i = 0; i < S.nlisten; i++) {
 		S.lev[i] = event_new(S.base, S.lfds[i], EV_READ | EV_PERSIST, on_accept, NULL);
@@ -1202,11 +1062,11 @@ int main(int argc, char **argv)
 		struct worker *w = &S.workers[i];
 		w->base = event_base_new();
 		if (!w->base || pipe2(w->notify, O_CLOEXEC) != 0)
-			die("cannot create worker %d: %s", i, strerror(errno));
+			kv_die("cannot create worker %d: %s", i, strerror(errno));
 		w->notify_ev = event_new(w->base, w->notify[0], EV_READ | EV_PERSIST, worker_notify, w);
 		event_add(w->notify_ev, NULL);
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
-			die("cannot start worker %d", i);
+			kv_die("cannot start worker %d", i);
 	}
 	struct timeval sec = {1, 0};
 	struct event *tick = event_new(S.base, -1, EV_PERSIST, on_tick, NULL);
@@ -1250,6 +1110,9 @@ int main(int argc, char **argv)
 	free(S.workers);
 	free(S.lev);
 	free(S.lfds);
-	free(S.set.listen);
+	kv_pidfile_remove(S.set.pidfile);
+	if (S.set.unix_path)
+		unlink(S.set.unix_path);
+	kv_options_free(&S.set);
 	return 0;
 }

@@ -1,0 +1,589 @@
+/*
+ * locus-kv's command line (options.h). Every option memcached 1.6.18 has is
+ * taken, in three kinds:
+ *
+ *  - implemented: -p -U(0) -s -a -l (repeatable) -b -t -m -c -I -f -n -v -u -P
+ *    -d -r -k -A -F, and -o lru_crawler / no_lru_crawler;
+ *  - accepted with a note printed under -v, where memcached tunes something
+ *    locus-kv does not have (its LRU maintainer, hash table growth, log
+ *    buffers...) or where locus-kv behaves one fixed way (-R, -B ascii|auto);
+ *  - refused with a message saying why: what needs a feature locus-kv does not
+ *    build (UDP other than 0, the binary protocol, SASL, TLS, extstore, the
+ *    proxy), and what memcached itself refuses (an unknown -o name, values out
+ *    of range).
+ *
+ * Bad values are refused naming the option and the range. memcached's own
+ * texts are kept where tools may look for them: "Illegal suboption" for an
+ * unknown -o name, and -I's limits.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/atomic.h"
+#include "kv/options.h"
+#include "kv/server.h"
+#include "locus/cs.h"
+
+#define EX_USAGE 64
+
+void kv_die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "locus-kv: ");
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(EX_USAGE);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"locus-kv " LOCUS_KV_VERSION "\n"
+		"A memcached-compatible server whose critical sections run on locus mechanisms.\n"
+		"It takes every memcached 1.6 option: those marked (accepted) change nothing here\n"
+		"and say so under -v; those marked (refused) stop it with the reason.\n"
+		"\n"
+		"-p, --port=<num>          TCP port to listen on (default: 11211; 0: none)\n"
+		"-U, --udp-port=<num>      UDP port: only 0, off (the default); UDP is not built\n"
+		"-s, --unix-socket=<file>  Unix socket to listen on, instead of TCP\n"
+		"-a, --unix-mask=<mask>    access mask of the Unix socket, octal (default: 700)\n"
+		"-A, --enable-shutdown     enable the ascii \"shutdown\" command\n"
+		"-l, --listen=<addr>       interface to listen on (default: all); repeatable, or a\n"
+		"                          comma-separated list\n"
+		"-d, --daemon              run as a daemon\n"
+		"-r, --enable-coredumps    raise the core file limit to its maximum\n"
+		"-u, --user=<user>         when started as root, become <user> before binding\n"
+		"-m, --memory-limit=<mb>   item memory in megabytes (default: 64); suffixes k, m, g\n"
+		"-M, --disable-evictions   (accepted) locus-kv evicts when memory is full\n"
+		"-c, --conn-limit=<num>    max simultaneous connections (default: 1024)\n"
+		"-k, --lock-memory         lock all paged memory (mlockall)\n"
+		"-v, --verbose             verbose (print errors); -vv also prints every command\n"
+		"-h, --help                print this help and exit\n"
+		"-i, --license             print the license and exit\n"
+		"-V, --version             print the version and exit\n"
+		"-P, --pidfile=<file>      write the process id to <file>, removed at exit\n"
+		"-f, --slab-growth-factor=<num>  chunk size growth factor (default: 1.25)\n"
+		"-n, --slab-min-size=<num> smallest key+value+flags room of a chunk (default: 48)\n"
+		"-L, --enable-largepages   (accepted) large pages are not used\n"
+		"-D <char>                 (accepted) per-prefix stats are not kept\n"
+		"-t, --threads=<num>       worker threads (default: 4)\n"
+		"-R, --max-reqs-per-event=<num>  (accepted) a connection runs every complete\n"
+		"                          command a read brings, up to 64 KB of replies\n"
+		"-C, --disable-cas         (accepted) CAS stays on\n"
+		"-b, --listen-backlog=<num> the listen queue's length (default: 1024)\n"
+		"-B, --protocol=<name>     ascii or auto (ascii: the only one here); binary refused\n"
+		"-I, --max-item-size=<num> largest item, with k/m suffix (default: 1m; 1k .. 1g,\n"
+		"                          at most half of -m)\n"
+		"-S, --enable-sasl         (refused) SASL is not built\n"
+		"-F, --disable-flush-all   refuse flush_all\n"
+		"-X, --disable-dumping     (accepted) there is no dumping to disable\n"
+		"-W, --disable-watch       (accepted) there is no watch to disable\n"
+		"-Y, --auth-file=<file>    (refused) authentication is not built\n"
+		"-e, --memory-file=<file>  (refused) a memory file (restartable cache) is not built\n"
+		"-Z, --enable-ssl          (refused) TLS is not built\n"
+		"-N, --napi-ids=<num>      (accepted) threads are not chosen by NAPI id\n"
+		"-o, --extended=<opts>     memcached's comma-separated extended options:\n"
+		"                          lru_crawler, no_lru_crawler: the expiry crawler;\n"
+		"                          memcached's other names are accepted (-v lists them);\n"
+		"                          ext_* (extstore), ssl_* and proxy_* are refused\n"
+		"\n"
+		"locus options:\n"
+		"    --sync=<sections>     the mechanism of each kind of critical section, as\n"
+		"                          section=spec pairs separated by commas; sections:\n"
+		"                            hash   the hash table's stripes (item locks)\n"
+		"                            alloc  item allocation and the LRU lists\n"
+		"                            slabs  the slab allocator\n"
+		"                            stats  the global statistics\n"
+		"                            all    all four\n"
+		"                          e.g. --sync hash=mcs,alloc=async,slabs=ttas,stats=mutex\n"
+		"                          or   --sync all=oyama   (default: all=mutex)\n"
+		"    --stripes=<num>       hash stripes, a power of 2 (default: 1024)\n"
+		"    --no-lru-crawler      do not reclaim expired items in the background\n"
+		"    --section-stats       time every critical section: 'stats sync' then reports\n"
+		"                          each section's runs and its callers' time in it\n"
+		"                          (waiting included); off by default: two clock reads\n"
+		"                          per section run\n"
+		"    --debug-commands      accept 'debug_clock_advance <seconds>' (tests)\n"
+		"    --mechanisms          list the mechanisms and their options, and exit\n"
+		"\n"
+		"Mechanisms:");
+	for (const char *const *m = locus_cs_mechanisms(); *m; m++)
+		fprintf(out, " %s", *m);
+	fprintf(out, "\n");
+}
+
+/* A size with an optional k/m/g suffix; `unit` multiplies a bare number. */
+static int parse_size(const char *s, uint64_t unit, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -1;
+	uint64_t mul = unit;
+	if (*end) {
+		switch (*end) {
+		case 'k':
+		case 'K':
+			mul = 1024;
+			break;
+		case 'm':
+		case 'M':
+			mul = 1024 * 1024;
+			break;
+		case 'g':
+		case 'G':
+			mul = 1024ull * 1024 * 1024;
+			break;
+		default:
+			return -1;
+		}
+		if (end[1])
+			return -1;
+	}
+	if (v > UINT64_MAX / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void note(struct kv_settings *s, const char *text)
+{
+	for (int i = 0; i < s->nnotes; i++)
+		if (s->notes[i] == text)
+			return;
+	if (s->nnotes < KV_NOTES_MAX)
+		s->notes[s->nnotes++] = text;
+}
+
+/*
+ * -o's names, as memcached 1.6.18 knows them (its subopts_tokens, plus the
+ * extstore and TLS names of a build with those). What each does here:
+ */
+enum sub_kind {
+	SUB_CRAWLER_ON,	 /* lru_crawler */
+	SUB_CRAWLER_OFF, /* no_lru_crawler */
+	SUB_ACCEPT,	 /* taken, nothing to change here (noted under -v) */
+	SUB_REFUSE,	 /* a feature locus-kv does not build */
+};
+
+struct sub {
+	const char *name;
+	enum sub_kind kind;
+	int value; /* 1: needs "=value" (memcached refuses it missing), 0: takes none */
+};
+
+static const struct sub subs[] = {
+	{"lru_crawler", SUB_CRAWLER_ON, 0},
+	{"no_lru_crawler", SUB_CRAWLER_OFF, 0},
+	{"maxconns_fast", SUB_ACCEPT, 0},
+	{"no_maxconns_fast", SUB_ACCEPT, 0},
+	{"hashpower", SUB_ACCEPT, 1},
+	{"no_hashexpand", SUB_ACCEPT, 0},
+	{"slab_reassign", SUB_ACCEPT, 0},
+	{"no_slab_reassign", SUB_ACCEPT, 0},
+	{"slab_automove", SUB_ACCEPT, 0},
+	{"no_slab_automove", SUB_ACCEPT, 0},
+	{"slab_automove_ratio", SUB_ACCEPT, 1},
+	{"slab_automove_window", SUB_ACCEPT, 1},
+	{"tail_repair_time", SUB_ACCEPT, 1},
+	{"hash_algorithm", SUB_ACCEPT, 1},
+	{"lru_crawler_sleep", SUB_ACCEPT, 1},
+	{"lru_crawler_tocrawl", SUB_ACCEPT, 1},
+	{"lru_maintainer", SUB_ACCEPT, 0},
+	{"no_lru_maintainer", SUB_ACCEPT, 0},
+	{"hot_lru_pct", SUB_ACCEPT, 1},
+	{"warm_lru_pct", SUB_ACCEPT, 1},
+	{"hot_max_factor", SUB_ACCEPT, 1},
+	{"warm_max_factor", SUB_ACCEPT, 1},
+	{"temporary_ttl", SUB_ACCEPT, 1},
+	{"idle_timeout", SUB_ACCEPT, 1},
+	{"watcher_logbuf_size", SUB_ACCEPT, 1},
+	{"worker_logbuf_size", SUB_ACCEPT, 1},
+	{"slab_sizes", SUB_ACCEPT, 1},
+	{"slab_chunk_max", SUB_ACCEPT, 1},
+	{"track_sizes", SUB_ACCEPT, 0},
+	{"no_inline_ascii_resp", SUB_ACCEPT, 0},
+	{"inline_ascii_resp", SUB_ACCEPT, 0},
+	{"modern", SUB_ACCEPT, 0},
+	{"no_modern", SUB_ACCEPT, 0},
+	{"no_chunked_items", SUB_ACCEPT, 0},
+	{"no_drop_privileges", SUB_ACCEPT, 0},
+	{"drop_privileges", SUB_ACCEPT, 0},
+	{"resp_obj_mem_limit", SUB_ACCEPT, 0},
+	{"read_buf_mem_limit", SUB_ACCEPT, 1},
+	{"sock_cookie_id", SUB_ACCEPT, 0},
+	{NULL, SUB_ACCEPT, 0},
+};
+
+/* Refused families: a prefix and why. */
+static const struct {
+	const char *prefix, *why;
+} refused_subs[] = {
+	{"ext_", "extstore (external storage) is not built into locus-kv"},
+	{"ssl_", "TLS is not built into locus-kv"},
+	{"proxy_", "the proxy is not built into locus-kv"},
+	{NULL, NULL},
+};
+
+static void parse_extended(struct kv_settings *s, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL;
+	if (!copy)
+		kv_die("out of memory");
+	for (char *opt = strtok_r(copy, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		char *value = strchr(opt, '=');
+		if (value)
+			*value++ = '\0';
+		for (int i = 0; refused_subs[i].prefix; i++)
+			if (strncmp(opt, refused_subs[i].prefix, strlen(refused_subs[i].prefix)) == 0)
+				kv_die("-o %s: %s", opt, refused_subs[i].why);
+		const struct sub *sub = NULL;
+		for (int i = 0; subs[i].name; i++)
+			if (strcmp(opt, subs[i].name) == 0)
+				sub = &subs[i];
+		if (!sub) {
+			/* memcached's words (and it exits 1): tools may look for them. */
+			printf("Illegal suboption \"%s%s%s\"\n", opt, value ? "=" : "",
+			       value ? value : "");
+			exit(1);
+		}
+		if (sub->value && (!value || !*value))
+			kv_die("-o %s: needs a value (%s=...)", opt, opt);
+		switch (sub->kind) {
+		case SUB_CRAWLER_ON:
+			s->store.lru_crawler = 1;
+			break;
+		case SUB_CRAWLER_OFF:
+			s->store.lru_crawler = 0;
+			break;
+		case SUB_ACCEPT:
+			note(s, "-o: memcached's LRU maintainer, hash table growth, slab mover, log "
+				"buffers and response tuning have no counterpart here; those names "
+				"are accepted and change nothing");
+			break;
+		case SUB_REFUSE:
+			break;
+		}
+	}
+	free(copy);
+}
+
+/* -l again appends, as memcached does. */
+static void add_listen(struct kv_settings *s, const char *addr)
+{
+	if (!s->listen) {
+		s->listen = strdup(addr);
+	} else {
+		size_t n = strlen(s->listen) + strlen(addr) + 2;
+		char *p = malloc(n);
+		if (p)
+			snprintf(p, n, "%s,%s", s->listen, addr);
+		free(s->listen);
+		s->listen = p;
+	}
+	if (!s->listen)
+		kv_die("out of memory");
+}
+
+static char *copy_arg(char *old, const char *arg)
+{
+	free(old);
+	char *p = strdup(arg);
+	if (!p)
+		kv_die("out of memory");
+	return p;
+}
+
+void kv_options_parse(int argc, char **argv, struct kv_settings *s)
+{
+	enum { OPT_SYNC = 1000, OPT_DEBUG, OPT_STRIPES, OPT_NOCRAWL, OPT_MECH, OPT_SECSTATS };
+	static const struct option longs[] = {
+		{"port", required_argument, 0, 'p'},
+		{"udp-port", required_argument, 0, 'U'},
+		{"unix-socket", required_argument, 0, 's'},
+		{"unix-mask", required_argument, 0, 'a'},
+		{"enable-shutdown", no_argument, 0, 'A'},
+		{"listen", required_argument, 0, 'l'},
+		{"daemon", no_argument, 0, 'd'},
+		{"enable-coredumps", no_argument, 0, 'r'},
+		{"user", required_argument, 0, 'u'},
+		{"memory-limit", required_argument, 0, 'm'},
+		{"disable-evictions", no_argument, 0, 'M'},
+		{"conn-limit", required_argument, 0, 'c'},
+		{"lock-memory", no_argument, 0, 'k'},
+		{"verbose", optional_argument, 0, 'v'},
+		{"help", no_argument, 0, 'h'},
+		{"license", no_argument, 0, 'i'},
+		{"version", no_argument, 0, 'V'},
+		{"pidfile", required_argument, 0, 'P'},
+		{"slab-growth-factor", required_argument, 0, 'f'},
+		{"slab-min-size", required_argument, 0, 'n'},
+		{"enable-largepages", no_argument, 0, 'L'},
+		{"threads", required_argument, 0, 't'},
+		{"max-reqs-per-event", required_argument, 0, 'R'},
+		{"disable-cas", no_argument, 0, 'C'},
+		{"listen-backlog", required_argument, 0, 'b'},
+		{"protocol", required_argument, 0, 'B'},
+		{"max-item-size", required_argument, 0, 'I'},
+		{"enable-sasl", no_argument, 0, 'S'},
+		{"disable-flush-all", no_argument, 0, 'F'},
+		{"disable-dumping", no_argument, 0, 'X'},
+		{"disable-watch", no_argument, 0, 'W'},
+		{"auth-file", required_argument, 0, 'Y'},
+		{"memory-file", required_argument, 0, 'e'},
+		{"enable-ssl", no_argument, 0, 'Z'},
+		{"extended", required_argument, 0, 'o'},
+		{"napi-ids", required_argument, 0, 'N'},
+		{"sync", required_argument, 0, OPT_SYNC},
+		{"debug-commands", no_argument, 0, OPT_DEBUG},
+		{"stripes", required_argument, 0, OPT_STRIPES},
+		{"no-lru-crawler", no_argument, 0, OPT_NOCRAWL},
+		{"mechanisms", no_argument, 0, OPT_MECH},
+		{"section-stats", no_argument, 0, OPT_SECSTATS},
+		{0, 0, 0, 0},
+	};
+	*s = (struct kv_settings){.port = 11211, .backlog = 1024, .unix_mask = 0700,
+				  .threads = 4, .maxconns = 1024};
+	kv_store_config_default(&s->store);
+	int item_max_given = 0;
+	char err[512];
+	opterr = 0;
+	int o;
+	long v;
+	uint64_t u;
+	while ((o = getopt_long(argc, argv, ":p:U:s:a:Al:dru:m:Mc:kvhiVP:f:n:LD:t:R:Cb:B:I:SFXWY:e:Zo:N:",
+				longs, NULL)) != -1) {
+		switch (o) {
+		case 'p':
+			if (parse_int(optarg, 0, 65535, &v))
+				kv_die("-p %s: a port is a number from 0 to 65535", optarg);
+			s->port = (int)v;
+			break;
+		case 'U':
+			if (parse_int(optarg, 0, 65535, &v))
+				kv_die("-U %s: a port is a number from 0 to 65535", optarg);
+			if (v != 0)
+				kv_die("-U %s: UDP is not built into locus-kv; use -U 0 (the default)",
+				       optarg);
+			break;
+		case 's':
+			s->unix_path = copy_arg(s->unix_path, optarg);
+			break;
+		case 'a': {
+			char *end;
+			errno = 0;
+			unsigned long m = strtoul(optarg, &end, 8);
+			if (errno || end == optarg || *end || m > 0777)
+				kv_die("-a %s: an access mask is octal, from 0 to 777", optarg);
+			s->unix_mask = (unsigned)m;
+			break;
+		}
+		case 'A':
+			s->shutdown_enabled = 1;
+			break;
+		case 'l':
+			add_listen(s, optarg);
+			break;
+		case 'd':
+			s->daemonize = 1;
+			break;
+		case 'r':
+			s->coredumps = 1;
+			break;
+		case 'u':
+			s->user = copy_arg(s->user, optarg);
+			break;
+		case 'm':
+			if (parse_size(optarg, 1024 * 1024, &u) || u < (1u << 20) ||
+			    u > ((uint64_t)1 << 40))
+				kv_die("-m %s: memory limit is megabytes (or a size with k/m/g) from 1 MB "
+				       "to 1 TB",
+				       optarg);
+			s->store.mem_limit = (size_t)u;
+			break;
+		case 'M':
+			note(s, "-M: locus-kv evicts the least recently used items when memory is "
+				"full; it has no mode that refuses instead");
+			break;
+		case 'c':
+			if (parse_int(optarg, 1, 1 << 24, &v))
+				kv_die("-c %s: connection limit must be a number from 1 to 16777216",
+				       optarg);
+			s->maxconns = (int)v;
+			break;
+		case 'k':
+			s->lock_memory = 1;
+			break;
+		case 'v':
+			faa_seqcst(&s->verbose, 1);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'i':
+			printf("locus-kv " LOCUS_KV_VERSION ": see the LICENSE file of its source\n");
+			exit(0);
+		case 'V':
+			printf("locus-kv " LOCUS_KV_VERSION "\n");
+			exit(0);
+		case 'P':
+			s->pidfile = copy_arg(s->pidfile, optarg);
+			break;
+		case 'f': {
+			char *end;
+			double f = strtod(optarg, &end);
+			if (*end || !(f > 1.0) || f > 8.0)
+				kv_die("-f %s: growth factor must be a number above 1.0 (at most 8)",
+				       optarg);
+			s->store.factor = f;
+			break;
+		}
+		case 'n':
+			if (parse_int(optarg, 1, 1 << 16, &v))
+				kv_die("-n %s: minimum chunk room must be a number from 1 to 65536",
+				       optarg);
+			s->store.chunk_min = (unsigned)v;
+			break;
+		case 'L':
+			note(s, "-L: large pages are not used; item memory comes from malloc");
+			break;
+		case 'D':
+			if (!optarg[0])
+				kv_die("-D: needs a delimiter character");
+			note(s, "-D: per-prefix statistics (stats detail) are not kept");
+			break;
+		case 't':
+			if (parse_int(optarg, 1, 1024, &v))
+				kv_die("-t %s: threads must be a number from 1 to 1024", optarg);
+			s->threads = (int)v;
+			break;
+		case 'R':
+			if (parse_int(optarg, 1, 1 << 30, &v))
+				kv_die("-R %s: requests per event must be a number from 1 to 1073741824",
+				       optarg);
+			note(s, "-R: a connection runs every complete command a read brings, until "
+				"64 KB of replies wait unread");
+			break;
+		case 'C':
+			note(s, "-C: CAS stays enabled (gets returns CAS values, cas works)");
+			break;
+		case 'b':
+			if (parse_int(optarg, 1, 1 << 20, &v))
+				kv_die("-b %s: the listen backlog must be a number from 1 to 1048576",
+				       optarg);
+			s->backlog = (int)v;
+			break;
+		case 'B':
+			if (strcmp(optarg, "binary") == 0)
+				kv_die("-B binary: the binary protocol is not built into locus-kv (it "
+				       "speaks ascii and meta: use -B ascii or -B auto)");
+			if (strcmp(optarg, "ascii") != 0 && strcmp(optarg, "auto") != 0)
+				kv_die("-B %s: the protocol is one of auto, binary, or ascii", optarg);
+			break;
+		case 'I':
+			if (parse_size(optarg, 1, &u))
+				kv_die("-I %s: a size in bytes, or with a k or m suffix (e.g. -I 2m)",
+				       optarg);
+			if (u < 1024)
+				kv_die("-I %s: Item max size cannot be less than 1024 bytes.", optarg);
+			if (u > (1u << 30))
+				kv_die("-I %s: Cannot set item size limit higher than a gigabyte.",
+				       optarg);
+			s->store.item_size_max = (size_t)u;
+			item_max_given = 1;
+			break;
+		case 'S':
+			kv_die("-S: SASL authentication is not built into locus-kv");
+		case 'F':
+			s->flush_disabled = 1;
+			break;
+		case 'X':
+			note(s, "-X: locus-kv has no dumping commands (stats cachedump, lru_crawler "
+				"metadump) to disable");
+			break;
+		case 'W':
+			note(s, "-W: locus-kv has no watch command to disable");
+			break;
+		case 'Y':
+			kv_die("-Y %s: authentication is not built into locus-kv", optarg);
+		case 'e':
+			kv_die("-e %s: a memory file (restartable cache) is not built into locus-kv",
+			       optarg);
+		case 'Z':
+			kv_die("-Z: TLS is not built into locus-kv");
+		case 'N':
+			if (parse_int(optarg, 1, 1 << 20, &v))
+				kv_die("-N %s: must be a number from 1", optarg);
+			note(s, "-N: connections go to the workers in turn, not by NAPI id");
+			break;
+		case 'o':
+			parse_extended(s, optarg);
+			break;
+		case OPT_SYNC:
+			if (kv_sync_parse(&s->store, optarg, err, sizeof(err)) != 0)
+				kv_die("%s", err);
+			break;
+		case OPT_DEBUG:
+			s->debug_commands = 1;
+			break;
+		case OPT_STRIPES:
+			if (parse_int(optarg, 1, 1 << 20, &v) || (v & (v - 1)))
+				kv_die("--stripes %s: a power of 2 from 1 to 1048576", optarg);
+			s->store.stripes = (unsigned)v;
+			break;
+		case OPT_NOCRAWL:
+			s->store.lru_crawler = 0;
+			break;
+		case OPT_SECSTATS:
+			s->store.section_stats = 1;
+			break;
+		case OPT_MECH:
+			locus_cs_usage(stdout);
+			exit(0);
+		case ':':
+			kv_die("option %s needs a value (see -h)", argv[optind - 1]);
+		default:
+			if (optopt)
+				kv_die("unknown option -%c (see -h)", optopt);
+			kv_die("unknown option %s (see -h)", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		kv_die("unexpected argument '%s' (see -h)", argv[optind]);
+	if (s->store.item_size_max > s->store.mem_limit / 2 && item_max_given)
+		kv_die("-I %zu: Cannot set item size limit higher than 1/2 of memory max (-m: %zu "
+		       "bytes).",
+		       s->store.item_size_max, s->store.mem_limit);
+	if (s->store.item_size_max > s->store.mem_limit / 2)
+		s->store.item_size_max = s->store.mem_limit / 2;
+	if (s->unix_path && (s->port != 11211 || s->listen))
+		note(s, "-s: listening on the Unix socket only; -p and -l are not used");
+}
+
+void kv_options_free(struct kv_settings *s)
+{
+	free(s->listen);
+	free(s->unix_path);
+	free(s->user);
+	free(s->pidfile);
+}

@@ -1,0 +1,45 @@
+/*
+ * locus-kv's command line: every memcached 1.6 option, and locus-kv's own.
+ *
+ * kv_options_parse() fills struct kv_settings or exits: 0 after --help,
+ * --version or --mechanisms, 64 (EX_USAGE) with a message naming the option
+ * for a bad value or an option locus-kv cannot honour. Options memcached has
+ * and locus-kv accepts without acting on them are listed in `notes`, which the
+ * server prints under -v once it runs.
+ */
+#ifndef LOCUS_KV_OPTIONS_H
+#define LOCUS_KV_OPTIONS_H
+
+#include "kv/store.h"
+
+#define KV_NOTES_MAX 16
+
+struct kv_settings {
+	int port;	 /* -p: TCP port, 0 for none */
+	char *listen;	 /* -l: comma-separated addresses, NULL for all */
+	int backlog;	 /* -b */
+	char *unix_path; /* -s: a Unix socket instead of TCP */
+	unsigned unix_mask; /* -a: the socket file's permissions (octal, default 0700) */
+	int threads;	 /* -t */
+	int maxconns;	 /* -c */
+	int verbose;	 /* -v (atomic: the verbosity command changes it while workers read it) */
+	char *user;	 /* -u: switch to this user after binding, when started as root */
+	char *pidfile;	 /* -P */
+	int daemonize;	 /* -d */
+	int coredumps;	 /* -r: raise the core file limit */
+	int lock_memory; /* -k: mlockall */
+	int shutdown_enabled; /* -A: the shutdown command */
+	int flush_disabled;   /* -F: flush_all refused */
+	int debug_commands;   /* --debug-commands */
+	struct kv_store_config store;
+	const char *notes[KV_NOTES_MAX]; /* accepted, not acted on (printed under -v) */
+	int nnotes;
+};
+
+void kv_options_parse(int argc, char **argv, struct kv_settings *s);
+void kv_options_free(struct kv_settings *s);
+
+/* Print "locus-kv: <message>" on stderr and exit 64 (EX_USAGE). */
+__attribute__((noreturn, format(printf, 1, 2))) void kv_die(const char *fmt, ...);
+
+#endif
