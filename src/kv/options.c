@@ -92,6 +92,9 @@ static void usage(FILE *out)
 		"-N, --napi-ids=<num>      (accepted) threads are not chosen by NAPI id\n"
 		"-o, --extended=<opts>     memcached's comma-separated extended options:\n"
 		"                          lru_crawler, no_lru_crawler: the expiry crawler;\n"
+		"                          slab_automove=0|1|2, slab_automove_ratio=<r>,\n"
+		"                          slab_automove_window=<s>, no_slab_automove: moving\n"
+		"                          slab pages between classes (default 1, 0.8, 30);\n"
 		"                          memcached's other names are accepted (-v lists them);\n"
 		"                          ext_* (extstore), ssl_* and proxy_* are refused\n"
 		"\n"
@@ -182,6 +185,10 @@ static void note(struct kv_settings *s, const char *text)
 enum sub_kind {
 	SUB_CRAWLER_ON,	 /* lru_crawler */
 	SUB_CRAWLER_OFF, /* no_lru_crawler */
+	SUB_AUTOMOVE,	 /* slab_automove[=0|1|2] */
+	SUB_AUTOMOVE_OFF, /* no_slab_automove, no_slab_reassign */
+	SUB_AUTOMOVE_RATIO,
+	SUB_AUTOMOVE_WINDOW,
 	SUB_ACCEPT,	 /* taken, nothing to change here (noted under -v) */
 	SUB_REFUSE,	 /* a feature locus-kv does not build */
 };
@@ -200,11 +207,11 @@ static const struct sub subs[] = {
 	{"hashpower", SUB_ACCEPT, 1},
 	{"no_hashexpand", SUB_ACCEPT, 0},
 	{"slab_reassign", SUB_ACCEPT, 0},
-	{"no_slab_reassign", SUB_ACCEPT, 0},
-	{"slab_automove", SUB_ACCEPT, 0},
-	{"no_slab_automove", SUB_ACCEPT, 0},
-	{"slab_automove_ratio", SUB_ACCEPT, 1},
-	{"slab_automove_window", SUB_ACCEPT, 1},
+	{"no_slab_reassign", SUB_AUTOMOVE_OFF, 0},
+	{"slab_automove", SUB_AUTOMOVE, 0},
+	{"no_slab_automove", SUB_AUTOMOVE_OFF, 0},
+	{"slab_automove_ratio", SUB_AUTOMOVE_RATIO, 1},
+	{"slab_automove_window", SUB_AUTOMOVE_WINDOW, 1},
 	{"tail_repair_time", SUB_ACCEPT, 1},
 	{"hash_algorithm", SUB_ACCEPT, 1},
 	{"lru_crawler_sleep", SUB_ACCEPT, 1},
@@ -232,6 +239,7 @@ static const struct sub subs[] = {
 	{"resp_obj_mem_limit", SUB_ACCEPT, 0},
 	{"read_buf_mem_limit", SUB_ACCEPT, 1},
 	{"sock_cookie_id", SUB_ACCEPT, 0},
+	{"relaxed_privileges", SUB_ACCEPT, 0},
 	{NULL, SUB_ACCEPT, 0},
 };
 
@@ -276,10 +284,40 @@ static void parse_extended(struct kv_settings *s, const char *arg)
 		case SUB_CRAWLER_OFF:
 			s->store.lru_crawler = 0;
 			break;
+		case SUB_AUTOMOVE: {
+			long m = 1;
+			if (value && parse_int(value, 0, 2, &m))
+				kv_die("-o slab_automove=%s: slab_automove must be between 0 and 2",
+				       value);
+			s->store.slab_automove = (int)m;
+			break;
+		}
+		case SUB_AUTOMOVE_OFF:
+			s->store.slab_automove = 0;
+			break;
+		case SUB_AUTOMOVE_RATIO: {
+			char *end;
+			double r = strtod(value, &end);
+			if (*end || !(r > 0) || r > 1)
+				kv_die("-o slab_automove_ratio=%s: slab_automove_ratio must be > 0 and "
+				       "< 1",
+				       value);
+			s->store.automove_ratio = r;
+			break;
+		}
+		case SUB_AUTOMOVE_WINDOW: {
+			long w;
+			if (parse_int(value, 3, 3600, &w))
+				kv_die("-o slab_automove_window=%s: slab_automove_window must be > 2 "
+				       "(at most 3600)",
+				       value);
+			s->store.automove_window = (unsigned)w;
+			break;
+		}
 		case SUB_ACCEPT:
-			note(s, "-o: memcached's LRU maintainer, hash table growth, slab mover, log "
-				"buffers and response tuning have no counterpart here; those names "
-				"are accepted and change nothing");
+			note(s, "-o: memcached's LRU maintainer and segmented LRU, hash table growth, "
+				"log buffers and response tuning have no counterpart here; those "
+				"names are accepted and change nothing");
 			break;
 		case SUB_REFUSE:
 			break;

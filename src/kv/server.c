@@ -997,6 +997,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		kv_crawl_part(S.st, &S.main_cnt, next_stripe, slice);
 		next_stripe = (next_stripe + slice) % n;
 	}
+	kv_automove_tick(S.st, &S.main_cnt);
 	kv_counts_flush(S.st, &S.main_cnt);
 }
 

@@ -37,6 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kv/buf.h"
+#include "kv/item.h"
 #include "kv/proto.h"
 
 enum kv_section { KV_SEC_HASH, KV_SEC_ALLOC, KV_SEC_SLABS, KV_SEC_STATS, KV_SECTIONS };
@@ -51,6 +53,9 @@ struct kv_store_config {
 	unsigned chunk_min;   /* smallest value+key room of the first class (-n) */
 	unsigned stripes;     /* hash stripes (power of 2) */
 	int lru_crawler;      /* run the background expiry crawler */
+	int slab_automove;    /* 0, 1 (default) or 2: see kv_automove_tick */
+	double automove_ratio; /* slab_automove_ratio (0.8) */
+	unsigned automove_window; /* slab_automove_window: seconds (30) */
 	int section_stats;    /* time every section run for "stats sync" (kv/sectime.h) */
 	/* One executor spec per section ("mutex", "mcs:spin", "async", ...). */
 	char sync[KV_SECTIONS][128];
@@ -70,49 +75,6 @@ int kv_sync_parse(struct kv_store_config *c, const char *arg, char *err, size_t 
 
 typedef struct kv_store kv_store;
 
-/* The item as the store keeps it: a header then key, value, "\r\n". */
-struct kv_item {
-	struct kv_item *hnext;	     /* hash chain (hash section) */
-	struct kv_item *prev, *next; /* LRU list (alloc section) */
-	uint64_t cas;
-	uint32_t exptime; /* server time it expires at; 0 = never */
-	uint32_t atime;	  /* server time of the last access */
-	uint32_t flags;	  /* client flags */
-	uint32_t nbytes;  /* value length without "\r\n" */
-	uint64_t hv;	  /* hash of the key */
-	uint32_t refs;	  /* atomic (common/atomic.h), as are in_hash, in_lru and fetched */
-	uint8_t nkey;
-	uint8_t cls;	 /* slab class */
-	uint8_t in_hash; /* written only in its stripe's hash section */
-	uint8_t in_lru;	 /* written only in the alloc section */
-	uint8_t fetched; /* read since it was stored (hash section writes; relaxed) */
-	uint8_t won;	 /* meta: a client holds the recache token */
-	uint8_t stale;	 /* meta: invalidated, served as stale */
-	uint8_t pad_;
-	char data[]; /* key (nkey), value (nbytes), "\r\n" */
-};
-
-static inline char *kv_item_key(struct kv_item *it)
-{
-	return it->data;
-}
-static inline char *kv_item_value(struct kv_item *it)
-{
-	return it->data + it->nkey;
-}
-
-/* Growable byte buffer; sections append replies into the caller's. */
-struct kv_buf {
-	char *p;
-	size_t len, cap;
-};
-/* 0, or -1 if out of memory (the buffer is unchanged). */
-int kv_buf_reserve(struct kv_buf *b, size_t more);
-int kv_buf_add(struct kv_buf *b, const void *data, size_t n);
-/* printf into the buffer; a line longer than 511 bytes is cut. 0, or -1 out of memory. */
-int kv_buf_addf(struct kv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void kv_buf_free(struct kv_buf *b);
-
 /* Counters a worker keeps to itself and adds into the store's under "stats". */
 struct kv_counts {
 	uint64_t cmd_get, cmd_set, cmd_flush, cmd_touch, cmd_meta;
@@ -124,6 +86,9 @@ struct kv_counts {
 	int64_t curr_items, bytes; /* deltas */
 	uint64_t total_connections, rejected_connections;
 	int64_t curr_connections;
+	/* slab page moves (automove.c) */
+	uint64_t slab_reassign_rescues, slab_reassign_evictions_nomem, slab_reassign_inline_reclaim,
+		slab_reassign_busy_items;
 };
 
 /* NULL with a message on error (a bad spec, no memory). */
@@ -271,5 +236,30 @@ uint64_t kv_crawl(kv_store *st, struct kv_counts *cnt);
 /* The same over `count` stripes from `first` (modulo the stripe count): a slice of a sweep. */
 uint64_t kv_crawl_part(kv_store *st, struct kv_counts *cnt, unsigned first, unsigned count);
 unsigned kv_store_stripes(const kv_store *st);
+
+/*
+ * Moving slab pages between classes (automove.c; memcached's slab_reassign
+ * and slab_automove). kv_slabs_reassign starts moving one page of class src
+ * to class dst (0: the pool of whole pages any class takes first);
+ * kv_automove_tick, called once a second, empties the page being moved
+ * (its items are copied to free chunks of their class, or evicted) and,
+ * unless automove is 0, chooses the next move: 1 moves a page from the
+ * class whose least recently used item is oldest to a class that evicts
+ * items much younger (memcached's slab_automove=1), 2 to any class that
+ * evicted in the last second.
+ */
+enum kv_move_result {
+	KV_MOVE_OK,
+	KV_MOVE_BUSY,	  /* a move is under way */
+	KV_MOVE_BADCLASS, /* no such class */
+	KV_MOVE_NOSPARE,  /* the source has fewer than 2 pages */
+	KV_MOVE_SAME,	  /* source and destination are the same */
+};
+enum kv_move_result kv_slabs_reassign(kv_store *st, unsigned src, unsigned dst);
+void kv_automove_tick(kv_store *st, struct kv_counts *cnt);
+void kv_automove_set(kv_store *st, int mode); /* 0, 1 or 2 */
+int kv_automove_get(const kv_store *st);
+/* cache_memlimit: the -m limit from now on (new pages only; pooled pages above it are freed). */
+void kv_store_set_limit(kv_store *st, size_t bytes);
 
 #endif
