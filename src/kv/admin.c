@@ -56,7 +56,7 @@ void kv_cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 		kv_buf_addf(b, "STAT maxbytes %zu\r\n", cfg->mem_limit);
 		kv_buf_addf(b, "STAT maxconns %d\r\n", kv_srv.set.maxconns);
 		kv_buf_addf(b, "STAT tcpport %d\r\n", kv_srv.set.port);
-		kv_buf_addf(b, "STAT udpport 0\r\n");
+		kv_buf_addf(b, "STAT udpport %d\r\n", kv_srv.set.udp_port);
 		kv_buf_addf(b, "STAT inter %s\r\n", kv_srv.set.listen ? kv_srv.set.listen : "NULL");
 		kv_buf_addf(b, "STAT verbosity %d\r\n", ld_relaxed(&kv_srv.set.verbose));
 		kv_buf_addf(b, "STAT growth_factor %.2f\r\n", cfg->factor);

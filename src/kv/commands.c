@@ -52,6 +52,8 @@ static int get_batch(struct conn *c, const struct kv_cmd *cmd)
 	int touch = cmd->cmd == KV_CMD_GAT || cmd->cmd == KV_CMD_GATS;
 	uint32_t exptime = touch ? kv_exptime(kv_srv.st, cmd->exptime) : 0;
 	for (unsigned i = 0; i < cmd->nkeys; i++) {
+		if (c->udp && c->gets_keys++ > 0)
+			kv_dgram_mark(c, 0); /* over UDP each key's reply is its own message */
 		if (kv_get(kv_srv.st, &c->w->cnt, cmd->keys[i].ptr, cmd->keys[i].len, with_cas, touch,
 			   exptime, &c->out) < 0) {
 			kv_reply(c, "SERVER_ERROR out of memory writing get response");
@@ -75,7 +77,7 @@ static void cmd_get(struct conn *c, const char *line, size_t len, struct kv_cmd 
 			return;
 		if (!cmd->more)
 			break;
-		if (kv_out_pending(c) >= OUT_HIGH) {
+		if (!c->udp && kv_out_pending(c) >= OUT_HIGH) {
 			c->get_paused = 1;
 			c->get_off = (size_t)(line - c->in.p);
 			c->get_len = len;
@@ -207,7 +209,9 @@ static int debug_command(struct conn *c, const char *line, size_t len)
 void kv_execute(struct conn *c, const char *line, size_t len)
 {
 	struct worker *w = c->w;
-	c->noreply = 0;
+	c->noreply = c->quiet = 0;
+	c->gets_keys = 0;
+	st_relaxed(&c->last_cmd, kv_now(kv_srv.st));
 	if (kv_is_meta_line(line, len)) {
 		w->cnt.cmd_meta++;
 		struct kv_meta_outcome o;
@@ -231,12 +235,12 @@ void kv_execute(struct conn *c, const char *line, size_t len)
 			c->close_now = 1;
 			return;
 		}
-		c->noreply = cmd.noreply;
+		c->noreply = c->quiet = cmd.noreply;
 		kv_reply(c, cmd.error);
 		c->noreply = 0;
 		return;
 	}
-	c->noreply = cmd.noreply;
+	c->noreply = c->quiet = cmd.noreply;
 	switch (cmd.cmd) {
 	case KV_CMD_GET:
 	case KV_CMD_GETS:

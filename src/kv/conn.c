@@ -119,7 +119,8 @@ struct conn *kv_conn_new(struct worker *w, int fd)
  */
 void kv_conn_process(struct conn *c)
 {
-	while (!c->closing && !c->close_now && kv_out_pending(c) < OUT_HIGH) {
+	/* UDP replies go out as datagrams after the whole request: nothing backs up. */
+	while (!c->closing && !c->close_now && (c->udp || kv_out_pending(c) < OUT_HIGH)) {
 		if (c->get_paused) {
 			kv_get_resume(c);
 			continue;
@@ -144,6 +145,8 @@ void kv_conn_process(struct conn *c)
 					kv_reply(c, c->after_swallow);
 				c->noreply = 0;
 			}
+			if (c->udp)
+				kv_dgram_mark(c, c->quiet);
 			continue;
 		}
 		char *start = c->in.p + c->in_pos;
@@ -163,6 +166,8 @@ void kv_conn_process(struct conn *c)
 			len--;
 		kv_logv(2, "<%d %.*s", c->fd, (int)(len > 200 ? 200 : len), start);
 		kv_execute(c, start, len);
+		if (c->udp && c->state == CONN_LINE)
+			kv_dgram_mark(c, c->quiet);
 	}
 	/* Keep the unread tail at the front of the buffer (not under a paused get's line). */
 	if (c->get_paused) {

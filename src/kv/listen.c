@@ -101,21 +101,31 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
-static void add_listener(int fd)
+static void add_fd(int **fds, int *n, int fd)
 {
-	int *p = realloc(kv_srv.lfds, sizeof(int) * (size_t)(kv_srv.nlisten + 1));
+	int *p = realloc(*fds, sizeof(int) * (size_t)(*n + 1));
 	if (!p)
 		kv_die("out of memory");
-	kv_srv.lfds = p;
-	kv_srv.lfds[kv_srv.nlisten++] = fd;
+	*fds = p;
+	(*fds)[(*n)++] = fd;
 }
 
-static int listen_on(const char *host, int port, char *err, size_t errlen)
+/* A UDP socket's send buffer as large as the system lets it be: a reply may be many datagrams. */
+static void grow_sndbuf(int fd)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+	for (int size = 256 << 20; size >= 64 << 10; size /= 2)
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size)) == 0)
+			return;
+}
+
+/* Bind every address of host (NULL: all) at port: listening TCP, or UDP (type SOCK_DGRAM). */
+static int bind_on(const char *host, int port, int type, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = type,
 				 .ai_flags = AI_PASSIVE | AI_ADDRCONFIG};
 	struct addrinfo *res;
 	char portstr[16];
+	const char *what = type == SOCK_DGRAM ? "UDP" : "TCP";
 	snprintf(portstr, sizeof(portstr), "%d", port);
 	int e = getaddrinfo(host, portstr, &hints, &res);
 	if (e) {
@@ -131,17 +141,33 @@ static int listen_on(const char *host, int port, char *err, size_t errlen)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (ai->ai_family == AF_INET6)
 			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, kv_srv.set.backlog) != 0) {
-			snprintf(err, errlen, "cannot listen on %s port %d: %s", host ? host : "*", port,
-				 strerror(errno));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+		    (type == SOCK_STREAM && listen(fd, kv_srv.set.backlog) != 0)) {
+			snprintf(err, errlen, "cannot listen on %s %s port %d: %s", host ? host : "*",
+				 what, port, strerror(errno));
 			close(fd);
 			continue;
 		}
-		add_listener(fd);
+		if (type == SOCK_DGRAM) {
+			grow_sndbuf(fd);
+			add_fd(&kv_srv.ufds, &kv_srv.nudp, fd);
+		} else {
+			add_fd(&kv_srv.lfds, &kv_srv.nlisten, fd);
+		}
 		made++;
 	}
 	freeaddrinfo(res);
 	return made ? 0 : -1;
+}
+
+/* TCP at port (unless 0) and, with -U, UDP at its port, on host's addresses. */
+static int listen_on(const char *host, int port, char *err, size_t errlen)
+{
+	if (port && bind_on(host, port, SOCK_STREAM, err, errlen) != 0)
+		return -1;
+	if (kv_srv.set.udp_port && bind_on(host, kv_srv.set.udp_port, SOCK_DGRAM, err, errlen) != 0)
+		return -1;
+	return 0;
 }
 
 /*
@@ -215,7 +241,7 @@ static int listen_unix(const char *path, unsigned mask, char *err, size_t errlen
 		close(fd);
 		return -1;
 	}
-	add_listener(fd);
+	add_fd(&kv_srv.lfds, &kv_srv.nlisten, fd);
 	return 0;
 }
 
@@ -234,8 +260,8 @@ void kv_listen_open(void)
 			if (listen_entry(h, err, sizeof(err)) != 0)
 				kv_die("%s", err);
 		free(list);
-	} else if (kv_srv.set.port == 0) {
-		kv_die("-p 0 and no -s: nothing to listen on");
+	} else if (kv_srv.set.port == 0 && kv_srv.set.udp_port == 0) {
+		kv_die("-p 0, -U 0 and no -s: nothing to listen on");
 	} else if (listen_on(NULL, kv_srv.set.port, err, sizeof(err)) != 0) {
 		kv_die("%s", err);
 	}
@@ -262,11 +288,14 @@ void kv_listen_stop(void)
 		close(kv_srv.lfds[i]);
 	}
 	event_free(kv_srv.accept_retry);
+	for (int i = 0; i < kv_srv.nudp; i++)
+		close(kv_srv.ufds[i]);
 	free(kv_srv.lev);
 	free(kv_srv.lfds);
+	free(kv_srv.ufds);
 	kv_srv.lev = NULL;
-	kv_srv.lfds = NULL;
-	kv_srv.nlisten = 0;
+	kv_srv.lfds = kv_srv.ufds = NULL;
+	kv_srv.nlisten = kv_srv.nudp = 0;
 	if (kv_srv.set.unix_path)
 		unlink(kv_srv.set.unix_path);
 }

@@ -2,14 +2,13 @@
  * locus-kv's command line (options.h). Every option memcached 1.6.18 has is
  * taken, in three kinds:
  *
- *  - implemented: -p -U(0) -s -a -l (repeatable) -b -t -m -c -I -f -n -v -u -P
+ *  - implemented: -p -U -s -a -l (repeatable) -b -t -m -c -I -f -n -v -u -P
  *    -d -r -k -A -F, and -o lru_crawler / no_lru_crawler;
  *  - accepted with a note printed under -v, where memcached tunes something
  *    locus-kv does not have (its LRU maintainer, hash table growth, log
  *    buffers...) or where locus-kv behaves one fixed way (-R, -B ascii|auto);
  *  - refused with a message saying why: what needs a feature locus-kv does not
- *    build (UDP other than 0, the binary protocol, SASL, TLS, extstore, the
- *    proxy), and what memcached itself refuses (an unknown -o name, values out
+ *    build (the binary protocol, SASL, TLS, extstore, the proxy), and what memcached itself refuses (an unknown -o name, values out
  *    of range).
  *
  * Bad values are refused naming the option and the range. memcached's own
@@ -52,7 +51,7 @@ static void usage(FILE *out)
 		"and say so under -v; those marked (refused) stop it with the reason.\n"
 		"\n"
 		"-p, --port=<num>          TCP port to listen on (default: 11211; 0: none)\n"
-		"-U, --udp-port=<num>      UDP port: only 0, off (the default); UDP is not built\n"
+		"-U, --udp-port=<num>      UDP port to listen on (default: 0, off)\n"
 		"-s, --unix-socket=<file>  Unix socket to listen on, instead of TCP\n"
 		"-a, --unix-mask=<mask>    access mask of the Unix socket, octal (default: 700)\n"
 		"-A, --enable-shutdown     enable the ascii \"shutdown\" command\n"
@@ -403,7 +402,7 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 	*s = (struct kv_settings){.port = 11211, .backlog = 1024, .unix_mask = 0700,
 				  .threads = 4, .maxconns = 1024};
 	kv_store_config_default(&s->store);
-	int item_max_given = 0;
+	int item_max_given = 0, tcp_given = 0;
 	char err[512];
 	opterr = 0;
 	int o;
@@ -416,13 +415,12 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 			if (parse_int(optarg, 0, 65535, &v))
 				kv_die("-p %s: a port is a number from 0 to 65535", optarg);
 			s->port = (int)v;
+			tcp_given = 1;
 			break;
 		case 'U':
 			if (parse_int(optarg, 0, 65535, &v))
 				kv_die("-U %s: a port is a number from 0 to 65535", optarg);
-			if (v != 0)
-				kv_die("-U %s: UDP is not built into locus-kv; use -U 0 (the default)",
-				       optarg);
+			s->udp_port = (int)v;
 			break;
 		case 's':
 			s->unix_path = copy_arg(s->unix_path, optarg);
@@ -606,6 +604,9 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 			kv_die("unknown option %s (see -h)", argv[optind - 1]);
 		}
 	}
+	/* As memcached: -U alone sets the TCP port too. */
+	if (s->udp_port && !tcp_given)
+		s->port = s->udp_port;
 	if (optind < argc)
 		kv_die("unexpected argument '%s' (see -h)", argv[optind]);
 	if (s->store.item_size_max > s->store.mem_limit / 2 && item_max_given)

@@ -16,6 +16,7 @@
 
 struct kv_settings {
 	int port;	 /* -p: TCP port, 0 for none */
+	int udp_port;	 /* -U: UDP port, 0 for none */
 	char *listen;	 /* -l: comma-separated addresses, NULL for all */
 	int backlog;	 /* -b */
 	char *unix_path; /* -s: a Unix socket instead of TCP */

@@ -67,6 +67,7 @@ static void *worker_main(void *arg)
 	event_base_dispatch(w->base);
 	while (w->conns)
 		kv_conn_close(w->conns);
+	kv_dgram_stop(w);
 	kv_counts_flush(kv_srv.st, &w->cnt);
 	kv_buf_free(&w->scratch);
 	kv_meta_thread_exit();
@@ -101,6 +102,16 @@ int main(int argc, char **argv)
 {
 	kv_options_parse(argc, argv, &kv_srv.set);
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * SIGINT and SIGTERM wait until the loop can handle them: a client may
+	 * connect (the kernel queues it once the socket listens) and ask the
+	 * server to stop before the loop runs. The workers inherit the mask.
+	 */
+	sigset_t stop_signals;
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 	kv_raise_nofile(kv_srv.set.maxconns);
 	if (kv_srv.set.coredumps)
 		kv_enable_coredumps();
@@ -132,8 +143,12 @@ int main(int argc, char **argv)
 		w->base = event_base_new();
 		if (!w->base || pipe2(w->notify, O_CLOEXEC) != 0)
 			kv_die("cannot create worker %d: %s", i, strerror(errno));
+		w->id = i;
+		pthread_mutex_init(&w->lock, NULL);
 		w->notify_ev = event_new(w->base, w->notify[0], EV_READ | EV_PERSIST, worker_notify, w);
 		event_add(w->notify_ev, NULL);
+		if (kv_dgram_start(w) != 0)
+			kv_die("cannot start worker %d's UDP reader: %s", i, strerror(errno));
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 			kv_die("cannot start worker %d", i);
 	}
@@ -144,6 +159,7 @@ int main(int argc, char **argv)
 	struct event *sigterm = evsignal_new(kv_srv.base, SIGTERM, on_signal, NULL);
 	event_add(sigint, NULL);
 	event_add(sigterm, NULL);
+	pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
 	kv_logv(1, "locus-kv %s: port %d, %d threads, %zu MB, sync hash=%s alloc=%s slabs=%s stats=%s",
 	     LOCUS_KV_VERSION, kv_srv.set.port, kv_srv.set.threads, kv_srv.set.store.mem_limit >> 20,
 	     kv_store_sync_spec(kv_srv.st, KV_SEC_HASH), kv_store_sync_spec(kv_srv.st, KV_SEC_ALLOC),
@@ -163,6 +179,7 @@ int main(int argc, char **argv)
 		pthread_join(w->thread, NULL);
 		event_free(w->notify_ev);
 		event_base_free(w->base);
+		pthread_mutex_destroy(&w->lock);
 		close(w->notify[0]);
 		close(w->notify[1]);
 	}

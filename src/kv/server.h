@@ -65,6 +65,7 @@ struct conn {
 	enum kv_store_mode mode;
 	uint64_t cas;
 	int noreply;
+	int quiet; /* the command being run said noreply (UDP: its response is not sent) */
 	const char *after_swallow; /* the reply once the data is dropped */
 	int meta;		   /* data for ms: reply with the meta formatter */
 	struct kv_meta_set ms;
@@ -106,7 +107,8 @@ struct worker {
 	pthread_mutex_t lock; /* the list of conns, for other threads' "stats conns" */
 	struct conn *conns;
 	struct kv_buf scratch;
-	struct conn *udp; /* its reader of the UDP socket, or NULL */
+	struct conn **udp; /* its reader of each UDP socket (dgram.c) */
+	int nudp;
 };
 
 struct kv_server {
