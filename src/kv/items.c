@@ -84,6 +84,12 @@ void kv_items_drop_unlinked(kv_store *st, struct kv_item *list)
 
 /* ---------- helpers of the hash sections ---------- */
 
+/* The cas a client sees: 0 for every item under -C, as memcached. */
+static uint64_t shown_cas(const kv_store *st, const struct kv_item *it)
+{
+	return st->cfg.use_cas ? it->cas : 0;
+}
+
 static uint32_t now_of(const struct hash_req *h)
 {
 	return kv_clock_now(&h->st->clock);
@@ -234,7 +240,7 @@ static struct kv_item *alloc_chunk(kv_store *st, struct kv_counts *cnt, unsigned
 		it = kv_slabs_alloc(&st->slabs_sec, cls, 1, &full);
 		if (it)
 			return it;
-		if (!full || !make_room(st, cnt, cls, 1))
+		if (!full || !st->cfg.evict || !make_room(st, cnt, cls, 1))
 			return NULL;
 	}
 	return NULL;
@@ -346,8 +352,8 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 			h->cnt->cas_misses++;
 			return 0;
 		}
-		if (old->cas != rq->cas) {
-			if (rq->mode == KV_CAS_STALE && rq->cas < old->cas) {
+		if (shown_cas(h->st, old) != rq->cas || rq->cas == 0) {
+			if (rq->mode == KV_CAS_STALE && rq->cas < shown_cas(h->st, old)) {
 				it->stale = 1; /* an older writer's value: store it as stale */
 				it->won = 0;
 				break;
@@ -378,7 +384,7 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	kv_assoc_link(as, it);
 	count_store(h, it, +1);
 	h->cnt->total_items++;
-	rq->cas = it->cas;
+	rq->cas = shown_cas(h->st, it);
 	rq->result = KV_STORED;
 	return 0;
 }
@@ -490,13 +496,13 @@ static size_t put_u64(char *p, uint64_t v)
 }
 
 /* Append "VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n" (inside the item's hash section). */
-static int add_value(struct kv_buf *out, struct kv_item *it, int with_cas)
+static int add_value(struct kv_buf *out, struct kv_item *it, int with_cas, uint64_t cas)
 {
 	char hdr[72];
 	size_t n = put_u64(hdr, it->flags);
 	n += put_u64(hdr + n, it->nbytes);
 	if (with_cas)
-		n += put_u64(hdr + n, it->cas);
+		n += put_u64(hdr + n, cas);
 	hdr[n++] = '\r';
 	hdr[n++] = '\n';
 	if (kv_buf_reserve(out, 6 + it->nkey + n + it->nbytes + 2) != 0)
@@ -533,7 +539,7 @@ static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	}
 	h->cnt->get_hits++;
 	access_item(h, it, 1);
-	if (add_value(rq->out, it, rq->with_cas) != 0)
+	if (add_value(rq->out, it, rq->with_cas, shown_cas(h->st, it)) != 0)
 		rq->oom = 1;
 	return 1;
 }
@@ -603,7 +609,7 @@ static uint64_t delete_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		rq->result = KV_NOT_FOUND;
 		return 0;
 	}
-	if (rq->cas && it->cas != rq->cas) {
+	if (rq->cas && shown_cas(h->st, it) != rq->cas) {
 		rq->result = KV_EXISTS;
 		return 0;
 	}
@@ -688,7 +694,7 @@ static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		rq->result = KV_NOT_FOUND;
 		return 0;
 	}
-	if (in->compare_cas && it->cas != in->compare_cas) {
+	if (in->compare_cas && shown_cas(h->st, it) != in->compare_cas) {
 		rq->result = KV_EXISTS;
 		return 0;
 	}
@@ -737,7 +743,7 @@ static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		h->cnt->decr_hits++;
 	touch_item(h, it, it != rq->linked); /* memcached does not count incr as a fetch */
 	rq->res.value = v;
-	rq->res.cas = it->cas;
+	rq->res.cas = shown_cas(h->st, it);
 	rq->res.exptime = it->exptime;
 	rq->result = KV_OK;
 	return 0;
@@ -809,12 +815,12 @@ struct meta_req {
 	int oom;
 };
 
-static void view_of(struct kv_meta_view *v, const struct kv_item *it)
+static void view_of(struct kv_meta_view *v, const struct kv_item *it, const kv_store *st)
 {
 	v->flags = it->flags;
 	v->nbytes = it->nbytes;
 	v->exptime = it->exptime;
-	v->cas = it->cas;
+	v->cas = shown_cas(st, it);
 	v->cls = it->cls;
 	v->total = (uint32_t)kv_item_total(it->nkey, it->nbytes);
 }
@@ -835,7 +841,7 @@ static uint64_t vivify(struct kv_assoc *as, struct meta_req *rq)
 	rq->linked = nw;
 	v->found = 1;
 	v->win = 1;
-	view_of(v, nw);
+	view_of(v, nw, h->st);
 	v->nbytes = 0;
 	v->total = 0;
 	v->atime = nw->atime;
@@ -859,7 +865,7 @@ static uint64_t meta_get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		v->found = 1;
 		v->fetched = ld_relaxed(&it->fetched);
 		v->atime = it->atime;
-		view_of(v, it);
+		view_of(v, it, h->st);
 		return 1;
 	}
 	if (!it) {
@@ -886,7 +892,7 @@ static uint64_t meta_get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	} else if (it->won) {
 		v->already_won = 1;
 	}
-	view_of(v, it);
+	view_of(v, it, h->st);
 	access_item(h, it, !in->no_bump);
 	if (in->want_value && kv_buf_add(rq->value, kv_item_value(it), (size_t)it->nbytes + 2) != 0)
 		rq->oom = 1;

@@ -61,7 +61,7 @@ static void usage(FILE *out)
 		"-r, --enable-coredumps    raise the core file limit to its maximum\n"
 		"-u, --user=<user>         when started as root, become <user> before binding\n"
 		"-m, --memory-limit=<mb>   item memory in megabytes (default: 64); suffixes k, m, g\n"
-		"-M, --disable-evictions   (accepted) locus-kv evicts when memory is full\n"
+		"-M, --disable-evictions   return an error when memory is full instead of evicting\n"
 		"-c, --conn-limit=<num>    max simultaneous connections (default: 1024)\n"
 		"-k, --lock-memory         lock all paged memory (mlockall)\n"
 		"-v, --verbose             verbose (print errors); -vv also prints every command\n"
@@ -76,7 +76,7 @@ static void usage(FILE *out)
 		"-t, --threads=<num>       worker threads (default: 4)\n"
 		"-R, --max-reqs-per-event=<num>  (accepted) a connection runs every complete\n"
 		"                          command a read brings, up to 64 KB of replies\n"
-		"-C, --disable-cas         (accepted) CAS stays on\n"
+		"-C, --disable-cas         disable CAS: every cas value is 0, cas commands fail\n"
 		"-b, --listen-backlog=<num> the listen queue's length (default: 1024)\n"
 		"-B, --protocol=<name>     ascii or auto (ascii: the only one here); binary refused\n"
 		"-I, --max-item-size=<num> largest item, with k/m suffix (default: 1m; 1k .. 1g,\n"
@@ -458,8 +458,7 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 			s->store.mem_limit = (size_t)u;
 			break;
 		case 'M':
-			note(s, "-M: locus-kv evicts the least recently used items when memory is "
-				"full; it has no mode that refuses instead");
+			s->store.evict = 0;
 			break;
 		case 'c':
 			if (parse_int(optarg, 1, 1 << 24, &v))
@@ -521,7 +520,7 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 				"64 KB of replies wait unread");
 			break;
 		case 'C':
-			note(s, "-C: CAS stays enabled (gets returns CAS values, cas works)");
+			s->store.use_cas = 0;
 			break;
 		case 'b':
 			if (parse_int(optarg, 1, 1 << 20, &v))

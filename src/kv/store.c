@@ -41,6 +41,8 @@ void kv_store_config_default(struct kv_store_config *c)
 	c->chunk_min = 48;
 	c->stripes = 1024;
 	c->lru_crawler = 1;
+	c->evict = 1;
+	c->use_cas = 1;
 	c->slab_automove = 1;
 	c->automove_ratio = 0.8;
 	c->automove_window = 30;

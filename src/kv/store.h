@@ -53,6 +53,8 @@ struct kv_store_config {
 	unsigned chunk_min;   /* smallest value+key room of the first class (-n) */
 	unsigned stripes;     /* hash stripes (power of 2) */
 	int lru_crawler;      /* run the background expiry crawler */
+	int evict;	      /* evict when memory is full (-M: 0, an error instead) */
+	int use_cas;	      /* cas values shown and compared (-C: 0, every cas is 0) */
 	int slab_automove;    /* 0, 1 (default) or 2: see kv_automove_tick */
 	double automove_ratio; /* slab_automove_ratio (0.8) */
 	unsigned automove_window; /* slab_automove_window: seconds (30) */

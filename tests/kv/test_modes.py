@@ -1,0 +1,44 @@
+"""Modes the command line switches: -M (an error instead of evicting) and -C (no CAS), as
+memcached 1.6.18 behaves with them."""
+
+import pytest
+
+from test_memory import fill
+
+
+@pytest.mark.parametrize("server_args", [["-M", "-m", "2"]])
+def test_disable_evictions_refuses_new_items_when_full(server):
+    """-M: once memory is full a set is refused with memcached's error, nothing is evicted,
+    and what was stored first is still there."""
+    size = 1000
+    with server.conn(timeout=20) as c:
+        c.call(b"set first 0 0 %d\r\n%s\r\n" % (size, b"f" * size), "STORED\r\n")
+        refused = None
+        for i in range(6000):   # about 6 MB into 2 MB
+            r = c.set(f"k{i}", b"v" * size)
+            if r != b"STORED\r\n":
+                refused = r
+                break
+        assert refused == b"SERVER_ERROR out of memory storing object\r\n", refused
+        st = c.stats()
+        assert st["evictions"] == "0", st["evictions"]
+        assert c.get("first") == b"f" * size
+        assert c.stats("settings")["evictions"] == "off"
+        # deleting makes room again
+        c.call("delete first\r\n", "DELETED\r\n")
+        c.call("delete k0\r\n", "DELETED\r\n")
+        assert c.set("again", b"a" * size) == b"STORED\r\n"
+
+
+@pytest.mark.parametrize("server_args", [["-C"]])
+def test_disable_cas_shows_zero_and_fails_every_cas(server):
+    """-C: gets shows a cas of 0, and cas fails with EXISTS on an item (NOT_FOUND without one),
+    whatever unique it is given."""
+    with server.conn() as c:
+        c.call("set k 3 0 1\r\nx\r\ngets k\r\n", "STORED\r\nVALUE k 3 1 0\r\nx\r\nEND\r\n")
+        c.call("cas k 0 0 1 0\r\ny\r\n", "EXISTS\r\n")
+        c.call("cas k 0 0 1 1\r\ny\r\n", "EXISTS\r\n")
+        c.call("cas nope 0 0 1 1\r\ny\r\n", "NOT_FOUND\r\n")
+        c.call("get k\r\n", "VALUE k 3 1\r\nx\r\nEND\r\n")
+        c.call("mg k c v\r\n", "VA 1 c0\r\nx\r\n")
+        assert c.stats("settings")["cas_enabled"] == "no"
