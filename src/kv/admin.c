@@ -62,6 +62,7 @@ void kv_cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 		kv_buf_addf(b, "STAT growth_factor %.2f\r\n", cfg->factor);
 		kv_buf_addf(b, "STAT chunk_size %u\r\n", cfg->chunk_min);
 		kv_buf_addf(b, "STAT num_threads %d\r\n", kv_srv.set.threads);
+		kv_buf_addf(b, "STAT reqs_per_event %d\r\n", kv_srv.set.reqs_per_event);
 		kv_buf_addf(b, "STAT cas_enabled %s\r\n", cfg->use_cas ? "yes" : "no");
 		kv_buf_addf(b, "STAT item_size_max %zu\r\n", cfg->item_size_max);
 		kv_buf_addf(b, "STAT evictions %s\r\n", cfg->evict ? "on" : "off");

@@ -149,6 +149,10 @@ void kv_conn_process(struct conn *c)
 				kv_dgram_mark(c, c->quiet);
 			continue;
 		}
+		if (!c->udp && c->budget-- <= 0) {
+			c->yielded = 1; /* -R: the others' turn; conn_service comes back */
+			break;
+		}
 		char *start = c->in.p + c->in_pos;
 		char *nl = avail ? memchr(start, '\n', avail) : NULL;
 		if (!nl) {
@@ -226,6 +230,8 @@ static int input_runnable(const struct conn *c)
  */
 static void conn_service(struct conn *c, int readable)
 {
+	c->budget = kv_srv.set.reqs_per_event;
+	c->yielded = 0;
 	for (;;) {
 		if (readable && !c->peer_eof && !c->get_paused && kv_out_pending(c) < OUT_HIGH) {
 			if (kv_buf_reserve(&c->in, READ_CHUNK) != 0) {
@@ -246,9 +252,10 @@ static void conn_service(struct conn *c, int readable)
 			kv_conn_close(c);
 			return;
 		}
-		if (!c->closing && kv_out_pending(c) < OUT_HIGH && input_runnable(c))
+		if (!c->closing && !c->yielded && kv_out_pending(c) < OUT_HIGH && input_runnable(c))
 			continue;
-		if ((c->peer_eof || c->closing) && !kv_out_pending(c)) {
+		int more = c->yielded && !c->closing && input_runnable(c);
+		if ((c->peer_eof || c->closing) && !kv_out_pending(c) && !more) {
 			kv_conn_close(c);
 			return;
 		}
@@ -258,6 +265,11 @@ static void conn_service(struct conn *c, int readable)
 		if (!c->closing && !c->peer_eof && !c->get_paused && kv_out_pending(c) < OUT_HIGH)
 			want |= EV_READ;
 		conn_watch(c, want);
+		if (more && kv_out_pending(c) < OUT_HIGH) {
+			/* As memcached: run the rest after the worker's other ready connections. */
+			c->w->cnt.conn_yields++;
+			event_active(c->ev, EV_READ, 0);
+		}
 		return;
 	}
 }

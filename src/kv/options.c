@@ -74,8 +74,8 @@ static void usage(FILE *out)
 		"-L, --enable-largepages   (accepted) large pages are not used\n"
 		"-D <char>                 (accepted) per-prefix stats are not kept\n"
 		"-t, --threads=<num>       worker threads (default: 4)\n"
-		"-R, --max-reqs-per-event=<num>  (accepted) a connection runs every complete\n"
-		"                          command a read brings, up to 64 KB of replies\n"
+		"-R, --max-reqs-per-event=<num>  commands a connection runs before the worker's\n"
+		"                          other connections have a turn (default: 20)\n"
 		"-C, --disable-cas         disable CAS: every cas value is 0, cas commands fail\n"
 		"-b, --listen-backlog=<num> the listen queue's length (default: 1024)\n"
 		"-B, --protocol=<name>     ascii or auto (ascii: the only one here); binary refused\n"
@@ -400,7 +400,7 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 		{0, 0, 0, 0},
 	};
 	*s = (struct kv_settings){.port = 11211, .backlog = 1024, .unix_mask = 0700,
-				  .threads = 4, .maxconns = 1024};
+				  .threads = 4, .maxconns = 1024, .reqs_per_event = 20};
 	kv_store_config_default(&s->store);
 	int item_max_given = 0, tcp_given = 0;
 	char err[512];
@@ -516,8 +516,7 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 			if (parse_int(optarg, 1, 1 << 30, &v))
 				kv_die("-R %s: requests per event must be a number from 1 to 1073741824",
 				       optarg);
-			note(s, "-R: a connection runs every complete command a read brings, until "
-				"64 KB of replies wait unread");
+			s->reqs_per_event = (int)v;
 			break;
 		case 'C':
 			s->store.use_cas = 0;

@@ -23,6 +23,7 @@ struct kv_settings {
 	unsigned unix_mask; /* -a: the socket file's permissions (octal, default 0700) */
 	int threads;	 /* -t */
 	int maxconns;	 /* -c */
+	int reqs_per_event; /* -R */
 	int verbose;	 /* -v (atomic: the verbosity command changes it while workers read it) */
 	char *user;	 /* -u: switch to this user after binding, when started as root */
 	char *pidfile;	 /* -P */

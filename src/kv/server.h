@@ -77,6 +77,8 @@ struct conn {
 	int closing;	   /* close once the output is written */
 	int peer_eof;	   /* the client closed its side: run what it sent, reply, close */
 	int close_now;	   /* close without writing what is left */
+	int budget;	   /* commands it may still run before letting others have a turn (-R) */
+	int yielded;	   /* it stopped for that with commands left to run */
 	struct conn *next; /* the worker's list (under its lock) */
 	struct conn *prev;
 	/* For "stats conns": written by the worker, read under the worker's lock. */

@@ -60,6 +60,7 @@ int kv_stats_general(kv_store *st, struct kv_buf *out, const char *extra_lines)
 	LINE(touch_misses)
 	LINE(bytes_read)
 	LINE(bytes_written)
+	LINE(conn_yields)
 #undef LINE
 	r |= kv_buf_addf(out, "STAT limit_maxbytes %zu\r\n", st->cfg.mem_limit);
 	r |= kv_buf_addf(out, "STAT hash_power_level %u\r\n", st->assoc.hashpower);

@@ -42,3 +42,18 @@ def test_disable_cas_shows_zero_and_fails_every_cas(server):
         c.call("get k\r\n", "VALUE k 3 1\r\nx\r\nEND\r\n")
         c.call("mg k c v\r\n", "VA 1 c0\r\nx\r\n")
         assert c.stats("settings")["cas_enabled"] == "no"
+
+
+@pytest.mark.parametrize("server_args", [["-R", "3", "-t", "1"]])
+def test_requests_per_event_yields_and_answers_everything(server):
+    """-R 3: a connection with 100 pipelined commands runs 3 at a time, letting the worker's
+    other connections in between (counted as conn_yields); every reply still arrives, in
+    order."""
+    with server.conn() as c, server.conn() as other:
+        c.call("set a 0 0 1\r\n1\r\n", "STORED\r\n")
+        before = int(c.stats()["conn_yields"])
+        c.send(b"get a\r\n" * 100 + b"mn\r\n")
+        other.call("get a\r\n", "VALUE a 0 1\r\n1\r\nEND\r\n")
+        c.expect(b"VALUE a 0 1\r\n1\r\nEND\r\n" * 100 + b"MN\r\n")
+        assert int(c.stats()["conn_yields"]) > before
+        assert c.stats("settings")["reqs_per_event"] == "3"
