@@ -87,6 +87,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		kv_crawl_part(kv_srv.st, &kv_srv.main_cnt, next_stripe, slice);
 		next_stripe = (next_stripe + slice) % n;
 	}
+	kv_counts_flush(kv_srv.st, &kv_srv.main_cnt);
+}
+
+static void on_automove(evutil_socket_t fd, short what, void *arg)
+{
 	kv_automove_tick(kv_srv.st, &kv_srv.main_cnt);
 	kv_counts_flush(kv_srv.st, &kv_srv.main_cnt);
 }
@@ -155,6 +160,9 @@ int main(int argc, char **argv)
 	struct timeval sec = {1, 0};
 	struct event *tick = event_new(kv_srv.base, -1, EV_PERSIST, on_tick, NULL);
 	event_add(tick, &sec);
+	struct timeval mv = {0, 1000000 / KV_AUTOMOVE_HZ};
+	struct event *automove = event_new(kv_srv.base, -1, EV_PERSIST, on_automove, NULL);
+	event_add(automove, &mv);
 	struct event *sigint = evsignal_new(kv_srv.base, SIGINT, on_signal, NULL);
 	struct event *sigterm = evsignal_new(kv_srv.base, SIGTERM, on_signal, NULL);
 	event_add(sigint, NULL);
@@ -185,6 +193,7 @@ int main(int argc, char **argv)
 	}
 	kv_counts_flush(kv_srv.st, &kv_srv.main_cnt);
 	event_free(tick);
+	event_free(automove);
 	event_free(sigint);
 	event_free(sigterm);
 	event_base_free(kv_srv.base);

@@ -187,7 +187,7 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 				 st->cfg.chunk_min);
 	st->lru = kv_lru_new(&st->clock);
 	st->automove = kv_automove_new(st->cfg.slab_automove, st->cfg.automove_ratio,
-				       st->cfg.automove_window);
+				       st->cfg.automove_window * KV_AUTOMOVE_HZ);
 	if (!st->slabs || !st->lru || !st->automove) {
 		msg(err, errlen, "out of memory");
 		goto fail;

@@ -244,12 +244,12 @@ unsigned kv_store_stripes(const kv_store *st);
  * Moving slab pages between classes (automove.c; memcached's slab_reassign
  * and slab_automove). kv_slabs_reassign starts moving one page of class src
  * to class dst (0: the pool of whole pages any class takes first);
- * kv_automove_tick, called once a second, empties the page being moved
+ * kv_automove_tick, called KV_AUTOMOVE_HZ times a second, empties the page being moved
  * (its items are copied to free chunks of their class, or evicted) and,
  * unless automove is 0, chooses the next move: 1 moves a page from the
  * class whose least recently used item is oldest to a class that evicts
  * items much younger (memcached's slab_automove=1), 2 to any class that
- * evicted in the last second.
+ * evicted since the last call.
  */
 enum kv_move_result {
 	KV_MOVE_OK,
@@ -259,6 +259,7 @@ enum kv_move_result {
 	KV_MOVE_SAME,	  /* source and destination are the same */
 };
 enum kv_move_result kv_slabs_reassign(kv_store *st, unsigned src, unsigned dst);
+#define KV_AUTOMOVE_HZ 10 /* kv_automove_tick's calls a second */
 void kv_automove_tick(kv_store *st, struct kv_counts *cnt);
 void kv_automove_set(kv_store *st, int mode); /* 0, 1 or 2 */
 int kv_automove_get(const kv_store *st);
