@@ -199,6 +199,12 @@ START_TEST(mg_numeric_flags)
 	bad("mg foo C18446744073709551616", KV_META_ERR_BAD_TOKEN);
 	bad("mg foo C-1", KV_META_ERR_BAD_TOKEN);
 	bad("mg foo C-9223372036854775808", KV_META_ERR_BAD_TOKEN);
+	/* A value negative as int64 is refused if a '-' is anywhere in the token (strchr). */
+	bad("mg foo C9223372036854775808\t-", KV_META_ERR_BAD_TOKEN);
+	bad("mg foo D9223372036854775808\tx-", KV_META_ERR_DELTA);
+	ck_assert_uint_eq(ok("mg foo C9223372036854775808\t+", KV_META_GET).cas,
+			  (uint64_t)INT64_MAX + 1);
+	ck_assert_uint_eq(ok("mg foo C5\t-", KV_META_GET).cas, 5);
 	ck_assert_uint_eq(ok("mg foo D18446744073709551615", KV_META_GET).delta, UINT64_MAX);
 	ck_assert_uint_eq(ok("mg foo D-18446744073709551615", KV_META_GET).delta, 1);
 	ck_assert_uint_eq(ok("mg foo J-0", KV_META_GET).initial, 0);
@@ -210,6 +216,7 @@ START_TEST(mg_numeric_flags)
 	ck_assert_uint_eq(ok("mg foo F+7", KV_META_GET).client_flags, 7);
 	ck_assert_uint_eq(ok("mg foo F-0", KV_META_GET).client_flags, 0);
 	ck_assert_uint_eq(ok("mg foo F-18446744073709551615", KV_META_GET).client_flags, 1);
+	ck_assert_uint_eq(ok("mg foo F4294967297", KV_META_GET).client_flags, 1);
 	bad("mg foo F-1", KV_ERR_FORMAT);
 	bad("mg foo F18446744073709551616", KV_ERR_FORMAT);
 }

@@ -124,10 +124,24 @@ START_TEST(gat_keys)
 
 	bad("gat 10x k", KV_ERR_EXPTIME);
 	bad("gat k1 k2", KV_ERR_EXPTIME);
-	bad("gats 2147483648 k", KV_ERR_EXPTIME);
-	bad("gat 10", KV_ERR_ERROR);
 	bad("gat", KV_ERR_ERROR);
 	bad("gats   ", KV_ERR_ERROR);
+
+	/* An exptime beyond int32 is cut to 32 bits as memcached's strtol-then-int32 does. */
+	c = ok("gats 2147483648 k", KV_CMD_GATS);
+	ck_assert_int_eq(c.exptime, INT32_MIN);
+	c = ok("gat 4294967296 k", KV_CMD_GAT);
+	ck_assert_int_eq(c.exptime, 0);
+	bad("gat 9223372036854775808 k", KV_ERR_EXPTIME);
+
+	/* The exptime is the one token memcached requires: no key is a get of nothing. */
+	c = ok("gat 10", KV_CMD_GAT);
+	ck_assert_int_eq(c.exptime, 10);
+	ck_assert_uint_eq(c.nkeys, 0);
+	ck_assert_uint_eq(c.more, 0);
+	c = ok("gats 0  ", KV_CMD_GATS);
+	ck_assert_uint_eq(c.nkeys, 0);
+	bad("gat abc", KV_ERR_EXPTIME);
 }
 END_TEST
 
@@ -285,23 +299,59 @@ START_TEST(storage_boundaries)
 {
 	struct kv_cmd c = ok("set k 4294967295 0 1", KV_CMD_SET);
 	ck_assert_uint_eq(c.flags, UINT32_MAX);
-	bad("set k 4294967296 0 1", KV_ERR_FORMAT);
+	/* Flags: strtoul over 64 bits, then cut to 32 (memcached stores 2^32 as 0). */
+	c = ok("set k 4294967296 0 1", KV_CMD_SET);
+	ck_assert_uint_eq(c.flags, 0);
+	c = ok("set k 4294967297 0 1", KV_CMD_SET);
+	ck_assert_uint_eq(c.flags, 1);
+	c = ok("set k 18446744073709551615 0 1", KV_CMD_SET);
+	ck_assert_uint_eq(c.flags, UINT32_MAX);
+	c = ok("set k 9223372036854775808 0 1", KV_CMD_SET);
+	ck_assert_uint_eq(c.flags, 0);
+	c = ok("set k -18446744073709551615 0 1", KV_CMD_SET);
+	ck_assert_uint_eq(c.flags, 1);
 	bad("set k 18446744073709551616 0 1", KV_ERR_FORMAT);
 	bad("set k -1 0 1", KV_ERR_FORMAT);
+	bad("set k -4294967296 0 1", KV_ERR_FORMAT);
 
+	/* Exptime: strtol over 64 bits, then cut to int32. */
 	c = ok("set k 0 2147483647 1", KV_CMD_SET);
 	ck_assert_int_eq(c.exptime, INT32_MAX);
 	c = ok("set k 0 -2147483648 1", KV_CMD_SET);
 	ck_assert_int_eq(c.exptime, INT32_MIN);
-	bad("set k 0 2147483648 1", KV_ERR_FORMAT);
-	bad("set k 0 -2147483649 1", KV_ERR_FORMAT);
+	c = ok("set k 0 2147483648 1", KV_CMD_SET);
+	ck_assert_int_eq(c.exptime, INT32_MIN);
+	c = ok("set k 0 -2147483649 1", KV_CMD_SET);
+	ck_assert_int_eq(c.exptime, INT32_MAX);
+	c = ok("set k 0 4294967296 1", KV_CMD_SET);
+	ck_assert_int_eq(c.exptime, 0);
+	c = ok("set k 0 4294967396 1", KV_CMD_SET);
+	ck_assert_int_eq(c.exptime, 100);
+	c = ok("set k 0 -4294967295 1", KV_CMD_SET);
+	ck_assert_int_eq(c.exptime, 1);
+	c = ok("set k 0 9223372036854775807 1", KV_CMD_SET);
+	ck_assert_int_eq(c.exptime, -1);
+	c = ok("set k 0 -9223372036854775808 1", KV_CMD_SET);
+	ck_assert_int_eq(c.exptime, 0);
+	bad("set k 0 9223372036854775808 1", KV_ERR_FORMAT);
+	bad("set k 0 -9223372036854775809 1", KV_ERR_FORMAT);
 
+	/* Length: the same int32 cut, then 0..INT32_MAX - 2. */
 	c = ok("set k 0 0 2147483645", KV_CMD_SET);
 	ck_assert_uint_eq(c.bytes, KV_BYTES_MAX);
+	c = ok("set k 0 0 4294967296", KV_CMD_SET);
+	ck_assert_uint_eq(c.bytes, 0);
+	c = ok("set k 0 0 4294967297", KV_CMD_SET);
+	ck_assert_uint_eq(c.bytes, 1);
+	c = ok("set k 0 0 -4294967295", KV_CMD_SET);
+	ck_assert_uint_eq(c.bytes, 1);
 	bad("set k 0 0 2147483646", KV_ERR_FORMAT);
+	bad("set k 0 0 2147483647", KV_ERR_FORMAT);
 	bad("set k 0 0 2147483648", KV_ERR_FORMAT);
+	bad("set k 0 0 4294967295", KV_ERR_FORMAT);
 	bad("set k 0 0 -1", KV_ERR_FORMAT);
 	bad("set k 0 0 -1 noreply", KV_ERR_FORMAT);
+	bad("set k 0 0 9223372036854775808", KV_ERR_FORMAT);
 
 	c = ok(with_key("set ", KV_KEY_MAX, " 0 0 1"), KV_CMD_SET);
 	ck_assert_uint_eq(c.keys[0].len, KV_KEY_MAX);
@@ -313,6 +363,7 @@ END_TEST
 
 START_TEST(storage_errors)
 {
+	struct kv_cmd c;
 	bad("set", KV_ERR_ERROR);
 	bad("set k", KV_ERR_ERROR);
 	bad("set k 0 0", KV_ERR_ERROR);
@@ -326,10 +377,20 @@ START_TEST(storage_errors)
 	bad("set k 0 0 -", KV_ERR_FORMAT);
 	bad("set k 0x10 0 1", KV_ERR_FORMAT);
 	bad("set k 1.5 0 1", KV_ERR_FORMAT);
-	bad("replace k 0 0 1\t", KV_ERR_FORMAT);
+	/* Whitespace other than ' ' may lead a number, and may end it before junk. */
+	c = ok("replace k \t5 0\t 1\tjunk", KV_CMD_REPLACE);
+	ck_assert_uint_eq(c.flags, 5);
+	ck_assert_uint_eq(c.bytes, 1);
+	c = ok("set k 0 \v7\r 1", KV_CMD_SET);
+	ck_assert_int_eq(c.exptime, 7);
+	bad("set k 0 0 \t", KV_ERR_FORMAT);
+	/* The '-' check on a value negative as int64 looks at the whole token. */
+	c = ok("set k 5\t-x 0 1", KV_CMD_SET);
+	ck_assert_uint_eq(c.flags, 5);
+	bad("set k 9223372036854775808\t- 0 1", KV_ERR_FORMAT);
 
 	/* noreply is reported even when the line is bad, so a server can stay silent. */
-	struct kv_cmd c = bad("set k x 0 1 noreply", KV_ERR_FORMAT);
+	c = bad("set k x 0 1 noreply", KV_ERR_FORMAT);
 	ck_assert_int_eq(c.noreply, 1);
 	/* Only the last token counts. */
 	bad("set k noreply 0 1", KV_ERR_FORMAT);
@@ -356,6 +417,9 @@ START_TEST(cas_fields)
 	bad("cas k 0 0 1 18446744073709551616", KV_ERR_FORMAT);
 	bad("cas k 0 0 1 -1", KV_ERR_FORMAT);
 	bad("cas k 0 0 1 12a", KV_ERR_FORMAT);
+	bad("cas k 0 0 1 abc", KV_ERR_FORMAT);
+	c = ok("cas k 0 0 1 -18446744073709551615", KV_CMD_CAS);
+	ck_assert_uint_eq(c.cas, 1);
 	bad("cas k 0 0 1", KV_ERR_ERROR);
 	bad("cas k 0 0 1 1 noreply x", KV_ERR_ERROR);
 	bad("cas k 0 0 -1 1", KV_ERR_FORMAT);
@@ -411,6 +475,16 @@ START_TEST(arith_forms)
 	bad("incr c 5abc", KV_ERR_DELTA);
 	bad("decr c -1", KV_ERR_DELTA);
 	bad("incr c 18446744073709551616", KV_ERR_DELTA);
+	/* strtoull: a '-' negates modulo 2^64; only a result negative as int64 is refused. */
+	c = ok("incr c -18446744073709551615", KV_CMD_INCR);
+	ck_assert_uint_eq(c.delta, 1);
+	c = ok("decr c -0", KV_CMD_DECR);
+	ck_assert_uint_eq(c.delta, 0);
+	c = ok("incr c +3\tx", KV_CMD_INCR);
+	ck_assert_uint_eq(c.delta, 3);
+	c = ok("incr c 9223372036854775808", KV_CMD_INCR);
+	ck_assert_uint_eq(c.delta, (uint64_t)1 << 63);
+	bad("incr c -9223372036854775808", KV_ERR_DELTA);
 	bad("incr c", KV_ERR_ERROR);
 	bad("incr", KV_ERR_ERROR);
 	bad("decr c 1 noreply x", KV_ERR_ERROR);
@@ -432,10 +506,131 @@ START_TEST(touch_forms)
 
 	bad("touch k x", KV_ERR_EXPTIME);
 	bad("touch k 10s", KV_ERR_EXPTIME);
+	c = ok("touch k 2147483648", KV_CMD_TOUCH);
+	ck_assert_int_eq(c.exptime, INT32_MIN);
+	c = ok("touch k 4294967296", KV_CMD_TOUCH);
+	ck_assert_int_eq(c.exptime, 0);
+	bad("touch k 9223372036854775808", KV_ERR_EXPTIME);
 	bad("touch k", KV_ERR_ERROR);
 	bad("touch k 1 noreply x", KV_ERR_ERROR);
 	bad(with_key("touch ", KV_KEY_MAX + 1, " 1"), KV_ERR_FORMAT);
 	ck_assert_str_eq(KV_ERR_EXPTIME, "CLIENT_ERROR invalid exptime argument");
+}
+END_TEST
+
+/* --- numbers ------------------------------------------------------------- */
+
+/* kv_num_* over a heap copy of exactly the string's bytes (n given: NULs allowed). */
+static int num_i32(const char *s, size_t n, int32_t *out)
+{
+	char *p = malloc(n ? n : 1);
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, s, n);
+	int r = kv_num_i32(p, n, out);
+	free(p);
+	return r;
+}
+
+static int num_u64(const char *s, size_t n, uint64_t *out)
+{
+	char *p = malloc(n ? n : 1);
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, s, n);
+	int r = kv_num_u64(p, n, out);
+	free(p);
+	return r;
+}
+
+#define I32_OK(s, want)                                                                            \
+	do {                                                                                       \
+		int32_t v_ = 12345;                                                                \
+		ck_assert_msg(num_i32(s, sizeof(s) - 1, &v_), "\"%s\" refused", s);                \
+		ck_assert_int_eq(v_, want);                                                        \
+	} while (0)
+#define I32_BAD(s)                                                                                 \
+	do {                                                                                       \
+		int32_t v_;                                                                        \
+		ck_assert_msg(!num_i32(s, sizeof(s) - 1, &v_), "\"%s\" accepted", s);              \
+	} while (0)
+#define U64_OK(s, want)                                                                            \
+	do {                                                                                       \
+		uint64_t v_ = 12345;                                                               \
+		ck_assert_msg(num_u64(s, sizeof(s) - 1, &v_), "\"%s\" refused", s);                \
+		ck_assert_uint_eq(v_, want);                                                       \
+	} while (0)
+#define U64_BAD(s)                                                                                 \
+	do {                                                                                       \
+		uint64_t v_;                                                                       \
+		ck_assert_msg(!num_u64(s, sizeof(s) - 1, &v_), "\"%s\" accepted", s);              \
+	} while (0)
+
+START_TEST(numbers_as_strtol)
+{
+	I32_OK("0", 0);
+	I32_OK("+17", 17);
+	I32_OK("-17", -17);
+	I32_OK("\t\n\v\f\r5", 5);
+	I32_OK("5\t", 5);
+	I32_OK("5\rjunk", 5);
+	I32_OK("2147483648", INT32_MIN);
+	I32_OK("4294967295", -1);
+	I32_OK("4294967297", 1);
+	I32_OK("9223372036854775807", -1);
+	I32_OK("-9223372036854775808", 0);
+	I32_OK("00000000000000000000000000042", 42);
+	/* A NUL ends the token, as it ends memcached's C string. */
+	I32_OK("7\0junk", 7);
+	I32_BAD("\0007");
+	I32_BAD("");
+	I32_BAD("+");
+	I32_BAD("-");
+	I32_BAD("\t");
+	I32_BAD("5x");
+	I32_BAD("0x5");
+	I32_BAD("1.5");
+	I32_BAD("+-5");
+	I32_BAD("9223372036854775808");
+	I32_BAD("-9223372036854775809");
+	I32_BAD("99999999999999999999999");
+}
+END_TEST
+
+START_TEST(numbers_as_strtoull)
+{
+	U64_OK("0", 0);
+	U64_OK("-0", 0);
+	U64_OK("+5", 5);
+	U64_OK("18446744073709551615", UINT64_MAX);
+	U64_OK("9223372036854775808", (uint64_t)1 << 63);
+	U64_OK("-18446744073709551615", 1);
+	U64_OK("-9223372036854775809", (uint64_t)INT64_MAX);
+	U64_BAD("-9223372036854775807");
+	U64_OK("5\t-", 5);
+	U64_OK("\v5\0-", 5);
+	U64_BAD("-1");
+	U64_BAD("-9223372036854775808");
+	U64_BAD("9223372036854775808\t-");
+	U64_BAD("18446744073709551616");
+	U64_BAD("-18446744073709551616");
+	U64_BAD("5-");
+	U64_BAD("");
+
+	uint32_t v32;
+	ck_assert(kv_num_u32("4294967296", 10, &v32));
+	ck_assert_uint_eq(v32, 0);
+	ck_assert(kv_num_u32("4294967297", 10, &v32));
+	ck_assert_uint_eq(v32, 1);
+	ck_assert(!kv_num_u32("-1", 2, &v32));
+}
+END_TEST
+
+START_TEST(memcached_item_size)
+{
+	/* memcached 1.6.18: "me k" says size=61 for value "v" with flags 0, 65 with flags 5. */
+	ck_assert_uint_eq(kv_mc_item_size(1, 0, 1), 61);
+	ck_assert_uint_eq(kv_mc_item_size(1, 5, 1), 65);
+	/* The largest value memcached stores at -I 1m with a 1-byte key and flags 0. */
+	ck_assert_uint_eq(kv_mc_item_size(1, 0, 1048516), 1048576);
 }
 END_TEST
 
@@ -462,6 +657,13 @@ START_TEST(flush_all_forms)
 	ck_assert_int_eq(c.delay, -1);
 
 	bad("flush_all x", KV_ERR_EXPTIME);
+	c = bad("flush_all abc noreply", KV_ERR_EXPTIME);
+	ck_assert_int_eq(c.noreply, 1);
+	c = ok("flush_all 2147483648", KV_CMD_FLUSH_ALL);
+	ck_assert_int_eq(c.delay, INT32_MIN);
+	c = ok("flush_all 4294967396", KV_CMD_FLUSH_ALL);
+	ck_assert_int_eq(c.delay, 100);
+	bad("flush_all 9223372036854775808", KV_ERR_EXPTIME);
 	/* memcached reads the delay and ignores a third token that is not noreply. */
 	c = ok("flush_all 10 x", KV_CMD_FLUSH_ALL);
 	ck_assert_int_eq(c.delay, 10);
@@ -483,7 +685,13 @@ START_TEST(verbosity_forms)
 	c = bad("verbosity noreply", KV_ERR_FORMAT);
 	ck_assert_int_eq(c.noreply, 1);
 	bad("verbosity x", KV_ERR_FORMAT);
-	bad("verbosity 4294967296", KV_ERR_FORMAT);
+	bad("verbosity abc", KV_ERR_FORMAT);
+	bad("verbosity -1", KV_ERR_FORMAT);
+	bad("verbosity 18446744073709551616", KV_ERR_FORMAT);
+	c = ok("verbosity 4294967296", KV_CMD_VERBOSITY);
+	ck_assert_uint_eq(c.level, 0);
+	c = ok("verbosity 1\tx", KV_CMD_VERBOSITY);
+	ck_assert_uint_eq(c.level, 1);
 	bad("verbosity", KV_ERR_ERROR);
 	bad("verbosity 1 2 3", KV_ERR_ERROR);
 }
@@ -811,6 +1019,12 @@ int main(void)
 	tcase_add_test(tc, storage_boundaries);
 	tcase_add_test(tc, storage_errors);
 	tcase_add_test(tc, cas_fields);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("numbers");
+	tcase_add_test(tc, numbers_as_strtol);
+	tcase_add_test(tc, numbers_as_strtoull);
+	tcase_add_test(tc, memcached_item_size);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("other");

@@ -44,76 +44,6 @@ static int fail(struct kv_meta *m, const char *reply)
 	return -1;
 }
 
-/* isspace() in the C locale minus ' ', which never occurs inside a token. */
-static int c_space(unsigned char ch)
-{
-	return ch == '\t' || ch == '\n' || ch == '\v' || ch == '\f' || ch == '\r';
-}
-
-/*
- * A number as strtol/strtoull read it from a NUL-terminated token, with
- * memcached's check of what follows: leading whitespace, a sign, at least one
- * digit, then the end, a NUL or a whitespace byte. *mag saturates; *over says
- * it passed max.
- */
-static int scan_number(const char *p, size_t n, uint64_t max, uint64_t *mag, int *neg, int *over)
-{
-	size_t i = 0;
-	while (i < n && c_space((unsigned char)p[i]))
-		i++;
-	*neg = 0;
-	*over = 0;
-	if (i < n && (p[i] == '+' || p[i] == '-')) {
-		*neg = p[i] == '-';
-		i++;
-	}
-	size_t first = i;
-	uint64_t v = 0;
-	for (; i < n; i++) {
-		unsigned d = (unsigned char)p[i] - '0';
-		if (d > 9)
-			break;
-		if (v > (max - d) / 10)
-			*over = 1;
-		else
-			v = v * 10 + d;
-	}
-	if (i == first)
-		return 0;
-	if (i < n && p[i] != '\0' && !c_space((unsigned char)p[i]))
-		return 0;
-	*mag = v;
-	return 1;
-}
-
-/* strtol (64-bit long), then memcached's conversion to int32 by truncation. */
-static int parse_long_i32(const char *p, size_t n, int32_t *out)
-{
-	uint64_t mag;
-	int neg, over;
-	if (!scan_number(p, n, (uint64_t)INT64_MAX + 1, &mag, &neg, &over) || over)
-		return 0;
-	if (!neg && mag > INT64_MAX)
-		return 0;
-	uint64_t v = neg ? (uint64_t)0 - mag : mag;
-	*out = (int32_t)(uint32_t)v;
-	return 1;
-}
-
-/* strtoull, refusing what is negative as int64 and was written with a '-'. */
-static int parse_ull(const char *p, size_t n, uint64_t *out)
-{
-	uint64_t mag;
-	int neg, over;
-	if (!scan_number(p, n, UINT64_MAX, &mag, &neg, &over) || over)
-		return 0;
-	uint64_t v = neg ? (uint64_t)0 - mag : mag;
-	if ((int64_t)v < 0 && neg)
-		return 0;
-	*out = v;
-	return 1;
-}
-
 /* A raw key memcached accepts: 1 to KV_KEY_MAX bytes, any but space (see KEY in meta.h). */
 static int key_ok(struct kv_span k)
 {
@@ -249,37 +179,31 @@ static const char *scan_flags(struct kv_meta *m, const struct tokens *tk, unsign
 			m->opaque.len = alen;
 			break;
 		case 'C':
-			if (!parse_ull(arg, alen, &m->cas))
+			if (!kv_num_u64(arg, alen, &m->cas))
 				remembered = KV_META_ERR_BAD_TOKEN;
 			break;
 		case 'T':
-			if (!parse_long_i32(arg, alen, &m->ttl))
+			if (!kv_num_i32(arg, alen, &m->ttl))
 				remembered = KV_META_ERR_BAD_TOKEN;
 			break;
 		case 'N':
-			if (!parse_long_i32(arg, alen, &m->vivify_ttl))
+			if (!kv_num_i32(arg, alen, &m->vivify_ttl))
 				remembered = KV_META_ERR_BAD_TOKEN;
 			break;
 		case 'R':
-			if (!parse_long_i32(arg, alen, &m->recache_ttl))
+			if (!kv_num_i32(arg, alen, &m->recache_ttl))
 				remembered = KV_META_ERR_BAD_TOKEN;
 			break;
-		case 'F': {
-			uint64_t v;
-			if (!parse_ull(arg, alen, &v)) {
-				if (!remembered)
-					remembered = KV_ERR_FORMAT;
-			} else {
-				m->client_flags = (uint32_t)v;
-			}
+		case 'F':
+			if (!kv_num_u32(arg, alen, &m->client_flags) && !remembered)
+				remembered = KV_ERR_FORMAT;
 			break;
-		}
 		case 'D':
-			if (!parse_ull(arg, alen, &m->delta))
+			if (!kv_num_u64(arg, alen, &m->delta))
 				remembered = KV_META_ERR_DELTA;
 			break;
 		case 'J':
-			if (!parse_ull(arg, alen, &m->initial))
+			if (!kv_num_u64(arg, alen, &m->initial))
 				remembered = KV_META_ERR_INITIAL;
 			break;
 		case 'M':
@@ -316,7 +240,7 @@ static int parse_keyed(struct kv_meta *m, const struct tokens *tk, unsigned firs
 	if (cmd == KV_META_SET) {
 		int32_t n;
 		struct kv_span d = tk->t[2];
-		if (!parse_long_i32(d.ptr, d.len, &n) || n < 0 || n > KV_BYTES_MAX)
+		if (!kv_num_i32(d.ptr, d.len, &n) || n < 0 || n > KV_BYTES_MAX)
 			return fail(m, KV_ERR_FORMAT);
 		m->datalen = (uint32_t)n;
 		m->swallow = 1;

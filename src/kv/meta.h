@@ -73,12 +73,13 @@
  * char there and answers whatever that out-of-bounds read gives, often
  * "duplicate flag".)
  *
- * Numbers are read as memcached reads them (strtol/strtoull): optional leading
+ * Numbers are read as memcached reads them (strtol/strtoul/strtoull; the
+ * text protocol's kv_num_i32/u32/u64 in kv/proto.h): optional leading
  * whitespace other than ' ', optional sign, decimal digits, then the token's
  * end or a whitespace byte (the rest is ignored). T, N, R and datalen must fit
  * a 64-bit long and are then truncated to int32 as memcached does (T4294967306
  * is T10); negative ttls are kept (T-1 expires the item). C, D, J must fit 64
- * bits; a value that is negative as int64 is refused if written with a '-'
+ * bits; a value that is negative as int64 is refused if the token holds a '-'
  * ("C-1" fails, "C-18446744073709551615" is 1). F is read the same way, then
  * truncated to 32 bits (F4294967296 is 0).
  *

@@ -378,10 +378,18 @@ static void do_me(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 	/* memcached prints exp as the clock minus the expiry time: negative while alive. */
 	int64_t exp = v.exptime == 0 ? -1 : (int64_t)now - (int64_t)v.exptime;
 	add(out, "ME ");
-	kv_buf_add(out, m->key_raw.ptr, m->key_raw.len);
-	kv_buf_addf(out, " exp=%" PRId64 " la=%" PRIu32 " cas=%" PRIu64 " fetch=%s cls=%u size=%" PRIu32,
-	     exp, now > v.atime ? now - v.atime : 0, v.cas,
-	     v.fetched ? "yes" : "no", (unsigned)v.cls, v.total);
+	if (m->base64) {
+		/* memcached prints the key it holds re-encoded ("Zm9v!! b" shows as "Zm9v"). */
+		char enc[4 * ((KV_KEY_MAX + 2) / 3) + 4];
+		kv_buf_add(out, enc, kv_meta_b64_encode(m->keybuf, m->key_len, enc, sizeof(enc)));
+	} else {
+		kv_buf_add(out, m->key_raw.ptr, m->key_raw.len);
+	}
+	/* size= is the item's size as memcached counts it, whatever locus-kv's own layout. */
+	kv_buf_addf(out,
+		    " exp=%" PRId64 " la=%" PRIu32 " cas=%" PRIu64 " fetch=%s cls=%u size=%" PRIu64,
+		    exp, now > v.atime ? now - v.atime : 0, v.cas, v.fetched ? "yes" : "no",
+		    (unsigned)v.cls, kv_mc_item_size(m->key_len, v.flags, v.nbytes));
 	end_line(out);
 }
 

@@ -1,10 +1,11 @@
 /*
  * The classic text protocol's command line. The rules follow memcached 1.6's
  * text protocol: token counts per command, which token may be "noreply",
- * which error each bad argument earns. Numbers are decimal with an optional
- * sign and nothing after them; signed ones must fit 32 bits (memcached parses
- * exptime, bytes and delays as int32), flags and verbosity levels 32 bits (a
- * larger flags value is refused, never truncated), cas and delta 64 bits.
+ * which error each bad argument earns. Numbers are read as memcached reads
+ * them (kv_num_* in kv/proto.h): exptimes, lengths and delays through a
+ * 64-bit strtol cut to 32 bits, flags and verbosity levels through strtoul cut
+ * to 32 bits, cas and delta through strtoull, so out-of-range values that
+ * memcached truncates are truncated here too.
  */
 #include <string.h>
 
@@ -58,49 +59,106 @@ static int is(struct kv_span s, const char *word)
 	return s.len == n && memcmp(s.ptr, word, n) == 0;
 }
 
-/* Digits only, at least one, value <= max; *neg says a '-' came first. */
-static int parse_magnitude(struct kv_span s, uint64_t max, uint64_t *out, int *neg)
+/* isspace() in the C locale. */
+static int c_isspace(unsigned char ch)
+{
+	return ch == ' ' || (ch >= '\t' && ch <= '\r');
+}
+
+/*
+ * strtoul/strtol's scan of p[0..n) as a C string (see kv_num_i32 in
+ * kv/proto.h): *mag is the magnitude of the digits, *range says it passed
+ * max (ERANGE). 0 when memcached's check after strto* fails: no digit, or a
+ * byte other than whitespace right after the digits.
+ */
+static int scan_number(const char *p, size_t n, uint64_t max, uint64_t *mag, int *neg, int *range)
 {
 	size_t i = 0;
+	while (i < n && c_isspace((unsigned char)p[i]))
+		i++;
 	*neg = 0;
-	if (s.len > 0 && (s.ptr[0] == '+' || s.ptr[0] == '-')) {
-		*neg = s.ptr[0] == '-';
-		i = 1;
+	*range = 0;
+	if (i < n && (p[i] == '+' || p[i] == '-')) {
+		*neg = p[i] == '-';
+		i++;
 	}
-	if (i >= s.len)
-		return 0;
+	size_t first = i;
 	uint64_t v = 0;
-	for (; i < s.len; i++) {
-		unsigned d = (unsigned char)s.ptr[i] - '0';
+	for (; i < n; i++) {
+		unsigned d = (unsigned char)p[i] - '0';
 		if (d > 9)
-			return 0;
+			break;
 		if (v > (max - d) / 10)
-			return 0;
-		v = v * 10 + d;
+			*range = 1;
+		else
+			v = v * 10 + d;
 	}
+	if (i == first)
+		return 0;
+	if (i < n && !c_isspace((unsigned char)p[i]))
+		return 0;
+	*mag = v;
+	return 1;
+}
+
+/* memcached's tokens are C strings: a NUL ends one early. */
+static size_t c_strlen(const char *p, size_t n)
+{
+	const char *nul = memchr(p, '\0', n);
+	return nul ? (size_t)(nul - p) : n;
+}
+
+int kv_num_i32(const char *p, size_t n, int32_t *out)
+{
+	uint64_t mag;
+	int neg, range;
+	n = c_strlen(p, n);
+	if (!scan_number(p, n, (uint64_t)INT64_MAX + 1, &mag, &neg, &range) || range)
+		return 0;
+	if (!neg && mag > INT64_MAX)
+		return 0;
+	uint64_t v = neg ? (uint64_t)0 - mag : mag;
+	*out = (int32_t)(uint32_t)v;
+	return 1;
+}
+
+int kv_num_u64(const char *p, size_t n, uint64_t *out)
+{
+	uint64_t mag;
+	int neg, range;
+	n = c_strlen(p, n);
+	if (!scan_number(p, n, UINT64_MAX, &mag, &neg, &range) || range)
+		return 0;
+	uint64_t v = neg ? (uint64_t)0 - mag : mag;
+	/* memcached looks for the '-' anywhere in the token, even after the number. */
+	if ((int64_t)v < 0 && memchr(p, '-', n))
+		return 0;
 	*out = v;
 	return 1;
 }
 
-/* Unsigned, as strtoull-based parsing accepts it: "-0" is 0, any other '-' is refused. */
-static int parse_u64(struct kv_span s, uint64_t max, uint64_t *out)
-{
-	int neg;
-	if (!parse_magnitude(s, max, out, &neg))
-		return 0;
-	return !neg || *out == 0;
-}
-
-static int parse_i32(struct kv_span s, int64_t *out)
+int kv_num_u32(const char *p, size_t n, uint32_t *out)
 {
 	uint64_t v;
-	int neg;
-	if (!parse_magnitude(s, (uint64_t)INT32_MAX + 1, &v, &neg))
+	if (!kv_num_u64(p, n, &v))
 		return 0;
-	if (!neg && v > INT32_MAX)
-		return 0;
-	*out = neg ? -(int64_t)v : (int64_t)v;
+	*out = (uint32_t)v;
 	return 1;
+}
+
+static int num_i32(struct kv_span s, int32_t *out)
+{
+	return kv_num_i32(s.ptr, s.len, out);
+}
+
+static int num_u32(struct kv_span s, uint32_t *out)
+{
+	return kv_num_u32(s.ptr, s.len, out);
+}
+
+static int num_u64(struct kv_span s, uint64_t *out)
+{
+	return kv_num_u64(s.ptr, s.len, out);
 }
 
 /*
@@ -135,16 +193,16 @@ static int parse_storage(struct kv_cmd *c, const struct tokens *tk, int with_cas
 	note_noreply(c, tk);
 	if (!key_ok(tk->t[1]))
 		return fail(c, KV_ERR_FORMAT);
-	uint64_t flags;
-	int64_t bytes;
-	if (!parse_u64(tk->t[2], UINT32_MAX, &flags) || !parse_i32(tk->t[3], &c->exptime) ||
-	    !parse_i32(tk->t[4], &bytes))
+	int32_t exptime, bytes;
+	if (!num_u32(tk->t[2], &c->flags) || !num_i32(tk->t[3], &exptime) ||
+	    !num_i32(tk->t[4], &bytes))
 		return fail(c, KV_ERR_FORMAT);
-	if (with_cas && !parse_u64(tk->t[5], UINT64_MAX, &c->cas))
+	if (with_cas && !num_u64(tk->t[5], &c->cas))
 		return fail(c, KV_ERR_FORMAT);
+	/* A length that truncates to a negative number is refused, and no data is swallowed. */
 	if (bytes < 0 || bytes > KV_BYTES_MAX)
 		return fail(c, KV_ERR_FORMAT);
-	c->flags = (uint32_t)flags;
+	c->exptime = exptime;
 	c->bytes = (uint32_t)bytes;
 	c->keys[0] = tk->t[1];
 	c->nkeys = 1;
@@ -171,17 +229,23 @@ static int take_keys(const char *line, size_t len, size_t pos, struct kv_cmd *c)
 	return 0;
 }
 
-/* get/gets <key>+ ; gat/gats <exptime> <key>+ */
+/*
+ * get/gets <key>+ ; gat/gats <exptime> <key>*. memcached wants one token after
+ * the command; for gat that is the exptime, so "gat 0" is a get of no keys.
+ */
 static int parse_get(const char *line, size_t len, size_t pos, struct kv_cmd *c, int touch)
 {
-	struct kv_span exp, key;
-	if (touch && !next_token(line, len, &pos, &exp))
-		return fail(c, KV_ERR_ERROR);
+	struct kv_span first;
 	size_t probe = pos;
-	if (!next_token(line, len, &probe, &key))
+	if (!next_token(line, len, &probe, &first))
 		return fail(c, KV_ERR_ERROR);
-	if (touch && !parse_i32(exp, &c->exptime))
-		return fail(c, KV_ERR_EXPTIME);
+	if (touch) {
+		int32_t exptime;
+		if (!num_i32(first, &exptime))
+			return fail(c, KV_ERR_EXPTIME);
+		c->exptime = exptime;
+		pos = probe;
+	}
 	return take_keys(line, len, pos, c);
 }
 
@@ -213,7 +277,7 @@ static int parse_arith(struct kv_cmd *c, const struct tokens *tk)
 	note_noreply(c, tk);
 	if (!key_ok(tk->t[1]))
 		return fail(c, KV_ERR_FORMAT);
-	if (!parse_u64(tk->t[2], UINT64_MAX, &c->delta))
+	if (!num_u64(tk->t[2], &c->delta))
 		return fail(c, KV_ERR_DELTA);
 	c->keys[0] = tk->t[1];
 	c->nkeys = 1;
@@ -228,8 +292,10 @@ static int parse_touch(struct kv_cmd *c, const struct tokens *tk)
 	note_noreply(c, tk);
 	if (!key_ok(tk->t[1]))
 		return fail(c, KV_ERR_FORMAT);
-	if (!parse_i32(tk->t[2], &c->exptime))
+	int32_t exptime;
+	if (!num_i32(tk->t[2], &exptime))
 		return fail(c, KV_ERR_EXPTIME);
+	c->exptime = exptime;
 	c->keys[0] = tk->t[1];
 	c->nkeys = 1;
 	return 0;
@@ -243,8 +309,10 @@ static int parse_flush(struct kv_cmd *c, const struct tokens *tk)
 	note_noreply(c, tk);
 	if (tk->n == (c->noreply ? 2u : 1u))
 		return 0;
-	if (!parse_i32(tk->t[1], &c->delay))
+	int32_t delay;
+	if (!num_i32(tk->t[1], &delay))
 		return fail(c, KV_ERR_EXPTIME);
+	c->delay = delay;
 	return 0;
 }
 
@@ -254,10 +322,8 @@ static int parse_verbosity(struct kv_cmd *c, const struct tokens *tk)
 	if (tk->n != 2 && tk->n != 3)
 		return fail(c, KV_ERR_ERROR);
 	note_noreply(c, tk);
-	uint64_t level;
-	if (!parse_u64(tk->t[1], UINT32_MAX, &level))
+	if (!num_u32(tk->t[1], &c->level))
 		return fail(c, KV_ERR_FORMAT);
-	c->level = (uint32_t)level;
 	return 0;
 }
 

@@ -22,7 +22,8 @@
  * control characters included, as memcached has it) is
  * reported by the call whose batch holds it, so a server that answers batch
  * by batch sends the values of earlier keys before the CLIENT_ERROR, as
- * memcached does when it meets a bad key in the middle of a get.
+ * memcached does when it meets a bad key in the middle of a get. gat/gats
+ * with an exptime and no key parse with no keys (memcached answers "END").
  */
 #ifndef LOCUS_KV_PROTO_H
 #define LOCUS_KV_PROTO_H
@@ -95,13 +96,13 @@ struct kv_cmd {
 	/* get family: offset in the line of the keys not yet returned, 0 if none. */
 	size_t more;
 
-	uint32_t flags;	 /* storage commands */
-	int64_t exptime; /* storage, gat/gats, touch: raw, signed (negative = expired) */
+	uint32_t flags;	 /* storage commands (cut to 32 bits, see kv_num_u32) */
+	int64_t exptime; /* storage, gat/gats, touch: int32 as cut by kv_num_i32 (<0 = expired) */
 	uint32_t bytes;	 /* storage: data block length without "\r\n", <= KV_BYTES_MAX */
 	uint64_t cas;	 /* cas unique */
 	uint64_t delta;	 /* incr/decr */
-	int64_t delay;	 /* flush_all: raw delay (0 when absent) */
-	uint32_t level;	 /* verbosity (the server clamps it) */
+	int64_t delay;	 /* flush_all: int32 delay (0 when absent; <= 0 flushes now) */
+	uint32_t level;	 /* verbosity, cut to 32 bits (the server clamps it) */
 	int shutdown;	 /* shutdown: 0 now, 1 "graceful", -1 any other argument */
 	enum kv_stats_arg stats;
 	struct kv_span args; /* stats: the text after "stats", trailing spaces dropped */
@@ -140,6 +141,38 @@ enum kv_chunk {
 	KV_CHUNK_BAD = -1,  /* reply "CLIENT_ERROR bad data chunk" */
 };
 enum kv_chunk kv_data_chunk_ok(const char *buf, size_t have, uint32_t bytes);
+
+/*
+ * Numbers as memcached 1.6 reads a command's tokens (its safe_strtol,
+ * safe_strtoul and safe_strtoull on a 64-bit system), over the token p[0..n),
+ * which ends early at a NUL as memcached's C string would: leading whitespace
+ * (isspace: tab, newline, vertical tab, form feed, carriage return), an
+ * optional '+' or '-', at least one decimal digit, then the end or a
+ * whitespace byte (whatever follows it is ignored). 1 on success, 0 otherwise.
+ *
+ *   kv_num_i32  strtol: the value must fit a 64-bit long, and is then cut to
+ *               its low 32 bits ("4294967296" is 0, "2147483648" is INT32_MIN).
+ *   kv_num_u64  strtoull: at most 2^64 - 1 in magnitude; a '-' negates modulo
+ *               2^64, and a result that is negative as int64 is refused if the
+ *               token holds a '-' anywhere ("-1" fails, "-18446744073709551615"
+ *               is 1).
+ *   kv_num_u32  strtoul as kv_num_u64, then cut to 32 bits ("4294967297" is 1).
+ */
+int kv_num_i32(const char *p, size_t n, int32_t *out);
+int kv_num_u32(const char *p, size_t n, uint32_t *out);
+int kv_num_u64(const char *p, size_t n, uint64_t *out);
+
+/*
+ * An item's size as memcached 1.6 counts it (ITEM_ntotal with cas on): a
+ * 48-byte header, the 8-byte cas, the key and its NUL, 4 bytes of client
+ * flags when they are not 0, then the value and its "\r\n". memcached refuses
+ * an item above -I by this count ("SERVER_ERROR object too large for cache"),
+ * and "me" reports it as size=.
+ */
+static inline uint64_t kv_mc_item_size(size_t nkey, uint32_t flags, uint64_t nbytes)
+{
+	return 48 + 8 + (uint64_t)nkey + 1 + (flags ? 4 : 0) + nbytes + 2;
+}
 
 /* Exact memcached reply strings the parser produces. */
 #define KV_ERR_ERROR	  "ERROR"
