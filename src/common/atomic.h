@@ -29,6 +29,8 @@
 #define faa_seqcst(p, v)   __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #define aaf_relaxed(p, v)  __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 #define fas_acqrel(p, v)   __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
+#define for_relaxed(p, v)  __atomic_fetch_or((p), (v), __ATOMIC_RELAXED)
+#define fand_relaxed(p, v) __atomic_fetch_and((p), (v), __ATOMIC_RELAXED)
 #define fas_seqcst(p, v)   __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
 #define fence_seqcst()	   __atomic_thread_fence(__ATOMIC_SEQ_CST)
 

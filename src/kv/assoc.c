@@ -63,36 +63,36 @@ struct kv_item **kv_assoc_find(struct kv_assoc *a, uint64_t hv, const char *key,
 	struct kv_item **pp = bucket_of(a, hv);
 	for (; *pp; pp = &(*pp)->hnext) {
 		struct kv_item *it = *pp;
-		if (it->hv == hv && it->nkey == nkey && memcmp(it->data, key, nkey) == 0)
+		if (it->nkey == nkey && memcmp(it->data, key, nkey) == 0)
 			return pp;
 	}
 	return pp;
 }
 
-struct kv_item **kv_assoc_find_item(struct kv_assoc *a, const struct kv_item *it)
+struct kv_item **kv_assoc_find_item(struct kv_assoc *a, const struct kv_item *it, uint64_t hv)
 {
-	if (!ld_relaxed(&it->in_hash))
+	if (!kv_item_has(it, KV_IT_HASH))
 		return NULL;
-	struct kv_item **pp = bucket_of(a, it->hv);
+	struct kv_item **pp = bucket_of(a, hv);
 	while (*pp && *pp != it)
 		pp = &(*pp)->hnext;
 	return *pp ? pp : NULL;
 }
 
-void kv_assoc_link(struct kv_assoc *a, struct kv_item *it)
+void kv_assoc_link(struct kv_assoc *a, struct kv_item *it, uint64_t hv)
 {
-	struct kv_item **b = bucket_of(a, it->hv);
+	struct kv_item **b = bucket_of(a, hv);
 	it->hnext = *b;
 	*b = it;
 	faa_relaxed(&it->refs, 1);
-	st_relaxed(&it->in_hash, 1);
+	kv_item_set(it, KV_IT_HASH);
 }
 
 void kv_assoc_unlink_at(struct kv_item **pp, struct kv_item **dropped)
 {
 	struct kv_item *it = *pp;
 	*pp = it->hnext;
-	st_relaxed(&it->in_hash, 0);
+	kv_item_clear(it, KV_IT_HASH);
 	it->hnext = *dropped;
 	*dropped = it;
 }

@@ -32,6 +32,12 @@ void kv_assoc_destroy(struct kv_assoc *a);
 
 uint64_t kv_hash(const char *key, size_t n);
 
+/* The hash of an item's key (items do not keep it: item.h). */
+static inline uint64_t kv_item_hash(struct kv_item *it)
+{
+	return kv_hash(kv_item_key(it), it->nkey);
+}
+
 static inline struct kv_sec *kv_assoc_stripe(struct kv_assoc *a, uint64_t hv)
 {
 	return &a->stripes[hv & (a->nstripes - 1)];
@@ -41,10 +47,10 @@ static inline struct kv_sec *kv_assoc_stripe(struct kv_assoc *a, uint64_t hv)
 
 /* The slot holding the item with this key, or the empty slot ending its chain. */
 struct kv_item **kv_assoc_find(struct kv_assoc *a, uint64_t hv, const char *key, size_t nkey);
-/* The slot holding this very item, or NULL if it is not linked. */
-struct kv_item **kv_assoc_find_item(struct kv_assoc *a, const struct kv_item *it);
-/* Link it at the head of its chain; the table takes a reference. */
-void kv_assoc_link(struct kv_assoc *a, struct kv_item *it);
+/* The slot holding this very item (whose key hashes to hv), or NULL if it is not linked. */
+struct kv_item **kv_assoc_find_item(struct kv_assoc *a, const struct kv_item *it, uint64_t hv);
+/* Link it (its key hashes to hv) at the head of its chain; the table takes a reference. */
+void kv_assoc_link(struct kv_assoc *a, struct kv_item *it, uint64_t hv);
 /* Unlink *pp; its reference goes onto the *dropped list (linked through hnext). */
 void kv_assoc_unlink_at(struct kv_item **pp, struct kv_item **dropped);
 

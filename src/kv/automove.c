@@ -118,6 +118,7 @@ struct rescue_req {
 	kv_store *st;
 	struct kv_counts *cnt;
 	struct kv_item *old; /* off its LRU list; its list reference is ours */
+	uint64_t hv;	     /* its key's hash */
 	struct kv_item *nw;  /* a free chunk of the same class, or NULL */
 	struct kv_item *dropped;
 	enum { GONE, RESCUED, EVICTED, RECLAIMED } outcome;
@@ -133,12 +134,10 @@ static void copy_item(struct kv_item *nw, const struct kv_item *old)
 	nw->atime = old->atime;
 	nw->flags = old->flags;
 	nw->nbytes = old->nbytes;
-	nw->hv = old->hv;
 	nw->nkey = old->nkey;
 	nw->cls = old->cls;
-	nw->fetched = ld_relaxed(&old->fetched);
-	nw->won = old->won;
-	nw->stale = old->stale;
+	nw->state = ld_relaxed(&old->state) & KV_IT_FETCHED;
+	nw->mark = old->mark;
 	memcpy(nw->data, old->data, (size_t)old->nkey + old->nbytes + 2);
 }
 
@@ -148,7 +147,7 @@ static uint64_t rescue_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct rescue_req *rq = KV_REQ(struct rescue_req, a);
 	kv_store *st = rq->st;
 	struct kv_item *old = rq->old;
-	struct kv_item **pp = kv_assoc_find_item(as, old);
+	struct kv_item **pp = kv_assoc_find_item(as, old, rq->hv);
 	if (!pp) {
 		rq->outcome = GONE;
 		return 0;
@@ -173,7 +172,7 @@ static uint64_t rescue_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	/* The copy takes the old one's place in the chain. */
 	copy_item(rq->nw, old);
 	kv_assoc_unlink_at(pp, &rq->dropped);
-	kv_assoc_link(as, rq->nw);
+	kv_assoc_link(as, rq->nw, rq->hv);
 	rq->outcome = RESCUED;
 	return 0;
 }
@@ -184,7 +183,8 @@ static void rescue(kv_store *st, struct kv_counts *cnt, struct kv_item *old)
 	struct rescue_req rq = {.st = st, .cnt = cnt, .old = old};
 	/* A free chunk of the class, never new memory: the class is giving a page away. */
 	rq.nw = kv_slabs_alloc(&st->slabs_sec, old->cls, 0, &full);
-	kv_sec_run(kv_assoc_stripe(&st->assoc, old->hv), rescue_sec, &rq);
+	rq.hv = kv_item_hash(old);
+	kv_sec_run(kv_assoc_stripe(&st->assoc, rq.hv), rescue_sec, &rq);
 	switch (rq.outcome) {
 	case RESCUED:
 		kv_lru_link(&st->alloc_sec, rq.nw);

@@ -31,7 +31,7 @@ static uint64_t crawl_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 				pp = &it->hnext;
 				continue;
 			}
-			if (!flushed && !ld_relaxed(&it->fetched))
+			if (!flushed && !kv_item_has(it, KV_IT_FETCHED))
 				rq->cnt->expired_unfetched++;
 			rq->cnt->curr_items--;
 			rq->cnt->bytes -= (int64_t)kv_slabs_chunk_size(st->slabs, it->cls);

@@ -105,7 +105,7 @@ static void count_store(struct hash_req *h, struct kv_item *it, int sign)
 static void reap(struct hash_req *h, struct kv_item **pp, int flushed)
 {
 	struct kv_item *it = *pp;
-	if (!flushed && !ld_relaxed(&it->fetched))
+	if (!flushed && !kv_item_has(it, KV_IT_FETCHED))
 		h->cnt->expired_unfetched++;
 	h->cnt->reclaimed++;
 	count_store(h, it, -1);
@@ -154,7 +154,8 @@ static void touch_item(struct hash_req *h, struct kv_item *it, int bump_allowed)
 static void access_item(struct hash_req *h, struct kv_item *it, int bump_allowed)
 {
 	touch_item(h, it, bump_allowed);
-	st_relaxed(&it->fetched, 1);
+	if (!kv_item_has(it, KV_IT_FETCHED))
+		kv_item_set(it, KV_IT_FETCHED);
 }
 
 /* ---------- allocation ---------- */
@@ -176,7 +177,7 @@ static uint64_t unlink_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
 	struct kv_assoc *as = state;
 	struct unlink_req *rq = KV_REQ(struct unlink_req, a);
-	struct kv_item **pp = kv_assoc_find_item(as, rq->victim);
+	struct kv_item **pp = kv_assoc_find_item(as, rq->victim, rq->h.hv);
 	if (!pp)
 		return 0;
 	int flushed;
@@ -206,7 +207,7 @@ static int make_room(kv_store *st, struct kv_counts *cnt, unsigned cls, int evic
 		return 0;
 	struct unlink_req rq;
 	req_init(&rq.h, st, cnt, NULL, 0);
-	rq.h.hv = v->hv;
+	rq.h.hv = kv_item_hash(v);
 	rq.victim = v;
 	rq.only_if_dead = kind == KV_PULL_EXPIRED;
 	rq.was_dead = 0;
@@ -215,7 +216,7 @@ static int make_room(kv_store *st, struct kv_counts *cnt, unsigned cls, int evic
 		kv_lru_link(&st->alloc_sec, v); /* alive (touched meanwhile) or gone: back, if linked */
 	if (unlinked && kind == KV_PULL_EVICTED && !rq.was_dead) {
 		cnt->evictions++;
-		if (!ld_relaxed(&v->fetched))
+		if (!kv_item_has(v, KV_IT_FETCHED))
 			cnt->evicted_unfetched++;
 	}
 	req_finish(&rq.h);
@@ -249,7 +250,8 @@ static struct kv_item *alloc_chunk(kv_store *st, struct kv_counts *cnt, unsigned
 struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
 			    uint32_t flags, uint32_t exptime, uint32_t nbytes, enum kv_result *why)
 {
-	size_t total = kv_item_total(nkey, nbytes);
+	/* memcached's limit and class, by its count of the item's size (item.h). */
+	uint64_t total = kv_mc_item_size(nkey, flags, nbytes);
 	unsigned cls = total <= st->cfg.item_size_max ? kv_slabs_class_for(st->slabs, total) : 0;
 	if (!cls) {
 		*why = KV_TOO_LARGE;
@@ -268,7 +270,6 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 	it->nbytes = nbytes;
 	it->flags = flags;
 	it->exptime = exptime;
-	it->hv = kv_hash(key, nkey);
 	memcpy(it->data, key, nkey);
 	return it;
 }
@@ -318,7 +319,7 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct store_req *rq = KV_REQ(struct store_req, a);
 	struct hash_req *h = &rq->h;
 	struct kv_item *it = rq->item;
-	struct kv_item **pp = kv_assoc_find(as, it->hv, it->data, it->nkey);
+	struct kv_item **pp = kv_assoc_find(as, h->hv, it->data, it->nkey);
 	struct kv_item *old = *pp;
 	int flushed;
 	if (old && kv_clock_item_dead(&h->st->clock, old, now_of(h), &flushed)) {
@@ -326,7 +327,7 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		h->cnt->reclaimed++;
 		kv_assoc_unlink_at(pp, &h->dropped);
 		old = NULL;
-		pp = kv_assoc_find(as, it->hv, it->data, it->nkey);
+		pp = kv_assoc_find(as, h->hv, it->data, it->nkey);
 	}
 	switch (rq->mode) {
 	case KV_ADD:
@@ -354,8 +355,8 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		}
 		if (shown_cas(h->st, old) != rq->cas || rq->cas == 0) {
 			if (rq->mode == KV_CAS_STALE && rq->cas < shown_cas(h->st, old)) {
-				it->stale = 1; /* an older writer's value: store it as stale */
-				it->won = 0;
+				/* an older writer's value: store it as stale */
+				it->mark = (uint8_t)((it->mark | KV_IT_STALE) & ~KV_IT_WON);
 				break;
 			}
 			rq->result = KV_EXISTS;
@@ -381,7 +382,7 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		count_store(h, old, -1);
 		kv_assoc_unlink_at(pp, &h->dropped);
 	}
-	kv_assoc_link(as, it);
+	kv_assoc_link(as, it, h->hv);
 	count_store(h, it, +1);
 	h->cnt->total_items++;
 	rq->cas = shown_cas(h->st, it);
@@ -391,7 +392,7 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 
 struct peek_req {
 	struct hash_req h;
-	uint32_t nbytes;
+	uint32_t nbytes, flags;
 	uint64_t cas;
 };
 
@@ -403,6 +404,7 @@ static uint64_t peek_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	if (!it)
 		return 0;
 	rq->nbytes = it->nbytes;
+	rq->flags = it->flags;
 	rq->cas = it->cas;
 	return 1;
 }
@@ -424,17 +426,17 @@ static enum kv_result store_joined(kv_store *st, struct kv_counts *cnt, struct k
 			kv_item_release(st, data);
 			return KV_NOT_STORED;
 		}
+		/* As memcached: sized with the old item's flags; no room (too large included)
+		   is NOT_STORED, and the old value stays. */
 		uint64_t total = (uint64_t)peek.nbytes + data->nbytes;
-		if (total > UINT32_MAX) {
-			kv_item_release(st, data);
-			return KV_TOO_LARGE;
-		}
 		enum kv_result why;
-		struct kv_item *nw = kv_item_new(st, cnt, kv_item_key(data), data->nkey, 0, 0,
-						 (uint32_t)total, &why);
+		struct kv_item *nw = total > UINT32_MAX ? NULL
+							: kv_item_new(st, cnt, kv_item_key(data),
+								      data->nkey, peek.flags, 0,
+								      (uint32_t)total, &why);
 		if (!nw) {
 			kv_item_release(st, data);
-			return why;
+			return KV_NOT_STORED;
 		}
 		memcpy(kv_item_value(nw), kv_item_value(data), data->nbytes);
 		req_init(&rq->h, st, cnt, kv_item_key(nw), nw->nkey);
@@ -466,7 +468,6 @@ enum kv_result kv_store_item(kv_store *st, struct kv_counts *cnt, struct kv_item
 		r = store_joined(st, cnt, it, &rq);
 	} else {
 		req_init(&rq.h, st, cnt, kv_item_key(it), it->nkey);
-		rq.h.hv = it->hv;
 		rq.item = it;
 		hash_run(&rq.h, store_sec, &rq);
 		after_store(st, &rq.h, rq.result == KV_STORED ? it : NULL);
@@ -615,8 +616,7 @@ static uint64_t delete_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	}
 	if (rq->invalidate) {
 		/* meta "md ... I": keep the item, marked stale, for stale_ttl. */
-		it->stale = 1;
-		it->won = 0;
+		it->mark = (uint8_t)((it->mark | KV_IT_STALE) & ~KV_IT_WON);
 		if (rq->stale_ttl != UINT32_MAX)
 			kv_item_set_exptime(it, rq->stale_ttl);
 		kv_item_set_cas(it, kv_clock_next_cas(&h->st->clock));
@@ -646,27 +646,10 @@ enum kv_result kv_delete(kv_store *st, struct kv_counts *cnt, const char *key, s
 
 /* ---------- incr, decr ---------- */
 
-/* The decimal value of an item, as memcached reads it: digits, then anything (spaces of padding). */
+/* The number in an item's value, as memcached reads it: with strtoull (kv_num_u64). */
 static int parse_number(const char *p, uint32_t n, uint64_t *out)
 {
-	uint64_t v = 0;
-	uint32_t i = 0;
-	if (n == 0)
-		return -1;
-	for (; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
-		unsigned d = (unsigned)(p[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	if (i == 0)
-		return -1;
-	/* memcached accepts trailing spaces (its own padding) and nothing else. */
-	for (; i < n; i++)
-		if (p[i] != ' ')
-			return -1;
-	*out = v;
-	return 0;
+	return n && kv_num_u64(p, n, out) ? 0 : -1;
 }
 
 struct arith_req {
@@ -731,7 +714,7 @@ static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		nw->atime = now_of(h);
 		count_store(h, it, -1);
 		kv_assoc_unlink_at(kv_assoc_find(as, h->hv, h->key, h->nkey), &h->dropped);
-		kv_assoc_link(as, nw);
+		kv_assoc_link(as, nw, h->hv);
 		count_store(h, nw, +1);
 		rq->item = NULL;
 		rq->linked = nw;
@@ -821,8 +804,8 @@ static void view_of(struct kv_meta_view *v, const struct kv_item *it, const kv_s
 	v->nbytes = it->nbytes;
 	v->exptime = it->exptime;
 	v->cas = shown_cas(st, it);
-	v->cls = it->cls;
-	v->total = (uint32_t)kv_item_total(it->nkey, it->nbytes);
+	v->cls = (uint8_t)kv_slabs_shown_class(st->slabs, it->cls);
+	v->b64key = (it->mark & KV_IT_B64) != 0;
 }
 
 /* Autovivify on a miss: link the empty item the caller brought; this client wins. */
@@ -833,8 +816,8 @@ static uint64_t vivify(struct kv_assoc *as, struct meta_req *rq)
 	struct kv_meta_view *v = rq->view;
 	nw->cas = kv_clock_next_cas(&h->st->clock);
 	nw->atime = now_of(h);
-	nw->won = 1;
-	kv_assoc_link(as, nw);
+	nw->mark |= KV_IT_WON;
+	kv_assoc_link(as, nw, h->hv);
 	count_store(h, nw, +1);
 	h->cnt->total_items++;
 	rq->item = NULL;
@@ -842,8 +825,8 @@ static uint64_t vivify(struct kv_assoc *as, struct meta_req *rq)
 	v->found = 1;
 	v->win = 1;
 	view_of(v, nw, h->st);
+	v->exptime_before = nw->exptime;
 	v->nbytes = 0;
-	v->total = 0;
 	v->atime = nw->atime;
 	if (rq->in->want_value)
 		kv_buf_add(rq->value, "\r\n", 2);
@@ -863,8 +846,9 @@ static uint64_t meta_get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		if (!it)
 			return 0;
 		v->found = 1;
-		v->fetched = ld_relaxed(&it->fetched);
+		v->fetched = kv_item_has(it, KV_IT_FETCHED);
 		v->atime = it->atime;
+		v->exptime_before = it->exptime;
 		view_of(v, it, h->st);
 		return 1;
 	}
@@ -874,22 +858,24 @@ static uint64_t meta_get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	}
 	h->cnt->get_hits++;
 	v->found = 1;
-	v->fetched = ld_relaxed(&it->fetched);
+	v->fetched = kv_item_has(it, KV_IT_FETCHED);
 	v->atime = it->atime;
+	v->exptime_before = it->exptime;
 	if (in->set_ttl) {
 		kv_item_set_exptime(it, in->ttl);
 		h->cnt->touch_hits++;
 	}
 	uint32_t now = now_of(h);
-	if (it->stale || (in->recache && it->exptime != 0 && it->exptime - now < in->recache_below)) {
-		v->stale = it->stale;
-		if (!it->won) {
-			it->won = 1;
+	int stale = (it->mark & KV_IT_STALE) != 0;
+	if (stale || (in->recache && it->exptime != 0 && it->exptime - now < in->recache_below)) {
+		v->stale = stale;
+		if (!(it->mark & KV_IT_WON)) {
+			it->mark |= KV_IT_WON;
 			v->win = 1;
 		} else {
 			v->already_won = 1;
 		}
-	} else if (it->won) {
+	} else if (it->mark & KV_IT_WON) {
 		v->already_won = 1;
 	}
 	view_of(v, it, h->st);
@@ -906,8 +892,11 @@ int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *i
 	if (in->vivify) {
 		enum kv_result why;
 		nw = kv_item_new(st, cnt, in->key, in->nkey, 0, in->vivify_ttl, 0, &why);
-		if (nw)
+		if (nw) {
 			memcpy(kv_item_value(nw), "\r\n", 2);
+			if (in->b64key)
+				nw->mark |= KV_IT_B64;
+		}
 	}
 	struct meta_req rq = {.in = in, .view = v, .value = value, .item = nw};
 	req_init(&rq.h, st, cnt, in->key, in->nkey);

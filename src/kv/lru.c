@@ -62,16 +62,16 @@ static void push_head(struct lru *l, struct kv_item *it)
 static void take(struct lru *l, struct kv_item *it)
 {
 	unlink_item(l, it);
-	st_relaxed(&it->in_lru, 0);
+	kv_item_clear(it, KV_IT_LRU);
 }
 
 static uint64_t link_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
 	struct kv_lru *l = state;
 	struct kv_item *it = KV_REQ(struct kv_item, a);
-	if (ld_relaxed(&it->in_hash) && !ld_relaxed(&it->in_lru)) {
+	if (kv_item_has(it, KV_IT_HASH) && !kv_item_has(it, KV_IT_LRU)) {
 		faa_relaxed(&it->refs, 1);
-		st_relaxed(&it->in_lru, 1);
+		kv_item_set(it, KV_IT_LRU);
 		push_head(&l->cls[it->cls], it);
 	}
 	return 0;
@@ -86,7 +86,7 @@ static uint64_t bump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
 	struct kv_lru *l = state;
 	struct kv_item *it = KV_REQ(struct kv_item, a);
-	if (ld_relaxed(&it->in_lru)) {
+	if (kv_item_has(it, KV_IT_LRU)) {
 		struct lru *cl = &l->cls[it->cls];
 		if (cl->head != it) {
 			unlink_item(cl, it);
@@ -144,7 +144,7 @@ static uint64_t pull_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	}
 	take(cl, it);
 	cl->r.evicted++;
-	if (!ld_relaxed(&it->fetched))
+	if (!kv_item_has(it, KV_IT_FETCHED))
 		cl->r.evicted_unfetched++;
 	if (ld_relaxed(&it->exptime) != 0)
 		cl->r.evicted_nonzero++;
@@ -167,7 +167,7 @@ static uint64_t unlink_list_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
 	struct kv_lru *l = state;
 	for (struct kv_item *it = KV_REQ(struct kv_item, a); it; it = it->hnext) {
-		it->lru_ref = ld_relaxed(&it->in_lru);
+		it->lru_ref = kv_item_has(it, KV_IT_LRU);
 		if (it->lru_ref)
 			take(&l->cls[it->cls], it);
 	}

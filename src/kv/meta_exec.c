@@ -38,6 +38,7 @@ struct vals {
 	uint32_t last_access; /* seconds */
 	uint32_t size;
 	int64_t ttl; /* -1: never */
+	int64_t ttl_before; /* before this command's T: what a t given before T reports */
 	int have_cas; /* c without an item (ms: the new cas or 0) */
 };
 
@@ -94,8 +95,11 @@ static void ret_flags(struct kv_buf *b, const struct kv_meta *m, const char *all
 				kv_buf_addf(b, " s%" PRIu32, x->size);
 			break;
 		case 't':
+			/* memcached applies the flags in order: a t before the T sees the old ttl. */
 			if (x->have_item)
-				kv_buf_addf(b, " t%" PRId64, x->ttl);
+				kv_buf_addf(b, " t%" PRId64,
+					    memchr(m->flag + i, 'T', m->nflags - i) ? x->ttl_before
+										  : x->ttl);
 			break;
 		}
 	}
@@ -126,6 +130,7 @@ static void do_mg(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 		.nkey = m->key_len,
 		.want_value = kv_meta_has(m, 'v'),
 		.no_bump = kv_meta_has(m, 'u'),
+		.b64key = m->base64,
 	};
 	if (kv_meta_has(m, 'T')) {
 		rq.set_ttl = 1;
@@ -163,6 +168,7 @@ static void do_mg(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 		.last_access = now > v.atime ? now - v.atime : 0,
 		.size = v.nbytes,
 		.ttl = ttl_left(st, v.exptime),
+		.ttl_before = ttl_left(st, v.exptime_before),
 	};
 	if (rq.want_value)
 		kv_buf_addf(out, "VA %" PRIu32, v.nbytes);
@@ -221,6 +227,8 @@ static void do_ms_line(kv_store *st, struct kv_counts *cnt, const struct kv_meta
 	struct kv_item *it =
 		kv_item_new(st, cnt, kv_meta_key(m), m->key_len, flags, exptime, m->datalen, &why);
 	o->data_bytes_to_read = (uint64_t)m->datalen + 2;
+	if (it && m->base64)
+		it->mark |= KV_IT_B64; /* "me" shows its key in base64 */
 	if (!it) {
 		/* The data is dropped; a plain set also removes the old value, as memcached does. */
 		if (m->mode == 'S')
@@ -326,6 +334,8 @@ static void do_ma(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 		}
 		memcpy(kv_item_value(it), num, (size_t)n);
 		memcpy(kv_item_value(it) + n, "\r\n", 2);
+		if (m->base64)
+			it->mark |= KV_IT_B64;
 		uint64_t cas;
 		if (kv_store_item(st, cnt, it, KV_ADD, 0, &cas) == KV_STORED) {
 			r = KV_OK;
@@ -351,7 +361,8 @@ static void do_ma(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 		return;
 	char num[24];
 	int n = snprintf(num, sizeof(num), "%" PRIu64, res.value);
-	struct vals x = {.have_item = 1, .cas = res.cas, .ttl = ttl_left(st, res.exptime)};
+	int64_t ttl = ttl_left(st, res.exptime);
+	struct vals x = {.have_item = 1, .cas = res.cas, .ttl = ttl, .ttl_before = ttl};
 	if (kv_meta_has(m, 'v'))
 		kv_buf_addf(out, "VA %d", n);
 	else
@@ -378,12 +389,15 @@ static void do_me(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 	/* memcached prints exp as the clock minus the expiry time: negative while alive. */
 	int64_t exp = v.exptime == 0 ? -1 : (int64_t)now - (int64_t)v.exptime;
 	add(out, "ME ");
-	if (m->base64) {
-		/* memcached prints the key it holds re-encoded ("Zm9v!! b" shows as "Zm9v"). */
+	if (v.b64key) {
+		/* memcached prints the key in base64 when the item was stored with one, however
+		   me asked ("Zm9v!! b" shows as "Zm9v"). */
 		char enc[4 * ((KV_KEY_MAX + 2) / 3) + 4];
-		kv_buf_add(out, enc, kv_meta_b64_encode(m->keybuf, m->key_len, enc, sizeof(enc)));
+		kv_buf_add(out, enc,
+			   kv_meta_b64_encode((const unsigned char *)kv_meta_key(m), m->key_len, enc,
+					      sizeof(enc)));
 	} else {
-		kv_buf_add(out, m->key_raw.ptr, m->key_raw.len);
+		kv_buf_add(out, kv_meta_key(m), m->key_len);
 	}
 	/* size= is the item's size as memcached counts it, whatever locus-kv's own layout. */
 	kv_buf_addf(out,

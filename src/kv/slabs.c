@@ -7,7 +7,6 @@
 
 #include "kv/slabs.h"
 
-#define PAGE_MIN    (1u << 20) /* memcached's slab page */
 #define SMALL_PAGE  (64u << 10) /* a class's first page once the limit is reached */
 #define CHUNK_ALIGN 8
 
@@ -31,6 +30,7 @@ struct slab_class {
 struct kv_slabs {
 	struct slab_class cls[KV_CLASSES_MAX + 1];
 	unsigned ncls; /* classes 1..ncls */
+	int big;       /* class ncls holds items above slab_chunk_max, up to -I */
 	size_t page_size;
 	size_t limit;
 	size_t malloced;
@@ -65,37 +65,57 @@ static void list_remove_at(struct page_list *l, size_t i)
 	l->n--;
 }
 
+/*
+ * memcached 1.6's class table: from its 48-byte item header plus -n, times
+ * -f each class, rounded up to 8 bytes, while below slab_chunk_max / f; then
+ * a class of slab_chunk_max. memcached stores larger items in chunks of
+ * that class; here they take one chunk of a class of -I bytes (on pages of
+ * their own when -I is above the page size). Items are placed by their size
+ * as memcached counts it (kv_mc_item_size), which is never less than the
+ * room they take here (item.h).
+ */
 static void build_classes(struct kv_slabs *s, size_t item_size_max, double factor,
-			  unsigned chunk_min)
+			  unsigned chunk_min, size_t chunk_max)
 {
-	size_t size = sizeof(struct kv_item) + chunk_min;
-	size = (size + CHUNK_ALIGN - 1) & ~(size_t)(CHUNK_ALIGN - 1);
+	unsigned size = 48 + chunk_min;
 	unsigned i = 0;
-	while (i < KV_CLASSES_MAX - 1 && size <= s->page_size / 2 && size < item_size_max) {
-		i++;
-		s->cls[i].size = (uint32_t)size;
+	while (++i < KV_CLASSES_MAX - 1) {
+		if (size >= (double)chunk_max / factor)
+			break;
+		if (size % CHUNK_ALIGN)
+			size += CHUNK_ALIGN - size % CHUNK_ALIGN;
+		s->cls[i].size = size;
 		s->cls[i].perpage = (uint32_t)(s->page_size / size);
-		size_t next = (size_t)((double)size * factor);
-		next = (next + CHUNK_ALIGN - 1) & ~(size_t)(CHUNK_ALIGN - 1);
-		if (next <= size)
-			next = size + CHUNK_ALIGN;
-		size = next;
+		size = (unsigned)(size * factor);
 	}
-	i++;
-	s->cls[i].size = (uint32_t)item_size_max;
-	s->cls[i].perpage = (uint32_t)(s->page_size / item_size_max);
+	s->cls[i].size = (uint32_t)chunk_max;
+	s->cls[i].perpage = (uint32_t)(s->page_size / chunk_max);
+	if (item_size_max > chunk_max) {
+		s->big = 1;
+		i++;
+		s->cls[i].size = (uint32_t)item_size_max;
+		s->cls[i].perpage = item_size_max < s->page_size
+					    ? (uint32_t)(s->page_size / item_size_max)
+					    : 1;
+	}
 	s->ncls = i;
 }
 
+/* A class whose chunks are larger than a page has pages of one chunk, which never move. */
+static int movable(const struct kv_slabs *s, unsigned cls)
+{
+	return cls == 0 || s->cls[cls].size <= s->page_size;
+}
+
 struct kv_slabs *kv_slabs_new(size_t limit, size_t item_size_max, double factor,
-			      unsigned chunk_min)
+			      unsigned chunk_min, size_t chunk_max)
 {
 	struct kv_slabs *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
 	s->limit = limit;
-	s->page_size = item_size_max > PAGE_MIN ? item_size_max : PAGE_MIN;
-	build_classes(s, item_size_max, factor, chunk_min);
+	s->page_size = KV_PAGE_SIZE;
+	build_classes(s, item_size_max, factor, chunk_min, chunk_max);
 	return s;
 }
 
@@ -135,6 +155,11 @@ size_t kv_slabs_page_size(const struct kv_slabs *s)
 	return s->page_size;
 }
 
+unsigned kv_slabs_shown_class(const struct kv_slabs *s, unsigned cls)
+{
+	return s->big && cls == s->ncls ? cls - 1 : cls;
+}
+
 /* ---------- inside the section ---------- */
 
 static void push_free(struct slab_class *c, struct kv_item *it)
@@ -171,6 +196,21 @@ static int grow(struct kv_slabs *s, struct slab_class *c, int *full)
 {
 	char *page = NULL;
 	size_t len = s->page_size;
+	if (c->size > s->page_size) {
+		/* A chunk larger than a page: a page of its own, within the limit, never moved. */
+		len = c->size;
+		if (s->malloced + len > s->limit && c->small + c->pages.n > 0) {
+			*full = 1;
+			return -1;
+		}
+		if (!(page = take_memory(s, len)))
+			return -1;
+		c->small++;
+		c->cur = page;
+		c->cur_left = 1;
+		c->chunks++;
+		return 0;
+	}
 	if (s->pool.n) {
 		page = s->pool.p[--s->pool.n];
 	} else if (s->malloced + len <= s->limit) {
@@ -303,8 +343,25 @@ static uint64_t move_start_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		rq->result = KV_MOVE_SAME;
 		return 0;
 	}
-	if (rq->src < 1 || rq->src > s->ncls || rq->dst > s->ncls) {
+	if (rq->src > s->ncls || rq->dst > s->ncls || !movable(s, rq->src) ||
+	    !movable(s, rq->dst)) {
 		rq->result = KV_MOVE_BADCLASS;
+		return 0;
+	}
+	if (rq->src == 0) {
+		/* From the pool: memcached asks for two pages there too. */
+		if (s->pool.n < 2) {
+			rq->result = KV_MOVE_NOSPARE;
+			return 0;
+		}
+		struct slab_class *d = &s->cls[rq->dst];
+		char *page = s->pool.p[--s->pool.n];
+		if (list_push(&d->pages, page) == 0)
+			give_page(d, page, s->page_size);
+		else
+			s->pool.n++;
+		s->moves++;
+		rq->result = KV_MOVE_OK;
 		return 0;
 	}
 	struct slab_class *sc = &s->cls[rq->src];

@@ -1,9 +1,10 @@
 /*
  * locus-kv's slab allocator: the slabs section (memcached's slabs.c).
  *
- * Memory comes in pages (1 MB, or -I if larger), each cut into the chunks of
- * one class; a class's chunk size grows by -f from the item header plus -n
- * up to -I. Pages are taken within the -m limit; a class that has no memory
+ * Memory comes in 1 MB pages, each cut into the chunks of one class; the
+ * classes are memcached's (build_classes in slabs.c: from the item header
+ * plus -n, growing by -f, up to slab_chunk_max), and one of -I for larger
+ * items. Pages are taken within the -m limit; a class that has no memory
  * at all when the limit is reached gets one small page past it (64 KB, or
  * one chunk), so every item size stays storable however the pages were
  * shared out.
@@ -28,12 +29,13 @@
 #include "kv/section.h"
 
 #define KV_CLASSES_MAX 63
+#define KV_PAGE_SIZE   (1u << 20) /* memcached's slab page */
 
 struct kv_slabs;
 
-/* NULL if out of memory. */
+/* NULL if out of memory. chunk_max: memcached's slab_chunk_max (build_classes in slabs.c). */
 struct kv_slabs *kv_slabs_new(size_t limit, size_t item_size_max, double factor,
-			      unsigned chunk_min);
+			      unsigned chunk_min, size_t chunk_max);
 /* Free every page: only once nothing uses the allocator any more. */
 void kv_slabs_delete(struct kv_slabs *s);
 
@@ -42,6 +44,9 @@ unsigned kv_slabs_class_for(const struct kv_slabs *s, size_t total);
 unsigned kv_slabs_nclasses(const struct kv_slabs *s);
 uint32_t kv_slabs_chunk_size(const struct kv_slabs *s, unsigned cls);
 size_t kv_slabs_page_size(const struct kv_slabs *s);
+/* The class as memcached would number it: the -I class (beyond slab_chunk_max) is memcached's
+   largest, whose chunks it stores such items in. */
+unsigned kv_slabs_shown_class(const struct kv_slabs *s, unsigned cls);
 
 /*
  * A chunk of class cls, from its free list, the page being cut, or (grow)

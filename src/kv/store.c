@@ -39,6 +39,7 @@ void kv_store_config_default(struct kv_store_config *c)
 	c->item_size_max = (size_t)1 << 20;
 	c->factor = 1.25;
 	c->chunk_min = 48;
+	c->slab_chunk_max = KV_PAGE_SIZE / 2;
 	c->stripes = 1024;
 	c->lru_crawler = 1;
 	c->evict = 1;
@@ -183,8 +184,12 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 		msg(err, errlen, "out of memory for section timing");
 		goto fail;
 	}
+	size_t chunk_max = st->cfg.slab_chunk_max;
+	if (chunk_max == 0 || chunk_max > st->cfg.item_size_max)
+		chunk_max = st->cfg.item_size_max < KV_PAGE_SIZE / 2 ? st->cfg.item_size_max
+								      : KV_PAGE_SIZE / 2;
 	st->slabs = kv_slabs_new(st->cfg.mem_limit, st->cfg.item_size_max, st->cfg.factor,
-				 st->cfg.chunk_min);
+				 st->cfg.chunk_min, chunk_max);
 	st->lru = kv_lru_new(&st->clock);
 	st->automove = kv_automove_new(st->cfg.slab_automove, st->cfg.automove_ratio,
 				       st->cfg.automove_window * KV_AUTOMOVE_HZ);

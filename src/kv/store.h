@@ -51,6 +51,7 @@ struct kv_store_config {
 	size_t item_size_max; /* -I, bytes */
 	double factor;	      /* chunk size growth factor (-f) */
 	unsigned chunk_min;   /* smallest value+key room of the first class (-n) */
+	size_t slab_chunk_max; /* memcached's slab_chunk_max: the largest class below -I */
 	unsigned stripes;     /* hash stripes (power of 2) */
 	int lru_crawler;      /* run the background expiry crawler */
 	int evict;	      /* evict when memory is full (-M: 0, an error instead) */
@@ -196,6 +197,7 @@ struct kv_meta_req {
 	int set_ttl;	  /* T: new exptime (server time) in ttl */
 	uint32_t ttl;
 	int vivify;	  /* N: on a miss, create an empty item with exptime vivify_ttl */
+	int b64key;	  /* b: the key was given in base64 (a vivified item remembers it) */
 	uint32_t vivify_ttl;
 	int recache;	  /* R: win if ttl remaining < recache_below */
 	uint32_t recache_below;
@@ -204,11 +206,12 @@ struct kv_meta_req {
 struct kv_meta_view {
 	int found;
 	uint32_t flags, nbytes, exptime, atime;
+	uint32_t exptime_before; /* exptime before this access's T changed it */
 	uint64_t cas;
-	int fetched;	  /* had been fetched before this access */
-	uint32_t total;	  /* bytes the item takes in its chunk */
+	int fetched;		     /* had been fetched before this access */
+	int b64key;		     /* stored with a base64 key */
 	int win, stale, already_won; /* W, X, Z */
-	uint8_t cls;
+	uint8_t cls;		     /* the slab class, numbered as memcached numbers it */
 };
 /* 0, or -1 out of memory. */
 int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *rq,
