@@ -5,10 +5,10 @@
 #include "common/atomic.h"
 #include "kv/assoc.h"
 
-int kv_assoc_init(struct kv_assoc *a, size_t mem_limit, unsigned nstripes)
+int kv_assoc_init(struct kv_assoc *a, size_t mem_limit, unsigned hashpower, unsigned nstripes)
 {
 	memset(a, 0, sizeof(*a));
-	unsigned hp = 16;
+	unsigned hp = hashpower > 16 ? hashpower : 16;
 	while (hp < 30 && ((uint64_t)1 << hp) < mem_limit / 256)
 		hp++;
 	a->hashpower = hp;
@@ -27,6 +27,7 @@ void kv_assoc_destroy(struct kv_assoc *a)
 {
 	free(a->buckets);
 	free(a->stripes);
+	kv_sizes_free(&a->sizes);
 	a->buckets = NULL;
 	a->stripes = NULL;
 }
@@ -86,13 +87,15 @@ void kv_assoc_link(struct kv_assoc *a, struct kv_item *it, uint64_t hv)
 	*b = it;
 	faa_relaxed(&it->refs, 1);
 	kv_item_set(it, KV_IT_HASH);
+	kv_sizes_note(&a->sizes, it, +1);
 }
 
-void kv_assoc_unlink_at(struct kv_item **pp, struct kv_item **dropped)
+void kv_assoc_unlink_at(struct kv_assoc *a, struct kv_item **pp, struct kv_item **dropped)
 {
 	struct kv_item *it = *pp;
 	*pp = it->hnext;
 	kv_item_clear(it, KV_IT_HASH);
+	kv_sizes_note(&a->sizes, it, -1);
 	it->hnext = *dropped;
 	*dropped = it;
 }

@@ -17,6 +17,7 @@
 
 #include "kv/item.h"
 #include "kv/section.h"
+#include "kv/sizes.h"
 
 struct kv_assoc {
 	struct kv_item **buckets;
@@ -24,10 +25,12 @@ struct kv_assoc {
 	unsigned hashpower;
 	struct kv_sec *stripes; /* executors: the caller opens them with the table as state */
 	unsigned nstripes;
+	struct kv_sizes sizes; /* "stats sizes": linking and unlinking count */
 };
 
-/* Buckets for a memory limit, and room for nstripes stripes. 0, or -1 out of memory. */
-int kv_assoc_init(struct kv_assoc *a, size_t mem_limit, unsigned nstripes);
+/* Buckets for a memory limit (at least 2^hashpower), and room for nstripes stripes. 0, or -1
+   out of memory. */
+int kv_assoc_init(struct kv_assoc *a, size_t mem_limit, unsigned hashpower, unsigned nstripes);
 void kv_assoc_destroy(struct kv_assoc *a);
 
 uint64_t kv_hash(const char *key, size_t n);
@@ -52,6 +55,6 @@ struct kv_item **kv_assoc_find_item(struct kv_assoc *a, const struct kv_item *it
 /* Link it (its key hashes to hv) at the head of its chain; the table takes a reference. */
 void kv_assoc_link(struct kv_assoc *a, struct kv_item *it, uint64_t hv);
 /* Unlink *pp; its reference goes onto the *dropped list (linked through hnext). */
-void kv_assoc_unlink_at(struct kv_item **pp, struct kv_item **dropped);
+void kv_assoc_unlink_at(struct kv_assoc *a, struct kv_item **pp, struct kv_item **dropped);
 
 #endif

@@ -78,7 +78,7 @@ struct kv_automove *kv_automove_new(int mode, double ratio, unsigned window)
 		return NULL;
 	}
 	a->mode = mode;
-	a->ratio = ratio > 0 && ratio <= 1 ? ratio : 0.8;
+	a->ratio = ratio > 0 ? ratio : 0.8;
 	a->window = window;
 	return a;
 }
@@ -101,9 +101,49 @@ int kv_automove_get(const kv_store *st)
 	return ld_relaxed(&st->automove->mode);
 }
 
-enum kv_move_result kv_slabs_reassign(kv_store *st, unsigned src, unsigned dst)
+void kv_automove_set_ratio(kv_store *st, double ratio)
 {
-	return kv_slabs_move_start(&st->slabs_sec, src, dst);
+	/* Read by the main thread's next decision; a double is stored whole on this ABI. */
+	__atomic_store(&st->automove->ratio, &ratio, __ATOMIC_RELAXED);
+}
+
+double kv_automove_ratio(const kv_store *st)
+{
+	double r;
+	__atomic_load(&st->automove->ratio, &r, __ATOMIC_RELAXED);
+	return r;
+}
+
+/*
+ * memcached's slabs_reassign: src -1 picks a class with at least two pages
+ * (the next one after the last picked, so repeated calls spread the moves);
+ * other negative ids, and ids above the last class, are BADCLASS.
+ */
+enum kv_move_result kv_slabs_reassign(kv_store *st, int src, int dst)
+{
+	if (src == dst)
+		return KV_MOVE_SAME;
+	unsigned ncls = kv_slabs_nclasses(st->slabs);
+	if (src == -1 && dst >= 0) {
+		struct kv_slabs_report *r = malloc(sizeof(*r));
+		if (!r)
+			return KV_MOVE_BUSY;
+		kv_slabs_report(&st->slabs_sec, r);
+		static unsigned last;
+		for (unsigned k = 1; k <= ncls; k++) {
+			unsigned cls = (last + k - 1) % ncls + 1;
+			if ((int)cls != dst && r->cls[cls].pages >= 2) {
+				src = (int)cls;
+				last = cls;
+				break;
+			}
+		}
+		free(r);
+		/* None to spare: -1 stays, and is BADCLASS below, as memcached answers. */
+	}
+	if (src < 0 || dst < 0 || (unsigned)src > ncls || (unsigned)dst > ncls)
+		return KV_MOVE_BADCLASS;
+	return kv_slabs_move_start(&st->slabs_sec, (unsigned)src, (unsigned)dst);
 }
 
 void kv_store_set_limit(kv_store *st, size_t bytes)
@@ -124,11 +164,10 @@ struct rescue_req {
 	enum { GONE, RESCUED, EVICTED, RECLAIMED } outcome;
 };
 
-/* Copy an item into another chunk: its fields and bytes, not its references or links. */
+/* Copy an item into another chunk (set up by rescue): its fields and bytes, not its references
+   or links. */
 static void copy_item(struct kv_item *nw, const struct kv_item *old)
 {
-	memset(nw, 0, sizeof(*nw));
-	st_relaxed(&nw->refs, 1);
 	nw->cas = old->cas;
 	nw->exptime = old->exptime;
 	nw->atime = old->atime;
@@ -158,20 +197,20 @@ static uint64_t rescue_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		rq->cnt->reclaimed++;
 		rq->cnt->curr_items--;
 		rq->cnt->bytes -= size;
-		kv_assoc_unlink_at(pp, &rq->dropped);
+		kv_assoc_unlink_at(as, pp, &rq->dropped);
 		rq->outcome = RECLAIMED;
 		return 0;
 	}
 	if (!rq->nw) {
 		rq->cnt->curr_items--;
 		rq->cnt->bytes -= size;
-		kv_assoc_unlink_at(pp, &rq->dropped);
+		kv_assoc_unlink_at(as, pp, &rq->dropped);
 		rq->outcome = EVICTED;
 		return 0;
 	}
 	/* The copy takes the old one's place in the chain. */
 	copy_item(rq->nw, old);
-	kv_assoc_unlink_at(pp, &rq->dropped);
+	kv_assoc_unlink_at(as, pp, &rq->dropped);
 	kv_assoc_link(as, rq->nw, rq->hv);
 	rq->outcome = RESCUED;
 	return 0;
@@ -183,6 +222,12 @@ static void rescue(kv_store *st, struct kv_counts *cnt, struct kv_item *old)
 	struct rescue_req rq = {.st = st, .cnt = cnt, .old = old};
 	/* A free chunk of the class, never new memory: the class is giving a page away. */
 	rq.nw = kv_slabs_alloc(&st->slabs_sec, old->cls, 0, &full);
+	if (rq.nw) {
+		/* An item of its class with our reference from now on, whatever becomes of it. */
+		memset(rq.nw, 0, sizeof(*rq.nw));
+		rq.nw->cls = old->cls;
+		st_relaxed(&rq.nw->refs, 1);
+	}
 	rq.hv = kv_item_hash(old);
 	kv_sec_run(kv_assoc_stripe(&st->assoc, rq.hv), rescue_sec, &rq);
 	switch (rq.outcome) {
@@ -275,7 +320,7 @@ static void choose(struct kv_automove *a, const struct kv_slabs_report *sr,
 		double age = (double)sum.age / a->filled;
 		const struct kv_slabs_class_report *c = &sr->cls[n];
 		if (mode == 1 && !reclaim && sum.dirty == 0 && c->pages >= MIN_PAGES_FOR_SOURCE &&
-		    (double)(c->free + c->free_end) > c->perpage * FREE_PAGES_RECLAIM)
+		    (double)c->free > c->perpage * FREE_PAGES_RECLAIM)
 			reclaim = n;
 		if (c->pages > MIN_PAGES_FOR_SOURCE && age > oldest_age) {
 			oldest = n;
@@ -297,7 +342,9 @@ static void choose(struct kv_automove *a, const struct kv_slabs_report *sr,
 	}
 	if (!oldest || !youngest || oldest == youngest || !youngest_evicting)
 		return;
-	if (mode == 2 || youngest_age < oldest_age * a->ratio) {
+	double ratio;
+	__atomic_load(&a->ratio, &ratio, __ATOMIC_RELAXED);
+	if (mode == 2 || youngest_age < oldest_age * ratio) {
 		*src = oldest;
 		*dst = youngest;
 	}

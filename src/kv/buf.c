@@ -52,3 +52,22 @@ void kv_buf_free(struct kv_buf *b)
 	b->p = NULL;
 	b->len = b->cap = 0;
 }
+
+int kv_buf_add_uri(struct kv_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	if (kv_buf_reserve(b, 3 * n) != 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+		    ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+			b->p[b->len++] = (char)ch;
+		} else {
+			b->p[b->len++] = '%';
+			b->p[b->len++] = hex[ch >> 4];
+			b->p[b->len++] = hex[ch & 15];
+		}
+	}
+	return 0;
+}

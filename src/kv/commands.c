@@ -46,6 +46,46 @@ const char *kv_result_text(enum kv_result r)
 	return "SERVER_ERROR internal";
 }
 
+static const char *const get_status_names[] = {
+	[KV_GET_FOUND] = "found",
+	[KV_GET_NOT_FOUND] = "not_found",
+	[KV_GET_EXPIRED] = "expired",
+	[KV_GET_FLUSHED] = "flushed",
+};
+
+/* What watch mutations calls a store's outcome and command, as memcached's logger. */
+static const char *store_status(enum kv_result r)
+{
+	switch (r) {
+	case KV_STORED:
+		return "stored";
+	case KV_EXISTS:
+		return "exists";
+	case KV_NOT_FOUND:
+		return "not_found";
+	case KV_TOO_LARGE:
+		return "too_large";
+	case KV_NO_MEMORY:
+		return "no_memory";
+	default:
+		return "not_stored";
+	}
+}
+
+static const char *const store_cmd_names[] = {
+	[KV_SET] = "set",	  [KV_ADD] = "add",	      [KV_REPLACE] = "replace",
+	[KV_APPEND] = "append", [KV_PREPEND] = "prepend", [KV_CAS] = "cas",
+	[KV_CAS_STALE] = "cas",
+};
+
+static void watch_store(struct conn *c, const char *key, size_t nkey, enum kv_result r,
+			enum kv_store_mode mode, unsigned cls, uint32_t exptime, uint32_t nbytes)
+{
+	uint32_t now = kv_now(kv_srv.st);
+	int64_t ttl = exptime == 0 ? 0 : (int64_t)exptime - (int64_t)now;
+	kv_watch_store(key, nkey, store_status(r), store_cmd_names[mode], ttl, cls, c->fd, nbytes);
+}
+
 static int get_batch(struct conn *c, const struct kv_cmd *cmd)
 {
 	int with_cas = cmd->cmd == KV_CMD_GETS || cmd->cmd == KV_CMD_GATS;
@@ -54,11 +94,19 @@ static int get_batch(struct conn *c, const struct kv_cmd *cmd)
 	for (unsigned i = 0; i < cmd->nkeys; i++) {
 		if (c->udp && c->gets_keys++ > 0)
 			kv_dgram_mark(c, 0); /* over UDP each key's reply is its own message */
-		if (kv_get(kv_srv.st, &c->w->cnt, cmd->keys[i].ptr, cmd->keys[i].len, with_cas, touch,
-			   exptime, &c->out) < 0) {
+		const char *key = cmd->keys[i].ptr;
+		size_t nkey = cmd->keys[i].len;
+		struct kv_get_info info;
+		int hit = kv_get_info(kv_srv.st, &c->w->cnt, key, nkey, with_cas, touch, exptime,
+				      &c->out, &info);
+		if (hit < 0) {
 			kv_reply(c, "SERVER_ERROR out of memory writing get response");
 			return -1;
 		}
+		kv_detail_count(kv_srv.st, key, nkey, KV_PREFIX_GET, hit);
+		if (kv_watch_wanted(KV_WATCH_FETCHERS))
+			kv_watch_get(key, nkey, get_status_names[info.status], info.cls, c->fd,
+				     info.nbytes);
 	}
 	return 0;
 }
@@ -121,8 +169,12 @@ static void cmd_store(struct conn *c, const struct kv_cmd *cmd)
 	};
 	enum kv_result why;
 	uint32_t exptime = kv_exptime(kv_srv.st, cmd->exptime);
+	kv_detail_count(kv_srv.st, cmd->keys[0].ptr, cmd->keys[0].len, KV_PREFIX_SET, 0);
 	struct kv_item *it = kv_item_new(kv_srv.st, &c->w->cnt, cmd->keys[0].ptr, cmd->keys[0].len,
 					 cmd->flags, exptime, cmd->bytes, &why);
+	if (!it && kv_watch_wanted(KV_WATCH_MUTATIONS))
+		watch_store(c, cmd->keys[0].ptr, cmd->keys[0].len, why, modes[cmd->cmd], 0, exptime,
+			    cmd->bytes);
 	if (!it) {
 		/* memcached drops the data, and a failed set also removes the old value. */
 		if (cmd->cmd == KV_CMD_SET)
@@ -162,7 +214,16 @@ void kv_data_done(struct conn *c)
 		return;
 	}
 	uint64_t cas;
-	enum kv_result r = kv_store_item(kv_srv.st, &c->w->cnt, it, c->mode, c->cas, &cas);
+	struct kv_store_info info;
+	int watched = kv_watch_wanted(KV_WATCH_MUTATIONS);
+	char key[KV_KEY_MAX];
+	size_t nkey = it->nkey;
+	if (watched)
+		memcpy(key, kv_item_key(it), nkey); /* the store consumes it */
+	enum kv_result r =
+		kv_store_item_info(kv_srv.st, &c->w->cnt, it, c->mode, c->cas, &cas, &info);
+	if (watched)
+		watch_store(c, key, nkey, r, c->mode, info.cls, info.exptime, info.nbytes);
 	kv_reply(c, kv_result_text(r));
 	c->noreply = 0;
 }
@@ -227,7 +288,7 @@ void kv_execute(struct conn *c, const char *line, size_t len)
 		}
 		return;
 	}
-	if (debug_command(c, line, len))
+	if (debug_command(c, line, len) || kv_admin_command(c, line, len))
 		return;
 	struct kv_cmd cmd;
 	if (kv_parse(line, len, &cmd) != 0) {
@@ -257,6 +318,7 @@ void kv_execute(struct conn *c, const char *line, size_t len)
 		cmd_store(c, &cmd);
 		return; /* noreply stays with the data */
 	case KV_CMD_DELETE:
+		kv_detail_count(kv_srv.st, cmd.keys[0].ptr, cmd.keys[0].len, KV_PREFIX_DEL, 0);
 		kv_reply(c, kv_result_text(kv_delete(kv_srv.st, &w->cnt, cmd.keys[0].ptr, cmd.keys[0].len)));
 		break;
 	case KV_CMD_INCR:
@@ -282,6 +344,8 @@ void kv_execute(struct conn *c, const char *line, size_t len)
 			kv_reply(c, "CLIENT_ERROR invalid shutdown mode");
 		} else {
 			/* As memcached: close this connection and stop as on SIGINT. */
+			if (cmd.shutdown == 1)
+				fprintf(stderr, "Gracefully stopping\n");
 			kv_logv(1, "locus-kv: shutdown command from connection %d", c->fd);
 			c->close_now = 1;
 			kill(getpid(), SIGINT);

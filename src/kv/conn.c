@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <event2/event.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,16 @@ static void conn_watch(struct conn *c, short events)
 void kv_conn_close(struct conn *c)
 {
 	struct worker *w = c->w;
+	/* Off the list first: "stats conns" in another worker must not see a closed fd. */
+	pthread_mutex_lock(&w->lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&w->lock);
+	kv_watch_forget(c);
 	event_del(c->ev);
 	event_free(c->ev);
 	close(c->fd);
@@ -76,12 +87,6 @@ void kv_conn_close(struct conn *c)
 	kv_meta_set_clear(&c->ms);
 	kv_buf_free(&c->in);
 	kv_buf_free(&c->out);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		w->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
 	kv_logv(2, "<%d connection closed.", c->fd);
 	free(c);
 	w->cnt.curr_connections--;
@@ -103,10 +108,13 @@ struct conn *kv_conn_new(struct worker *w, int fd)
 	}
 	c->events = EV_READ;
 	event_add(c->ev, NULL);
+	kv_conn_addresses(c);
+	pthread_mutex_lock(&w->lock);
 	c->next = w->conns;
 	if (w->conns)
 		w->conns->prev = c;
 	w->conns = c;
+	pthread_mutex_unlock(&w->lock);
 	w->cnt.curr_connections++;
 	w->cnt.total_connections++;
 	return c;
@@ -120,7 +128,8 @@ struct conn *kv_conn_new(struct worker *w, int fd)
 void kv_conn_process(struct conn *c)
 {
 	/* UDP replies go out as datagrams after the whole request: nothing backs up. */
-	while (!c->closing && !c->close_now && (c->udp || kv_out_pending(c) < OUT_HIGH)) {
+	while (!c->closing && !c->close_now && !c->dumping && !c->watcher &&
+	       (c->udp || kv_out_pending(c) < OUT_HIGH)) {
 		if (c->get_paused) {
 			kv_get_resume(c);
 			continue;
@@ -233,7 +242,8 @@ static void conn_service(struct conn *c, int readable)
 	c->budget = kv_srv.set.reqs_per_event;
 	c->yielded = 0;
 	for (;;) {
-		if (readable && !c->peer_eof && !c->get_paused && kv_out_pending(c) < OUT_HIGH) {
+		if (readable && !c->peer_eof && !c->get_paused && !c->dumping &&
+		    kv_out_pending(c) < OUT_HIGH) {
 			if (kv_buf_reserve(&c->in, READ_CHUNK) != 0) {
 				c->close_now = 1;
 			} else {
@@ -246,25 +256,41 @@ static void conn_service(struct conn *c, int readable)
 			}
 		}
 		readable = 0;
-		kv_conn_process(c);
+		if (c->watcher) {
+			c->in.len = c->in_pos = 0; /* a watcher's commands get no reply, as memcached's */
+			kv_watch_pull(c);
+		} else if (c->dumping) {
+			if (kv_out_pending(c) < OUT_HIGH)
+				c->dumping = kv_metadump_continue(c);
+		} else {
+			kv_conn_process(c);
+		}
 		kv_counts_flush(kv_srv.st, &c->w->cnt);
 		if (c->close_now || conn_write(c) != 0) {
 			kv_conn_close(c);
 			return;
 		}
-		if (!c->closing && !c->yielded && kv_out_pending(c) < OUT_HIGH && input_runnable(c))
+		if (!c->closing && !c->yielded && !c->watcher && kv_out_pending(c) < OUT_HIGH &&
+		    (c->dumping || input_runnable(c)))
 			continue;
 		int more = c->yielded && !c->closing && input_runnable(c);
-		if ((c->peer_eof || c->closing) && !kv_out_pending(c) && !more) {
+		if ((c->peer_eof || c->closing) && !kv_out_pending(c) && !more && !c->dumping) {
 			kv_conn_close(c);
 			return;
 		}
 		short want = 0;
 		if (kv_out_pending(c))
 			want |= EV_WRITE;
-		if (!c->closing && !c->peer_eof && !c->get_paused && kv_out_pending(c) < OUT_HIGH)
+		if (!c->closing && !c->peer_eof && !c->get_paused && !c->dumping &&
+		    kv_out_pending(c) < OUT_HIGH)
 			want |= EV_READ;
 		conn_watch(c, want);
+		st_relaxed(&c->activity, c->watcher			? ACT_WATCH
+					 : kv_out_pending(c)		? ACT_WRITE
+					 : c->state == CONN_DATA	? ACT_NREAD
+					 : c->state == CONN_SWALLOW	? ACT_SWALLOW
+					 : ld_relaxed(&c->last_cmd)	? ACT_READ
+									: ACT_NEW);
 		if (more && kv_out_pending(c) < OUT_HIGH) {
 			/* As memcached: run the rest after the worker's other ready connections. */
 			c->w->cnt.conn_yields++;
@@ -272,6 +298,11 @@ static void conn_service(struct conn *c, int readable)
 		}
 		return;
 	}
+}
+
+void kv_conn_kick(struct conn *c)
+{
+	conn_service(c, 0);
 }
 
 static void conn_event(evutil_socket_t fd, short what, void *arg)

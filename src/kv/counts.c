@@ -14,6 +14,8 @@
 #define COUNT_FIELDS(X)                                                                          \
 	X(cmd_get) X(cmd_set) X(cmd_flush) X(cmd_touch) X(cmd_meta) X(get_hits) X(get_misses)   \
 	X(get_expired) X(get_flushed) X(delete_hits) X(delete_misses) X(incr_hits)               \
+	X(store_too_large) X(store_no_memory) X(crawler_reclaimed) X(crawler_items_checked)     \
+	X(direct_reclaims) X(lru_crawler_starts)                                                 \
 	X(incr_misses) X(decr_hits) X(decr_misses) X(cas_hits) X(cas_misses) X(cas_badval)        \
 	X(touch_hits) X(touch_misses) X(bytes_read) X(bytes_written) X(total_items)               \
 	X(evictions) X(reclaimed) X(expired_unfetched) X(evicted_unfetched) X(oom)               \
@@ -28,6 +30,10 @@ LOCUS_TM_CALLABLE uint64_t kv_counts_add_fn(void *state, uint64_t a, uint64_t b,
 #define ADD(f) g->f += l->f;
 	COUNT_FIELDS(ADD)
 #undef ADD
+	for (unsigned cls = 0; cls < KV_CLASSES; cls++)
+		if (l->cls_touched & ((uint64_t)1 << cls))
+			for (unsigned k = 0; k < KV_CLASS_COUNTS; k++)
+				g->cls[cls][k] += l->cls[cls][k];
 	return 0;
 }
 

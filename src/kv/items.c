@@ -29,6 +29,7 @@ struct hash_req {
 	uint64_t hv;
 	struct kv_item *dropped; /* unlinked items whose hash reference is the caller's */
 	struct kv_item *bump;	 /* an item (referenced) for the caller to bump in the LRU */
+	enum kv_get_status miss; /* find_live: why it found nothing live */
 };
 
 static void req_init(struct hash_req *h, kv_store *st, struct kv_counts *cnt, const char *key,
@@ -64,8 +65,16 @@ static void req_finish(struct hash_req *h)
 
 void kv_item_release(kv_store *st, struct kv_item *it)
 {
-	if (fas_acqrel(&it->refs, 1) == 1)
+	uint16_t held = fas_acqrel(&it->refs, 1);
+	if (held == 1) {
 		kv_slabs_free(&st->slabs_sec, it);
+	} else if (held == 0) {
+		/* A reference dropped twice: the chunk may already be someone else's. Stop here
+		   rather than corrupt the cache. */
+		fprintf(stderr, "locus-kv: item %.*s released more often than it was held\n",
+			(int)it->nkey, it->data);
+		abort();
+	}
 }
 
 void kv_items_drop_unlinked(kv_store *st, struct kv_item *list)
@@ -105,11 +114,14 @@ static void count_store(struct hash_req *h, struct kv_item *it, int sign)
 static void reap(struct hash_req *h, struct kv_item **pp, int flushed)
 {
 	struct kv_item *it = *pp;
-	if (!flushed && !kv_item_has(it, KV_IT_FETCHED))
+	if (!flushed && !kv_item_has(it, KV_IT_FETCHED)) {
 		h->cnt->expired_unfetched++;
+		kv_count_class(h->cnt, it->cls, KV_CC_EXPIRED_UNFETCHED);
+	}
 	h->cnt->reclaimed++;
+	kv_count_class(h->cnt, it->cls, KV_CC_RECLAIMED);
 	count_store(h, it, -1);
-	kv_assoc_unlink_at(pp, &h->dropped);
+	kv_assoc_unlink_at(&h->st->assoc, pp, &h->dropped);
 }
 
 /*
@@ -120,10 +132,12 @@ static struct kv_item *find_live(struct kv_assoc *a, struct hash_req *h, int cou
 {
 	struct kv_item **pp = kv_assoc_find(a, h->hv, h->key, h->nkey);
 	struct kv_item *it = *pp;
+	h->miss = KV_GET_NOT_FOUND;
 	if (!it)
 		return NULL;
 	int flushed;
 	if (kv_clock_item_dead(&h->st->clock, it, now_of(h), &flushed)) {
+		h->miss = flushed ? KV_GET_FLUSHED : KV_GET_EXPIRED;
 		if (count_get) {
 			if (flushed)
 				h->cnt->get_flushed++;
@@ -188,7 +202,7 @@ static uint64_t unlink_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		reap(&rq->h, pp, flushed);
 	} else {
 		count_store(&rq->h, rq->victim, -1);
-		kv_assoc_unlink_at(pp, &rq->h.dropped);
+		kv_assoc_unlink_at(as, pp, &rq->h.dropped);
 	}
 	return 1;
 }
@@ -202,7 +216,9 @@ static uint64_t unlink_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 static int make_room(kv_store *st, struct kv_counts *cnt, unsigned cls, int evict)
 {
 	enum kv_pull kind;
-	struct kv_item *v = kv_lru_pull(&st->alloc_sec, cls, evict, &kind);
+	const char *lo, *hi;
+	kv_slabs_moving_page(st->slabs, cls, &lo, &hi);
+	struct kv_item *v = kv_lru_pull(&st->alloc_sec, cls, evict, lo, hi, &kind);
 	if (!v)
 		return 0;
 	struct unlink_req rq;
@@ -214,7 +230,11 @@ static int make_room(kv_store *st, struct kv_counts *cnt, unsigned cls, int evic
 	int unlinked = (int)hash_run(&rq.h, unlink_sec, &rq);
 	if (kind == KV_PULL_EXPIRED && !unlinked)
 		kv_lru_link(&st->alloc_sec, v); /* alive (touched meanwhile) or gone: back, if linked */
+	if (unlinked)
+		cnt->direct_reclaims++;
 	if (unlinked && kind == KV_PULL_EVICTED && !rq.was_dead) {
+		if (st->evict_hook)
+			st->evict_hook(st->evict_ctx, v, kv_clock_now(&st->clock));
 		cnt->evictions++;
 		if (!kv_item_has(v, KV_IT_FETCHED))
 			cnt->evicted_unfetched++;
@@ -254,12 +274,13 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 	uint64_t total = kv_mc_item_size(nkey, flags, nbytes);
 	unsigned cls = total <= st->cfg.item_size_max ? kv_slabs_class_for(st->slabs, total) : 0;
 	if (!cls) {
+		cnt->store_too_large++;
 		*why = KV_TOO_LARGE;
 		return NULL;
 	}
 	struct kv_item *it = alloc_chunk(st, cnt, cls);
 	if (!it) {
-		cnt->oom++;
+		cnt->store_no_memory++;
 		*why = KV_NO_MEMORY;
 		return NULL;
 	}
@@ -294,6 +315,7 @@ struct store_req {
 	uint32_t add;	     /* append/prepend: bytes of new data at the start of item's value */
 	uint32_t old_nbytes; /* append/prepend: the old value's size, as measured */
 	uint64_t old_cas;    /* append/prepend: the old item's cas, as measured */
+	uint32_t stored_nbytes; /* append/prepend: the joined value's size */
 	enum kv_result result;
 };
 
@@ -323,9 +345,7 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct kv_item *old = *pp;
 	int flushed;
 	if (old && kv_clock_item_dead(&h->st->clock, old, now_of(h), &flushed)) {
-		count_store(h, old, -1);
-		h->cnt->reclaimed++;
-		kv_assoc_unlink_at(pp, &h->dropped);
+		reap(h, pp, flushed);
 		old = NULL;
 		pp = kv_assoc_find(as, h->hv, it->data, it->nkey);
 	}
@@ -361,9 +381,11 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 			}
 			rq->result = KV_EXISTS;
 			h->cnt->cas_badval++;
+			kv_count_class(h->cnt, old->cls, KV_CC_CAS_BADVAL);
 			return 0;
 		}
 		h->cnt->cas_hits++;
+		kv_count_class(h->cnt, old->cls, KV_CC_CAS_HITS);
 		break;
 	case KV_SET:
 		break;
@@ -380,7 +402,7 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	it->atime = now_of(h);
 	if (old) {
 		count_store(h, old, -1);
-		kv_assoc_unlink_at(pp, &h->dropped);
+		kv_assoc_unlink_at(&h->st->assoc, pp, &h->dropped);
 	}
 	kv_assoc_link(as, it, h->hv);
 	count_store(h, it, +1);
@@ -446,6 +468,7 @@ static enum kv_result store_joined(kv_store *st, struct kv_counts *cnt, struct k
 		rq->old_nbytes = peek.nbytes;
 		hash_run(&rq->h, store_sec, rq);
 		if (rq->result != KV_RETRY_) {
+			rq->stored_nbytes = nw->nbytes;
 			kv_item_release(st, data);
 			after_store(st, &rq->h, rq->result == KV_STORED ? nw : NULL);
 			kv_item_release(st, nw);
@@ -461,11 +484,25 @@ static enum kv_result store_joined(kv_store *st, struct kv_counts *cnt, struct k
 enum kv_result kv_store_item(kv_store *st, struct kv_counts *cnt, struct kv_item *it,
 			     enum kv_store_mode mode, uint64_t cas, uint64_t *cas_out)
 {
+	return kv_store_item_info(st, cnt, it, mode, cas, cas_out, NULL);
+}
+
+enum kv_result kv_store_item_info(kv_store *st, struct kv_counts *cnt, struct kv_item *it,
+				  enum kv_store_mode mode, uint64_t cas, uint64_t *cas_out,
+				  struct kv_store_info *info)
+{
+	if (info)
+		*info = (struct kv_store_info){.cls = kv_slabs_shown_class(st->slabs, it->cls),
+					       .nbytes = it->nbytes,
+					       .exptime = it->exptime};
 	cnt->cmd_set++;
+	kv_count_class(cnt, it->cls, KV_CC_CMD_SET);
 	struct store_req rq = {.mode = mode, .cas = cas};
 	enum kv_result r;
 	if (mode == KV_APPEND || mode == KV_PREPEND) {
 		r = store_joined(st, cnt, it, &rq);
+		if (info && r == KV_STORED)
+			info->nbytes = rq.stored_nbytes;
 	} else {
 		req_init(&rq.h, st, cnt, kv_item_key(it), it->nkey);
 		rq.item = it;
@@ -521,6 +558,8 @@ struct get_req {
 	uint32_t exptime;
 	struct kv_buf *out;
 	int oom;
+	unsigned cls;
+	uint32_t nbytes;
 };
 
 static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
@@ -537,16 +576,20 @@ static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	if (rq->touch) {
 		kv_item_set_exptime(it, rq->exptime);
 		h->cnt->touch_hits++;
+		kv_count_class(h->cnt, it->cls, KV_CC_TOUCH_HITS);
 	}
 	h->cnt->get_hits++;
+	kv_count_class(h->cnt, it->cls, KV_CC_GET_HITS);
 	access_item(h, it, 1);
+	rq->cls = it->cls;
+	rq->nbytes = it->nbytes;
 	if (add_value(rq->out, it, rq->with_cas, shown_cas(h->st, it)) != 0)
 		rq->oom = 1;
 	return 1;
 }
 
-int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
-	   int touch, uint32_t exptime, struct kv_buf *out)
+int kv_get_info(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
+		int touch, uint32_t exptime, struct kv_buf *out, struct kv_get_info *info)
 {
 	struct get_req rq = {.with_cas = with_cas, .touch = touch, .exptime = exptime, .out = out};
 	req_init(&rq.h, st, cnt, key, nkey);
@@ -555,7 +598,17 @@ int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, in
 		cnt->cmd_touch++;
 	int hit = (int)hash_run(&rq.h, get_sec, &rq);
 	req_finish(&rq.h);
+	if (info)
+		*info = (struct kv_get_info){.status = hit ? KV_GET_FOUND : rq.h.miss,
+					     .cls = hit ? kv_slabs_shown_class(st->slabs, rq.cls) : 0,
+					     .nbytes = hit ? rq.nbytes : 0};
 	return rq.oom ? -1 : hit;
+}
+
+int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
+	   int touch, uint32_t exptime, struct kv_buf *out)
+{
+	return kv_get_info(st, cnt, key, nkey, with_cas, touch, exptime, out, NULL);
 }
 
 struct touch_req {
@@ -576,6 +629,7 @@ static uint64_t touch_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	kv_item_set_exptime(it, rq->exptime);
 	access_item(&rq->h, it, 1);
 	rq->h.cnt->touch_hits++;
+	kv_count_class(rq->h.cnt, it->cls, KV_CC_TOUCH_HITS);
 	rq->result = KV_TOUCHED;
 	return 0;
 }
@@ -622,9 +676,10 @@ static uint64_t delete_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		kv_item_set_cas(it, kv_clock_next_cas(&h->st->clock));
 	} else {
 		count_store(h, it, -1);
-		kv_assoc_unlink_at(kv_assoc_find(as, h->hv, h->key, h->nkey), &h->dropped);
+		kv_assoc_unlink_at(as, kv_assoc_find(as, h->hv, h->key, h->nkey), &h->dropped);
 	}
 	h->cnt->delete_hits++;
+	kv_count_class(h->cnt, it->cls, KV_CC_DELETE_HITS);
 	rq->result = KV_DELETED;
 	return 0;
 }
@@ -713,7 +768,7 @@ static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		nw->cas = kv_clock_next_cas(&h->st->clock);
 		nw->atime = now_of(h);
 		count_store(h, it, -1);
-		kv_assoc_unlink_at(kv_assoc_find(as, h->hv, h->key, h->nkey), &h->dropped);
+		kv_assoc_unlink_at(as, kv_assoc_find(as, h->hv, h->key, h->nkey), &h->dropped);
 		kv_assoc_link(as, nw, h->hv);
 		count_store(h, nw, +1);
 		rq->item = NULL;
@@ -724,6 +779,7 @@ static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		h->cnt->incr_hits++;
 	else
 		h->cnt->decr_hits++;
+	kv_count_class(h->cnt, it->cls, in->incr ? KV_CC_INCR_HITS : KV_CC_DECR_HITS);
 	touch_item(h, it, it != rq->linked); /* memcached does not count incr as a fetch */
 	rq->res.value = v;
 	rq->res.cas = shown_cas(h->st, it);
@@ -857,6 +913,7 @@ static uint64_t meta_get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		return in->vivify && rq->item ? vivify(as, rq) : 0;
 	}
 	h->cnt->get_hits++;
+	kv_count_class(h->cnt, it->cls, KV_CC_GET_HITS);
 	v->found = 1;
 	v->fetched = kv_item_has(it, KV_IT_FETCHED);
 	v->atime = it->atime;
@@ -864,6 +921,7 @@ static uint64_t meta_get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	if (in->set_ttl) {
 		kv_item_set_exptime(it, in->ttl);
 		h->cnt->touch_hits++;
+		kv_count_class(h->cnt, it->cls, KV_CC_TOUCH_HITS);
 	}
 	uint32_t now = now_of(h);
 	int stale = (it->mark & KV_IT_STALE) != 0;
@@ -909,4 +967,10 @@ int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *i
 	if (nw)
 		kv_item_release(st, nw);
 	return rq.oom ? -1 : 0;
+}
+
+void kv_store_set_evict_hook(kv_store *st, kv_evict_hook hook, void *ctx)
+{
+	st->evict_hook = hook;
+	st->evict_ctx = ctx;
 }

@@ -290,12 +290,16 @@ void kv_listen_stop(void)
 	event_free(kv_srv.accept_retry);
 	for (int i = 0; i < kv_srv.nudp; i++)
 		close(kv_srv.ufds[i]);
+	if (kv_srv.set.unix_path)
+		unlink(kv_srv.set.unix_path);
+}
+
+void kv_listen_free(void)
+{
 	free(kv_srv.lev);
 	free(kv_srv.lfds);
 	free(kv_srv.ufds);
 	kv_srv.lev = NULL;
 	kv_srv.lfds = kv_srv.ufds = NULL;
 	kv_srv.nlisten = kv_srv.nudp = 0;
-	if (kv_srv.set.unix_path)
-		unlink(kv_srv.set.unix_path);
 }

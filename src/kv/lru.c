@@ -2,12 +2,14 @@
  * locus-kv's LRU lists (lru.h). Every function named *_sec runs inside the
  * alloc section, on the struct kv_lru given to its executor.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv/lru.h"
 
-#define PULL_TRIES 5 /* tail items looked at for one to reclaim or evict, as memcached */
+#define PULL_TRIES 5	/* tail items looked at for one to reclaim or evict, as memcached */
+#define SKIP_MAX   4096 /* items of a page being moved passed over on the way */
 
 struct lru {
 	struct kv_item *head, *tail;
@@ -44,6 +46,7 @@ static void unlink_item(struct lru *l, struct kv_item *it)
 		l->tail = it->prev;
 	it->prev = it->next = NULL;
 	l->r.items--;
+	l->r.mem_requested -= kv_mc_item_size(it->nkey, it->flags, it->nbytes);
 }
 
 static void push_head(struct lru *l, struct kv_item *it)
@@ -56,6 +59,7 @@ static void push_head(struct lru *l, struct kv_item *it)
 	if (!l->tail)
 		l->tail = it;
 	l->r.items++;
+	l->r.mem_requested += kv_mc_item_size(it->nkey, it->flags, it->nbytes);
 }
 
 /* Off the list; the list's reference is the caller's. */
@@ -104,6 +108,7 @@ void kv_lru_bump(struct kv_sec *sec, struct kv_item *it)
 struct pull_req {
 	unsigned cls;
 	int evict;
+	const char *skip_lo, *skip_hi; /* a page being moved: its items are not pulled */
 	enum kv_pull kind;
 	struct kv_item *it;
 };
@@ -121,13 +126,18 @@ static uint64_t pull_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct lru *cl = &l->cls[rq->cls];
 	uint32_t now = kv_clock_now(l->clock);
 	struct kv_item *it = cl->tail, *idle = NULL;
-	for (int i = 0; it && i < PULL_TRIES; i++, it = it->prev) {
+	for (int i = 0, skipped = 0; it && i < PULL_TRIES; it = it->prev) {
 		int flushed;
-		if (ld_relaxed(&it->refs) > 2)
+		const char *p = (const char *)it;
+		if (p >= rq->skip_lo && p < rq->skip_hi && skipped++ < SKIP_MAX)
+			continue; /* in the page being moved: the mover frees those */
+		i++;
+		if (ld_relaxed(&it->refs) > 2) {
+			cl->r.lrutail_reflocked++;
 			continue;
+		}
 		if (kv_clock_item_dead(l->clock, it, now, &flushed)) {
 			take(cl, it);
-			cl->r.reclaimed++;
 			rq->kind = KV_PULL_EXPIRED;
 			rq->it = it;
 			return 0;
@@ -155,9 +165,10 @@ static uint64_t pull_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	return 0;
 }
 
-struct kv_item *kv_lru_pull(struct kv_sec *sec, unsigned cls, int evict, enum kv_pull *kind)
+struct kv_item *kv_lru_pull(struct kv_sec *sec, unsigned cls, int evict, const char *skip_lo,
+			    const char *skip_hi, enum kv_pull *kind)
 {
-	struct pull_req rq = {.cls = cls, .evict = evict};
+	struct pull_req rq = {.cls = cls, .evict = evict, .skip_lo = skip_lo, .skip_hi = skip_hi};
 	kv_sec_run(sec, pull_sec, &rq);
 	*kind = rq.kind;
 	return rq.it;
@@ -229,4 +240,35 @@ void kv_lru_report(struct kv_sec *sec, struct kv_lru_report *out)
 {
 	memset(out, 0, sizeof(*out));
 	kv_sec_run(sec, report_sec, out);
+}
+
+struct dump_req {
+	unsigned cls, limit;
+	struct kv_buf *out;
+	int err;
+};
+
+/* "stats cachedump": memcached's line for each item, most recently used first. */
+static uint64_t cachedump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct kv_lru *l = state;
+	struct dump_req *rq = KV_REQ(struct dump_req, a);
+	unsigned n = 0;
+	for (struct kv_item *it = l->cls[rq->cls].head; it; it = it->next) {
+		if ((rq->limit && n >= rq->limit) || rq->out->len >= KV_CACHEDUMP_MAX)
+			break;
+		uint32_t exp = ld_relaxed(&it->exptime);
+		rq->err |= kv_buf_addf(rq->out, "ITEM %.*s [%" PRIu32 " b; %" PRIu64 " s]\r\n",
+				       (int)it->nkey, it->data, it->nbytes,
+				       exp ? (uint64_t)exp + l->clock->started : 0);
+		n++;
+	}
+	return 0;
+}
+
+int kv_lru_cachedump(struct kv_sec *sec, unsigned cls, unsigned limit, struct kv_buf *out)
+{
+	struct dump_req rq = {.cls = cls, .limit = limit, .out = out};
+	kv_sec_run(sec, cachedump_sec, &rq);
+	return rq.err ? -1 : 0;
 }

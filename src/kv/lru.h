@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "kv/buf.h"
 #include "kv/clock.h"
 #include "kv/item.h"
 #include "kv/section.h"
@@ -37,9 +38,12 @@ enum kv_pull { KV_PULL_NONE, KV_PULL_EXPIRED, KV_PULL_EVICTED };
  * reference now the caller's: an expired or flushed one among the last
  * few that nobody else holds (KV_PULL_EXPIRED), else, if evict, the least
  * recently used one (KV_PULL_EVICTED). NULL (KV_PULL_NONE) if there is
- * none; with evict that is counted as the class's outofmemory.
+ * none; with evict that is counted as the class's outofmemory. Items in
+ * [skip_lo, skip_hi), the page of the class being moved, are passed over:
+ * freeing them would feed the move, not the class.
  */
-struct kv_item *kv_lru_pull(struct kv_sec *sec, unsigned cls, int evict, enum kv_pull *kind);
+struct kv_item *kv_lru_pull(struct kv_sec *sec, unsigned cls, int evict, const char *skip_lo,
+			    const char *skip_hi, enum kv_pull *kind);
 
 /* Take each item of the list (linked through hnext) off its LRU list; each one's lru_ref
    says whether the list's reference is now the caller's. */
@@ -50,12 +54,19 @@ void kv_lru_unlink_list(struct kv_sec *sec, struct kv_item *list);
 unsigned kv_lru_take_range(struct kv_sec *sec, unsigned cls, const char *lo, const char *hi,
 			   struct kv_item **out, unsigned max);
 
+/* "stats cachedump" lines of class cls (limit 0: all, up to KV_CACHEDUMP_MAX bytes). 0, or -1
+   out of memory. */
+#define KV_CACHEDUMP_MAX (2u << 20)
+int kv_lru_cachedump(struct kv_sec *sec, unsigned cls, unsigned limit, struct kv_buf *out);
+
 /* Per class figures, for stats items and the automover. */
 struct kv_lru_class_report {
 	uint64_t items;
-	uint64_t evicted, evicted_unfetched, evicted_nonzero, outofmemory, reclaimed;
-	uint32_t evicted_time; /* seconds since the last evicted item was used */
-	uint32_t age;	       /* seconds since the tail item was used; 0 if empty */
+	uint64_t mem_requested; /* the items' sizes as memcached counts them (kv_mc_item_size) */
+	uint64_t evicted, evicted_unfetched, evicted_nonzero, outofmemory;
+	uint64_t lrutail_reflocked; /* tail items passed over because a thread held them */
+	uint32_t evicted_time;	    /* seconds since the last evicted item was used */
+	uint32_t age;		    /* seconds since the tail item was used; 0 if empty */
 };
 struct kv_lru_report {
 	struct kv_lru_class_report cls[KV_CLASSES_MAX + 1];

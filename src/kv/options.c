@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include "common/atomic.h"
 #include "kv/options.h"
 #include "kv/server.h"
+#include "kv/slabs.h"
 #include "locus/cs.h"
 
 #define EX_USAGE 64
@@ -72,7 +74,7 @@ static void usage(FILE *out)
 		"-f, --slab-growth-factor=<num>  chunk size growth factor (default: 1.25)\n"
 		"-n, --slab-min-size=<num> smallest key+value+flags room of a chunk (default: 48)\n"
 		"-L, --enable-largepages   (accepted) large pages are not used\n"
-		"-D <char>                 (accepted) per-prefix stats are not kept\n"
+		"-D <char>                 key prefix delimiter of stats detail (and turns it on)\n"
 		"-t, --threads=<num>       worker threads (default: 4)\n"
 		"-R, --max-reqs-per-event=<num>  commands a connection runs before the worker's\n"
 		"                          other connections have a turn (default: 20)\n"
@@ -83,8 +85,8 @@ static void usage(FILE *out)
 		"                          at most half of -m)\n"
 		"-S, --enable-sasl         (refused) SASL is not built\n"
 		"-F, --disable-flush-all   refuse flush_all\n"
-		"-X, --disable-dumping     (accepted) there is no dumping to disable\n"
-		"-W, --disable-watch       (accepted) there is no watch to disable\n"
+		"-X, --disable-dumping     refuse stats cachedump and lru_crawler metadump\n"
+		"-W, --disable-watch       refuse the watch command\n"
 		"-Y, --auth-file=<file>    (refused) authentication is not built\n"
 		"-e, --memory-file=<file>  (refused) a memory file (restartable cache) is not built\n"
 		"-Z, --enable-ssl          (refused) TLS is not built\n"
@@ -179,67 +181,84 @@ static void note(struct kv_settings *s, const char *text)
 
 /*
  * -o's names, as memcached 1.6.18 knows them (its subopts_tokens, plus the
- * extstore and TLS names of a build with those). What each does here:
+ * extstore and TLS names of a build with those), with memcached's checks of
+ * their values and its words when it refuses one.
  */
 enum sub_kind {
-	SUB_CRAWLER_ON,	 /* lru_crawler */
-	SUB_CRAWLER_OFF, /* no_lru_crawler */
-	SUB_AUTOMOVE,	 /* slab_automove[=0|1|2] */
-	SUB_AUTOMOVE_OFF, /* no_slab_automove, no_slab_reassign */
+	SUB_CRAWLER_ON,	    /* lru_crawler */
+	SUB_CRAWLER_OFF,    /* no_lru_crawler */
+	SUB_CRAWLER_SLEEP,  /* lru_crawler_sleep=<us> */
+	SUB_CRAWLER_TOCRAWL, /* lru_crawler_tocrawl=<n> */
+	SUB_AUTOMOVE,	    /* slab_automove[=0|1|2] */
+	SUB_AUTOMOVE_OFF,   /* no_slab_automove */
 	SUB_AUTOMOVE_RATIO,
 	SUB_AUTOMOVE_WINDOW,
-	SUB_ACCEPT,	 /* taken, nothing to change here (noted under -v) */
-	SUB_REFUSE,	 /* a feature locus-kv does not build */
+	SUB_REASSIGN_ON,    /* slab_reassign */
+	SUB_REASSIGN_OFF,   /* no_slab_reassign: no page moves at all */
+	SUB_HASHPOWER,	    /* hashpower=<12..32>: the table's initial size */
+	SUB_HASH_ALGO,	    /* hash_algorithm=jenkins|murmur3|xxh3 */
+	SUB_CHUNK_MAX,	    /* slab_chunk_max=<bytes> */
+	SUB_NO_CHUNKED,	    /* no_chunked_items */
+	SUB_NO_MODERN,	    /* no_modern */
+	SUB_TRACK_SIZES,    /* track_sizes: stats sizes from the start */
+	SUB_IDLE_TIMEOUT,   /* idle_timeout=<s> */
+	SUB_WATCHER_BUF,    /* watcher_logbuf_size=<KB> */
+	SUB_NUMBER,	    /* a number memcached checks (min, max, its message); no effect here */
+	SUB_ACCEPT,	    /* taken, nothing to change here (noted under -v) */
 };
 
 struct sub {
 	const char *name;
 	enum sub_kind kind;
-	int value; /* 1: needs "=value" (memcached refuses it missing), 0: takes none */
+	int value;	   /* 1: needs "=value" (memcached refuses it missing), 0: optional */
+	double min, max;   /* SUB_NUMBER: the range memcached allows */
+	const char *range; /* memcached's words for a value out of it */
 };
 
 static const struct sub subs[] = {
-	{"lru_crawler", SUB_CRAWLER_ON, 0},
-	{"no_lru_crawler", SUB_CRAWLER_OFF, 0},
-	{"maxconns_fast", SUB_ACCEPT, 0},
-	{"no_maxconns_fast", SUB_ACCEPT, 0},
-	{"hashpower", SUB_ACCEPT, 1},
-	{"no_hashexpand", SUB_ACCEPT, 0},
-	{"slab_reassign", SUB_ACCEPT, 0},
-	{"no_slab_reassign", SUB_AUTOMOVE_OFF, 0},
-	{"slab_automove", SUB_AUTOMOVE, 0},
-	{"no_slab_automove", SUB_AUTOMOVE_OFF, 0},
-	{"slab_automove_ratio", SUB_AUTOMOVE_RATIO, 1},
-	{"slab_automove_window", SUB_AUTOMOVE_WINDOW, 1},
-	{"tail_repair_time", SUB_ACCEPT, 1},
-	{"hash_algorithm", SUB_ACCEPT, 1},
-	{"lru_crawler_sleep", SUB_ACCEPT, 1},
-	{"lru_crawler_tocrawl", SUB_ACCEPT, 1},
-	{"lru_maintainer", SUB_ACCEPT, 0},
-	{"no_lru_maintainer", SUB_ACCEPT, 0},
-	{"hot_lru_pct", SUB_ACCEPT, 1},
-	{"warm_lru_pct", SUB_ACCEPT, 1},
-	{"hot_max_factor", SUB_ACCEPT, 1},
-	{"warm_max_factor", SUB_ACCEPT, 1},
-	{"temporary_ttl", SUB_ACCEPT, 1},
-	{"idle_timeout", SUB_ACCEPT, 1},
-	{"watcher_logbuf_size", SUB_ACCEPT, 1},
-	{"worker_logbuf_size", SUB_ACCEPT, 1},
-	{"slab_sizes", SUB_ACCEPT, 1},
-	{"slab_chunk_max", SUB_ACCEPT, 1},
-	{"track_sizes", SUB_ACCEPT, 0},
-	{"no_inline_ascii_resp", SUB_ACCEPT, 0},
-	{"inline_ascii_resp", SUB_ACCEPT, 0},
-	{"modern", SUB_ACCEPT, 0},
-	{"no_modern", SUB_ACCEPT, 0},
-	{"no_chunked_items", SUB_ACCEPT, 0},
-	{"no_drop_privileges", SUB_ACCEPT, 0},
-	{"drop_privileges", SUB_ACCEPT, 0},
-	{"resp_obj_mem_limit", SUB_ACCEPT, 0},
-	{"read_buf_mem_limit", SUB_ACCEPT, 1},
-	{"sock_cookie_id", SUB_ACCEPT, 0},
-	{"relaxed_privileges", SUB_ACCEPT, 0},
-	{NULL, SUB_ACCEPT, 0},
+	{.name = "lru_crawler", .kind = SUB_CRAWLER_ON, .value = 0},
+	{.name = "no_lru_crawler", .kind = SUB_CRAWLER_OFF, .value = 0},
+	{.name = "lru_crawler_sleep", .kind = SUB_CRAWLER_SLEEP, .value = 1},
+	{.name = "lru_crawler_tocrawl", .kind = SUB_CRAWLER_TOCRAWL, .value = 1},
+	{.name = "maxconns_fast", .kind = SUB_ACCEPT, .value = 0},
+	{.name = "no_maxconns_fast", .kind = SUB_ACCEPT, .value = 0},
+	{.name = "hashpower", .kind = SUB_HASHPOWER, .value = 1},
+	{.name = "no_hashexpand", .kind = SUB_ACCEPT, .value = 0},
+	{.name = "slab_reassign", .kind = SUB_REASSIGN_ON, .value = 0},
+	{.name = "no_slab_reassign", .kind = SUB_REASSIGN_OFF, .value = 0},
+	{.name = "slab_automove", .kind = SUB_AUTOMOVE, .value = 0},
+	{.name = "no_slab_automove", .kind = SUB_AUTOMOVE_OFF, .value = 0},
+	{.name = "slab_automove_ratio", .kind = SUB_AUTOMOVE_RATIO, .value = 1},
+	{.name = "slab_automove_window", .kind = SUB_AUTOMOVE_WINDOW, .value = 1},
+	{"tail_repair_time", SUB_NUMBER, 1, 10, 1e18, "Cannot set tail_repair_time to less than 10 seconds"},
+	{.name = "hash_algorithm", .kind = SUB_HASH_ALGO, .value = 1},
+	{.name = "lru_maintainer", .kind = SUB_ACCEPT, .value = 0},
+	{.name = "no_lru_maintainer", .kind = SUB_ACCEPT, .value = 0},
+	{"hot_lru_pct", SUB_NUMBER, 1, 1, 79, "hot_lru_pct must be > 1 and < 80"},
+	{"warm_lru_pct", SUB_NUMBER, 1, 1, 79, "warm_lru_pct must be > 1 and < 80"},
+	{"hot_max_factor", SUB_NUMBER, 1, 1e-300, 1e300, "hot_max_factor must be > 0"},
+	{"warm_max_factor", SUB_NUMBER, 1, 1e-300, 1e300, "warm_max_factor must be > 0"},
+	{"temporary_ttl", SUB_NUMBER, 1, -2147483648.0, 2147483647.0, "temporary_ttl takes a number"},
+	{.name = "idle_timeout", .kind = SUB_IDLE_TIMEOUT, .value = 1},
+	{.name = "watcher_logbuf_size", .kind = SUB_WATCHER_BUF, .value = 1},
+	{"worker_logbuf_size", SUB_NUMBER, 1, 0, 2147483647.0,
+	 "could not parse argument to worker_logbuf_size"},
+	{.name = "slab_sizes", .kind = SUB_ACCEPT, .value = 1},
+	{.name = "slab_chunk_max", .kind = SUB_CHUNK_MAX, .value = 1},
+	{.name = "track_sizes", .kind = SUB_TRACK_SIZES, .value = 0},
+	{.name = "no_inline_ascii_resp", .kind = SUB_ACCEPT, .value = 0},
+	{.name = "inline_ascii_resp", .kind = SUB_ACCEPT, .value = 0},
+	{.name = "modern", .kind = SUB_ACCEPT, .value = 0},
+	{.name = "no_modern", .kind = SUB_NO_MODERN, .value = 0},
+	{.name = "no_chunked_items", .kind = SUB_NO_CHUNKED, .value = 0},
+	{.name = "no_drop_privileges", .kind = SUB_ACCEPT, .value = 0},
+	{.name = "drop_privileges", .kind = SUB_ACCEPT, .value = 0},
+	{.name = "resp_obj_mem_limit", .kind = SUB_ACCEPT, .value = 0},
+	{"read_buf_mem_limit", SUB_NUMBER, 1, 0, 2147483647.0,
+	 "could not parse argument to read_buf_mem_limit"},
+	{.name = "sock_cookie_id", .kind = SUB_ACCEPT, .value = 0},
+	{.name = "relaxed_privileges", .kind = SUB_ACCEPT, .value = 0},
+	{.name = NULL},
 };
 
 /* Refused families: a prefix and why. */
@@ -252,7 +271,48 @@ static const struct {
 	{NULL, NULL},
 };
 
-static void parse_extended(struct kv_settings *s, const char *arg)
+/* Keep a value given with -o that changes nothing here, for stats settings to show. */
+static void kv_setting_keep(struct kv_settings *s, const char *name, const char *value)
+{
+	for (int i = 0; i < s->nkept; i++)
+		if (strcmp(s->kept[i].name, name) == 0) {
+			snprintf(s->kept[i].value, sizeof(s->kept[i].value), "%s", value);
+			return;
+		}
+	if (s->nkept < KV_KEPT_MAX) {
+		snprintf(s->kept[s->nkept].name, sizeof(s->kept[0].name), "%s", name);
+		snprintf(s->kept[s->nkept].value, sizeof(s->kept[0].value), "%s", value);
+		s->nkept++;
+	}
+}
+
+const char *kv_setting_kept(const struct kv_settings *s, const char *name, const char *dflt)
+{
+	for (int i = 0; i < s->nkept; i++)
+		if (strcmp(s->kept[i].name, name) == 0)
+			return s->kept[i].value;
+	return dflt;
+}
+
+/* A number as memcached's safe_strtod reads it; -1 if it is not one. */
+static int parse_double(const char *v, double *out)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || end == v || *end)
+		return -1;
+	*out = d;
+	return 0;
+}
+
+/* -o name=value refused: memcached's words, after which -o it was. */
+__attribute__((noreturn)) static void sub_die(const char *name, const char *value, const char *why)
+{
+	kv_die("-o %s%s%s: %s", name, value ? "=" : "", value ? value : "", why);
+}
+
+static void parse_extended(struct kv_settings *s, const char *arg, int *chunk_given)
 {
 	char *copy = strdup(arg), *save = NULL;
 	if (!copy)
@@ -270,12 +330,14 @@ static void parse_extended(struct kv_settings *s, const char *arg)
 				sub = &subs[i];
 		if (!sub) {
 			/* memcached's words (and it exits 1): tools may look for them. */
-			printf("Illegal suboption \"%s%s%s\"\n", opt, value ? "=" : "",
-			       value ? value : "");
+			fprintf(stderr, "Illegal suboption \"%s%s%s\"\n", opt, value ? "=" : "",
+				value ? value : "");
 			exit(1);
 		}
 		if (sub->value && (!value || !*value))
-			kv_die("-o %s: needs a value (%s=...)", opt, opt);
+			sub_die(opt, NULL, "needs a value");
+		long n = 0;
+		double d = 0;
 		switch (sub->kind) {
 		case SUB_CRAWLER_ON:
 			s->store.lru_crawler = 1;
@@ -283,51 +345,127 @@ static void parse_extended(struct kv_settings *s, const char *arg)
 		case SUB_CRAWLER_OFF:
 			s->store.lru_crawler = 0;
 			break;
-		case SUB_AUTOMOVE: {
-			long m = 1;
-			if (value && parse_int(value, 0, 2, &m))
-				kv_die("-o slab_automove=%s: slab_automove must be between 0 and 2",
-				       value);
-			s->store.slab_automove = (int)m;
+		case SUB_CRAWLER_SLEEP:
+			if (parse_int(value, 0, 1000000, &n))
+				sub_die(opt, value, "LRU crawler sleep must be between 0 and 1 second");
+			s->store.crawler_sleep = (uint32_t)n;
 			break;
-		}
+		case SUB_CRAWLER_TOCRAWL:
+			if (parse_int(value, 0, UINT32_MAX, &n))
+				sub_die(opt, value, "lru_crawler_tocrawl takes a numeric 32bit value");
+			s->store.crawler_tocrawl = (uint32_t)n;
+			break;
+		case SUB_AUTOMOVE:
+			n = 1;
+			if (value && parse_int(value, 0, 2, &n))
+				sub_die(opt, value, "slab_automove must be between 0 and 2");
+			s->store.slab_automove = (int)n;
+			break;
 		case SUB_AUTOMOVE_OFF:
 			s->store.slab_automove = 0;
 			break;
-		case SUB_AUTOMOVE_RATIO: {
-			char *end;
-			double r = strtod(value, &end);
-			if (*end || !(r > 0) || r > 1)
-				kv_die("-o slab_automove_ratio=%s: slab_automove_ratio must be > 0 and "
-				       "< 1",
-				       value);
-			s->store.automove_ratio = r;
+		case SUB_AUTOMOVE_RATIO:
+			if (parse_double(value, &d) || !(d > 0) || d > 1)
+				sub_die(opt, value, "slab_automove_ratio must be > 0 and < 1");
+			s->store.automove_ratio = d;
 			break;
-		}
-		case SUB_AUTOMOVE_WINDOW: {
-			long w;
-			if (parse_int(value, 3, 3600, &w))
-				kv_die("-o slab_automove_window=%s: slab_automove_window must be > 2 "
-				       "(at most 3600)",
-				       value);
-			s->store.automove_window = (unsigned)w;
+		case SUB_AUTOMOVE_WINDOW:
+			if (parse_int(value, 3, 3600, &n))
+				sub_die(opt, value, "slab_automove_window must be > 2 (at most 3600)");
+			s->store.automove_window = (unsigned)n;
 			break;
-		}
+		case SUB_REASSIGN_ON:
+			s->slab_reassign = 1;
+			break;
+		case SUB_REASSIGN_OFF:
+			s->slab_reassign = 0;
+			s->store.slab_automove = 0;
+			break;
+		case SUB_HASHPOWER:
+			if (parse_int(value, LONG_MIN, LONG_MAX, &n))
+				sub_die(opt, value, "Missing numeric argument for hashpower");
+			if (n < 12)
+				kv_die("-o hashpower=%s: Initial hashtable multiplier of %ld is too low",
+				       value, n);
+			if (n > 32)
+				kv_die("-o hashpower=%s: Initial hashtable multiplier of %ld is too high",
+				       value, n);
+			s->store.hashpower = (unsigned)n;
+			break;
+		case SUB_HASH_ALGO:
+			if (strcmp(value, "jenkins") && strcmp(value, "murmur3") && strcmp(value, "xxh3"))
+				sub_die(opt, value, "Unknown hash_algorithm option (jenkins, murmur3, xxh3)");
+			note(s, "-o hash_algorithm: locus-kv hashes keys with its own function");
+			break;
+		case SUB_CHUNK_MAX:
+			if (parse_int(value, 1, 1 << 30, &n))
+				sub_die(opt, value, "could not parse argument to slab_chunk_max");
+			s->store.slab_chunk_max = (size_t)n;
+			*chunk_given = 1;
+			break;
+		case SUB_NO_CHUNKED:
+			s->store.slab_chunk_max = KV_PAGE_SIZE;
+			break;
+		case SUB_NO_MODERN:
+			if (!*chunk_given)
+				s->store.slab_chunk_max = KV_PAGE_SIZE;
+			s->slab_reassign = 0;
+			s->store.slab_automove = 0;
+			s->store.lru_crawler = 0;
+			break;
+		case SUB_TRACK_SIZES:
+			s->store.track_sizes = 1;
+			break;
+		case SUB_IDLE_TIMEOUT:
+			if (parse_int(value, 0, INT32_MAX, &n))
+				sub_die(opt, value, "Missing numeric argument for idle_timeout");
+			s->idle_timeout = (int)n;
+			break;
+		case SUB_WATCHER_BUF:
+			if (parse_int(value, 1, 1 << 20, &n))
+				sub_die(opt, value, "could not parse argument to watcher_logbuf_size");
+			s->watcher_buf_kb = (int)n;
+			break;
+		case SUB_NUMBER:
+			if (parse_double(value, &d) || d < sub->min || d > sub->max)
+				sub_die(opt, value, sub->range);
+			kv_setting_keep(s, opt, value);
+			note(s, "-o: memcached's LRU maintainer and segmented LRU, log buffers and "
+				"read buffers have no counterpart here; those values are checked as "
+				"memcached checks them and change nothing");
+			break;
 		case SUB_ACCEPT:
 			note(s, "-o: memcached's LRU maintainer and segmented LRU, hash table growth, "
-				"log buffers and response tuning have no counterpart here; those "
-				"names are accepted and change nothing");
-			break;
-		case SUB_REFUSE:
+				"custom slab sizes and response tuning have no counterpart here; "
+				"those names are accepted and change nothing");
 			break;
 		}
 	}
 	free(copy);
 }
 
-/* -l again appends, as memcached does. */
+/* Is addr one of the comma-separated entries of list? */
+static int listed(const char *list, const char *addr)
+{
+	size_t n = strlen(addr);
+	for (const char *p = list; p; p = strchr(p, ',')) {
+		if (*p == ',')
+			p++;
+		if (strncmp(p, addr, n) == 0 && (p[n] == ',' || p[n] == 0))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * -l again appends, as memcached does, and an address already listed is not
+ * listed twice (memcached drops a -l whose text appears anywhere in the
+ * list; an exact entry match here).
+ */
 static void add_listen(struct kv_settings *s, const char *addr)
 {
+	if (s->listen && listed(s->listen, addr))
+		return;
 	if (!s->listen) {
 		s->listen = strdup(addr);
 	} else {
@@ -349,6 +487,44 @@ static char *copy_arg(char *old, const char *arg)
 	if (!p)
 		kv_die("out of memory");
 	return p;
+}
+
+/*
+ * -I and slab_chunk_max, checked in memcached's order with its words: at
+ * least 1024, at most half of -m and a gigabyte; slab_chunk_max no larger
+ * than -I, dividing it and the 1 MB page evenly.
+ */
+static void check_item_size(struct kv_settings *s, int item_given, int chunk_given)
+{
+	struct kv_store_config *c = &s->store;
+	if (!item_given && c->item_size_max > c->mem_limit / 2) {
+		/* A small -m alone: the default -I shrinks to fit (memcached refuses). */
+		c->item_size_max = c->mem_limit / 2;
+		if (c->slab_chunk_max > c->item_size_max)
+			c->slab_chunk_max = c->item_size_max;
+		return;
+	}
+	if (c->item_size_max < 1024)
+		kv_die("-I %zu: Item max size cannot be less than 1024 bytes.", c->item_size_max);
+	if (c->item_size_max > c->mem_limit / 2)
+		kv_die("-I %zu: Cannot set item size limit higher than 1/2 of memory max.",
+		       c->item_size_max);
+	if (c->item_size_max > (1u << 30))
+		kv_die("-I %zu: Cannot set item size limit higher than a gigabyte.", c->item_size_max);
+	if (c->item_size_max > KV_PAGE_SIZE && !chunk_given)
+		c->slab_chunk_max = KV_PAGE_SIZE / 2;
+	if (c->slab_chunk_max > c->item_size_max)
+		kv_die("-I %zu: slab_chunk_max (bytes: %zu) cannot be larger than -I (item_size_max "
+		       "%zu)",
+		       c->item_size_max, c->slab_chunk_max, c->item_size_max);
+	if (c->item_size_max % c->slab_chunk_max != 0)
+		kv_die("-I %zu: -I (item_size_max: %zu) must be evenly divisible by slab_chunk_max "
+		       "(bytes: %zu)",
+		       c->item_size_max, c->item_size_max, c->slab_chunk_max);
+	if (KV_PAGE_SIZE % c->slab_chunk_max != 0)
+		kv_die("-o slab_chunk_max=%zu: slab_chunk_max (bytes: %zu) must divide evenly into %u "
+		       "(slab_page_size)",
+		       c->slab_chunk_max, c->slab_chunk_max, KV_PAGE_SIZE);
 }
 
 void kv_options_parse(int argc, char **argv, struct kv_settings *s)
@@ -400,9 +576,10 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 		{0, 0, 0, 0},
 	};
 	*s = (struct kv_settings){.port = 11211, .backlog = 1024, .unix_mask = 0700,
-				  .threads = 4, .maxconns = 1024, .reqs_per_event = 20};
+				  .threads = 4, .maxconns = 1024, .reqs_per_event = 20,
+				  .slab_reassign = 1, .watcher_buf_kb = 256};
 	kv_store_config_default(&s->store);
-	int item_max_given = 0, tcp_given = 0;
+	int item_max_given = 0, tcp_given = 0, chunk_given = 0;
 	char err[512];
 	opterr = 0;
 	int o;
@@ -505,7 +682,8 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 		case 'D':
 			if (!optarg[0])
 				kv_die("-D: needs a delimiter character");
-			note(s, "-D: per-prefix statistics (stats detail) are not kept");
+			s->store.delimiter = optarg[0];
+			s->store.detail = 1;
 			break;
 		case 't':
 			if (parse_int(optarg, 1, 1024, &v))
@@ -534,29 +712,31 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 			if (strcmp(optarg, "ascii") != 0 && strcmp(optarg, "auto") != 0)
 				kv_die("-B %s: the protocol is one of auto, binary, or ascii", optarg);
 			break;
-		case 'I':
-			if (parse_size(optarg, 1, &u))
-				kv_die("-I %s: a size in bytes, or with a k or m suffix (e.g. -I 2m)",
-				       optarg);
-			if (u < 1024)
-				kv_die("-I %s: Item max size cannot be less than 1024 bytes.", optarg);
-			if (u > (1u << 30))
-				kv_die("-I %s: Cannot set item size limit higher than a gigabyte.",
-				       optarg);
-			s->store.item_size_max = (size_t)u;
+		case 'I': {
+			/* As memcached: a k or m suffix, else the leading digits (atoi). */
+			size_t len = strlen(optarg);
+			char unit = len ? optarg[len - 1] : 0;
+			u = strtoull(optarg, NULL, 10);
+			if (optarg[0] == '-')
+				u = 0;
+			if (unit == 'k' || unit == 'K')
+				u *= 1024;
+			else if (unit == 'm' || unit == 'M')
+				u *= 1024 * 1024;
+			s->store.item_size_max = u > ((size_t)1 << 40) ? ((size_t)1 << 40) : (size_t)u;
 			item_max_given = 1;
 			break;
+		}
 		case 'S':
 			kv_die("-S: SASL authentication is not built into locus-kv");
 		case 'F':
 			s->flush_disabled = 1;
 			break;
 		case 'X':
-			note(s, "-X: locus-kv has no dumping commands (stats cachedump, lru_crawler "
-				"metadump) to disable");
+			s->dump_disabled = 1;
 			break;
 		case 'W':
-			note(s, "-W: locus-kv has no watch command to disable");
+			s->watch_disabled = 1;
 			break;
 		case 'Y':
 			kv_die("-Y %s: authentication is not built into locus-kv", optarg);
@@ -567,11 +747,12 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 			kv_die("-Z: TLS is not built into locus-kv");
 		case 'N':
 			if (parse_int(optarg, 1, 1 << 20, &v))
-				kv_die("-N %s: must be a number from 1", optarg);
+				kv_die("-N %s: Maximum number of NAPI IDs must be greater than 0", optarg);
+			s->napi_ids = (int)v;
 			note(s, "-N: connections go to the workers in turn, not by NAPI id");
 			break;
 		case 'o':
-			parse_extended(s, optarg);
+			parse_extended(s, optarg, &chunk_given);
 			break;
 		case OPT_SYNC:
 			if (kv_sync_parse(&s->store, optarg, err, sizeof(err)) != 0)
@@ -607,12 +788,10 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 		s->port = s->udp_port;
 	if (optind < argc)
 		kv_die("unexpected argument '%s' (see -h)", argv[optind]);
-	if (s->store.item_size_max > s->store.mem_limit / 2 && item_max_given)
-		kv_die("-I %zu: Cannot set item size limit higher than 1/2 of memory max (-m: %zu "
-		       "bytes).",
-		       s->store.item_size_max, s->store.mem_limit);
-	if (s->store.item_size_max > s->store.mem_limit / 2)
-		s->store.item_size_max = s->store.mem_limit / 2;
+	if (s->napi_ids > s->threads)
+		kv_die("-N %d: Number of napi_ids(%d) cannot be greater than number of threads(%d)",
+		       s->napi_ids, s->napi_ids, s->threads);
+	check_item_size(s, item_max_given, chunk_given);
 	if (s->unix_path && (s->port != 11211 || s->listen))
 		note(s, "-s: listening on the Unix socket only; -p and -l are not used");
 }

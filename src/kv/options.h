@@ -13,6 +13,7 @@
 #include "kv/store.h"
 
 #define KV_NOTES_MAX 16
+#define KV_KEPT_MAX  16
 
 struct kv_settings {
 	int port;	 /* -p: TCP port, 0 for none */
@@ -33,10 +34,24 @@ struct kv_settings {
 	int shutdown_enabled; /* -A: the shutdown command */
 	int flush_disabled;   /* -F: flush_all refused */
 	int debug_commands;   /* --debug-commands */
+	int slab_reassign;    /* page moves allowed (-o no_slab_reassign: 0) */
+	int dump_disabled;    /* -X: no cachedump, no metadump */
+	int watch_disabled;   /* -W: no watch */
+	int idle_timeout;     /* -o idle_timeout: close connections idle this long (s; 0: never) */
+	int watcher_buf_kb;   /* -o watcher_logbuf_size: each watcher's buffer */
+	int napi_ids;	      /* -N */
 	struct kv_store_config store;
 	const char *notes[KV_NOTES_MAX]; /* accepted, not acted on (printed under -v) */
 	int nnotes;
+	/* -o values memcached checks and locus-kv only shows (stats settings) */
+	struct {
+		char name[32], value[32];
+	} kept[KV_KEPT_MAX];
+	int nkept;
 };
+
+/* The value given with -o name=..., or dflt. */
+const char *kv_setting_kept(const struct kv_settings *s, const char *name, const char *dflt);
 
 void kv_options_parse(int argc, char **argv, struct kv_settings *s);
 void kv_options_free(struct kv_settings *s);

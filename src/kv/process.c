@@ -136,8 +136,25 @@ void kv_pidfile_remove(const char *path)
 		fprintf(stderr, "Could not remove the pid file %s: %s\n", path, strerror(errno));
 }
 
+/* Locked memory, from /proc/self/status (VmLck, kB); -1 if it cannot be read. */
+static long locked_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	char line[256];
+	long kb = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %ld", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
 void kv_lock_memory(void)
 {
 	if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
 		fprintf(stderr, "warning: -k invalid, mlockall() failed: %s\n", strerror(errno));
+	else if (locked_kb() == 0) /* e.g. under a sanitizer that makes mlockall a no-op */
+		fprintf(stderr, "warning: -k invalid, mlockall() failed: no memory was locked\n");
 }

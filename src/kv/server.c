@@ -71,6 +71,7 @@ static void *worker_main(void *arg)
 	kv_counts_flush(kv_srv.st, &w->cnt);
 	kv_buf_free(&w->scratch);
 	kv_meta_thread_exit();
+	kv_watch_thread_exit();
 	return NULL;
 }
 
@@ -79,14 +80,6 @@ static void *worker_main(void *arg)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	kv_clock_tick(kv_srv.st);
-	/* The crawler sweeps the table every CRAWL_SWEEP_S seconds, a slice per tick. */
-	static unsigned next_stripe;
-	if (kv_store_config(kv_srv.st)->lru_crawler) {
-		unsigned n = kv_store_stripes(kv_srv.st);
-		unsigned slice = (n + CRAWL_SWEEP_S - 1) / CRAWL_SWEEP_S;
-		kv_crawl_part(kv_srv.st, &kv_srv.main_cnt, next_stripe, slice);
-		next_stripe = (next_stripe + slice) % n;
-	}
 	kv_counts_flush(kv_srv.st, &kv_srv.main_cnt);
 }
 
@@ -141,6 +134,9 @@ int main(int argc, char **argv)
 	kv_srv.base = event_base_new();
 	if (!kv_srv.base)
 		kv_die("cannot create an event loop");
+	kv_store_set_evict_hook(kv_srv.st, kv_watch_eviction, NULL);
+	if (kv_srv.set.store.lru_crawler && kv_crawler_enable(kv_srv.st) != 0)
+		kv_die("cannot start the LRU crawler thread");
 	kv_listen_start();
 	kv_srv.workers = calloc((size_t)kv_srv.set.threads, sizeof(*kv_srv.workers));
 	for (int i = 0; i < kv_srv.set.threads; i++) {
@@ -191,6 +187,7 @@ int main(int argc, char **argv)
 		close(w->notify[0]);
 		close(w->notify[1]);
 	}
+	kv_listen_free();
 	kv_counts_flush(kv_srv.st, &kv_srv.main_cnt);
 	event_free(tick);
 	event_free(automove);

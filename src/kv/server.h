@@ -7,7 +7,8 @@
  *   conn.c      a connection: reading, running its commands, writing, closing
  *   dgram.c     a worker's UDP reader: a datagram in, one message per reply out
  *   commands.c  the text protocol's commands (meta_exec.c: the meta ones)
- *   admin.c     stats and the administrative commands
+ *   statscmd.c  the stats command
+ *   admin.c     the administrative commands (watch.c: watch)
  */
 #ifndef LOCUS_KV_SERVER_H
 #define LOCUS_KV_SERVER_H
@@ -30,6 +31,7 @@
 #include "kv/options.h"
 #include "kv/proto.h"
 #include "kv/store.h"
+#include "kv/watch.h"
 
 struct event;
 struct event_base;
@@ -37,7 +39,6 @@ struct event_base;
 #define READ_CHUNK    16384
 #define OUT_HIGH      (64u << 10) /* stop running commands while this much output waits */
 #define GET_LINE_MAX  (8u << 20) /* a multi-key get line longer than this closes the connection */
-#define CRAWL_SWEEP_S 8		 /* seconds the expiry crawler takes over the whole hash table */
 
 struct worker;
 
@@ -81,11 +82,12 @@ struct conn {
 	int yielded;	   /* it stopped for that with commands left to run */
 	struct conn *next; /* the worker's list (under its lock) */
 	struct conn *prev;
-	/* For "stats conns": written by the worker, read under the worker's lock. */
-	char addr[64];	    /* the peer, as memcached prints it */
-	char listen[64];    /* the socket it came in on */
+	/* For "stats conns" (read by other workers under this worker's lock). */
+	char addr[128];	    /* the peer, as memcached prints it (set before it is listed) */
+	char listen[128];   /* the socket it came in on (likewise) */
 	uint32_t last_cmd;  /* server time of its last command (atomic) */
-	int cmd_state;	    /* what it is doing, enum conn_activity (atomic) */
+	int activity;	    /* what it is doing, enum conn_activity (atomic) */
+	struct watcher *watcher; /* "watch": it receives log lines, its input is ignored */
 	/* UDP (dgram.c): a worker's reader of the UDP socket; not on the worker's list. */
 	int udp;
 	uint16_t udp_id;
@@ -94,10 +96,14 @@ struct conn {
 	struct udp_resp *resp;
 	size_t nresp, resp_cap;
 	size_t gets_keys; /* keys of the current get answered so far: each a response */
+	/* lru_crawler metadump in progress: the next stripe, and the classes asked for */
+	int dumping;
+	unsigned dump_stripe;
+	uint64_t dump_classes;
 };
 
-/* What "stats conns" says a connection is doing. */
-enum conn_activity { ACT_WAITING, ACT_READ, ACT_PARSE, ACT_WRITE, ACT_NREAD };
+/* What "stats conns" says a connection is doing (memcached's conn_* states). */
+enum conn_activity { ACT_NEW, ACT_READ, ACT_NREAD, ACT_SWALLOW, ACT_WRITE, ACT_WATCH };
 
 struct worker {
 	int id;
@@ -151,6 +157,8 @@ struct conn *kv_conn_new(struct worker *w, int fd);
 void kv_conn_close(struct conn *c);
 /* Run every complete command the input holds (stops early on output backing up). */
 void kv_conn_process(struct conn *c);
+/* Write what c has to write, and run what it can run: for events from elsewhere (watch). */
+void kv_conn_kick(struct conn *c);
 
 /* commands.c */
 void kv_execute(struct conn *c, const char *line, size_t len);
@@ -158,14 +166,23 @@ void kv_get_resume(struct conn *c);
 void kv_data_done(struct conn *c);
 const char *kv_result_text(enum kv_result r);
 
-/* admin.c */
+/* statscmd.c */
 void kv_cmd_stats(struct conn *c, const struct kv_cmd *cmd);
+/* The peer's and the socket's addresses into c->addr and c->listen. */
+void kv_conn_addresses(struct conn *c);
+
+/* admin.c: cache_memlimit, slabs, lru_crawler, watch (1 if line was one of them). */
+int kv_admin_command(struct conn *c, const char *line, size_t len);
+/* lru_crawler metadump: the dump in progress on c, a piece at a time (1 while more is left). */
+int kv_metadump_continue(struct conn *c);
 
 /* listen.c: bind every socket the options ask for (exits with a message if one cannot be
-   had), then watch them on the main loop; stop closes them. */
+   had), then watch them on the main loop; stop closes them (workers may still look at the
+   list: "stats conns"), free forgets them once the workers are gone. */
 void kv_listen_open(void);
 void kv_listen_start(void);
 void kv_listen_stop(void);
+void kv_listen_free(void);
 
 /* dgram.c: the worker's reader of each UDP socket. */
 int kv_dgram_start(struct worker *w);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/atomic.h"
 #include "kv/slabs.h"
 
 #define SMALL_PAGE  (64u << 10) /* a class's first page once the limit is reached */
@@ -22,9 +23,7 @@ struct slab_class {
 	uint64_t nfree;
 	struct page_list pages; /* whole pages, oldest first (a move takes the first) */
 	uint64_t small;		/* small pages past the limit */
-	uint64_t chunks;	/* chunks its pages hold, cut or not */
-	char *cur;		/* the page being cut */
-	uint32_t cur_left;
+	uint64_t chunks;	/* chunks its pages hold */
 };
 
 struct kv_slabs {
@@ -43,6 +42,9 @@ struct kv_slabs {
 		uint32_t nchunks, freed;
 	} mv;
 	uint64_t moves;
+	/* The move published for kv_slabs_moving_page: class (0: none) and page (atomics). */
+	unsigned pub_cls;
+	char *pub_page;
 };
 
 static int list_push(struct page_list *l, char *page)
@@ -206,9 +208,7 @@ static int grow(struct kv_slabs *s, struct slab_class *c, int *full)
 		if (!(page = take_memory(s, len)))
 			return -1;
 		c->small++;
-		c->cur = page;
-		c->cur_left = 1;
-		c->chunks++;
+		give_page(c, page, len);
 		return 0;
 	}
 	if (s->pool.n) {
@@ -225,9 +225,7 @@ static int grow(struct kv_slabs *s, struct slab_class *c, int *full)
 		if (!(page = take_memory(s, len)))
 			return -1;
 		c->small++;
-		c->cur = page;
-		c->cur_left = (uint32_t)(len / c->size);
-		c->chunks += c->cur_left;
+		give_page(c, page, len);
 		return 0;
 	} else {
 		*full = 1;
@@ -240,9 +238,7 @@ static int grow(struct kv_slabs *s, struct slab_class *c, int *full)
 		(void)list_push(&s->pool, page);
 		return -1;
 	}
-	c->cur = page;
-	c->cur_left = c->perpage;
-	c->chunks += c->perpage;
+	give_page(c, page, s->page_size);
 	return 0;
 }
 
@@ -257,17 +253,11 @@ static uint64_t alloc_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct kv_slabs *s = state;
 	struct alloc_req *rq = KV_REQ(struct alloc_req, a);
 	struct slab_class *sc = &s->cls[rq->cls];
-	if (sc->free) {
-		rq->it = sc->free;
-		sc->free = rq->it->hnext;
-		sc->nfree--;
+	if (!sc->free && (!rq->grow || grow(s, sc, &rq->full) != 0))
 		return 0;
-	}
-	if (sc->cur_left == 0 && (!rq->grow || grow(s, sc, &rq->full) != 0))
-		return 0;
-	rq->it = (struct kv_item *)sc->cur;
-	sc->cur += sc->size;
-	sc->cur_left--;
+	rq->it = sc->free;
+	sc->free = rq->it->hnext;
+	sc->nfree--;
 	return 0;
 }
 
@@ -294,6 +284,17 @@ static void move_finish(struct kv_slabs *s)
 	}
 	s->mv.active = 0;
 	s->moves++;
+	st_relaxed(&s->pub_cls, 0);
+}
+
+void kv_slabs_moving_page(const struct kv_slabs *s, unsigned cls, const char **lo, const char **hi)
+{
+	*lo = *hi = NULL;
+	if (ld_relaxed(&s->pub_cls) != cls || cls == 0)
+		return;
+	const char *p = ld_relaxed(&s->pub_page);
+	*lo = p;
+	*hi = p + s->page_size;
 }
 
 static int in_moving_page(const struct kv_slabs *s, const void *p)
@@ -327,7 +328,7 @@ struct move_req {
 
 /*
  * Take the source's oldest page out of use: its free chunks leave the free
- * list and its uncut rest is dropped, so no new item lands in it; the items
+ * list, so no new item lands in it; the items
  * still in it are items.c's to rescue or evict, and the last one freed
  * finishes the move (free_sec).
  */
@@ -377,6 +378,8 @@ static uint64_t move_start_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	s->mv.page = page;
 	s->mv.nchunks = sc->perpage;
 	s->mv.freed = 0;
+	st_relaxed(&s->pub_page, page);
+	st_relaxed(&s->pub_cls, rq->src);
 	for (struct kv_item **pp = &sc->free; *pp;) {
 		if (in_moving_page(s, *pp)) {
 			*pp = (*pp)->hnext;
@@ -385,11 +388,6 @@ static uint64_t move_start_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		} else {
 			pp = &(*pp)->hnext;
 		}
-	}
-	if (sc->cur_left && in_moving_page(s, sc->cur)) {
-		s->mv.freed += sc->cur_left;
-		sc->cur_left = 0;
-		sc->cur = NULL;
 	}
 	sc->chunks -= sc->perpage;
 	rq->result = KV_MOVE_OK;
@@ -467,7 +465,6 @@ static uint64_t report_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 			.small = sc->small,
 			.chunks = sc->chunks,
 			.free = sc->nfree,
-			.free_end = sc->cur_left,
 		};
 	}
 	r->malloced = s->malloced;

@@ -10,8 +10,8 @@
  * shared out.
  *
  * Pages move between classes (memcached's slab_reassign): a move takes one
- * page of the source class out of use — its free chunks off the free list,
- * its uncarved rest dropped — and waits for the items still in it to be
+ * page of the source class out of use — its free chunks off the free list —
+ * and waits for the items still in it to be
  * freed (items.c rescues or evicts them, kv_items_move_step); the last chunk
  * freed hands the page to the destination class, or to the global pool of
  * whole pages that any class takes before new memory (destination 0).
@@ -49,8 +49,7 @@ size_t kv_slabs_page_size(const struct kv_slabs *s);
 unsigned kv_slabs_shown_class(const struct kv_slabs *s, unsigned cls);
 
 /*
- * A chunk of class cls, from its free list, the page being cut, or (grow)
- * a new page: from the global pool, else new memory within the limit, else
+ * A chunk of class cls, from its free list, or (grow) a new page: from the global pool, else new memory within the limit, else
  * a small page for a class with no memory. NULL when none; then *full says
  * whether that is because memory is at its limit (a new page could not be
  * had; only an eviction can help) rather than because grow was 0.
@@ -70,6 +69,9 @@ struct kv_slabs_move {
 	uint32_t left;	     /* chunks of it still in use */
 };
 void kv_slabs_moving(struct kv_sec *sec, struct kv_slabs_move *out);
+/* The same, without the section (atomics the section publishes): the moving page of class cls,
+   or lo = hi = NULL. A hint: the move may end at any time. */
+void kv_slabs_moving_page(const struct kv_slabs *s, unsigned cls, const char **lo, const char **hi);
 
 /* cache_memlimit: a new limit; whole pages in the global pool above it are freed. */
 void kv_slabs_set_limit(struct kv_sec *sec, size_t limit);
@@ -80,8 +82,7 @@ struct kv_slabs_class_report {
 	uint64_t pages;	    /* whole pages */
 	uint64_t small;	    /* small pages past the limit */
 	uint64_t chunks;    /* chunks in the class's pages */
-	uint64_t free;	    /* on the free list */
-	uint32_t free_end;  /* not yet cut from the page being cut */
+	uint64_t free;	    /* on the free list (a page goes there whole, as memcached's) */
 };
 struct kv_slabs_report {
 	unsigned ncls;

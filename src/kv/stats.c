@@ -5,6 +5,7 @@
  * figures.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,11 +14,18 @@
 
 void kv_counts_flush(kv_store *st, struct kv_counts *cnt)
 {
+	/* The scalars, then only the class rows that were touched: a flush follows every read
+	   event, and the rows are 6 KB. */
 	static const struct kv_counts zero;
-	if (memcmp(cnt, &zero, sizeof(zero)) == 0)
+	size_t scalars = offsetof(struct kv_counts, cls_touched);
+	if (cnt->cls_touched == 0 && memcmp(cnt, &zero, scalars) == 0)
 		return;
 	kv_sec_run(&st->stats_sec, kv_counts_add_fn, cnt);
-	memset(cnt, 0, sizeof(*cnt));
+	memset(cnt, 0, scalars);
+	for (unsigned c = 0; c < KV_CLASSES; c++)
+		if (cnt->cls_touched & ((uint64_t)1 << c))
+			memset(cnt->cls[c], 0, sizeof(cnt->cls[c]));
+	cnt->cls_touched = 0;
 }
 
 void kv_counts_read(kv_store *st, struct kv_counts *out)
@@ -30,120 +38,132 @@ void kv_stats_reset(kv_store *st)
 	kv_sec_run(&st->stats_sec, kv_counts_reset_fn, NULL);
 }
 
-int kv_stats_general(kv_store *st, struct kv_buf *out, const char *extra_lines)
+void kv_store_figures(kv_store *st, struct kv_store_figures *f)
 {
-	struct kv_counts c;
-	kv_counts_read(st, &c);
-	int r = 0;
-	if (extra_lines)
-		r |= kv_buf_add(out, extra_lines, strlen(extra_lines));
-#define LINE(f) r |= kv_buf_addf(out, "STAT " #f " %" PRIu64 "\r\n", (uint64_t)c.f);
-	LINE(cmd_get)
-	LINE(cmd_set)
-	LINE(cmd_flush)
-	LINE(cmd_touch)
-	LINE(cmd_meta)
-	LINE(get_hits)
-	LINE(get_misses)
-	LINE(get_expired)
-	LINE(get_flushed)
-	LINE(delete_misses)
-	LINE(delete_hits)
-	LINE(incr_misses)
-	LINE(incr_hits)
-	LINE(decr_misses)
-	LINE(decr_hits)
-	LINE(cas_misses)
-	LINE(cas_hits)
-	LINE(cas_badval)
-	LINE(touch_hits)
-	LINE(touch_misses)
-	LINE(bytes_read)
-	LINE(bytes_written)
-	LINE(conn_yields)
-#undef LINE
-	r |= kv_buf_addf(out, "STAT limit_maxbytes %zu\r\n", st->cfg.mem_limit);
-	r |= kv_buf_addf(out, "STAT hash_power_level %u\r\n", st->assoc.hashpower);
-	r |= kv_buf_addf(out, "STAT hash_bytes %zu\r\n",
-			 (size_t)st->assoc.nbuckets * sizeof(struct kv_item *));
-	r |= kv_buf_addf(out, "STAT curr_items %" PRId64 "\r\n", c.curr_items);
-	r |= kv_buf_addf(out, "STAT total_items %" PRIu64 "\r\n", c.total_items);
-	r |= kv_buf_addf(out, "STAT expired_unfetched %" PRIu64 "\r\n", c.expired_unfetched);
-	r |= kv_buf_addf(out, "STAT evicted_unfetched %" PRIu64 "\r\n", c.evicted_unfetched);
-	r |= kv_buf_addf(out, "STAT evictions %" PRIu64 "\r\n", c.evictions);
-	r |= kv_buf_addf(out, "STAT reclaimed %" PRIu64 "\r\n", c.reclaimed);
-	r |= kv_buf_addf(out, "STAT bytes %" PRId64 "\r\n", c.bytes);
-	r |= kv_buf_addf(out, "STAT outofmemory %" PRIu64 "\r\n", c.oom);
+	memset(f, 0, sizeof(*f));
+	kv_counts_read(st, &f->c);
 	struct kv_slabs_report *sr = malloc(sizeof(*sr));
-	if (!sr)
-		return -1;
-	kv_slabs_report(&st->slabs_sec, sr);
-	r |= kv_buf_addf(out, "STAT slab_reassign_rescues %" PRIu64 "\r\n", c.slab_reassign_rescues);
-	r |= kv_buf_addf(out, "STAT slab_reassign_evictions_nomem %" PRIu64 "\r\n",
-			 c.slab_reassign_evictions_nomem);
-	r |= kv_buf_addf(out, "STAT slab_reassign_inline_reclaim %" PRIu64 "\r\n",
-			 c.slab_reassign_inline_reclaim);
-	r |= kv_buf_addf(out, "STAT slab_reassign_busy_items %" PRIu64 "\r\n",
-			 c.slab_reassign_busy_items);
-	r |= kv_buf_addf(out, "STAT slab_reassign_running %d\r\n", sr->moving);
-	r |= kv_buf_addf(out, "STAT slabs_moved %" PRIu64 "\r\n", sr->moves);
-	r |= kv_buf_addf(out, "STAT slab_global_page_pool %" PRIu64 "\r\n", sr->pool_pages);
-	free(sr);
-	for (int s = 0; s < KV_SECTIONS; s++)
-		r |= kv_buf_addf(out, "STAT sync_%s %s\r\n", kv_section_names[s], st->spec[s]);
-	r |= kv_buf_add(out, "END\r\n", 5);
-	return r ? -1 : 0;
+	if (sr) {
+		kv_slabs_report(&st->slabs_sec, sr);
+		f->moving = sr->moving;
+		f->moves = sr->moves;
+		f->pool_pages = sr->pool_pages;
+		free(sr);
+	}
+	struct kv_lru_report *lr = malloc(sizeof(*lr));
+	if (lr) {
+		kv_lru_report(&st->alloc_sec, lr);
+		for (unsigned i = 1; i < KV_CLASSES; i++)
+			f->lrutail_reflocked += lr->cls[i].lrutail_reflocked;
+		free(lr);
+	}
+	f->limit = ld_relaxed(&st->cfg.mem_limit);
+	f->hashpower = st->assoc.hashpower;
+	f->hash_bytes = (size_t)st->assoc.nbuckets * sizeof(struct kv_item *);
 }
 
+/* "stats slabs": each class that has pages, memcached's fields in its order. */
 int kv_stats_slabs(kv_store *st, struct kv_buf *out)
 {
 	struct kv_slabs_report *r = malloc(sizeof(*r));
-	if (!r)
+	struct kv_counts *c = malloc(sizeof(*c));
+	if (!r || !c) {
+		free(r);
+		free(c);
 		return -1;
+	}
 	kv_slabs_report(&st->slabs_sec, r);
+	kv_counts_read(st, c);
+	static const struct {
+		const char *name;
+		enum kv_class_count k;
+	} ops[] = {
+		{"get_hits", KV_CC_GET_HITS},	      {"cmd_set", KV_CC_CMD_SET},
+		{"delete_hits", KV_CC_DELETE_HITS}, {"incr_hits", KV_CC_INCR_HITS},
+		{"decr_hits", KV_CC_DECR_HITS},     {"cas_hits", KV_CC_CAS_HITS},
+		{"cas_badval", KV_CC_CAS_BADVAL},   {"touch_hits", KV_CC_TOUCH_HITS},
+	};
 	int e = 0, active = 0;
 	for (unsigned i = 1; i <= r->ncls; i++) {
-		struct kv_slabs_class_report *c = &r->cls[i];
-		if (c->chunks == 0)
+		struct kv_slabs_class_report *k = &r->cls[i];
+		if (k->pages + k->small == 0)
 			continue;
 		active++;
-		uint64_t free = c->free + c->free_end;
-		e |= kv_buf_addf(out, "STAT %u:chunk_size %u\r\n", i, c->size);
-		e |= kv_buf_addf(out, "STAT %u:chunks_per_page %u\r\n", i, c->perpage);
-		e |= kv_buf_addf(out, "STAT %u:total_pages %" PRIu64 "\r\n", i, c->pages + c->small);
-		e |= kv_buf_addf(out, "STAT %u:total_chunks %" PRIu64 "\r\n", i, c->chunks);
-		e |= kv_buf_addf(out, "STAT %u:used_chunks %" PRIu64 "\r\n", i, c->chunks - free);
-		e |= kv_buf_addf(out, "STAT %u:free_chunks %" PRIu64 "\r\n", i, free);
-		e |= kv_buf_addf(out, "STAT %u:free_chunks_end %u\r\n", i, c->free_end);
+		e |= kv_buf_addf(out, "STAT %u:chunk_size %u\r\n", i, k->size);
+		e |= kv_buf_addf(out, "STAT %u:chunks_per_page %u\r\n", i, k->perpage);
+		e |= kv_buf_addf(out, "STAT %u:total_pages %" PRIu64 "\r\n", i, k->pages + k->small);
+		e |= kv_buf_addf(out, "STAT %u:total_chunks %" PRIu64 "\r\n", i, k->chunks);
+		e |= kv_buf_addf(out, "STAT %u:used_chunks %" PRIu64 "\r\n", i, k->chunks - k->free);
+		e |= kv_buf_addf(out, "STAT %u:free_chunks %" PRIu64 "\r\n", i, k->free);
+		e |= kv_buf_addf(out, "STAT %u:free_chunks_end 0\r\n", i);
+		for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++)
+			e |= kv_buf_addf(out, "STAT %u:%s %" PRIu64 "\r\n", i, ops[o].name,
+					 c->cls[i][ops[o].k]);
 	}
 	e |= kv_buf_addf(out, "STAT active_slabs %d\r\n", active);
 	e |= kv_buf_addf(out, "STAT total_malloced %zu\r\n", r->malloced);
 	e |= kv_buf_add(out, "END\r\n", 5);
 	free(r);
+	free(c);
 	return e ? -1 : 0;
 }
 
+/*
+ * "stats items": each class holding items, memcached's fields in its order.
+ * memcached's LRU is segmented (hot, warm, cold, temporary); locus-kv has one
+ * list per class, which is reported as the cold one, the others empty.
+ */
 int kv_stats_items(kv_store *st, struct kv_buf *out)
 {
 	struct kv_lru_report *r = malloc(sizeof(*r));
-	if (!r)
+	struct kv_counts *c = malloc(sizeof(*c));
+	if (!r || !c) {
+		free(r);
+		free(c);
 		return -1;
+	}
 	kv_lru_report(&st->alloc_sec, r);
+	kv_counts_read(st, c);
 	int e = 0;
 	for (unsigned i = 1; i <= kv_slabs_nclasses(st->slabs); i++) {
 		struct kv_lru_class_report *l = &r->cls[i];
-		if (l->items == 0 && l->evicted == 0 && l->outofmemory == 0)
+		const uint64_t *k = c->cls[i];
+		if (l->items == 0)
 			continue;
-		e |= kv_buf_addf(out, "STAT items:%u:number %" PRIu64 "\r\n", i, l->items);
-		e |= kv_buf_addf(out, "STAT items:%u:evicted %" PRIu64 "\r\n", i, l->evicted);
-		e |= kv_buf_addf(out, "STAT items:%u:evicted_unfetched %" PRIu64 "\r\n", i,
-				 l->evicted_unfetched);
-		e |= kv_buf_addf(out, "STAT items:%u:outofmemory %" PRIu64 "\r\n", i,
-				 l->outofmemory);
-		e |= kv_buf_addf(out, "STAT items:%u:reclaimed %" PRIu64 "\r\n", i, l->reclaimed);
+#define ITEM(name, fmt, v) e |= kv_buf_addf(out, "STAT items:%u:" name " %" fmt "\r\n", i, v)
+		ITEM("number", PRIu64, l->items);
+		ITEM("number_hot", "d", 0);
+		ITEM("number_warm", "d", 0);
+		ITEM("number_cold", PRIu64, l->items);
+		ITEM("age_hot", "d", 0);
+		ITEM("age_warm", "d", 0);
+		ITEM("age", PRIu32, l->age);
+		ITEM("mem_requested", PRIu64, l->mem_requested);
+		ITEM("evicted", PRIu64, l->evicted);
+		ITEM("evicted_nonzero", PRIu64, l->evicted_nonzero);
+		ITEM("evicted_time", PRIu32, l->evicted_time);
+		ITEM("outofmemory", PRIu64, l->outofmemory);
+		ITEM("tailrepairs", "d", 0);
+		ITEM("reclaimed", PRIu64, k[KV_CC_RECLAIMED]);
+		ITEM("expired_unfetched", PRIu64, k[KV_CC_EXPIRED_UNFETCHED]);
+		ITEM("evicted_unfetched", PRIu64, l->evicted_unfetched);
+		ITEM("evicted_active", "d", 0);
+		ITEM("crawler_reclaimed", PRIu64, k[KV_CC_CRAWLER_RECLAIMED]);
+		ITEM("crawler_items_checked", PRIu64, k[KV_CC_CRAWLER_CHECKED]);
+		ITEM("lrutail_reflocked", PRIu64, l->lrutail_reflocked);
+		ITEM("moves_to_cold", "d", 0);
+		ITEM("moves_to_warm", "d", 0);
+		ITEM("moves_within_lru", "d", 0);
+		ITEM("direct_reclaims", "d", 0);
+		ITEM("hits_to_hot", "d", 0);
+		ITEM("hits_to_warm", "d", 0);
+		ITEM("hits_to_cold", PRIu64, k[KV_CC_GET_HITS]);
+		ITEM("hits_to_temp", "d", 0);
+#undef ITEM
 	}
 	e |= kv_buf_add(out, "END\r\n", 5);
 	free(r);
+	free(c);
 	return e ? -1 : 0;
 }
 

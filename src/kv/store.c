@@ -39,6 +39,8 @@ void kv_store_config_default(struct kv_store_config *c)
 	c->item_size_max = (size_t)1 << 20;
 	c->factor = 1.25;
 	c->chunk_min = 48;
+	c->delimiter = ':';
+	c->crawler_sleep = 100; /* memcached's default */
 	c->slab_chunk_max = KV_PAGE_SIZE / 2;
 	c->stripes = 1024;
 	c->lru_crawler = 1;
@@ -149,6 +151,11 @@ const struct kv_store_config *kv_store_config(const kv_store *st)
 	return &st->cfg;
 }
 
+size_t kv_store_chunk_max(const kv_store *st)
+{
+	return st->chunk_max;
+}
+
 const char *kv_store_sync_spec(const kv_store *st, enum kv_section s)
 {
 	return st->spec[s];
@@ -188,6 +195,7 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 	if (chunk_max == 0 || chunk_max > st->cfg.item_size_max)
 		chunk_max = st->cfg.item_size_max < KV_PAGE_SIZE / 2 ? st->cfg.item_size_max
 								      : KV_PAGE_SIZE / 2;
+	st->chunk_max = chunk_max;
 	st->slabs = kv_slabs_new(st->cfg.mem_limit, st->cfg.item_size_max, st->cfg.factor,
 				 st->cfg.chunk_min, chunk_max);
 	st->lru = kv_lru_new(&st->clock);
@@ -197,17 +205,30 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 		msg(err, errlen, "out of memory");
 		goto fail;
 	}
-	if (kv_assoc_init(&st->assoc, st->cfg.mem_limit, st->cfg.stripes) != 0) {
+	if (kv_assoc_init(&st->assoc, st->cfg.mem_limit, st->cfg.hashpower, st->cfg.stripes) != 0) {
 		msg(err, errlen, "out of memory for a hash table of %zu MB", st->cfg.mem_limit >> 20);
 		goto fail;
 	}
+	st->prefixes = kv_prefixes_new();
+	st->crawler = kv_crawler_new(st->cfg.crawler_sleep, st->cfg.crawler_tocrawl);
+	if (!st->prefixes || !st->crawler) {
+		msg(err, errlen, "out of memory");
+		goto fail;
+	}
+	st->delimiter = st->cfg.delimiter ? st->cfg.delimiter : ':';
+	st->detail_on = st->cfg.detail;
 	if (open_section(st, &st->slabs_sec, KV_SEC_SLABS, st->slabs, err, errlen) ||
 	    open_section(st, &st->alloc_sec, KV_SEC_ALLOC, st->lru, err, errlen) ||
-	    open_section(st, &st->stats_sec, KV_SEC_STATS, &st->counts, err, errlen))
+	    open_section(st, &st->stats_sec, KV_SEC_STATS, &st->counts, err, errlen) ||
+	    open_section(st, &st->prefix_sec, KV_SEC_STATS, st->prefixes, err, errlen))
 		goto fail;
 	for (unsigned s = 0; s < st->assoc.nstripes; s++)
 		if (open_section(st, &st->assoc.stripes[s], KV_SEC_HASH, &st->assoc, err, errlen))
 			goto fail;
+	if (st->cfg.track_sizes && kv_sizes_set(st, 1) != 0) {
+		msg(err, errlen, "-o track_sizes: out of memory, or cas is off (-C)");
+		goto fail;
+	}
 	return st;
 fail:
 	kv_store_close(st);
@@ -218,12 +239,16 @@ void kv_store_close(kv_store *st)
 {
 	if (!st)
 		return;
+	kv_crawler_delete(st); /* its thread runs sections: stopped before they close */
 	if (st->assoc.stripes)
 		for (unsigned s = 0; s < st->assoc.nstripes; s++)
 			if (st->assoc.stripes[s].cs)
 				locus_cs_close(st->assoc.stripes[s].cs);
 	if (st->stats_sec.cs)
 		locus_cs_close(st->stats_sec.cs);
+	if (st->prefix_sec.cs)
+		locus_cs_close(st->prefix_sec.cs);
+	kv_prefixes_delete(st->prefixes);
 	if (st->alloc_sec.cs)
 		locus_cs_close(st->alloc_sec.cs);
 	if (st->slabs_sec.cs)

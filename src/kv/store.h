@@ -60,6 +60,11 @@ struct kv_store_config {
 	double automove_ratio; /* slab_automove_ratio (0.8) */
 	unsigned automove_window; /* slab_automove_window: seconds (30) */
 	int section_stats;    /* time every section run for "stats sync" (kv/sectime.h) */
+	int track_sizes;      /* stats sizes from the start (-o track_sizes) */
+	int detail;	      /* stats detail from the start (-D) */
+	char delimiter;	      /* stats detail's prefix delimiter (-D; ':') */
+	uint32_t crawler_sleep, crawler_tocrawl; /* lru_crawler sleep and tocrawl */
+	unsigned hashpower;   /* -o hashpower: at least 2^hashpower buckets (0: from -m) */
 	/* One executor spec per section ("mutex", "mcs:spin", "async", ...). */
 	char sync[KV_SECTIONS][128];
 };
@@ -78,14 +83,40 @@ int kv_sync_parse(struct kv_store_config *c, const char *arg, char *err, size_t 
 
 typedef struct kv_store kv_store;
 
-/* Counters a worker keeps to itself and adds into the store's under "stats". */
+/* Slab class ids are below this (slabs.h: KV_CLASSES_MAX). */
+#define KV_CLASSES 64
+
+/* What is counted per slab class ("stats slabs" and "stats items" lines). */
+enum kv_class_count {
+	KV_CC_GET_HITS,
+	KV_CC_CMD_SET,
+	KV_CC_DELETE_HITS,
+	KV_CC_INCR_HITS,
+	KV_CC_DECR_HITS,
+	KV_CC_CAS_HITS,
+	KV_CC_CAS_BADVAL,
+	KV_CC_TOUCH_HITS,
+	KV_CC_RECLAIMED,
+	KV_CC_EXPIRED_UNFETCHED,
+	KV_CC_CRAWLER_RECLAIMED,
+	KV_CC_CRAWLER_CHECKED,
+	KV_CLASS_COUNTS
+};
+
+/*
+ * Counters a worker keeps to itself and adds into the store's under
+ * "stats" (kv_counts_flush). The per-class rows are added only for the
+ * classes whose bit is set in cls_touched.
+ */
 struct kv_counts {
 	uint64_t cmd_get, cmd_set, cmd_flush, cmd_touch, cmd_meta;
 	uint64_t get_hits, get_misses, get_expired, get_flushed;
 	uint64_t delete_hits, delete_misses, incr_hits, incr_misses, decr_hits, decr_misses;
 	uint64_t cas_hits, cas_misses, cas_badval, touch_hits, touch_misses;
+	uint64_t store_too_large, store_no_memory;
 	uint64_t bytes_read, bytes_written, total_items, evictions, reclaimed, expired_unfetched,
 		evicted_unfetched, oom;
+	uint64_t crawler_reclaimed, crawler_items_checked, direct_reclaims;
 	int64_t curr_items, bytes; /* deltas */
 	uint64_t total_connections, rejected_connections;
 	int64_t curr_connections;
@@ -93,7 +124,16 @@ struct kv_counts {
 	/* slab page moves (automove.c) */
 	uint64_t slab_reassign_rescues, slab_reassign_evictions_nomem, slab_reassign_inline_reclaim,
 		slab_reassign_busy_items;
+	uint64_t lru_crawler_starts;
+	uint64_t cls_touched; /* bit c: cls[c] has counts to add */
+	uint64_t cls[KV_CLASSES][KV_CLASS_COUNTS];
 };
+
+static inline void kv_count_class(struct kv_counts *c, unsigned cls, enum kv_class_count what)
+{
+	c->cls[cls][what]++;
+	c->cls_touched |= (uint64_t)1 << cls;
+}
 
 /* NULL with a message on error (a bad spec, no memory). */
 kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errlen);
@@ -148,6 +188,18 @@ enum kv_store_mode { KV_SET, KV_ADD, KV_REPLACE, KV_APPEND, KV_PREPEND, KV_CAS, 
  */
 enum kv_result kv_store_item(kv_store *st, struct kv_counts *cnt, struct kv_item *it,
 			     enum kv_store_mode mode, uint64_t cas, uint64_t *cas_out);
+/* kv_store_item, saying also the class and value size of what it stored (append: joined). */
+struct kv_store_info {
+	unsigned cls;
+	uint32_t nbytes, exptime;
+};
+enum kv_result kv_store_item_info(kv_store *st, struct kv_counts *cnt, struct kv_item *it,
+				  enum kv_store_mode mode, uint64_t cas, uint64_t *cas_out,
+				  struct kv_store_info *info);
+
+/* Called with every item evicted to make room, still readable, on the evicting thread. */
+typedef void (*kv_evict_hook)(void *ctx, const struct kv_item *it, uint32_t now);
+void kv_store_set_evict_hook(kv_store *st, kv_evict_hook hook, void *ctx);
 
 /*
  * get/gets/gat/gats of one key: on a hit append "VALUE key flags bytes
@@ -156,6 +208,15 @@ enum kv_result kv_store_item(kv_store *st, struct kv_counts *cnt, struct kv_item
  */
 int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
 	   int touch, uint32_t exptime, struct kv_buf *out);
+/* kv_get, saying also what it found (for watch fetchers). */
+enum kv_get_status { KV_GET_FOUND, KV_GET_NOT_FOUND, KV_GET_EXPIRED, KV_GET_FLUSHED };
+struct kv_get_info {
+	enum kv_get_status status;
+	unsigned cls;	 /* 0 when not found */
+	uint32_t nbytes; /* 0 when not found */
+};
+int kv_get_info(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
+		int touch, uint32_t exptime, struct kv_buf *out, struct kv_get_info *info);
 
 enum kv_result kv_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey);
 enum kv_result kv_touch(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
@@ -221,7 +282,17 @@ enum kv_result kv_meta_delete(kv_store *st, struct kv_counts *cnt, const char *k
 			      uint64_t cas, int invalidate, uint32_t stale_ttl);
 
 /* Text of "stats", "stats settings", "stats items", "stats slabs" (lines with "\r\n", then END). */
-int kv_stats_general(kv_store *st, struct kv_buf *out, const char *extra_lines);
+/* The store's figures for "stats" (the server formats them with its own). */
+struct kv_store_figures {
+	struct kv_counts c;
+	size_t limit;
+	unsigned hashpower;
+	size_t hash_bytes;
+	int moving;		    /* a slab page move is under way */
+	uint64_t moves, pool_pages; /* pages moved so far; whole pages in the pool */
+	uint64_t lrutail_reflocked;
+};
+void kv_store_figures(kv_store *st, struct kv_store_figures *f);
 int kv_stats_items(kv_store *st, struct kv_buf *out);
 int kv_stats_slabs(kv_store *st, struct kv_buf *out);
 void kv_stats_reset(kv_store *st);
@@ -244,6 +315,46 @@ uint64_t kv_crawl_part(kv_store *st, struct kv_counts *cnt, unsigned first, unsi
 unsigned kv_store_stripes(const kv_store *st);
 
 /*
+ * The crawler thread (crawler.c): enable starts it (-1 if it is running,
+ * memcached's "failed to start"), disable asks it to stop; crawl asks it to
+ * crawl the classes whose bits are set (0 started, 1 busy with another,
+ * -1 not running); set changes lru_crawler sleep and tocrawl (a negative
+ * value leaves one alone).
+ */
+int kv_crawler_enable(kv_store *st);
+void kv_crawler_disable(kv_store *st);
+int kv_crawler_enabled(const kv_store *st);
+int kv_crawler_busy(const kv_store *st);
+int kv_crawler_crawl(kv_store *st, uint64_t classes);
+void kv_crawler_set(kv_store *st, int64_t sleep_us, int64_t tocrawl);
+void kv_crawler_get(const kv_store *st, uint32_t *sleep_us, uint32_t *tocrawl);
+
+/* stats detail (prefix.c, prefix.h): count one key's get (hit or not), set or delete. */
+enum kv_prefix_op { KV_PREFIX_GET, KV_PREFIX_SET, KV_PREFIX_DEL };
+void kv_detail_count(kv_store *st, const char *key, size_t nkey, enum kv_prefix_op op, int hit);
+int kv_detail_dump(kv_store *st, struct kv_buf *out);
+void kv_detail_reset(kv_store *st);
+void kv_detail_set(kv_store *st, int on);
+int kv_detail_on(const kv_store *st);
+char kv_detail_delimiter(const kv_store *st);
+
+/* stats sizes (sizes.h): 0, or -1 when cas is off (-C) or out of memory. */
+int kv_sizes_set(kv_store *st, int on);
+int kv_sizes_on(const kv_store *st);
+int kv_sizes_text(kv_store *st, struct kv_buf *out);
+
+/*
+ * Dumps. cachedump: "ITEM <key> [<bytes> b; <exptime> s]" lines of class
+ * cls, most recently used first, at most limit of them (0: all, up to 2 MB
+ * of text), then END. metadump: memcached's metadump line of each live item
+ * of the classes whose bits are set in one stripe of the hash table. 0, or
+ * -1 out of memory.
+ */
+int kv_cachedump(kv_store *st, unsigned cls, unsigned limit, struct kv_buf *out);
+int kv_metadump_stripe(kv_store *st, unsigned stripe, uint64_t classes, struct kv_buf *out);
+unsigned kv_store_classes(const kv_store *st);
+
+/*
  * Moving slab pages between classes (automove.c; memcached's slab_reassign
  * and slab_automove). kv_slabs_reassign starts moving one page of class src
  * to class dst (0: the pool of whole pages any class takes first);
@@ -261,11 +372,16 @@ enum kv_move_result {
 	KV_MOVE_NOSPARE,  /* the source has fewer than 2 pages */
 	KV_MOVE_SAME,	  /* source and destination are the same */
 };
-enum kv_move_result kv_slabs_reassign(kv_store *st, unsigned src, unsigned dst);
+/* src -1: any class with a page to spare, as memcached's. */
+enum kv_move_result kv_slabs_reassign(kv_store *st, int src, int dst);
 #define KV_AUTOMOVE_HZ 10 /* kv_automove_tick's calls a second */
 void kv_automove_tick(kv_store *st, struct kv_counts *cnt);
 void kv_automove_set(kv_store *st, int mode); /* 0, 1 or 2 */
 int kv_automove_get(const kv_store *st);
+void kv_automove_set_ratio(kv_store *st, double ratio);
+double kv_automove_ratio(const kv_store *st);
+/* memcached's slab_chunk_max as this store uses it. */
+size_t kv_store_chunk_max(const kv_store *st);
 /* cache_memlimit: the -m limit from now on (new pages only; pooled pages above it are freed). */
 void kv_store_set_limit(kv_store *st, size_t bytes);
 

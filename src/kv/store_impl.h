@@ -12,12 +12,14 @@
 #include "kv/automove.h"
 #include "kv/clock.h"
 #include "kv/lru.h"
+#include "kv/prefix.h"
 #include "kv/section.h"
 #include "kv/slabs.h"
 #include "kv/store.h"
 
 struct kv_store {
 	struct kv_store_config cfg;
+	size_t chunk_max; /* slab_chunk_max in use */
 	char spec[KV_SECTIONS][160]; /* what each section's executors run */
 	struct kv_clock clock;
 	kv_sectime *times; /* --section-stats, else NULL */
@@ -29,7 +31,18 @@ struct kv_store {
 	struct kv_counts counts;
 	struct kv_sec stats_sec;
 	struct kv_automove *automove;
+	struct kv_crawler *crawler;
+	kv_evict_hook evict_hook;
+	void *evict_ctx;
+	/* stats detail (prefix.c): the table, its section, whether on (atomic), the delimiter */
+	struct kv_prefixes *prefixes;
+	struct kv_sec prefix_sec;
+	int detail_on;
+	char delimiter;
 };
+
+struct kv_crawler *kv_crawler_new(uint32_t sleep_us, uint32_t tocrawl);
+void kv_crawler_delete(kv_store *st);
 
 /*
  * Drop one reference to each item of a list the hash section unlinked
