@@ -273,6 +273,7 @@ void kv_execute(struct conn *c, const char *line, size_t len)
 	c->noreply = c->quiet = 0;
 	c->gets_keys = 0;
 	st_relaxed(&c->last_cmd, kv_now(kv_srv.st));
+	c->ran_cmd = 1;
 	if (kv_is_meta_line(line, len)) {
 		w->cnt.cmd_meta++;
 		struct kv_meta_outcome o;

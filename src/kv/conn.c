@@ -109,6 +109,7 @@ struct conn *kv_conn_new(struct worker *w, int fd)
 	c->events = EV_READ;
 	event_add(c->ev, NULL);
 	kv_conn_addresses(c);
+	st_relaxed(&c->last_cmd, kv_now(kv_srv.st));
 	pthread_mutex_lock(&w->lock);
 	c->next = w->conns;
 	if (w->conns)
@@ -289,7 +290,7 @@ static void conn_service(struct conn *c, int readable)
 					 : kv_out_pending(c)		? ACT_WRITE
 					 : c->state == CONN_DATA	? ACT_NREAD
 					 : c->state == CONN_SWALLOW	? ACT_SWALLOW
-					 : ld_relaxed(&c->last_cmd)	? ACT_READ
+					 : c->ran_cmd			? ACT_READ
 									: ACT_NEW);
 		if (more && kv_out_pending(c) < OUT_HIGH) {
 			/* As memcached: run the rest after the worker's other ready connections. */
@@ -311,3 +312,27 @@ static void conn_event(evutil_socket_t fd, short what, void *arg)
 	conn_service(c, (what & EV_READ) != 0);
 }
 
+
+/*
+ * As memcached's idle timeout: a connection waiting for its next command
+ * (nothing half read, nothing unwritten) longer than idle_timeout seconds
+ * since its last command, or its accept, is closed and counted.
+ */
+void kv_conn_close_idle(struct worker *w)
+{
+	uint32_t now = kv_now(kv_srv.st);
+	int limit = kv_srv.set.idle_timeout;
+	struct conn *c = w->conns, *next;
+	for (; c; c = next) {
+		next = c->next;
+		if (c->state != CONN_LINE || c->get_paused || c->dumping || c->watcher ||
+		    kv_out_pending(c) || c->in.len > c->in_pos)
+			continue;
+		if ((int64_t)now - (int64_t)ld_relaxed(&c->last_cmd) > limit) {
+			kv_logv(2, "Closing idle fd %d", c->fd);
+			w->cnt.idle_kicks++;
+			kv_conn_close(c);
+		}
+	}
+	kv_counts_flush(kv_srv.st, &w->cnt);
+}

@@ -21,7 +21,7 @@
 	X(evictions) X(reclaimed) X(expired_unfetched) X(evicted_unfetched) X(oom)               \
 	X(curr_items) X(bytes) X(total_connections) X(rejected_connections) X(curr_connections)  \
 	X(slab_reassign_rescues) X(slab_reassign_evictions_nomem) X(slab_reassign_inline_reclaim) \
-	X(slab_reassign_busy_items) X(conn_yields)
+	X(slab_reassign_busy_items) X(conn_yields) X(idle_kicks)
 
 LOCUS_TM_CALLABLE uint64_t kv_counts_add_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 {

@@ -61,6 +61,11 @@ static void worker_notify(evutil_socket_t fd, short what, void *arg)
 	kv_counts_flush(kv_srv.st, &w->cnt);
 }
 
+static void on_idle_check(evutil_socket_t fd, short what, void *arg)
+{
+	kv_conn_close_idle(arg);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -150,6 +155,12 @@ int main(int argc, char **argv)
 		event_add(w->notify_ev, NULL);
 		if (kv_dgram_start(w) != 0)
 			kv_die("cannot start worker %d's UDP reader: %s", i, strerror(errno));
+		if (kv_srv.set.idle_timeout > 0) {
+			struct timeval sec1 = {1, 0};
+			w->idle_ev = event_new(w->base, -1, EV_PERSIST, on_idle_check, w);
+			if (!w->idle_ev || event_add(w->idle_ev, &sec1) != 0)
+				kv_die("cannot start worker %d's idle timer", i);
+		}
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 			kv_die("cannot start worker %d", i);
 	}
@@ -182,6 +193,8 @@ int main(int argc, char **argv)
 		struct worker *w = &kv_srv.workers[i];
 		pthread_join(w->thread, NULL);
 		event_free(w->notify_ev);
+		if (w->idle_ev)
+			event_free(w->idle_ev);
 		event_base_free(w->base);
 		pthread_mutex_destroy(&w->lock);
 		close(w->notify[0]);

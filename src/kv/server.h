@@ -85,7 +85,8 @@ struct conn {
 	/* For "stats conns" (read by other workers under this worker's lock). */
 	char addr[128];	    /* the peer, as memcached prints it (set before it is listed) */
 	char listen[128];   /* the socket it came in on (likewise) */
-	uint32_t last_cmd;  /* server time of its last command (atomic) */
+	uint32_t last_cmd;  /* server time of its last command, or of its accept (atomic) */
+	int ran_cmd;	    /* it has run a command */
 	int activity;	    /* what it is doing, enum conn_activity (atomic) */
 	struct watcher *watcher; /* "watch": it receives log lines, its input is ignored */
 	/* UDP (dgram.c): a worker's reader of the UDP socket; not on the worker's list. */
@@ -117,6 +118,7 @@ struct worker {
 	struct kv_buf scratch;
 	struct conn **udp; /* its reader of each UDP socket (dgram.c) */
 	int nudp;
+	struct event *idle_ev; /* -o idle_timeout: once a second, close the idle connections */
 };
 
 struct kv_server {
@@ -159,6 +161,8 @@ void kv_conn_close(struct conn *c);
 void kv_conn_process(struct conn *c);
 /* Write what c has to write, and run what it can run: for events from elsewhere (watch). */
 void kv_conn_kick(struct conn *c);
+/* -o idle_timeout: close w's connections idle (waiting for a command) that long. */
+void kv_conn_close_idle(struct worker *w);
 
 /* commands.c */
 void kv_execute(struct conn *c, const char *line, size_t len);

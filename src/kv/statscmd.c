@@ -91,6 +91,8 @@ static void stats_general(struct kv_buf *b)
 	STAT_U64(b, "store_no_memory", c->store_no_memory);
 	STAT_U64(b, "auth_cmds", 0);
 	STAT_U64(b, "auth_errors", 0);
+	if (kv_srv.set.idle_timeout)
+		STAT_U64(b, "idle_kicks", c->idle_kicks);
 	STAT_U64(b, "bytes_read", c->bytes_read);
 	STAT_U64(b, "bytes_written", c->bytes_written);
 	STAT_U64(b, "limit_maxbytes", f->limit);

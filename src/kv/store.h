@@ -121,6 +121,7 @@ struct kv_counts {
 	uint64_t total_connections, rejected_connections;
 	int64_t curr_connections;
 	uint64_t conn_yields; /* -R: a connection let the others have a turn */
+	uint64_t idle_kicks;  /* -o idle_timeout: idle connections closed */
 	/* slab page moves (automove.c) */
 	uint64_t slab_reassign_rescues, slab_reassign_evictions_nomem, slab_reassign_inline_reclaim,
 		slab_reassign_busy_items;

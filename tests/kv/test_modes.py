@@ -1,6 +1,8 @@
 """Modes the command line switches: -M (an error instead of evicting) and -C (no CAS), as
 memcached 1.6.18 behaves with them."""
 
+import time
+
 import pytest
 
 from test_memory import fill
@@ -57,3 +59,22 @@ def test_requests_per_event_yields_and_answers_everything(server):
         c.expect(b"VALUE a 0 1\r\n1\r\nEND\r\n" * 100 + b"MN\r\n")
         assert int(c.stats()["conn_yields"]) > before
         assert c.stats("settings")["reqs_per_event"] == "3"
+
+
+@pytest.mark.parametrize("server_args", [["-o", "idle_timeout=1"]])
+def test_idle_timeout_closes_idle_connections(server):
+    """-o idle_timeout=1: a connection that sends nothing more is closed within a few seconds
+    and counted in idle_kicks; one that keeps sending commands stays."""
+    with server.conn() as idle, server.conn() as busy:
+        idle.call("version\r\n", "VERSION ")
+        idle.line()
+        deadline = time.monotonic() + 10
+        closed = False
+        while time.monotonic() < deadline and not closed:
+            busy.call("mn\r\n", "MN\r\n")       # active: never idle for a whole second
+            closed = idle.closed(seconds=0.2)
+        assert closed, "an idle connection stayed open past idle_timeout"
+        busy.call("mn\r\n", "MN\r\n")
+        st = busy.stats()
+        assert int(st["idle_kicks"]) >= 1, st.get("idle_kicks")
+        assert busy.stats("settings")["idle_timeout"] == "1"
