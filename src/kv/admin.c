@@ -15,29 +15,13 @@
 #include "common/atomic.h"
 #include "kv/server.h"
 
-#define WORDS_MAX 24
+#define WORDS_MAX	      24
 #define DUMP_STRIPES_PER_TURN 64 /* metadump: stripes walked between looks at the output */
 
 struct words {
 	struct kv_span t[WORDS_MAX];
 	int n;
 };
-
-/* Split on spaces, as memcached's tokenizer does (runs of spaces count once). */
-static void split(const char *line, size_t len, struct words *w)
-{
-	w->n = 0;
-	const char *p = line, *end = line + len;
-	while (p < end && w->n < WORDS_MAX) {
-		while (p < end && *p == ' ')
-			p++;
-		const char *s = p;
-		while (p < end && *p != ' ')
-			p++;
-		if (p > s)
-			w->t[w->n++] = (struct kv_span){s, (size_t)(p - s)};
-	}
-}
 
 static int is(struct kv_span t, const char *word)
 {
@@ -202,9 +186,9 @@ static void crawler_crawl(struct conn *c, const struct words *w)
 		return;
 	}
 	int r = kv_crawler_crawl(kv_srv.st, classes);
-	kv_reply(c, r == 0 ? "OK"
-		  : r > 0  ? "BUSY currently processing crawler request"
-			   : "CLIENT_ERROR lru crawler disabled");
+	kv_reply(c, r == 0  ? "OK"
+		    : r > 0 ? "BUSY currently processing crawler request"
+			    : "CLIENT_ERROR lru crawler disabled");
 }
 
 static void crawler_metadump(struct conn *c, const struct words *w)
@@ -240,7 +224,8 @@ int kv_metadump_continue(struct conn *c)
 {
 	unsigned n = kv_store_stripes(kv_srv.st);
 	for (unsigned k = 0; k < DUMP_STRIPES_PER_TURN && c->dump_stripe < n; k++) {
-		if (kv_metadump_stripe(kv_srv.st, c->dump_stripe++, c->dump_classes, &c->out) != 0) {
+		if (kv_metadump_stripe(kv_srv.st, c->dump_stripe++, c->dump_classes, &c->out) !=
+		    0) {
 			c->close_now = 1; /* out of memory: the dump cannot be finished */
 			return 0;
 		}
@@ -298,7 +283,7 @@ static void lru_crawler(struct conn *c, const struct words *w)
 int kv_admin_command(struct conn *c, const char *line, size_t len)
 {
 	struct words w;
-	split(line, len, &w);
+	w.n = kv_split_words(line, len, w.t, WORDS_MAX);
 	if (w.n == 0)
 		return 0;
 	if (is(w.t[0], "cache_memlimit"))

@@ -306,8 +306,8 @@ static void choose(struct kv_automove *a, const struct kv_slabs_report *sr,
 		    sr->cls[n].pages != a->pages_before[n])
 			s->dirty = 1;
 		struct window_sum sum = {0};
-		unsigned recent = 0, last_second = a->filled < KV_AUTOMOVE_HZ ? a->filled
-										 : KV_AUTOMOVE_HZ;
+		unsigned recent = 0,
+			 last_second = a->filled < KV_AUTOMOVE_HZ ? a->filled : KV_AUTOMOVE_HZ;
 		for (unsigned k = 0; k < a->filled; k++) {
 			unsigned i = (a->cur + a->window - k) % a->window;
 			sum.age += w[i].age;

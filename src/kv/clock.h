@@ -16,13 +16,13 @@
 #include "kv/item.h"
 
 struct kv_clock {
-	uint32_t now;	      /* server time */
-	int64_t offset;	      /* seconds added by kv_clock_advance */
-	uint64_t started;     /* Unix time of server time 0 (read-only after init) */
+	uint32_t now;	       /* server time */
+	int64_t offset;	       /* seconds added by kv_clock_advance */
+	uint64_t started;      /* Unix time of server time 0 (read-only after init) */
 	struct timespec mono0; /* the monotonic clock at server time 0 (read-only) */
-	uint32_t oldest_live; /* flush_all with delay: items accessed at or before are dead */
-	uint64_t oldest_cas;  /* flush_all: items with a smaller cas are dead */
-	uint64_t next_cas;    /* the next cas to hand out */
+	uint32_t oldest_live;  /* flush_all with delay: items accessed at or before are dead */
+	uint64_t oldest_cas;   /* flush_all: items with a smaller cas are dead */
+	uint64_t next_cas;     /* the next cas to hand out */
 };
 
 void kv_clock_init(struct kv_clock *k);

@@ -73,7 +73,7 @@ static const char *store_status(enum kv_result r)
 }
 
 static const char *const store_cmd_names[] = {
-	[KV_SET] = "set",	  [KV_ADD] = "add",	      [KV_REPLACE] = "replace",
+	[KV_SET] = "set",	[KV_ADD] = "add",	  [KV_REPLACE] = "replace",
 	[KV_APPEND] = "append", [KV_PREPEND] = "prepend", [KV_CAS] = "cas",
 	[KV_CAS_STALE] = "cas",
 };
@@ -164,8 +164,9 @@ static void cmd_store(struct conn *c, const struct kv_cmd *cmd)
 {
 	c->meta = 0;
 	static const enum kv_store_mode modes[] = {
-		[KV_CMD_SET] = KV_SET,		[KV_CMD_ADD] = KV_ADD,	   [KV_CMD_REPLACE] = KV_REPLACE,
-		[KV_CMD_APPEND] = KV_APPEND, [KV_CMD_PREPEND] = KV_PREPEND, [KV_CMD_CAS] = KV_CAS,
+		[KV_CMD_SET] = KV_SET,	       [KV_CMD_ADD] = KV_ADD,
+		[KV_CMD_REPLACE] = KV_REPLACE, [KV_CMD_APPEND] = KV_APPEND,
+		[KV_CMD_PREPEND] = KV_PREPEND, [KV_CMD_CAS] = KV_CAS,
 	};
 	enum kv_result why;
 	uint32_t exptime = kv_exptime(kv_srv.st, cmd->exptime);
@@ -320,15 +321,17 @@ void kv_execute(struct conn *c, const char *line, size_t len)
 		return; /* noreply stays with the data */
 	case KV_CMD_DELETE:
 		kv_detail_count(kv_srv.st, cmd.keys[0].ptr, cmd.keys[0].len, KV_PREFIX_DEL, 0);
-		kv_reply(c, kv_result_text(kv_delete(kv_srv.st, &w->cnt, cmd.keys[0].ptr, cmd.keys[0].len)));
+		kv_reply(c, kv_result_text(kv_delete(kv_srv.st, &w->cnt, cmd.keys[0].ptr,
+						     cmd.keys[0].len)));
 		break;
 	case KV_CMD_INCR:
 	case KV_CMD_DECR:
 		cmd_arith(c, &cmd);
 		break;
 	case KV_CMD_TOUCH:
-		kv_reply(c, kv_result_text(kv_touch(kv_srv.st, &w->cnt, cmd.keys[0].ptr, cmd.keys[0].len,
-					      kv_exptime(kv_srv.st, cmd.exptime))));
+		kv_reply(c, kv_result_text(kv_touch(kv_srv.st, &w->cnt, cmd.keys[0].ptr,
+						    cmd.keys[0].len,
+						    kv_exptime(kv_srv.st, cmd.exptime))));
 		break;
 	case KV_CMD_FLUSH_ALL:
 		if (kv_srv.set.flush_disabled) {
@@ -371,4 +374,3 @@ void kv_execute(struct conn *c, const char *line, size_t len)
 	}
 	c->noreply = 0;
 }
-

@@ -121,7 +121,6 @@ struct conn *kv_conn_new(struct worker *w, int fd)
 	return c;
 }
 
-
 /*
  * Run what the input holds. Returns when it needs more input, the output
  * has backed up, or the connection is to close.
@@ -248,17 +247,19 @@ static void conn_service(struct conn *c, int readable)
 			if (kv_buf_reserve(&c->in, READ_CHUNK) != 0) {
 				c->close_now = 1;
 			} else {
-				ssize_t n = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+				ssize_t n =
+					recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
 				if (n > 0)
 					c->in.len += (size_t)n;
-				else if (n == 0 ||
-					 (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+				else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
+						    errno != EINTR))
 					c->peer_eof = 1;
 			}
 		}
 		readable = 0;
 		if (c->watcher) {
-			c->in.len = c->in_pos = 0; /* a watcher's commands get no reply, as memcached's */
+			c->in.len = c->in_pos =
+				0; /* a watcher's commands get no reply, as memcached's */
 			kv_watch_pull(c);
 		} else if (c->dumping) {
 			if (kv_out_pending(c) < OUT_HIGH)
@@ -286,12 +287,12 @@ static void conn_service(struct conn *c, int readable)
 		    kv_out_pending(c) < OUT_HIGH)
 			want |= EV_READ;
 		conn_watch(c, want);
-		st_relaxed(&c->activity, c->watcher			? ACT_WATCH
-					 : kv_out_pending(c)		? ACT_WRITE
-					 : c->state == CONN_DATA	? ACT_NREAD
-					 : c->state == CONN_SWALLOW	? ACT_SWALLOW
-					 : c->ran_cmd			? ACT_READ
-									: ACT_NEW);
+		st_relaxed(&c->activity, c->watcher		    ? ACT_WATCH
+					 : kv_out_pending(c)	    ? ACT_WRITE
+					 : c->state == CONN_DATA    ? ACT_NREAD
+					 : c->state == CONN_SWALLOW ? ACT_SWALLOW
+					 : c->ran_cmd		    ? ACT_READ
+								    : ACT_NEW);
 		if (more && kv_out_pending(c) < OUT_HIGH) {
 			/* As memcached: run the rest after the worker's other ready connections. */
 			c->w->cnt.conn_yields++;
@@ -311,7 +312,6 @@ static void conn_event(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	conn_service(c, (what & EV_READ) != 0);
 }
-
 
 /*
  * As memcached's idle timeout: a connection waiting for its next command

@@ -9,19 +9,29 @@
  */
 #include "kv/counts.h"
 
+#include <stddef.h>
 #include <string.h>
 
-#define COUNT_FIELDS(X)                                                                          \
-	X(cmd_get) X(cmd_set) X(cmd_flush) X(cmd_touch) X(cmd_meta) X(get_hits) X(get_misses)   \
-	X(get_expired) X(get_flushed) X(delete_hits) X(delete_misses) X(incr_hits)               \
-	X(store_too_large) X(store_no_memory) X(crawler_reclaimed) X(crawler_items_checked)     \
-	X(direct_reclaims) X(lru_crawler_starts)                                                 \
-	X(incr_misses) X(decr_hits) X(decr_misses) X(cas_hits) X(cas_misses) X(cas_badval)        \
-	X(touch_hits) X(touch_misses) X(bytes_read) X(bytes_written) X(total_items)               \
-	X(evictions) X(reclaimed) X(expired_unfetched) X(evicted_unfetched) X(oom)               \
-	X(curr_items) X(bytes) X(total_connections) X(rejected_connections) X(curr_connections)  \
-	X(slab_reassign_rescues) X(slab_reassign_evictions_nomem) X(slab_reassign_inline_reclaim) \
-	X(slab_reassign_busy_items) X(conn_yields) X(idle_kicks)
+/* clang-format off */
+#define COUNT_FIELDS(X)                                                                            \
+	X(cmd_get) X(cmd_set) X(cmd_flush) X(cmd_touch) X(cmd_meta) X(get_hits) X(get_misses)      \
+	X(get_expired) X(get_flushed) X(delete_hits) X(delete_misses) X(incr_hits)                 \
+	X(incr_misses) X(decr_hits) X(decr_misses) X(cas_hits) X(cas_misses) X(cas_badval)         \
+	X(touch_hits) X(touch_misses) X(store_too_large) X(store_no_memory) X(bytes_read)          \
+	X(bytes_written) X(total_items) X(evictions) X(reclaimed) X(expired_unfetched)             \
+	X(evicted_unfetched) X(oom) X(crawler_reclaimed) X(crawler_items_checked)                  \
+	X(direct_reclaims) X(curr_items) X(bytes) X(total_connections) X(rejected_connections)     \
+	X(curr_connections) X(conn_yields) X(idle_kicks) X(slab_reassign_rescues)                  \
+	X(slab_reassign_evictions_nomem) X(slab_reassign_inline_reclaim)                           \
+	X(slab_reassign_busy_items) X(lru_crawler_starts)
+/* clang-format on */
+
+/* Every counter of struct kv_counts is listed above (they are all 8 bytes). */
+#define ONE(f) +1
+enum { COUNTED = 0 COUNT_FIELDS(ONE) };
+#undef ONE
+_Static_assert(COUNTED * sizeof(uint64_t) == offsetof(struct kv_counts, cls_touched),
+	       "a counter of struct kv_counts is missing from COUNT_FIELDS");
 
 LOCUS_TM_CALLABLE uint64_t kv_counts_add_fn(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
@@ -53,4 +63,3 @@ LOCUS_TM_CALLABLE uint64_t kv_counts_reset_fn(void *state, uint64_t a, uint64_t 
 	*g = keep;
 	return 0;
 }
-

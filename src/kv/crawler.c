@@ -20,16 +20,16 @@
 
 #include "kv/store_impl.h"
 
-#define SWEEP_S	       8    /* seconds the background sweep takes over the whole table */
+#define SWEEP_S		8    /* seconds the background sweep takes over the whole table */
 #define ITEMS_PER_SLEEP 1000 /* as memcached's crawls_persleep */
 
 struct crawl_req {
 	kv_store *st;
 	struct kv_counts *cnt;
-	unsigned stripe;     /* buckets stripe, stripe + nstripes, ... */
-	uint64_t classes;    /* bit c: look at class c's items */
-	uint32_t tocrawl;    /* at most this many items of a class (0: all) */
-	uint32_t *looked;    /* per class, items looked at so far (with tocrawl) */
+	unsigned stripe;  /* buckets stripe, stripe + nstripes, ... */
+	uint64_t classes; /* bit c: look at class c's items */
+	uint32_t tocrawl; /* at most this many items of a class (0: all) */
+	uint32_t *looked; /* per class, items looked at so far (with tocrawl) */
 	struct kv_item *dropped;
 	uint64_t reaped, checked;
 };
@@ -102,15 +102,15 @@ uint64_t kv_crawl(kv_store *st, struct kv_counts *cnt)
 
 struct kv_crawler {
 	pthread_t thread;
-	int joinable;	     /* a thread was started and not joined yet */
-	int alive;	     /* atomic: the thread runs and has not been told to stop */
+	int joinable;	      /* a thread was started and not joined yet */
+	int alive;	      /* atomic: the thread runs and has not been told to stop */
 	pthread_mutex_t lock; /* stop, want, and the wake-up */
 	pthread_cond_t wake;
-	int stop;	    /* atomic */
-	uint64_t want;	    /* classes a crawl was asked for, not started yet */
-	int busy;	    /* atomic: a crawl asked for is being run */
-	uint32_t sleep_us;  /* atomic */
-	uint32_t tocrawl;   /* atomic */
+	int stop;	   /* atomic */
+	uint64_t want;	   /* classes a crawl was asked for, not started yet */
+	int busy;	   /* atomic: a crawl asked for is being run */
+	uint32_t sleep_us; /* atomic */
+	uint32_t tocrawl;  /* atomic */
 	unsigned next_stripe;
 	struct kv_counts cnt;
 	uint32_t looked[KV_CLASSES];
@@ -141,16 +141,18 @@ static void nap(struct kv_crawler *k, uint32_t us)
 	t.tv_sec += us / 1000000 + t.tv_nsec / 1000000000;
 	t.tv_nsec %= 1000000000;
 	pthread_mutex_lock(&k->lock);
-	while (!ld_relaxed(&k->stop) &&
-	       pthread_cond_timedwait(&k->wake, &k->lock, &t) != ETIMEDOUT)
+	while (!ld_relaxed(&k->stop) && pthread_cond_timedwait(&k->wake, &k->lock, &t) != ETIMEDOUT)
 		;
 	pthread_mutex_unlock(&k->lock);
 }
 
 static void crawl_classes(kv_store *st, struct kv_crawler *k, uint64_t classes)
 {
-	struct crawl_req rq = {.st = st, .cnt = &k->cnt, .classes = classes,
-			       .tocrawl = ld_relaxed(&k->tocrawl), .looked = k->looked};
+	struct crawl_req rq = {.st = st,
+			       .cnt = &k->cnt,
+			       .classes = classes,
+			       .tocrawl = ld_relaxed(&k->tocrawl),
+			       .looked = k->looked};
 	memset(k->looked, 0, sizeof(k->looked));
 	uint64_t since_sleep = 0;
 	for (unsigned s = 0; s < st->assoc.nstripes; s++) {
@@ -215,7 +217,8 @@ int kv_crawler_enable(kv_store *st)
 	}
 	if (k->joinable) {
 		pthread_mutex_unlock(&k->lock);
-		pthread_join(k->thread, NULL); /* it has stopped: alive was cleared on its way out */
+		pthread_join(k->thread,
+			     NULL); /* it has stopped: alive was cleared on its way out */
 		pthread_mutex_lock(&k->lock);
 		k->joinable = 0;
 	}

@@ -29,7 +29,7 @@
 #include "kv/server.h"
 #include "kv/udp.h"
 
-#define DATAGRAMS_PER_WAKE 16 /* then let the worker's connections have a turn */
+#define DATAGRAMS_PER_WAKE 16  /* then let the worker's connections have a turn */
 #define SEND_WAIT_MS	   100 /* how long a full send buffer may hold up a reply */
 
 void kv_dgram_mark(struct conn *c, int quiet)

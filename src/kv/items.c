@@ -17,8 +17,8 @@
 #include "common/atomic.h"
 #include "kv/store_impl.h"
 
-#define UPDATE_INTERVAL 60  /* seconds between LRU bumps of one item, as memcached */
-#define ALLOC_TRIES	32  /* rounds of reclaim or eviction before an allocation gives up */
+#define UPDATE_INTERVAL 60   /* seconds between LRU bumps of one item, as memcached */
+#define ALLOC_TRIES	32   /* rounds of reclaim or eviction before an allocation gives up */
 #define RETRY_LIMIT	1000 /* measure-again rounds of append and incr before giving up */
 
 struct hash_req {
@@ -229,7 +229,8 @@ static int make_room(kv_store *st, struct kv_counts *cnt, unsigned cls, int evic
 	rq.was_dead = 0;
 	int unlinked = (int)hash_run(&rq.h, unlink_sec, &rq);
 	if (kind == KV_PULL_EXPIRED && !unlinked)
-		kv_lru_link(&st->alloc_sec, v); /* alive (touched meanwhile) or gone: back, if linked */
+		kv_lru_link(&st->alloc_sec,
+			    v); /* alive (touched meanwhile) or gone: back, if linked */
 	if (unlinked)
 		cnt->direct_reclaims++;
 	if (unlinked && kind == KV_PULL_EVICTED && !rq.was_dead) {
@@ -311,17 +312,16 @@ struct store_req {
 	struct hash_req h;
 	struct kv_item *item;
 	enum kv_store_mode mode;
-	uint64_t cas;	     /* in: the client's (cas); out: the stored item's */
-	uint32_t add;	     /* append/prepend: bytes of new data at the start of item's value */
-	uint32_t old_nbytes; /* append/prepend: the old value's size, as measured */
-	uint64_t old_cas;    /* append/prepend: the old item's cas, as measured */
+	uint64_t cas;		/* in: the client's (cas); out: the stored item's */
+	uint32_t add;		/* append/prepend: bytes of new data at the start of item's value */
+	uint32_t old_nbytes;	/* append/prepend: the old value's size, as measured */
+	uint64_t old_cas;	/* append/prepend: the old item's cas, as measured */
 	uint32_t stored_nbytes; /* append/prepend: the joined value's size */
 	enum kv_result result;
 };
 
 /* The old value and the new data into the new item (append/prepend). */
-static void compose(struct kv_item *it, struct kv_item *old, enum kv_store_mode mode,
-		    uint32_t add)
+static void compose(struct kv_item *it, struct kv_item *old, enum kv_store_mode mode, uint32_t add)
 {
 	char *v = kv_item_value(it);
 	if (mode == KV_APPEND) {
@@ -452,10 +452,10 @@ static enum kv_result store_joined(kv_store *st, struct kv_counts *cnt, struct k
 		   is NOT_STORED, and the old value stays. */
 		uint64_t total = (uint64_t)peek.nbytes + data->nbytes;
 		enum kv_result why;
-		struct kv_item *nw = total > UINT32_MAX ? NULL
-							: kv_item_new(st, cnt, kv_item_key(data),
-								      data->nkey, peek.flags, 0,
-								      (uint32_t)total, &why);
+		struct kv_item *nw = total > UINT32_MAX
+					     ? NULL
+					     : kv_item_new(st, cnt, kv_item_key(data), data->nkey,
+							   peek.flags, 0, (uint32_t)total, &why);
 		if (!nw) {
 			kv_item_release(st, data);
 			return KV_NOT_STORED;
@@ -600,7 +600,8 @@ int kv_get_info(kv_store *st, struct kv_counts *cnt, const char *key, size_t nke
 	req_finish(&rq.h);
 	if (info)
 		*info = (struct kv_get_info){.status = hit ? KV_GET_FOUND : rq.h.miss,
-					     .cls = hit ? kv_slabs_shown_class(st->slabs, rq.cls) : 0,
+					     .cls = hit ? kv_slabs_shown_class(st->slabs, rq.cls)
+							: 0,
 					     .nbytes = hit ? rq.nbytes : 0};
 	return rq.oom ? -1 : hit;
 }
@@ -820,8 +821,8 @@ enum kv_result kv_arith_ex(kv_store *st, struct kv_counts *cnt, const char *key,
 	return rq.result;
 }
 
-enum kv_result kv_arith(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
-			int incr, uint64_t delta, uint64_t *value, uint64_t *cas_out)
+enum kv_result kv_arith(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int incr,
+			uint64_t delta, uint64_t *value, uint64_t *cas_out)
 {
 	struct kv_arith_req in = {.incr = incr, .delta = delta};
 	struct kv_arith_res res;

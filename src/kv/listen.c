@@ -52,7 +52,7 @@ static void accept_pause(int err)
 	kv_srv.paused_closed = ld_seqcst(&kv_srv.closed_conns);
 	faa_seqcst(&kv_srv.listen_disabled_num, 1);
 	kv_logv(0, "locus-kv: accept: %s; not accepting new connections until one closes",
-	     strerror(err));
+		strerror(err));
 	accept_retry_later();
 }
 
@@ -121,7 +121,8 @@ static void grow_sndbuf(int fd)
 /* Bind every address of host (NULL: all) at port: listening TCP, or UDP (type SOCK_DGRAM). */
 static int bind_on(const char *host, int port, int type, char *err, size_t errlen)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = type,
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = type,
 				 .ai_flags = AI_PASSIVE | AI_ADDRCONFIG};
 	struct addrinfo *res;
 	char portstr[16];
@@ -129,7 +130,8 @@ static int bind_on(const char *host, int port, int type, char *err, size_t errle
 	snprintf(portstr, sizeof(portstr), "%d", port);
 	int e = getaddrinfo(host, portstr, &hints, &res);
 	if (e) {
-		snprintf(err, errlen, "cannot resolve '%s': %s", host ? host : "*", gai_strerror(e));
+		snprintf(err, errlen, "cannot resolve '%s': %s", host ? host : "*",
+			 gai_strerror(e));
 		return -1;
 	}
 	int made = 0;
@@ -143,8 +145,8 @@ static int bind_on(const char *host, int port, int type, char *err, size_t errle
 			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
 		    (type == SOCK_STREAM && listen(fd, kv_srv.set.backlog) != 0)) {
-			snprintf(err, errlen, "cannot listen on %s %s port %d: %s", host ? host : "*",
-				 what, port, strerror(errno));
+			snprintf(err, errlen, "cannot listen on %s %s port %d: %s",
+				 host ? host : "*", what, port, strerror(errno));
 			close(fd);
 			continue;
 		}
@@ -189,7 +191,8 @@ static int listen_entry(char *entry, char *err, size_t errlen)
 		if (close[1] == ':')
 			colon = close + 1;
 		else if (close[1]) {
-			snprintf(err, errlen, "-l %s]%s: expected ':port' after ']'", entry, close + 1);
+			snprintf(err, errlen, "-l %s]%s: expected ':port' after ']'", entry,
+				 close + 1);
 			return -1;
 		}
 	} else if ((colon = strchr(entry, ':')) && strchr(colon + 1, ':')) {
@@ -244,7 +247,6 @@ static int listen_unix(const char *path, unsigned mask, char *err, size_t errlen
 	add_fd(&kv_srv.lfds, &kv_srv.nlisten, fd);
 	return 0;
 }
-
 
 void kv_listen_open(void)
 {

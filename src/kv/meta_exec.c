@@ -37,9 +37,9 @@ struct vals {
 	int fetched;
 	uint32_t last_access; /* seconds */
 	uint32_t size;
-	int64_t ttl; /* -1: never */
+	int64_t ttl;	    /* -1: never */
 	int64_t ttl_before; /* before this command's T: what a t given before T reports */
-	int have_cas; /* c without an item (ms: the new cas or 0) */
+	int have_cas;	    /* c without an item (ms: the new cas or 0) */
 };
 
 static int64_t ttl_left(kv_store *st, uint32_t exptime)
@@ -67,7 +67,8 @@ static void ret_flags(struct kv_buf *b, const struct kv_meta *m, const char *all
 			add(b, " k");
 			if (m->base64) {
 				char enc[4 * ((KV_KEY_MAX + 2) / 3) + 4];
-				size_t n = kv_meta_b64_encode(m->keybuf, m->key_len, enc, sizeof(enc));
+				size_t n =
+					kv_meta_b64_encode(m->keybuf, m->key_len, enc, sizeof(enc));
 				kv_buf_add(b, enc, n);
 				add(b, " b");
 			} else {
@@ -95,11 +96,12 @@ static void ret_flags(struct kv_buf *b, const struct kv_meta *m, const char *all
 				kv_buf_addf(b, " s%" PRIu32, x->size);
 			break;
 		case 't':
-			/* memcached applies the flags in order: a t before the T sees the old ttl. */
+			/* memcached applies the flags in order: a t before the T sees the old ttl.
+			 */
 			if (x->have_item)
 				kv_buf_addf(b, " t%" PRId64,
 					    memchr(m->flag + i, 'T', m->nflags - i) ? x->ttl_before
-										  : x->ttl);
+										    : x->ttl);
 			break;
 		}
 	}
@@ -230,7 +232,8 @@ static void do_ms_line(kv_store *st, struct kv_counts *cnt, const struct kv_meta
 	if (it && m->base64)
 		it->mark |= KV_IT_B64; /* "me" shows its key in base64 */
 	if (!it) {
-		/* The data is dropped; a plain set also removes the old value, as memcached does. */
+		/* The data is dropped; a plain set also removes the old value, as memcached does.
+		 */
 		if (m->mode == 'S')
 			kv_delete(st, cnt, kv_meta_key(m), m->key_len);
 		error_line(out, status_of(why));
@@ -326,8 +329,8 @@ static void do_ma(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 		int n = snprintf(num, sizeof(num), "%" PRIu64, m->initial);
 		enum kv_result why;
 		uint32_t exptime = kv_exptime(st, m->vivify_ttl);
-		struct kv_item *it =
-			kv_item_new(st, cnt, kv_meta_key(m), m->key_len, 0, exptime, (uint32_t)n, &why);
+		struct kv_item *it = kv_item_new(st, cnt, kv_meta_key(m), m->key_len, 0, exptime,
+						 (uint32_t)n, &why);
 		if (!it) {
 			r = why;
 			break;
@@ -394,8 +397,8 @@ static void do_me(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 		   me asked ("Zm9v!! b" shows as "Zm9v"). */
 		char enc[4 * ((KV_KEY_MAX + 2) / 3) + 4];
 		kv_buf_add(out, enc,
-			   kv_meta_b64_encode((const unsigned char *)kv_meta_key(m), m->key_len, enc,
-					      sizeof(enc)));
+			   kv_meta_b64_encode((const unsigned char *)kv_meta_key(m), m->key_len,
+					      enc, sizeof(enc)));
 	} else {
 		kv_buf_add(out, kv_meta_key(m), m->key_len);
 	}

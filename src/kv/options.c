@@ -8,8 +8,8 @@
  *    locus-kv does not have (its LRU maintainer, hash table growth, log
  *    buffers...) or where locus-kv behaves one fixed way (-R, -B ascii|auto);
  *  - refused with a message saying why: what needs a feature locus-kv does not
- *    build (the binary protocol, SASL, TLS, extstore, the proxy), and what memcached itself refuses (an unknown -o name, values out
- *    of range).
+ *    build (the binary protocol, SASL, TLS, extstore, the proxy), and what memcached itself refuses
+ * (an unknown -o name, values out of range).
  *
  * Bad values are refused naming the option and the range. memcached's own
  * texts are kept where tools may look for them: "Illegal suboption" for an
@@ -57,13 +57,16 @@ static void usage(FILE *out)
 		"-s, --unix-socket=<file>  Unix socket to listen on, instead of TCP\n"
 		"-a, --unix-mask=<mask>    access mask of the Unix socket, octal (default: 700)\n"
 		"-A, --enable-shutdown     enable the ascii \"shutdown\" command\n"
-		"-l, --listen=<addr>       interface to listen on (default: all); repeatable, or a\n"
+		"-l, --listen=<addr>       interface to listen on (default: all); repeatable, or "
+		"a\n"
 		"                          comma-separated list\n"
 		"-d, --daemon              run as a daemon\n"
 		"-r, --enable-coredumps    raise the core file limit to its maximum\n"
 		"-u, --user=<user>         when started as root, become <user> before binding\n"
-		"-m, --memory-limit=<mb>   item memory in megabytes (default: 64); suffixes k, m, g\n"
-		"-M, --disable-evictions   return an error when memory is full instead of evicting\n"
+		"-m, --memory-limit=<mb>   item memory in megabytes (default: 64); suffixes k, m, "
+		"g\n"
+		"-M, --disable-evictions   return an error when memory is full instead of "
+		"evicting\n"
 		"-c, --conn-limit=<num>    max simultaneous connections (default: 1024)\n"
 		"-k, --lock-memory         lock all paged memory (mlockall)\n"
 		"-v, --verbose             verbose (print errors); -vv also prints every command\n"
@@ -80,18 +83,22 @@ static void usage(FILE *out)
 		"                          other connections have a turn (default: 20)\n"
 		"-C, --disable-cas         disable CAS: every cas value is 0, cas commands fail\n"
 		"-b, --listen-backlog=<num> the listen queue's length (default: 1024)\n"
-		"-B, --protocol=<name>     ascii or auto (ascii: the only one here); binary refused\n"
-		"-I, --max-item-size=<num> largest item, with k/m suffix (default: 1m; 1k .. 1024m,\n"
+		"-B, --protocol=<name>     ascii or auto (ascii: the only one here); binary "
+		"refused\n"
+		"-I, --max-item-size=<num> largest item, with k/m suffix (default: 1m; 1k .. "
+		"1024m,\n"
 		"                          at most half of -m, a multiple of slab_chunk_max)\n"
 		"-S, --enable-sasl         (refused) SASL is not built\n"
 		"-F, --disable-flush-all   refuse flush_all\n"
 		"-X, --disable-dumping     refuse stats cachedump and lru_crawler metadump\n"
 		"-W, --disable-watch       refuse the watch command\n"
 		"-Y, --auth-file=<file>    (refused) authentication is not built\n"
-		"-e, --memory-file=<file>  (refused) a memory file (restartable cache) is not built\n"
+		"-e, --memory-file=<file>  (refused) a memory file (restartable cache) is not "
+		"built\n"
 		"-Z, --enable-ssl          (refused) TLS is not built\n"
 		"-N, --napi-ids=<num>      (accepted) threads are not chosen by NAPI id\n"
-		"-o, --extended=<opts>     memcached's comma-separated extended options; these act:\n"
+		"-o, --extended=<opts>     memcached's comma-separated extended options; these "
+		"act:\n"
 		"                          lru_crawler, no_lru_crawler, lru_crawler_sleep=<us>,\n"
 		"                          lru_crawler_tocrawl=<n>: the crawler thread;\n"
 		"                          slab_automove=0|1|2, slab_automove_ratio=<r>,\n"
@@ -113,7 +120,8 @@ static void usage(FILE *out)
 		"                            slabs  the slab allocator\n"
 		"                            stats  the global statistics\n"
 		"                            all    all four\n"
-		"                          e.g. --sync hash=mcs,alloc=async,slabs=ttas,stats=mutex\n"
+		"                          e.g. --sync "
+		"hash=mcs,alloc=async,slabs=ttas,stats=mutex\n"
 		"                          or   --sync all=oyama   (default: all=mutex)\n"
 		"    --stripes=<num>       hash stripes, a power of 2 (default: 1024)\n"
 		"    --no-lru-crawler      as -o no_lru_crawler: no crawler thread\n"
@@ -191,26 +199,26 @@ static void note(struct kv_settings *s, const char *text)
  * their values and its words when it refuses one.
  */
 enum sub_kind {
-	SUB_CRAWLER_ON,	    /* lru_crawler */
-	SUB_CRAWLER_OFF,    /* no_lru_crawler */
-	SUB_CRAWLER_SLEEP,  /* lru_crawler_sleep=<us> */
+	SUB_CRAWLER_ON,	     /* lru_crawler */
+	SUB_CRAWLER_OFF,     /* no_lru_crawler */
+	SUB_CRAWLER_SLEEP,   /* lru_crawler_sleep=<us> */
 	SUB_CRAWLER_TOCRAWL, /* lru_crawler_tocrawl=<n> */
-	SUB_AUTOMOVE,	    /* slab_automove[=0|1|2] */
-	SUB_AUTOMOVE_OFF,   /* no_slab_automove */
+	SUB_AUTOMOVE,	     /* slab_automove[=0|1|2] */
+	SUB_AUTOMOVE_OFF,    /* no_slab_automove */
 	SUB_AUTOMOVE_RATIO,
 	SUB_AUTOMOVE_WINDOW,
-	SUB_REASSIGN_ON,    /* slab_reassign */
-	SUB_REASSIGN_OFF,   /* no_slab_reassign: no page moves at all */
-	SUB_HASHPOWER,	    /* hashpower=<12..32>: the table's initial size */
-	SUB_HASH_ALGO,	    /* hash_algorithm=jenkins|murmur3|xxh3 */
-	SUB_CHUNK_MAX,	    /* slab_chunk_max=<bytes> */
-	SUB_NO_CHUNKED,	    /* no_chunked_items */
-	SUB_NO_MODERN,	    /* no_modern */
-	SUB_TRACK_SIZES,    /* track_sizes: stats sizes from the start */
-	SUB_IDLE_TIMEOUT,   /* idle_timeout=<s> */
-	SUB_WATCHER_BUF,    /* watcher_logbuf_size=<KB> */
-	SUB_NUMBER,	    /* a number memcached checks (min, max, its message); no effect here */
-	SUB_ACCEPT,	    /* taken, nothing to change here (noted under -v) */
+	SUB_REASSIGN_ON,  /* slab_reassign */
+	SUB_REASSIGN_OFF, /* no_slab_reassign: no page moves at all */
+	SUB_HASHPOWER,	  /* hashpower=<12..32>: the table's initial size */
+	SUB_HASH_ALGO,	  /* hash_algorithm=jenkins|murmur3|xxh3 */
+	SUB_CHUNK_MAX,	  /* slab_chunk_max=<bytes> */
+	SUB_NO_CHUNKED,	  /* no_chunked_items */
+	SUB_NO_MODERN,	  /* no_modern */
+	SUB_TRACK_SIZES,  /* track_sizes: stats sizes from the start */
+	SUB_IDLE_TIMEOUT, /* idle_timeout=<s> */
+	SUB_WATCHER_BUF,  /* watcher_logbuf_size=<KB> */
+	SUB_NUMBER,	  /* a number memcached checks (min, max, its message); no effect here */
+	SUB_ACCEPT,	  /* taken, nothing to change here (noted under -v) */
 };
 
 struct sub {
@@ -236,7 +244,8 @@ static const struct sub subs[] = {
 	{.name = "no_slab_automove", .kind = SUB_AUTOMOVE_OFF, .value = 0},
 	{.name = "slab_automove_ratio", .kind = SUB_AUTOMOVE_RATIO, .value = 1},
 	{.name = "slab_automove_window", .kind = SUB_AUTOMOVE_WINDOW, .value = 1},
-	{"tail_repair_time", SUB_NUMBER, 1, 10, 1e18, "Cannot set tail_repair_time to less than 10 seconds"},
+	{"tail_repair_time", SUB_NUMBER, 1, 10, 1e18,
+	 "Cannot set tail_repair_time to less than 10 seconds"},
 	{.name = "hash_algorithm", .kind = SUB_HASH_ALGO, .value = 1},
 	{.name = "lru_maintainer", .kind = SUB_ACCEPT, .value = 0},
 	{.name = "no_lru_maintainer", .kind = SUB_ACCEPT, .value = 0},
@@ -244,7 +253,8 @@ static const struct sub subs[] = {
 	{"warm_lru_pct", SUB_NUMBER, 1, 1, 79, "warm_lru_pct must be > 1 and < 80"},
 	{"hot_max_factor", SUB_NUMBER, 1, 1e-300, 1e300, "hot_max_factor must be > 0"},
 	{"warm_max_factor", SUB_NUMBER, 1, 1e-300, 1e300, "warm_max_factor must be > 0"},
-	{"temporary_ttl", SUB_NUMBER, 1, -2147483648.0, 2147483647.0, "temporary_ttl takes a number"},
+	{"temporary_ttl", SUB_NUMBER, 1, -2147483648.0, 2147483647.0,
+	 "temporary_ttl takes a number"},
 	{.name = "idle_timeout", .kind = SUB_IDLE_TIMEOUT, .value = 1},
 	{.name = "watcher_logbuf_size", .kind = SUB_WATCHER_BUF, .value = 1},
 	{"worker_logbuf_size", SUB_NUMBER, 1, 0, 2147483647.0,
@@ -328,7 +338,8 @@ static void parse_extended(struct kv_settings *s, const char *arg, int *chunk_gi
 		if (value)
 			*value++ = '\0';
 		for (int i = 0; refused_subs[i].prefix; i++)
-			if (strncmp(opt, refused_subs[i].prefix, strlen(refused_subs[i].prefix)) == 0)
+			if (strncmp(opt, refused_subs[i].prefix, strlen(refused_subs[i].prefix)) ==
+			    0)
 				kv_die("-o %s: %s", opt, refused_subs[i].why);
 		const struct sub *sub = NULL;
 		for (int i = 0; subs[i].name; i++)
@@ -353,12 +364,14 @@ static void parse_extended(struct kv_settings *s, const char *arg, int *chunk_gi
 			break;
 		case SUB_CRAWLER_SLEEP:
 			if (parse_int(value, 0, 1000000, &n))
-				sub_die(opt, value, "LRU crawler sleep must be between 0 and 1 second");
+				sub_die(opt, value,
+					"LRU crawler sleep must be between 0 and 1 second");
 			s->store.crawler_sleep = (uint32_t)n;
 			break;
 		case SUB_CRAWLER_TOCRAWL:
 			if (parse_int(value, 0, UINT32_MAX, &n))
-				sub_die(opt, value, "lru_crawler_tocrawl takes a numeric 32bit value");
+				sub_die(opt, value,
+					"lru_crawler_tocrawl takes a numeric 32bit value");
 			s->store.crawler_tocrawl = (uint32_t)n;
 			break;
 		case SUB_AUTOMOVE:
@@ -377,7 +390,8 @@ static void parse_extended(struct kv_settings *s, const char *arg, int *chunk_gi
 			break;
 		case SUB_AUTOMOVE_WINDOW:
 			if (parse_int(value, 3, 3600, &n))
-				sub_die(opt, value, "slab_automove_window must be > 2 (at most 3600)");
+				sub_die(opt, value,
+					"slab_automove_window must be > 2 (at most 3600)");
 			s->store.automove_window = (unsigned)n;
 			break;
 		case SUB_REASSIGN_ON:
@@ -391,16 +405,20 @@ static void parse_extended(struct kv_settings *s, const char *arg, int *chunk_gi
 			if (parse_int(value, LONG_MIN, LONG_MAX, &n))
 				sub_die(opt, value, "Missing numeric argument for hashpower");
 			if (n < 12)
-				kv_die("-o hashpower=%s: Initial hashtable multiplier of %ld is too low",
+				kv_die("-o hashpower=%s: Initial hashtable multiplier of %ld is "
+				       "too low",
 				       value, n);
 			if (n > 32)
-				kv_die("-o hashpower=%s: Initial hashtable multiplier of %ld is too high",
+				kv_die("-o hashpower=%s: Initial hashtable multiplier of %ld is "
+				       "too high",
 				       value, n);
 			s->store.hashpower = (unsigned)n;
 			break;
 		case SUB_HASH_ALGO:
-			if (strcmp(value, "jenkins") && strcmp(value, "murmur3") && strcmp(value, "xxh3"))
-				sub_die(opt, value, "Unknown hash_algorithm option (jenkins, murmur3, xxh3)");
+			if (strcmp(value, "jenkins") && strcmp(value, "murmur3") &&
+			    strcmp(value, "xxh3"))
+				sub_die(opt, value,
+					"Unknown hash_algorithm option (jenkins, murmur3, xxh3)");
 			note(s, "-o hash_algorithm: locus-kv hashes keys with its own function");
 			break;
 		case SUB_CHUNK_MAX:
@@ -429,21 +447,24 @@ static void parse_extended(struct kv_settings *s, const char *arg, int *chunk_gi
 			break;
 		case SUB_WATCHER_BUF:
 			if (parse_int(value, 1, 1 << 20, &n))
-				sub_die(opt, value, "could not parse argument to watcher_logbuf_size");
+				sub_die(opt, value,
+					"could not parse argument to watcher_logbuf_size");
 			s->watcher_buf_kb = (int)n;
 			break;
 		case SUB_NUMBER:
 			if (parse_double(value, &d) || d < sub->min || d > sub->max)
 				sub_die(opt, value, sub->range);
 			kv_setting_keep(s, opt, value);
-			note(s, "-o: memcached's LRU maintainer and segmented LRU, log buffers and "
-				"read buffers have no counterpart here; those values are checked as "
-				"memcached checks them and change nothing");
+			note(s,
+			     "-o: memcached's LRU maintainer and segmented LRU, log buffers and "
+			     "read buffers have no counterpart here; those values are checked as "
+			     "memcached checks them and change nothing");
 			break;
 		case SUB_ACCEPT:
-			note(s, "-o: memcached's LRU maintainer and segmented LRU, hash table growth, "
-				"custom slab sizes and response tuning have no counterpart here; "
-				"those names are accepted and change nothing");
+			note(s,
+			     "-o: memcached's LRU maintainer and segmented LRU, hash table growth, "
+			     "custom slab sizes and response tuning have no counterpart here; "
+			     "those names are accepted and change nothing");
 			break;
 		}
 	}
@@ -516,11 +537,13 @@ static void check_item_size(struct kv_settings *s, int item_given, int chunk_giv
 		kv_die("-I %zu: Cannot set item size limit higher than 1/2 of memory max.",
 		       c->item_size_max);
 	if (c->item_size_max > (1u << 30))
-		kv_die("-I %zu: Cannot set item size limit higher than a gigabyte.", c->item_size_max);
+		kv_die("-I %zu: Cannot set item size limit higher than a gigabyte.",
+		       c->item_size_max);
 	if (c->item_size_max > KV_PAGE_SIZE && !chunk_given)
 		c->slab_chunk_max = KV_PAGE_SIZE / 2;
 	if (c->slab_chunk_max > c->item_size_max)
-		kv_die("-I %zu: slab_chunk_max (bytes: %zu) cannot be larger than -I (item_size_max "
+		kv_die("-I %zu: slab_chunk_max (bytes: %zu) cannot be larger than -I "
+		       "(item_size_max "
 		       "%zu)",
 		       c->item_size_max, c->slab_chunk_max, c->item_size_max);
 	if (c->item_size_max % c->slab_chunk_max != 0)
@@ -528,7 +551,8 @@ static void check_item_size(struct kv_settings *s, int item_given, int chunk_giv
 		       "(bytes: %zu)",
 		       c->item_size_max, c->item_size_max, c->slab_chunk_max);
 	if (KV_PAGE_SIZE % c->slab_chunk_max != 0)
-		kv_die("-o slab_chunk_max=%zu: slab_chunk_max (bytes: %zu) must divide evenly into %u "
+		kv_die("-o slab_chunk_max=%zu: slab_chunk_max (bytes: %zu) must divide evenly into "
+		       "%u "
 		       "(slab_page_size)",
 		       c->slab_chunk_max, c->slab_chunk_max, KV_PAGE_SIZE);
 }
@@ -581,9 +605,14 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 		{"section-stats", no_argument, 0, OPT_SECSTATS},
 		{0, 0, 0, 0},
 	};
-	*s = (struct kv_settings){.port = 11211, .backlog = 1024, .unix_mask = 0700,
-				  .threads = 4, .maxconns = 1024, .reqs_per_event = 20,
-				  .slab_reassign = 1, .watcher_buf_kb = 256};
+	*s = (struct kv_settings){.port = 11211,
+				  .backlog = 1024,
+				  .unix_mask = 0700,
+				  .threads = 4,
+				  .maxconns = 1024,
+				  .reqs_per_event = 20,
+				  .slab_reassign = 1,
+				  .watcher_buf_kb = 256};
 	kv_store_config_default(&s->store);
 	int item_max_given = 0, tcp_given = 0, chunk_given = 0;
 	char err[512];
@@ -591,7 +620,8 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 	int o;
 	long v;
 	uint64_t u;
-	while ((o = getopt_long(argc, argv, ":p:U:s:a:Al:dru:m:Mc:kvhiVP:f:n:LD:t:R:Cb:B:I:SFXWY:e:Zo:N:",
+	while ((o = getopt_long(argc, argv,
+				":p:U:s:a:Al:dru:m:Mc:kvhiVP:f:n:LD:t:R:Cb:B:I:SFXWY:e:Zo:N:",
 				longs, NULL)) != -1) {
 		switch (o) {
 		case 'p':
@@ -635,7 +665,8 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 		case 'm':
 			if (parse_size(optarg, 1024 * 1024, &u) || u < (1u << 20) ||
 			    u > ((uint64_t)1 << 40))
-				kv_die("-m %s: memory limit is megabytes (or a size with k/m/g) from 1 MB "
+				kv_die("-m %s: memory limit is megabytes (or a size with k/m/g) "
+				       "from 1 MB "
 				       "to 1 TB",
 				       optarg);
 			s->store.mem_limit = (size_t)u;
@@ -645,7 +676,8 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 			break;
 		case 'c':
 			if (parse_int(optarg, 1, 1 << 24, &v))
-				kv_die("-c %s: connection limit must be a number from 1 to 16777216",
+				kv_die("-c %s: connection limit must be a number from 1 to "
+				       "16777216",
 				       optarg);
 			s->maxconns = (int)v;
 			break;
@@ -659,7 +691,8 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 			usage(stdout);
 			exit(0);
 		case 'i':
-			printf("locus-kv " LOCUS_KV_VERSION ": see the LICENSE file of its source\n");
+			printf("locus-kv " LOCUS_KV_VERSION
+			       ": see the LICENSE file of its source\n");
 			exit(0);
 		case 'V':
 			printf("locus-kv " LOCUS_KV_VERSION "\n");
@@ -671,7 +704,8 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 			char *end;
 			double f = strtod(optarg, &end);
 			if (*end || !(f > 1.0) || f > 8.0)
-				kv_die("-f %s: growth factor must be a number above 1.0 (at most 8)",
+				kv_die("-f %s: growth factor must be a number above 1.0 (at most "
+				       "8)",
 				       optarg);
 			s->store.factor = f;
 			break;
@@ -698,7 +732,8 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 			break;
 		case 'R':
 			if (parse_int(optarg, 1, 1 << 30, &v))
-				kv_die("-R %s: requests per event must be a number from 1 to 1073741824",
+				kv_die("-R %s: requests per event must be a number from 1 to "
+				       "1073741824",
 				       optarg);
 			s->reqs_per_event = (int)v;
 			break;
@@ -707,16 +742,19 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 			break;
 		case 'b':
 			if (parse_int(optarg, 1, 1 << 20, &v))
-				kv_die("-b %s: the listen backlog must be a number from 1 to 1048576",
+				kv_die("-b %s: the listen backlog must be a number from 1 to "
+				       "1048576",
 				       optarg);
 			s->backlog = (int)v;
 			break;
 		case 'B':
 			if (strcmp(optarg, "binary") == 0)
-				kv_die("-B binary: the binary protocol is not built into locus-kv (it "
+				kv_die("-B binary: the binary protocol is not built into locus-kv "
+				       "(it "
 				       "speaks ascii and meta: use -B ascii or -B auto)");
 			if (strcmp(optarg, "ascii") != 0 && strcmp(optarg, "auto") != 0)
-				kv_die("-B %s: the protocol is one of auto, binary, or ascii", optarg);
+				kv_die("-B %s: the protocol is one of auto, binary, or ascii",
+				       optarg);
 			break;
 		case 'I': {
 			/* As memcached: a k or m suffix, else the leading digits (atoi). */
@@ -729,7 +767,8 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 				u *= 1024;
 			else if (unit == 'm' || unit == 'M')
 				u *= 1024 * 1024;
-			s->store.item_size_max = u > ((size_t)1 << 40) ? ((size_t)1 << 40) : (size_t)u;
+			s->store.item_size_max =
+				u > ((size_t)1 << 40) ? ((size_t)1 << 40) : (size_t)u;
 			item_max_given = 1;
 			break;
 		}
@@ -747,13 +786,15 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 		case 'Y':
 			kv_die("-Y %s: authentication is not built into locus-kv", optarg);
 		case 'e':
-			kv_die("-e %s: a memory file (restartable cache) is not built into locus-kv",
+			kv_die("-e %s: a memory file (restartable cache) is not built into "
+			       "locus-kv",
 			       optarg);
 		case 'Z':
 			kv_die("-Z: TLS is not built into locus-kv");
 		case 'N':
 			if (parse_int(optarg, 1, 1 << 20, &v))
-				kv_die("-N %s: Maximum number of NAPI IDs must be greater than 0", optarg);
+				kv_die("-N %s: Maximum number of NAPI IDs must be greater than 0",
+				       optarg);
 			s->napi_ids = (int)v;
 			note(s, "-N: connections go to the workers in turn, not by NAPI id");
 			break;

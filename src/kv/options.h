@@ -16,14 +16,14 @@
 #define KV_KEPT_MAX  16
 
 struct kv_settings {
-	int port;	 /* -p: TCP port, 0 for none */
-	int udp_port;	 /* -U: UDP port, 0 for none */
-	char *listen;	 /* -l: comma-separated addresses, NULL for all */
-	int backlog;	 /* -b */
-	char *unix_path; /* -s: a Unix socket instead of TCP */
+	int port;	    /* -p: TCP port, 0 for none */
+	int udp_port;	    /* -U: UDP port, 0 for none */
+	char *listen;	    /* -l: comma-separated addresses, NULL for all */
+	int backlog;	    /* -b */
+	char *unix_path;    /* -s: a Unix socket instead of TCP */
 	unsigned unix_mask; /* -a: the socket file's permissions (octal, default 0700) */
-	int threads;	 /* -t */
-	int maxconns;	 /* -c */
+	int threads;	    /* -t */
+	int maxconns;	    /* -c */
 	int reqs_per_event; /* -R */
 	int verbose;	 /* -v (atomic: the verbosity command changes it while workers read it) */
 	char *user;	 /* -u: switch to this user after binding, when started as root */

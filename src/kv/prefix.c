@@ -108,10 +108,11 @@ static uint64_t dump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct dump_req *rq = KV_REQ(struct dump_req, a);
 	for (int i = 0; i < PREFIX_BUCKETS; i++)
 		for (struct prefix *e = p->bucket[i]; e; e = e->next)
-			rq->err |= kv_buf_addf(rq->out,
-					       "PREFIX %.*s get %" PRIu64 " hit %" PRIu64
-					       " set %" PRIu64 " del %" PRIu64 "\r\n",
-					       (int)e->len, e->name, e->get, e->hit, e->set, e->del);
+			rq->err |=
+				kv_buf_addf(rq->out,
+					    "PREFIX %.*s get %" PRIu64 " hit %" PRIu64
+					    " set %" PRIu64 " del %" PRIu64 "\r\n",
+					    (int)e->len, e->name, e->get, e->hit, e->set, e->del);
 	return 0;
 }
 

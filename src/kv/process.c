@@ -105,8 +105,9 @@ void kv_pidfile_write(const char *path)
 	if (f) {
 		long old;
 		if (fscanf(f, "%ld", &old) == 1 && old > 0 && kill((pid_t)old, 0) == 0)
-			fprintf(stderr, "WARNING: The pid file contained the following (running) "
-					"pid: %ld\n",
+			fprintf(stderr,
+				"WARNING: The pid file contained the following (running) "
+				"pid: %ld\n",
 				old);
 		fclose(f);
 	}

@@ -1,8 +1,8 @@
 /*
  * locus-kv's process-wide setup, in the order main() calls it: open-file and
  * core limits, the user to run as (before binding, as memcached), then after
- * binding the daemon, the pid file and locked memory. Each follows memcached 1.6.18 (its messages where a
- * script may look for them); each exits with a message on what cannot go on.
+ * binding the daemon, the pid file and locked memory. Each follows memcached 1.6.18 (its messages
+ * where a script may look for them); each exits with a message on what cannot go on.
  */
 #ifndef LOCUS_KV_PROCESS_H
 #define LOCUS_KV_PROCESS_H

@@ -487,3 +487,19 @@ enum kv_chunk kv_data_chunk_ok(const char *buf, size_t have, uint32_t bytes)
 		return KV_CHUNK_SHORT;
 	return buf[bytes] == '\r' && buf[bytes + 1] == '\n' ? KV_CHUNK_OK : KV_CHUNK_BAD;
 }
+
+int kv_split_words(const char *p, size_t len, struct kv_span *w, int max)
+{
+	int n = 0;
+	const char *end = p + len;
+	while (p < end && n < max) {
+		while (p < end && *p == ' ')
+			p++;
+		const char *s = p;
+		while (p < end && *p != ' ')
+			p++;
+		if (p > s)
+			w[n++] = (struct kv_span){s, (size_t)(p - s)};
+	}
+	return n;
+}

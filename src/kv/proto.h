@@ -158,6 +158,13 @@ enum kv_chunk kv_data_chunk_ok(const char *buf, size_t have, uint32_t bytes);
  *               is 1).
  *   kv_num_u32  strtoul as kv_num_u64, then cut to 32 bits ("4294967297" is 1).
  */
+/*
+ * The words of p[0..len), split on spaces as memcached's tokenizer splits a
+ * command (a run of spaces counts once): at most max of them into w.
+ * Returns how many.
+ */
+int kv_split_words(const char *p, size_t len, struct kv_span *w, int max);
+
 int kv_num_i32(const char *p, size_t n, int32_t *out);
 int kv_num_u32(const char *p, size_t n, uint32_t *out);
 int kv_num_u64(const char *p, size_t n, uint64_t *out);

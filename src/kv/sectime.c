@@ -44,7 +44,8 @@ void kv_sectime_free(kv_sectime *t)
 
 void kv_sectime_add(kv_sectime *t, enum kv_section s, uint64_t ns)
 {
-	/* Shards are shared only when more than SHARDS threads time runs: atomics keep them exact. */
+	/* Shards are shared only when more than SHARDS threads time runs: atomics keep them exact.
+	 */
 	struct shard *sh = &t->shard[my_shard()];
 	faa_relaxed(&sh->s[s].runs, 1);
 	faa_relaxed(&sh->s[s].ns, ns);

@@ -151,7 +151,8 @@ int main(int argc, char **argv)
 			kv_die("cannot create worker %d: %s", i, strerror(errno));
 		w->id = i;
 		pthread_mutex_init(&w->lock, NULL);
-		w->notify_ev = event_new(w->base, w->notify[0], EV_READ | EV_PERSIST, worker_notify, w);
+		w->notify_ev =
+			event_new(w->base, w->notify[0], EV_READ | EV_PERSIST, worker_notify, w);
 		event_add(w->notify_ev, NULL);
 		if (kv_dgram_start(w) != 0)
 			kv_die("cannot start worker %d's UDP reader: %s", i, strerror(errno));
@@ -175,10 +176,13 @@ int main(int argc, char **argv)
 	event_add(sigint, NULL);
 	event_add(sigterm, NULL);
 	pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
-	kv_logv(1, "locus-kv %s: port %d, %d threads, %zu MB, sync hash=%s alloc=%s slabs=%s stats=%s",
-	     LOCUS_KV_VERSION, kv_srv.set.port, kv_srv.set.threads, kv_srv.set.store.mem_limit >> 20,
-	     kv_store_sync_spec(kv_srv.st, KV_SEC_HASH), kv_store_sync_spec(kv_srv.st, KV_SEC_ALLOC),
-	     kv_store_sync_spec(kv_srv.st, KV_SEC_SLABS), kv_store_sync_spec(kv_srv.st, KV_SEC_STATS));
+	kv_logv(1,
+		"locus-kv %s: port %d, %d threads, %zu MB, sync hash=%s alloc=%s slabs=%s stats=%s",
+		LOCUS_KV_VERSION, kv_srv.set.port, kv_srv.set.threads,
+		kv_srv.set.store.mem_limit >> 20, kv_store_sync_spec(kv_srv.st, KV_SEC_HASH),
+		kv_store_sync_spec(kv_srv.st, KV_SEC_ALLOC),
+		kv_store_sync_spec(kv_srv.st, KV_SEC_SLABS),
+		kv_store_sync_spec(kv_srv.st, KV_SEC_STATS));
 
 	event_base_dispatch(kv_srv.base);
 
@@ -213,4 +217,3 @@ int main(int argc, char **argv)
 	kv_options_free(&kv_srv.set);
 	return 0;
 }
-

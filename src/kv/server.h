@@ -36,9 +36,9 @@
 struct event;
 struct event_base;
 
-#define READ_CHUNK    16384
-#define OUT_HIGH      (64u << 10) /* stop running commands while this much output waits */
-#define GET_LINE_MAX  (8u << 20) /* a multi-key get line longer than this closes the connection */
+#define READ_CHUNK   16384
+#define OUT_HIGH     (64u << 10) /* stop running commands while this much output waits */
+#define GET_LINE_MAX (8u << 20)	 /* a multi-key get line longer than this closes the connection */
 
 struct worker;
 
@@ -83,11 +83,11 @@ struct conn {
 	struct conn *next; /* the worker's list (under its lock) */
 	struct conn *prev;
 	/* For "stats conns" (read by other workers under this worker's lock). */
-	char addr[128];	    /* the peer, as memcached prints it (set before it is listed) */
-	char listen[128];   /* the socket it came in on (likewise) */
-	uint32_t last_cmd;  /* server time of its last command, or of its accept (atomic) */
-	int ran_cmd;	    /* it has run a command */
-	int activity;	    /* what it is doing, enum conn_activity (atomic) */
+	char addr[128];		 /* the peer, as memcached prints it (set before it is listed) */
+	char listen[128];	 /* the socket it came in on (likewise) */
+	uint32_t last_cmd;	 /* server time of its last command, or of its accept (atomic) */
+	int ran_cmd;		 /* it has run a command */
+	int activity;		 /* what it is doing, enum conn_activity (atomic) */
 	struct watcher *watcher; /* "watch": it receives log lines, its input is ignored */
 	/* UDP (dgram.c): a worker's reader of the UDP socket; not on the worker's list. */
 	int udp;

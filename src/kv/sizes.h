@@ -17,10 +17,10 @@
 #include "kv/item.h"
 
 struct kv_sizes {
-	uint32_t *count;   /* count[(size + 31) / 32], allocated when first enabled */
+	uint32_t *count; /* count[(size + 31) / 32], allocated when first enabled */
 	size_t buckets;
-	int on;		   /* atomic */
-	uint64_t cas_min;  /* atomic: items with a smaller cas were stored before it was enabled */
+	int on;		  /* atomic */
+	uint64_t cas_min; /* atomic: items with a smaller cas were stored before it was enabled */
 };
 
 /* Room for items of up to item_size_max bytes; counts from now on. 0, or -1 out of memory. */

@@ -96,9 +96,8 @@ static void build_classes(struct kv_slabs *s, size_t item_size_max, double facto
 		s->big = 1;
 		i++;
 		s->cls[i].size = (uint32_t)item_size_max;
-		s->cls[i].perpage = item_size_max < s->page_size
-					    ? (uint32_t)(s->page_size / item_size_max)
-					    : 1;
+		s->cls[i].perpage =
+			item_size_max < s->page_size ? (uint32_t)(s->page_size / item_size_max) : 1;
 	}
 	s->ncls = i;
 }
@@ -109,8 +108,8 @@ static int movable(const struct kv_slabs *s, unsigned cls)
 	return cls == 0 || s->cls[cls].size <= s->page_size;
 }
 
-struct kv_slabs *kv_slabs_new(size_t limit, size_t item_size_max, double factor,
-			      unsigned chunk_min, size_t chunk_max)
+struct kv_slabs *kv_slabs_new(size_t limit, size_t item_size_max, double factor, unsigned chunk_min,
+			      size_t chunk_max)
 {
 	struct kv_slabs *s = calloc(1, sizeof(*s));
 	if (!s)

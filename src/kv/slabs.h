@@ -34,8 +34,8 @@
 struct kv_slabs;
 
 /* NULL if out of memory. chunk_max: memcached's slab_chunk_max (build_classes in slabs.c). */
-struct kv_slabs *kv_slabs_new(size_t limit, size_t item_size_max, double factor,
-			      unsigned chunk_min, size_t chunk_max);
+struct kv_slabs *kv_slabs_new(size_t limit, size_t item_size_max, double factor, unsigned chunk_min,
+			      size_t chunk_max);
 /* Free every page: only once nothing uses the allocator any more. */
 void kv_slabs_delete(struct kv_slabs *s);
 
@@ -49,10 +49,10 @@ size_t kv_slabs_page_size(const struct kv_slabs *s);
 unsigned kv_slabs_shown_class(const struct kv_slabs *s, unsigned cls);
 
 /*
- * A chunk of class cls, from its free list, or (grow) a new page: from the global pool, else new memory within the limit, else
- * a small page for a class with no memory. NULL when none; then *full says
- * whether that is because memory is at its limit (a new page could not be
- * had; only an eviction can help) rather than because grow was 0.
+ * A chunk of class cls, from its free list, or (grow) a new page: from the global pool, else new
+ * memory within the limit, else a small page for a class with no memory. NULL when none; then *full
+ * says whether that is because memory is at its limit (a new page could not be had; only an
+ * eviction can help) rather than because grow was 0.
  */
 struct kv_item *kv_slabs_alloc(struct kv_sec *sec, unsigned cls, int grow, int *full);
 /* A chunk back to its class (or to the page being moved, when it is in it). */
@@ -79,10 +79,10 @@ void kv_slabs_set_limit(struct kv_sec *sec, size_t limit);
 /* A copy of the allocator's figures, for stats and the automover. */
 struct kv_slabs_class_report {
 	uint32_t size, perpage;
-	uint64_t pages;	    /* whole pages */
-	uint64_t small;	    /* small pages past the limit */
-	uint64_t chunks;    /* chunks in the class's pages */
-	uint64_t free;	    /* on the free list (a page goes there whole, as memcached's) */
+	uint64_t pages;	 /* whole pages */
+	uint64_t small;	 /* small pages past the limit */
+	uint64_t chunks; /* chunks in the class's pages */
+	uint64_t free;	 /* on the free list (a page goes there whole, as memcached's) */
 };
 struct kv_slabs_report {
 	unsigned ncls;

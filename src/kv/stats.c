@@ -78,9 +78,9 @@ int kv_stats_slabs(kv_store *st, struct kv_buf *out)
 		const char *name;
 		enum kv_class_count k;
 	} ops[] = {
-		{"get_hits", KV_CC_GET_HITS},	      {"cmd_set", KV_CC_CMD_SET},
+		{"get_hits", KV_CC_GET_HITS},	    {"cmd_set", KV_CC_CMD_SET},
 		{"delete_hits", KV_CC_DELETE_HITS}, {"incr_hits", KV_CC_INCR_HITS},
-		{"decr_hits", KV_CC_DECR_HITS},     {"cas_hits", KV_CC_CAS_HITS},
+		{"decr_hits", KV_CC_DECR_HITS},	    {"cas_hits", KV_CC_CAS_HITS},
 		{"cas_badval", KV_CC_CAS_BADVAL},   {"touch_hits", KV_CC_TOUCH_HITS},
 	};
 	int e = 0, active = 0;
@@ -91,9 +91,11 @@ int kv_stats_slabs(kv_store *st, struct kv_buf *out)
 		active++;
 		e |= kv_buf_addf(out, "STAT %u:chunk_size %u\r\n", i, k->size);
 		e |= kv_buf_addf(out, "STAT %u:chunks_per_page %u\r\n", i, k->perpage);
-		e |= kv_buf_addf(out, "STAT %u:total_pages %" PRIu64 "\r\n", i, k->pages + k->small);
+		e |= kv_buf_addf(out, "STAT %u:total_pages %" PRIu64 "\r\n", i,
+				 k->pages + k->small);
 		e |= kv_buf_addf(out, "STAT %u:total_chunks %" PRIu64 "\r\n", i, k->chunks);
-		e |= kv_buf_addf(out, "STAT %u:used_chunks %" PRIu64 "\r\n", i, k->chunks - k->free);
+		e |= kv_buf_addf(out, "STAT %u:used_chunks %" PRIu64 "\r\n", i,
+				 k->chunks - k->free);
 		e |= kv_buf_addf(out, "STAT %u:free_chunks %" PRIu64 "\r\n", i, k->free);
 		e |= kv_buf_addf(out, "STAT %u:free_chunks_end 0\r\n", i);
 		for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++)

@@ -66,7 +66,8 @@ static void stats_general(struct kv_buf *b)
 	STAT_U64(b, "read_buf_oom", 0);
 	/* Descriptors held for other than connections: stdio, listeners, UDP readers, pipes. */
 	STAT_I64(b, "reserved_fds",
-		 3 + kv_srv.nlisten + kv_srv.nudp * (1 + kv_srv.set.threads) + 2 * kv_srv.set.threads);
+		 3 + kv_srv.nlisten + kv_srv.nudp * (1 + kv_srv.set.threads) +
+			 2 * kv_srv.set.threads);
 	STAT_U64(b, "cmd_get", c->cmd_get);
 	STAT_U64(b, "cmd_set", c->cmd_set);
 	STAT_U64(b, "cmd_flush", c->cmd_flush);
@@ -262,7 +263,7 @@ static void socket_line(struct kv_buf *b, int fd, const char *proto, const char 
 }
 
 static const char *const activity_names[] = {
-	[ACT_NEW] = "conn_new_cmd", [ACT_READ] = "conn_read",	   [ACT_NREAD] = "conn_nread",
+	[ACT_NEW] = "conn_new_cmd",	[ACT_READ] = "conn_read",    [ACT_NREAD] = "conn_nread",
 	[ACT_SWALLOW] = "conn_swallow", [ACT_WRITE] = "conn_mwrite", [ACT_WATCH] = "conn_watch",
 };
 
@@ -295,23 +296,7 @@ static void stats_conns(struct conn *self, struct kv_buf *b)
 	kv_buf_add(b, "END\r\n", 5);
 }
 
-/* Tokens of the text after "stats", split on spaces as memcached splits a command. */
 #define ARGS_MAX 8
-static int split(const struct kv_span *args, struct kv_span *t)
-{
-	int n = 0;
-	const char *p = args->ptr, *end = args->ptr + args->len;
-	while (p < end && n < ARGS_MAX) {
-		while (p < end && *p == ' ')
-			p++;
-		const char *s = p;
-		while (p < end && *p != ' ')
-			p++;
-		if (p > s)
-			t[n++] = (struct kv_span){s, (size_t)(p - s)};
-	}
-	return n;
-}
 
 static int is(struct kv_span t, const char *w)
 {
@@ -370,7 +355,9 @@ void kv_cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 	struct kv_buf *b = &w->scratch;
 	b->len = 0;
 	struct kv_span t[ARGS_MAX];
-	int n = cmd->stats == KV_STATS_NONE ? 0 : split(&cmd->args, t);
+	int n = cmd->stats == KV_STATS_NONE
+			? 0
+			: kv_split_words(cmd->args.ptr, cmd->args.len, t, ARGS_MAX);
 	int e = 0;
 	switch (cmd->stats) {
 	case KV_STATS_NONE:

@@ -69,8 +69,9 @@ int kv_sync_parse(struct kv_store_config *c, const char *arg, char *err, size_t 
 {
 	const char *p = arg;
 	if (!*p) {
-		msg(err, errlen, "--sync: empty; expected section=mechanism, sections: hash, alloc, "
-				 "slabs, stats, all");
+		msg(err, errlen,
+		    "--sync: empty; expected section=mechanism, sections: hash, alloc, "
+		    "slabs, stats, all");
 		return -1;
 	}
 	while (*p) {
@@ -161,8 +162,8 @@ const char *kv_store_sync_spec(const kv_store *st, enum kv_section s)
 	return st->spec[s];
 }
 
-static int open_section(kv_store *st, struct kv_sec *sec, enum kv_section s, void *state,
-			char *err, size_t errlen)
+static int open_section(kv_store *st, struct kv_sec *sec, enum kv_section s, void *state, char *err,
+			size_t errlen)
 {
 	sec->kind = s;
 	sec->times = st->times;
@@ -194,7 +195,7 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 	size_t chunk_max = st->cfg.slab_chunk_max;
 	if (chunk_max == 0 || chunk_max > st->cfg.item_size_max)
 		chunk_max = st->cfg.item_size_max < KV_PAGE_SIZE / 2 ? st->cfg.item_size_max
-								      : KV_PAGE_SIZE / 2;
+								     : KV_PAGE_SIZE / 2;
 	st->chunk_max = chunk_max;
 	st->slabs = kv_slabs_new(st->cfg.mem_limit, st->cfg.item_size_max, st->cfg.factor,
 				 st->cfg.chunk_min, chunk_max);
@@ -206,7 +207,8 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 		goto fail;
 	}
 	if (kv_assoc_init(&st->assoc, st->cfg.mem_limit, st->cfg.hashpower, st->cfg.stripes) != 0) {
-		msg(err, errlen, "out of memory for a hash table of %zu MB", st->cfg.mem_limit >> 20);
+		msg(err, errlen, "out of memory for a hash table of %zu MB",
+		    st->cfg.mem_limit >> 20);
 		goto fail;
 	}
 	st->prefixes = kv_prefixes_new();

@@ -47,24 +47,24 @@ extern const char *const kv_section_names[KV_SECTIONS];
 #define KV_SYNC_DEFAULT "hash=mutex,alloc=mutex,slabs=mutex,stats=mutex"
 
 struct kv_store_config {
-	size_t mem_limit;     /* -m, bytes */
-	size_t item_size_max; /* -I, bytes */
-	double factor;	      /* chunk size growth factor (-f) */
-	unsigned chunk_min;   /* smallest value+key room of the first class (-n) */
-	size_t slab_chunk_max; /* memcached's slab_chunk_max: the largest class below -I */
-	unsigned stripes;     /* hash stripes (power of 2) */
-	int lru_crawler;      /* run the background expiry crawler */
-	int evict;	      /* evict when memory is full (-M: 0, an error instead) */
-	int use_cas;	      /* cas values shown and compared (-C: 0, every cas is 0) */
-	int slab_automove;    /* 0, 1 (default) or 2: see kv_automove_tick */
-	double automove_ratio; /* slab_automove_ratio (0.8) */
+	size_t mem_limit;	  /* -m, bytes */
+	size_t item_size_max;	  /* -I, bytes */
+	double factor;		  /* chunk size growth factor (-f) */
+	unsigned chunk_min;	  /* smallest value+key room of the first class (-n) */
+	size_t slab_chunk_max;	  /* memcached's slab_chunk_max: the largest class below -I */
+	unsigned stripes;	  /* hash stripes (power of 2) */
+	int lru_crawler;	  /* run the background expiry crawler */
+	int evict;		  /* evict when memory is full (-M: 0, an error instead) */
+	int use_cas;		  /* cas values shown and compared (-C: 0, every cas is 0) */
+	int slab_automove;	  /* 0, 1 (default) or 2: see kv_automove_tick */
+	double automove_ratio;	  /* slab_automove_ratio (0.8) */
 	unsigned automove_window; /* slab_automove_window: seconds (30) */
-	int section_stats;    /* time every section run for "stats sync" (kv/sectime.h) */
-	int track_sizes;      /* stats sizes from the start (-o track_sizes) */
-	int detail;	      /* stats detail from the start (-D) */
-	char delimiter;	      /* stats detail's prefix delimiter (-D; ':') */
+	int section_stats;	  /* time every section run for "stats sync" (kv/sectime.h) */
+	int track_sizes;	  /* stats sizes from the start (-o track_sizes) */
+	int detail;		  /* stats detail from the start (-D) */
+	char delimiter;		  /* stats detail's prefix delimiter (-D; ':') */
 	uint32_t crawler_sleep, crawler_tocrawl; /* lru_crawler sleep and tocrawl */
-	unsigned hashpower;   /* -o hashpower: at least 2^hashpower buckets (0: from -m) */
+	unsigned hashpower; /* -o hashpower: at least 2^hashpower buckets (0: from -m) */
 	/* One executor spec per section ("mutex", "mcs:spin", "async", ...). */
 	char sync[KV_SECTIONS][128];
 };
@@ -145,7 +145,7 @@ const char *kv_store_sync_spec(const kv_store *st, enum kv_section s);
 
 /* Server clock: seconds since start (+ what debug_clock_advance added). */
 uint32_t kv_now(const kv_store *st);
-void kv_clock_tick(kv_store *st);		 /* re-read the wall clock */
+void kv_clock_tick(kv_store *st);		   /* re-read the wall clock */
 void kv_clock_advance(kv_store *st, int64_t secs); /* tests: move time forward */
 uint64_t kv_process_started(const kv_store *st);   /* Unix time of server time 0 */
 /* memcached's exptime rules: 0 never; <= 30 days relative; larger absolute; negative past. */
@@ -226,10 +226,11 @@ enum kv_result kv_touch(kv_store *st, struct kv_counts *cnt, const char *key, si
  * incr/decr: NOT_FOUND, NON_NUMERIC, NO_MEMORY, or OK with *value the new
  * number (incr wraps at 2^64, decr stops at 0). cas_out may be NULL.
  */
-enum kv_result kv_arith(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
-			int incr, uint64_t delta, uint64_t *value, uint64_t *cas_out);
+enum kv_result kv_arith(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int incr,
+			uint64_t delta, uint64_t *value, uint64_t *cas_out);
 
-/* ma: kv_arith with a cas to compare (0: none, EXISTS on a mismatch), a new exptime, the item's exptime out. */
+/* ma: kv_arith with a cas to compare (0: none, EXISTS on a mismatch), a new exptime, the item's
+ * exptime out. */
 struct kv_arith_req {
 	int incr;
 	uint64_t delta;
@@ -255,15 +256,15 @@ struct kv_meta_req {
 	const char *key;
 	size_t nkey;
 	int want_value;
-	int no_bump;	  /* u */
-	int set_ttl;	  /* T: new exptime (server time) in ttl */
+	int no_bump; /* u */
+	int set_ttl; /* T: new exptime (server time) in ttl */
 	uint32_t ttl;
-	int vivify;	  /* N: on a miss, create an empty item with exptime vivify_ttl */
-	int b64key;	  /* b: the key was given in base64 (a vivified item remembers it) */
+	int vivify; /* N: on a miss, create an empty item with exptime vivify_ttl */
+	int b64key; /* b: the key was given in base64 (a vivified item remembers it) */
 	uint32_t vivify_ttl;
-	int recache;	  /* R: win if ttl remaining < recache_below */
+	int recache; /* R: win if ttl remaining < recache_below */
 	uint32_t recache_below;
-	int peek;	  /* me: no side effect at all (no fetch mark, no bump, no stats) */
+	int peek; /* me: no side effect at all (no fetch mark, no bump, no stats) */
 };
 struct kv_meta_view {
 	int found;
@@ -278,7 +279,8 @@ struct kv_meta_view {
 /* 0, or -1 out of memory. */
 int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *rq,
 		struct kv_meta_view *v, struct kv_buf *value);
-/* md: delete, or with invalidate mark stale (stale_ttl: new exptime, UINT32_MAX keeps it); cas 0 = any. */
+/* md: delete, or with invalidate mark stale (stale_ttl: new exptime, UINT32_MAX keeps it); cas 0 =
+ * any. */
 enum kv_result kv_meta_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
 			      uint64_t cas, int invalidate, uint32_t stale_ttl);
 

@@ -19,7 +19,7 @@
 
 struct kv_store {
 	struct kv_store_config cfg;
-	size_t chunk_max; /* slab_chunk_max in use */
+	size_t chunk_max;	     /* slab_chunk_max in use */
 	char spec[KV_SECTIONS][160]; /* what each section's executors run */
 	struct kv_clock clock;
 	kv_sectime *times; /* --section-stats, else NULL */

@@ -19,8 +19,8 @@ struct watcher {
 	unsigned kinds;
 	struct kv_buf buf; /* lines not yet moved to c (under the registry's lock) */
 	size_t cap;
-	uint64_t skipped;  /* lines lost since the last "skipped=" */
-	int efd;	   /* wakes c's worker */
+	uint64_t skipped; /* lines lost since the last "skipped=" */
+	int efd;	  /* wakes c's worker */
 	struct event *ev;
 };
 
@@ -28,8 +28,8 @@ static struct {
 	pthread_mutex_t lock;
 	struct watcher *w[KV_WATCHERS_MAX];
 	int n;
-	unsigned kinds; /* atomic: what some watcher wants */
-	uint64_t gid;	/* atomic: events logged */
+	unsigned kinds;				  /* atomic: what some watcher wants */
+	uint64_t gid;				  /* atomic: events logged */
 	uint64_t written, dropped, skipped, sent; /* atomic: for stats */
 } reg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -97,8 +97,8 @@ void kv_watch_get(const char *key, size_t nkey, const char *status, unsigned cls
 	publish(KV_WATCH_FETCHERS, b);
 }
 
-void kv_watch_store(const char *key, size_t nkey, const char *status, const char *cmd,
-		    int64_t ttl, unsigned cls, int cfd, uint32_t nbytes)
+void kv_watch_store(const char *key, size_t nkey, const char *status, const char *cmd, int64_t ttl,
+		    unsigned cls, int cfd, uint32_t nbytes)
 {
 	if (!kv_watch_wanted(KV_WATCH_MUTATIONS))
 		return;
@@ -160,10 +160,10 @@ static const struct {
 	const char *name;
 	unsigned kind;
 } kind_names[] = {
-	{"fetchers", KV_WATCH_FETCHERS}, {"mutations", KV_WATCH_MUTATIONS},
+	{"fetchers", KV_WATCH_FETCHERS},   {"mutations", KV_WATCH_MUTATIONS},
 	{"evictions", KV_WATCH_EVICTIONS}, {"rawcmds", KV_WATCH_OTHER},
-	{"sysevents", KV_WATCH_OTHER},	 {"connevents", KV_WATCH_OTHER},
-	{"proxyreqs", KV_WATCH_OTHER},	 {"proxyevents", KV_WATCH_OTHER},
+	{"sysevents", KV_WATCH_OTHER},	   {"connevents", KV_WATCH_OTHER},
+	{"proxyreqs", KV_WATCH_OTHER},	   {"proxyevents", KV_WATCH_OTHER},
 	{"proxyuser", KV_WATCH_OTHER},
 };
 
@@ -197,7 +197,8 @@ void kv_watch_command(struct conn *c, const struct kv_span *t, int n)
 	w->kinds = kinds;
 	w->cap = (size_t)kv_srv.set.watcher_buf_kb * 1024;
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	w->ev = w->efd >= 0 ? event_new(c->w->base, w->efd, EV_READ | EV_PERSIST, on_wake, c) : NULL;
+	w->ev = w->efd >= 0 ? event_new(c->w->base, w->efd, EV_READ | EV_PERSIST, on_wake, c)
+			    : NULL;
 	if (!w->ev || event_add(w->ev, NULL) != 0) {
 		if (w->ev)
 			event_free(w->ev);

@@ -43,8 +43,8 @@ void kv_watch_command(struct conn *c, const struct kv_span *t, int n);
 /* Events. status: found, not_found, flushed, expired (get); stored, ... (store). */
 void kv_watch_get(const char *key, size_t nkey, const char *status, unsigned cls, int cfd,
 		  uint32_t nbytes);
-void kv_watch_store(const char *key, size_t nkey, const char *status, const char *cmd,
-		    int64_t ttl, unsigned cls, int cfd, uint32_t nbytes);
+void kv_watch_store(const char *key, size_t nkey, const char *status, const char *cmd, int64_t ttl,
+		    unsigned cls, int cfd, uint32_t nbytes);
 /* The store's eviction hook (kv_store_set_evict_hook). */
 void kv_watch_eviction(void *ctx, const struct kv_item *it, uint32_t now);
 

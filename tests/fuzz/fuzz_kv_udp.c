@@ -36,8 +36,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < count; i++) {
 		size_t len = kv_udp_frame(h.id, payload, n, i, d);
 		CHECK(len > KV_UDP_HEADER && len <= KV_UDP_DATAGRAM_MAX);
-		struct kv_udp_header r = {(uint16_t)(d[0] << 8 | d[1]), (uint16_t)(d[2] << 8 | d[3]),
-					  (uint16_t)(d[4] << 8 | d[5]), (uint16_t)(d[6] << 8 | d[7])};
+		struct kv_udp_header r = {
+			(uint16_t)(d[0] << 8 | d[1]), (uint16_t)(d[2] << 8 | d[3]),
+			(uint16_t)(d[4] << 8 | d[5]), (uint16_t)(d[6] << 8 | d[7])};
 		CHECK(r.id == h.id && r.seq == (uint16_t)i && r.total == count && r.reserved == 0);
 		memcpy(back + got, d + KV_UDP_HEADER, len - KV_UDP_HEADER);
 		got += len - KV_UDP_HEADER;
