@@ -129,12 +129,13 @@ enum kv_move_result kv_slabs_reassign(kv_store *st, int src, int dst)
 		if (!r)
 			return KV_MOVE_BUSY;
 		kv_slabs_report(&st->slabs_sec, r);
-		static unsigned last;
+		static unsigned last; /* atomic: workers may ask at once */
+		unsigned from = ld_relaxed(&last);
 		for (unsigned k = 1; k <= ncls; k++) {
-			unsigned cls = (last + k - 1) % ncls + 1;
+			unsigned cls = (from + k - 1) % ncls + 1;
 			if ((int)cls != dst && r->cls[cls].pages >= 2) {
 				src = (int)cls;
-				last = cls;
+				st_relaxed(&last, cls);
 				break;
 			}
 		}
