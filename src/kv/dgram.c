@@ -32,6 +32,8 @@
 #define DATAGRAMS_PER_WAKE 16  /* then let the worker's connections have a turn */
 #define SEND_WAIT_MS	   100 /* how long a full send buffer may hold up a reply */
 
+static void transmit(struct conn *c);
+
 void kv_dgram_mark(struct conn *c, int quiet)
 {
 	if (c->nresp == c->resp_cap) {
@@ -45,6 +47,9 @@ void kv_dgram_mark(struct conn *c, int quiet)
 		c->resp_cap = cap;
 	}
 	c->resp[c->nresp++] = (struct udp_resp){.end = c->out.len, .quiet = quiet};
+	/* A long reply (a multi-key get of large values) goes out as it is made, not held. */
+	if (c->out.len >= OUT_HIGH)
+		transmit(c);
 }
 
 /* One datagram to the sender; waits a little for room, else it is lost (UDP may lose it). */
@@ -72,7 +77,7 @@ static void transmit(struct conn *c)
 {
 	uint8_t d[KV_UDP_DATAGRAM_MAX];
 	size_t start = 0;
-	int first = 1;
+	int first = !c->udp_sent;
 	for (size_t i = 0; i < c->nresp; i++) {
 		size_t end = c->resp[i].end, len = end - start;
 		const char *r = c->out.p + start;
@@ -90,6 +95,7 @@ static void transmit(struct conn *c)
 		for (size_t k = 0; k < n; k++)
 			send_datagram(c, d, kv_udp_frame(c->udp_id, r, len, k, d));
 	}
+	c->udp_sent |= !first;
 	c->nresp = 0;
 	c->out.len = c->out_pos = 0;
 	if (c->out.cap > 2 * OUT_HIGH)
@@ -120,6 +126,7 @@ static void serve(struct conn *c, size_t n)
 		return;
 	}
 	c->udp_id = h.id;
+	c->udp_sent = 0;
 	memmove(c->in.p, payload, len);
 	c->in.len = len;
 	c->in_pos = 0;

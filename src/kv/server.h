@@ -92,6 +92,7 @@ struct conn {
 	/* UDP (dgram.c): a worker's reader of the UDP socket; not on the worker's list. */
 	int udp;
 	uint16_t udp_id;
+	int udp_sent; /* this datagram's reply has begun (its first response is out) */
 	struct sockaddr_storage from;
 	socklen_t fromlen;
 	struct udp_resp *resp;
