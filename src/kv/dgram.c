@@ -48,8 +48,10 @@ void kv_dgram_mark(struct conn *c, int quiet)
 	}
 	c->resp[c->nresp++] = (struct udp_resp){.end = c->out.len, .quiet = quiet};
 	/* A long reply (a multi-key get of large values) goes out as it is made, not held. */
-	if (c->out.len >= OUT_HIGH)
+	if (c->out.len >= OUT_HIGH) {
+		kv_counts_flush(kv_srv.st, &c->w->cnt);
 		transmit(c);
+	}
 }
 
 /* One datagram to the sender; waits a little for room, else it is lost (UDP may lose it). */
@@ -135,6 +137,9 @@ static void serve(struct conn *c, size_t n)
 	c->w->cnt.bytes_read += KV_UDP_HEADER + (c->in.len - c->in_pos);
 	if (c->out.len > (c->nresp ? c->resp[c->nresp - 1].end : 0))
 		kv_dgram_mark(c, c->quiet); /* a reply cut off by an error: sent as it is */
+	/* Counted before the reply leaves, as over TCP: a client that has its reply sees it in
+	   stats, whichever worker answers the next request. */
+	kv_counts_flush(kv_srv.st, &c->w->cnt);
 	transmit(c);
 	drop_incomplete(c);
 	c->in.len = c->in_pos = 0;
