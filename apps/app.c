@@ -16,14 +16,6 @@ void app_start(int *argc, char ***argv, const char *name)
 	app.verdict = app_alloc(sizeof(int64_t));
 }
 
-long app_opt(int argc, char **argv, const char *flag, long def)
-{
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], flag))
-			return atol(argv[i + 1]);
-	return def;
-}
-
 void app_block(long total, int node, long *lo, long *hi)
 {
 	long base = total / app.nodes, extra = total % app.nodes;
@@ -48,8 +40,15 @@ void *app_alloc(size_t bytes)
 {
 	void *p = locus_dsm_alloc(bytes);
 	if (!p) {
-		fprintf(stderr, "locus-%s: cannot allocate %zu shared bytes\n", app.name, bytes);
-		exit(1);
+		if (app.me == 0)
+			fprintf(stderr,
+				"locus-%s: cannot allocate %zu shared bytes: the shared region is "
+				"too small for this size (raise LOCUS_DSM_SIZE on every node, or "
+				"ask for "
+				"a smaller problem)\n",
+				app.name, bytes);
+		locus_dsm_finalize();
+		exit(2);
 	}
 	return p;
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "args.h"
 #include "locus/dsm.h"
 
 struct app {
@@ -21,11 +22,16 @@ struct app {
 
 extern struct app app;
 
+/* What every DSM application's --help says after its own summary. */
+#define APP_DSM_HELP                                                                               \
+	"It runs on every node of an mpiexec run. The shared memory runtime reads\n"               \
+	"LOCUS_DSM_PROTOCOL (sc), LOCUS_DSM_SIZE (the shared region, 256m), LOCUS_DSM_DELAY_US\n"  \
+	"and the others listed in locus_dsm(3); every node must be given the same values.\n"       \
+	"The result is verified against a sequential run on node 0; the exit status is 0\n"        \
+	"only when it passed (1: it failed; 2: a bad command line or a size that does not fit)."
+
 /* locus_dsm_init plus the shared verdict word; exits on failure. */
 void app_start(int *argc, char ***argv, const char *name);
-
-/* "-flag value" from argv, or def. */
-long app_opt(int argc, char **argv, const char *flag, long def);
 
 /* This node's share [lo, hi) of [0, total), in contiguous blocks. */
 void app_block(long total, int node, long *lo, long *hi);

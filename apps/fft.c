@@ -53,10 +53,16 @@ static void stage(double complex *x, long h, long lo, long hi)
 
 int main(int argc, char **argv)
 {
+	long lm = 16;
+	const struct app_opt opts[] = {{"-m", "log2 of the points", &lm, 1, 40}, {0}};
+	app_options(argc, argv, "fft",
+		    "Radix-2 complex FFT of 2^m points."
+		    "\n\n" APP_DSM_HELP,
+		    opts);
 	app_start(&argc, &argv, "fft");
-	m = (int)app_opt(argc, argv, "-m", 16);
+	m = (int)lm;
 	n = 1L << m;
-	size_t bytes = (size_t)n * sizeof(double complex);
+	size_t bytes = app_bytes("the points", (size_t)n, sizeof(double complex), 1);
 	double complex *in = app_alloc(bytes), *x = app_alloc(bytes);
 	if (app.me == 0)
 		fill(in);

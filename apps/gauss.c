@@ -54,9 +54,15 @@ static double residual(const double *a, const double *b, const volatile double *
 
 int main(int argc, char **argv)
 {
+	long n = 512, iters = 40;
+	const struct app_opt opts[] = {
+		{"-n", "unknowns", &n, 1, 1000000}, {"-i", "sweeps", &iters, 1, 1000000}, {0}};
+	app_options(argc, argv, "gauss",
+		    "Gauss-Seidel for A x = b, A dense and diagonally dominant."
+		    "\n\n" APP_DSM_HELP,
+		    opts);
 	app_start(&argc, &argv, "gauss");
-	long n = app_opt(argc, argv, "-n", 512), iters = app_opt(argc, argv, "-i", 40);
-	double *a = app_alloc((size_t)(n * n) * sizeof(double));
+	double *a = app_alloc(app_bytes("the matrix", (size_t)n, (size_t)n, sizeof(double)));
 	double *b = app_alloc((size_t)n * sizeof(double));
 	volatile double *x = app_alloc((size_t)n * sizeof(double));
 	if (app.me == 0)

@@ -14,11 +14,18 @@
 
 int main(int argc, char **argv)
 {
+	long n = 512, iters = 20;
+	const struct app_opt opts[] = {{"-n", "grid points per side", &n, 1, 1000000},
+				       {"-i", "sweeps", &iters, 1, 1000000},
+				       {0}};
+	app_options(argc, argv, "jacobi",
+		    "Jacobi relaxation of the Laplace equation on an (n+2) x (n+2) grid."
+		    "\n\n" APP_DSM_HELP,
+		    opts);
 	app_start(&argc, &argv, "jacobi");
-	long n = app_opt(argc, argv, "-n", 512), iters = app_opt(argc, argv, "-i", 20);
 	long w = n + 2;
-	double *g[2] = {app_alloc((size_t)(w * w) * sizeof(double)),
-			app_alloc((size_t)(w * w) * sizeof(double))};
+	size_t bytes = app_bytes("the grid", (size_t)w, (size_t)w, sizeof(double));
+	double *g[2] = {app_alloc(bytes), app_alloc(bytes)};
 	if (app.me == 0) {
 		grid_init(g[0], n);
 		grid_init(g[1], n);

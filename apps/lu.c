@@ -107,16 +107,26 @@ static void lu(double *m, int all)
 
 int main(int argc, char **argv)
 {
-	app_start(&argc, &argv, "lu");
-	n = app_opt(argc, argv, "-n", 256);
-	bs = app_opt(argc, argv, "-b", 32);
+	n = 256;
+	bs = 32;
+	const struct app_opt opts[] = {
+		{"-n", "rows and columns of the matrix", &n, 1, 1000000},
+		{"-b", "rows and columns of a block (divides -n)", &bs, 1, 1000000},
+		{0}};
+	app_options(argc, argv, "lu",
+		    "Blocked LU factorization of an n x n matrix."
+		    "\n\n" APP_DSM_HELP,
+		    opts);
 	if (n % bs) {
-		if (app.me == 0)
-			fprintf(stderr, "locus-lu: n must be a multiple of the block size\n");
-		return app_finish(0, "bad size");
+		if (app_first_node())
+			fprintf(stderr,
+				"locus-lu: -n %ld is not a multiple of -b %ld (see --help)\n", n,
+				bs);
+		return 2;
 	}
+	app_start(&argc, &argv, "lu");
 	nb = n / bs;
-	size_t bytes = (size_t)(n * n) * sizeof(double);
+	size_t bytes = app_bytes("the matrix", (size_t)n, (size_t)n, sizeof(double));
 	double *m = app_alloc(bytes);
 	if (app.me == 0)
 		fill(m);

@@ -32,9 +32,15 @@ static void multiply(const double *a, const double *b, double *c, long n, long r
 
 int main(int argc, char **argv)
 {
+	long n = 256;
+	const struct app_opt opts[] = {{"-n", "rows and columns of the matrices", &n, 1, 1000000},
+				       {0}};
+	app_options(argc, argv, "matmul",
+		    "C = A x B for n x n matrices of doubles."
+		    "\n\n" APP_DSM_HELP,
+		    opts);
 	app_start(&argc, &argv, "matmul");
-	long n = app_opt(argc, argv, "-n", 256);
-	size_t bytes = (size_t)(n * n) * sizeof(double);
+	size_t bytes = app_bytes("a matrix", (size_t)n, (size_t)n, sizeof(double));
 	double *a = app_alloc(bytes), *b = app_alloc(bytes), *c = app_alloc(bytes);
 	if (app.me == 0) {
 		fill(a, n, 1);
@@ -47,12 +53,17 @@ int main(int argc, char **argv)
 	app_clock_stop();
 	int ok = 1;
 	if (app.me == 0) {
-		double *sa = malloc(bytes), *sb = malloc(bytes), *sc = malloc(bytes);
-		fill(sa, n, 1);
-		fill(sb, n, 2);
-		multiply(sa, sb, sc, n, 0, n);
-		for (long i = 0; i < n * n && ok; i++)
-			ok = c[i] == sc[i];
+		double *sa = calloc(1, bytes), *sb = calloc(1, bytes), *sc = calloc(1, bytes);
+		if (!sa || !sb || !sc) {
+			fprintf(stderr, "locus-matmul: no memory for the sequential check\n");
+			ok = 0;
+		} else {
+			fill(sa, n, 1);
+			fill(sb, n, 2);
+			multiply(sa, sb, sc, n, 0, n);
+			for (long i = 0; i < n * n && ok; i++)
+				ok = c[i] == sc[i];
+		}
 		free(sa);
 		free(sb);
 		free(sc);

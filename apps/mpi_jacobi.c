@@ -10,23 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "grid.h"
-
-static long opt(int argc, char **argv, const char *flag, long def)
-{
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], flag))
-			return atol(argv[i + 1]);
-	return def;
-}
 
 int main(int argc, char **argv)
 {
+	long n = 512, iters = 20;
+	const struct app_opt opts[] = {{"-n", "grid points per side", &n, 1, 1000000},
+				       {"-i", "sweeps", &iters, 1, 1000000},
+				       {0}};
+	app_options(argc, argv, "mpi-jacobi",
+		    "locus-jacobi written with explicit message passing (the DSM's reference).",
+		    opts);
 	MPI_Init(&argc, &argv);
 	int me, nodes;
 	MPI_Comm_rank(MPI_COMM_WORLD, &me);
 	MPI_Comm_size(MPI_COMM_WORLD, &nodes);
-	long n = opt(argc, argv, "-n", 512), iters = opt(argc, argv, "-i", 20), w = n + 2;
+	long w = n + 2;
 	long base = n / nodes, extra = n % nodes;
 	long lo = me * base + (me < extra ? me : extra), rows = base + (me < extra);
 	/* Local rows lo+1 .. lo+rows of the global grid, with halo rows around. */

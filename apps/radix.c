@@ -35,11 +35,18 @@ static void fill(uint32_t *k, long n, int bits)
 
 int main(int argc, char **argv)
 {
+	long n = 262144, lbits = 24;
+	const struct app_opt opts[] = {
+		{"-n", "keys", &n, 1, 1L << 40}, {"-bits", "bits of a key", &lbits, 1, 32}, {0}};
+	app_options(argc, argv, "radix",
+		    "Radix sort of n integer keys, 8 bits per pass."
+		    "\n\n" APP_DSM_HELP,
+		    opts);
 	app_start(&argc, &argv, "radix");
-	long n = app_opt(argc, argv, "-n", 262144);
-	int bits = (int)app_opt(argc, argv, "-bits", 24);
+	int bits = (int)lbits;
 	int passes = (bits + 7) / 8;
-	uint32_t *keys[2] = {app_alloc((size_t)n * 4), app_alloc((size_t)n * 4)};
+	size_t kbytes = app_bytes("the keys", (size_t)n, 4, 1);
+	uint32_t *keys[2] = {app_alloc(kbytes), app_alloc(kbytes)};
 	uint64_t *hist = app_alloc((size_t)app.nodes * RADIX * sizeof(uint64_t));
 	if (app.me == 0)
 		fill(keys[0], n, bits);

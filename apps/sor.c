@@ -25,10 +25,17 @@ static void sor_rows(double *g, long n, long r0, long r1, int colour)
 
 int main(int argc, char **argv)
 {
+	long n = 512, iters = 20;
+	const struct app_opt opts[] = {{"-n", "grid points per side", &n, 1, 1000000},
+				       {"-i", "red-black sweeps", &iters, 1, 1000000},
+				       {0}};
+	app_options(argc, argv, "sor",
+		    "Red-black successive over-relaxation on an (n+2) x (n+2) grid."
+		    "\n\n" APP_DSM_HELP,
+		    opts);
 	app_start(&argc, &argv, "sor");
-	long n = app_opt(argc, argv, "-n", 512), iters = app_opt(argc, argv, "-i", 20);
 	long w = n + 2;
-	double *g = app_alloc((size_t)(w * w) * sizeof(double));
+	double *g = app_alloc(app_bytes("the grid", (size_t)w, (size_t)w, sizeof(double)));
 	if (app.me == 0)
 		grid_init(g, n);
 	long lo, hi;

@@ -64,9 +64,16 @@ static void move(struct mol *m, long lo, long hi)
 
 int main(int argc, char **argv)
 {
+	long n = 512, steps = 3;
+	const struct app_opt opts[] = {{"-n", "molecules", &n, 1, 10000000},
+				       {"-s", "time steps", &steps, 1, 1000000},
+				       {0}};
+	app_options(argc, argv, "water",
+		    "An O(n^2) molecular-dynamics kernel (Water-Nsquared)."
+		    "\n\n" APP_DSM_HELP,
+		    opts);
 	app_start(&argc, &argv, "water");
-	long n = app_opt(argc, argv, "-n", 512), steps = app_opt(argc, argv, "-s", 3);
-	struct mol *m = app_alloc((size_t)n * sizeof(struct mol));
+	struct mol *m = app_alloc(app_bytes("the molecules", (size_t)n, sizeof(struct mol), 1));
 	double(*f)[3] = malloc((size_t)n * sizeof(*f));
 	if (app.me == 0)
 		fill(m, n);

@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <mpi.h>
 #include <poll.h>
 #include <pthread.h>
@@ -530,7 +531,35 @@ static void comm_loop(void)
 struct peer_info {
 	int pid;
 	char host[64];
+	/* The settings every node must share: compared with node 0's at start. */
+	uint64_t size, addr;
+	char protocol[sizeof(dsm.cfg.protocol)];
 };
+
+/* 1 if every node read the same region size, address and protocol; node 0 says which differ. */
+static int same_settings(const struct peer_info *all)
+{
+	int same = 1;
+	for (int i = 1; i < dsm.nodes; i++) {
+		const char *var = all[i].size != all[0].size	   ? "LOCUS_DSM_SIZE"
+				  : all[i].addr != all[0].addr	   ? "LOCUS_DSM_ADDR"
+				  : strcmp(all[i].protocol, all[0].protocol) ? "LOCUS_DSM_PROTOCOL"
+									     : NULL;
+		if (!var)
+			continue;
+		same = 0;
+		if (dsm.node == 0)
+			fprintf(stderr,
+				"locus-dsm: %s differs between nodes (node 0: size %" PRIu64
+				" addr 0x%" PRIx64 " protocol %s; node %d: size %" PRIu64
+				" addr 0x%" PRIx64 " protocol %s): set it once for every node, e.g. "
+				"mpiexec -genv %s <value> ...\n",
+				var, all[0].size, all[0].addr, all[0].protocol, i, all[i].size,
+				all[i].addr, all[i].protocol, var);
+		break;
+	}
+	return same;
+}
 
 static int comm_setup(void)
 {
@@ -554,10 +583,14 @@ static int comm_setup(void)
 				DSM_MAX_NODES);
 		ok = 0;
 	}
-	struct peer_info me = {.pid = getpid()}, all[DSM_MAX_NODES];
+	struct peer_info me = {.pid = getpid(), .size = dsm.cfg.size, .addr = dsm.cfg.addr},
+			 all[DSM_MAX_NODES];
 	gethostname(me.host, sizeof(me.host) - 1);
+	snprintf(me.protocol, sizeof(me.protocol), "%s", dsm.cfg.protocol);
 	if (ok)
 		MPI_Allgather(&me, sizeof(me), MPI_BYTE, all, sizeof(me), MPI_BYTE, comm);
+	if (ok && !same_settings(all))
+		ok = 0;
 	uint64_t now = mono_ns();
 	for (int i = 0; ok && i < dsm.nodes; i++) {
 		peers[i].pid = all[i].pid;

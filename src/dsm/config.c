@@ -39,7 +39,9 @@ static int parse_u64(const char *name, uint64_t *out, int suffixes)
 	int bad = !digits || parse_num_or_hex_u64(digits, 0, UINT64_MAX >> shift, &v) != 0;
 	free(digits);
 	if (bad) {
-		fprintf(stderr, "locus-dsm: %s=%s is not a number, or does not fit in 64 bits\n", name, s);
+		fprintf(stderr, "locus-dsm: %s=%s is not %s\n", name, s,
+			suffixes ? "a size in bytes with an optional k, m or g suffix (e.g. 256m)"
+				 : "a whole number that fits in 64 bits (no sign)");
 		return -1;
 	}
 	*out = v << shift;
@@ -59,6 +61,14 @@ int dsm_config_read(struct dsm_config *c)
 	    parse_u64("LOCUS_DSM_DELTA_US", &delta_us, 0) ||
 	    parse_u64("LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 0))
 		return -1;
+	/* A region needs a page, and twice its size in address space (a view and an alias). */
+	if (size < 4096 || size > (1ull << 44)) {
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_SIZE=%s: the shared region must be from 4k to 16384g "
+			"bytes (e.g. LOCUS_DSM_SIZE=256m)\n",
+			getenv("LOCUS_DSM_SIZE"));
+		return -1;
+	}
 	c->size = size;
 	c->addr = addr;
 	c->delay_ns = delay_us * 1000;

@@ -1,0 +1,67 @@
+#!/bin/sh
+# The DSM applications' command lines and the runtime's environment, as a user
+# meets them: --help prints the usage and exits 0; a bad value, an unknown
+# option, a missing value, a size that does not fit, and a bad or mismatched
+# LOCUS_DSM_* variable each end with a message naming the option or variable
+# and a nonzero status, before anything runs: never a crash, a hang, or a run
+# that "verifies" something else than was asked.
+#   cli.sh MPIEXEC APPDIR
+set -u
+MPIEXEC=$1
+APPS=$2
+OUT=$(mktemp)
+trap 'rm -f "$OUT"' EXIT
+fail=0
+
+# expect STATUS WORD CMD...: run CMD; the exit status must be STATUS and the output must
+# hold WORD and no "verification passed".
+expect() {
+	want=$1
+	word=$2
+	shift 2
+	timeout 60 "$@" >"$OUT" 2>&1
+	rc=$?
+	if [ "$rc" -ne "$want" ] || ! grep -q -e "$word" "$OUT" ||
+		{ [ "$want" -ne 0 ] && grep -q "verification passed" "$OUT"; }; then
+		echo "FAIL: $* -> exit $rc (want $want, and '$word' in the output):"
+		sed 's/^/    /' "$OUT" | head -8
+		fail=1
+	fi
+}
+
+for app in jacobi sor gauss matmul lu fft radix water mpi-jacobi; do
+	bin=$APPS/locus-$app
+	flag=-n
+	[ "$app" = fft ] && flag=-m
+	expect 0 "usage: mpiexec" "$bin" --help
+	expect 0 "$flag" "$bin" -h
+	for bad in abc 0 -5 99999999999999999999 1.5 12x ""; do
+		expect 2 "$flag $bad" "$MPIEXEC" -n 2 "$bin" "$flag" "$bad"
+	done
+	# 2^31 - 2: past every range but radix's, whose keys then do not fit the region.
+	if [ "$app" = radix ]; then
+		expect 2 "LOCUS_DSM_SIZE" "$MPIEXEC" -n 2 "$bin" -n 2147483646
+	else
+		expect 2 "$flag 2147483646" "$MPIEXEC" -n 2 "$bin" "$flag" 2147483646
+	fi
+	expect 2 "unknown option '-bogus'" "$MPIEXEC" -n 2 "$bin" -bogus 3
+	expect 2 "$flag needs a value" "$bin" "$flag"
+	expect 2 "unknown option 'stray'" "$bin" stray
+done
+expect 2 "not a multiple of -b" "$MPIEXEC" -n 2 "$APPS/locus-lu" -n 100 -b 32
+# A size the region cannot hold: said, with the fix, not a crash.
+expect 2 "LOCUS_DSM_SIZE" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 100000
+
+# The runtime's environment.
+for v in -1 0 abc 99999999999999999999 16t 1x; do
+	expect 1 "LOCUS_DSM_SIZE=$v" env LOCUS_DSM_SIZE="$v" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
+for var in LOCUS_DSM_DELAY_US LOCUS_DSM_PEER_TIMEOUT_S LOCUS_DSM_DELTA_US; do
+	expect 1 "$var=-5" env "$var=-5" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
+expect 1 "LOCUS_DSM_PROTOCOL" env LOCUS_DSM_PROTOCOL=nosuch "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+expect 1 "LOCUS_DSM_SIZE differs between nodes" "$MPIEXEC" -n 1 -env LOCUS_DSM_SIZE 64m \
+	"$APPS/locus-jacobi" -n 16 -i 1 : -n 1 -env LOCUS_DSM_SIZE 128m "$APPS/locus-jacobi" -n 16 -i 1
+# ... and the same values on every node still run.
+expect 0 "verification passed" env LOCUS_DSM_SIZE=64m "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+exit $fail
