@@ -7,10 +7,16 @@
  * time with LOCUS_DSM_PROTOCOL (default and, for now, only: "sc", sequential
  * consistency with a single writer and write-invalidate).
  *
- * Threads: any number of application threads per node may touch shared
- * memory and take locks; only the runtime's communication thread calls MPI.
- * Collective calls (init, alloc, barrier, finalize) are made by one thread per
- * node, in the same order on every node.
+ * Threads: a node runs several application threads with locus_dsm_parallel
+ * (a team: the caller and threads-1 new ones). A thread that faults, waits
+ * for a lock or a barrier blocks alone while the node's other threads run;
+ * faults on a page already requested, and lock requests behind a local
+ * holder, are combined on the node (see docs/dsm.md, "Threads per node").
+ * Other threads may also touch shared memory and take locks, but only team
+ * threads are counted in the time breakdown. Only the runtime's communication
+ * thread calls MPI. Collective calls (init, alloc, stats_reset, finalize) are
+ * made by the thread that called init, outside any team, in the same order on
+ * every node.
  *
  * Environment (read by locus_dsm_init; see docs/dsm.md):
  *   LOCUS_DSM_PROTOCOL        protocol name (sc)
@@ -21,6 +27,8 @@
  *   LOCUS_DSM_DELTA_US        minimum residence of a page after a fault (50)
  *   LOCUS_DSM_STATS           statistics at finalize: 0 none, 1 table (default), json
  *   LOCUS_DSM_PEER_TIMEOUT_S  a silent peer is declared dead after this long (10)
+ *   LOCUS_DSM_LOCK_HANDOFF    consecutive hand-offs of a lock between threads of a
+ *                             node before it goes back to its manager (8; 0: never)
  */
 #ifndef LOCUS_DSM_H
 #define LOCUS_DSM_H
@@ -36,6 +44,9 @@ LOCUS_BEGIN_DECLS
 #define LOCUS_DSM_EXIT_PEER 3
 /* Exit status of a node that exits without locus_dsm_finalize. */
 #define LOCUS_DSM_EXIT_EARLY 4
+
+/* Most application threads one node's team may have. */
+#define LOCUS_DSM_MAX_THREADS 1024
 
 /* Message kinds, for the statistics (indices into the per-kind arrays). */
 enum locus_dsm_msg_kind {
@@ -61,27 +72,41 @@ enum locus_dsm_fault_kind {
 	LOCUS_DSM_FAULT_UPGRADE,  /* read-only copy, write access: invalidate the others */
 	LOCUS_DSM_FAULT_LOCAL,	  /* resolved without messages (owner's lazy mapping, or
 				     another thread's fault had already resolved it) */
+	LOCUS_DSM_FAULT_COMBINED, /* waited for a request another thread of this node
+				     had already sent for the page: nothing sent */
 	LOCUS_DSM_FAULT_KINDS
 };
 
 /*
  * One node's statistics, since init or the last locus_dsm_stats_reset and up
  * to now or the last locus_dsm_stats_freeze. The time breakdown (seed 001
- * Figure 1) describes the measured thread: the one that called init, or
- * reset. Every component is measured on its own, none is a residual:
+ * Figures 1 and 4) describes the node's application threads: the thread that
+ * called init and the threads of its teams (locus_dsm_parallel). The node is
+ * stalled while every one of them is blocked in the runtime. Every component
+ * is measured on its own, none is a residual:
  *   total     wall time of the interval
- *   busy      the measured thread's own CPU time outside fault handling and
- *             DSM calls (CLOCK_THREAD_CPUTIME_ID)
- *   fault     wall time of the measured thread inside the SIGSEGV handler
- *   sync      wall time of the measured thread inside locks, barriers, alloc
+ *   busy      the threads' CPU time outside fault handling and DSM calls
+ *             (CLOCK_THREAD_CPUTIME_ID; a team's threads are added when they
+ *             return, so read it after the team)
+ *   fault     wall time the node was stalled and a page fault ended it
+ *   sync      wall time the node was stalled and a lock, barrier, alloc or
+ *             the end of a team ended it
  *   overhead  CPU time the communication thread spent handling requests,
- *             messages and timers while the measured thread was not stalled
- *             (its polls that found nothing and its sleeps are excluded)
+ *             messages and timers while the node was not stalled (its polls
+ *             that found nothing and its sleeps are excluded)
  * and other = total - busy - fault - sync - overhead is what none of them
- * covers: time the measured thread was runnable but not running (other
- * processes, or its own communication thread polling). It can be slightly
- * negative when the communication thread works on another CPU while the
- * application computes, i.e. when overhead overlaps busy.
+ * covers: time a thread was runnable but not running (other processes, its
+ * own communication thread polling, and with several threads the switches
+ * between them). It can be slightly negative when the communication thread
+ * works on another CPU while the application computes. With one thread these
+ * are that thread's stalls, as in a program without teams.
+ *
+ * The per-stall figures (seed 001 Table 2) count every stall of every
+ * application thread: stalls and stall_s, run_s (CPU time threads ran between
+ * stalls; run_s / stalls is the average run length), switches (stalls during
+ * which another thread of the node could run), and by cause: remote misses
+ * (faults that sent a request), remote lock acquires (granted by a message),
+ * barrier waits, each with its count and stall time.
  */
 typedef struct locus_dsm_stats {
 	double total_s;
@@ -103,6 +128,19 @@ typedef struct locus_dsm_stats {
 	uint64_t barriers;
 	uint64_t comm_sleeps; /* times the communication thread slept */
 	double comm_sleep_s;  /* and for how long */
+	/* Threads per node (seed 001 §4 and Table 2). */
+	uint64_t threads;	/* largest team of the interval (1 without teams) */
+	uint64_t stalls;	/* application-thread stalls of any kind */
+	double stall_s;		/* their wall time, summed over threads */
+	double run_s;		/* CPU time threads ran between stalls, summed */
+	uint64_t switches;	/* stalls while another thread of the node could run */
+	uint64_t remote_misses; /* faults that sent a request */
+	double remote_miss_s;	/* their stall time */
+	uint64_t remote_locks;	/* acquires granted by a message from another node */
+	double remote_lock_s;	/* their stall time */
+	uint64_t lock_handoffs; /* locks passed between threads of this node */
+	uint64_t barrier_waits; /* threads' barrier calls */
+	double barrier_wait_s;	/* their stall time */
 } locus_dsm_stats;
 
 /*
@@ -129,10 +167,38 @@ LOCUS_API const char *locus_dsm_protocol(void);
  */
 LOCUS_API void *locus_dsm_alloc(size_t size);
 
-/* Collective: returns when every node has entered. */
+/*
+ * Returns when every node has entered; inside a team, when every thread of
+ * every node's team has entered (each node gathers its own threads and the
+ * last to arrive sends the node's one message). Every node makes the same
+ * number of barrier calls per thread.
+ */
 LOCUS_API void locus_dsm_barrier(void);
 
-/* Distributed locks, any 32-bit id; at most one holder system-wide. */
+/*
+ * Run fn(thread, arg) on `threads` application threads of this node, the
+ * caller as thread 0 and threads-1 new ones, and return when every one has
+ * returned. Inside, faults, locks and barriers block only the calling thread
+ * and locus_dsm_barrier is over every thread of every node. Called by the
+ * thread that called init, not from inside a team; alloc, stats_reset and
+ * finalize are not allowed inside (the runtime stops the node with a
+ * message). Each node may pick its own count. Returns 0, or -1 with a message
+ * on stderr, having run nothing, when threads is not in 1..LOCUS_DSM_MAX_THREADS
+ * or a thread cannot be created.
+ */
+LOCUS_API int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg);
+
+/* Inside a team: this thread's index (0 .. threads-1) and the team's size;
+   outside: 0 and 1. */
+LOCUS_API int locus_dsm_thread(void);
+LOCUS_API int locus_dsm_threads(void);
+
+/*
+ * Distributed locks, any 32-bit id; at most one holder system-wide. A lock
+ * released while another thread of the same node waits for it passes to that
+ * thread without messages, at most LOCUS_DSM_LOCK_HANDOFF times in a row;
+ * then it goes back to its manager, behind any other node's request.
+ */
 LOCUS_API void locus_dsm_lock(uint32_t id);
 LOCUS_API void locus_dsm_unlock(uint32_t id);
 

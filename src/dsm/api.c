@@ -20,19 +20,19 @@ static struct {
 static int frozen;
 static locus_dsm_stats frozen_stats;
 
-static void call_timed(struct dsm_req *r)
+static void call_timed(struct dsm_req *r, int kind)
 {
 	struct dsm_stall st;
-	dsm_stall_begin(&st);
+	dsm_stall_begin(&st, kind);
 	dsm_call(r);
-	dsm_stall_end(&st, mono_ns(), 0);
+	dsm_stall_end(&st, mono_ns(), r->result);
 }
 
 static void stats_mark(void)
 {
-	dsm.measured = pthread_self();
-	if (pthread_getcpuclockid(dsm.measured, &base.clock) != 0)
+	if (pthread_getcpuclockid(pthread_self(), &base.clock) != 0)
 		base.clock = CLOCK_THREAD_CPUTIME_ID;
+	st_relaxed(&dsm.team_max, 1);
 	uint64_t *b = (uint64_t *)&base.cnt;
 	const uint64_t *c = (const uint64_t *)&dsm.cnt;
 	for (size_t i = 0; i < sizeof(base.cnt) / sizeof(uint64_t); i++)
@@ -79,7 +79,14 @@ int locus_dsm_init(int *argc, char ***argv)
 		dsm_fatal("cannot start");
 	started = 1;
 	atexit(exit_without_finalize);
-	dsm.measured = pthread_self();
+	/* This thread is the node's first counted application thread. */
+	dsm.t0_ns = mono_ns();
+	dsm.team_size = 1;
+	st_relaxed(&dsm.team_word, 1);
+	dsm_self = (struct dsm_thread){.counted = 1,
+				       .id = 0,
+				       .team = 1,
+				       .resumed_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID)};
 	locus_dsm_stats_reset(); /* count the application, not start-up */
 	return 0;
 }
@@ -100,6 +107,7 @@ void locus_dsm_finalize(void)
 {
 	if (!started)
 		return;
+	dsm_outside_team("locus_dsm_finalize");
 	locus_dsm_barrier();
 	locus_dsm_stats mine;
 	locus_dsm_stats_get(&mine);
@@ -117,6 +125,7 @@ void locus_dsm_finalize(void)
 	free(dsm.all_stats);
 	dsm.resume_ns = NULL;
 	dsm.all_stats = NULL;
+	dsm_self.counted = 0;
 	started = 0;
 }
 
@@ -137,13 +146,15 @@ const char *locus_dsm_protocol(void)
 
 void *locus_dsm_alloc(size_t size)
 {
+	dsm_outside_team("locus_dsm_alloc");
 	size_t bytes = (size + dsm.page_size - 1) / dsm.page_size * dsm.page_size;
 	if (!bytes)
 		bytes = dsm.page_size;
 	int fits = dsm.alloc_next + bytes <= dsm.size;
 	/* Every node must ask for the same size in the same order. */
-	struct dsm_req r = {.kind = DSM_REQ_BARRIER, .a = fits ? (uint64_t)size * 2 + 1 : 0};
-	call_timed(&r);
+	struct dsm_req r = {
+		.kind = DSM_REQ_BARRIER, .a = fits ? (uint64_t)size * 2 + 1 : 0, .b = 1};
+	call_timed(&r, STALL_OTHER);
 	if (r.result != 0 || !fits) {
 		if (dsm.node == 0)
 			fprintf(stderr, "locus-dsm: alloc of %zu bytes: %s\n", size,
@@ -157,20 +168,20 @@ void *locus_dsm_alloc(size_t size)
 
 void locus_dsm_barrier(void)
 {
-	struct dsm_req r = {.kind = DSM_REQ_BARRIER};
-	call_timed(&r);
+	struct dsm_req r = {.kind = DSM_REQ_BARRIER, .b = (uint64_t)locus_dsm_threads()};
+	call_timed(&r, STALL_BARRIER);
 }
 
 void locus_dsm_lock(uint32_t id)
 {
 	struct dsm_req r = {.kind = DSM_REQ_LOCK, .a = id};
-	call_timed(&r);
+	call_timed(&r, STALL_LOCK);
 }
 
 void locus_dsm_unlock(uint32_t id)
 {
 	struct dsm_req r = {.kind = DSM_REQ_UNLOCK, .a = id};
-	call_timed(&r);
+	call_timed(&r, STALL_OTHER);
 }
 
 void locus_dsm_prefetch(const void *addr, size_t len)
@@ -193,6 +204,7 @@ double locus_dsm_now(void)
 
 void locus_dsm_stats_reset(void)
 {
+	dsm_outside_team("locus_dsm_stats_reset");
 	locus_dsm_barrier();
 	stats_mark();
 }
@@ -224,8 +236,9 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->total_s = (double)wall * 1e-9;
 	s->fault_s = (double)d.fault_ns * 1e-9;
 	s->sync_s = (double)d.sync_ns * 1e-9;
-	/* The stall CPU is part of the thread's CPU: busy >= 0 unless the call
-	   comes from another thread in the middle of a stall. */
+	/* The stall CPU is part of the threads' CPU: busy >= 0 unless the call
+	   comes while a team runs (its threads' CPU is added when they return). */
+	cpu += d.team_cpu_ns;
 	s->busy_s = cpu > d.stall_cpu_ns ? (double)(cpu - d.stall_cpu_ns) * 1e-9 : 0;
 	s->overhead_s = (double)d.work_ns * 1e-9;
 	s->other_s = s->total_s - s->busy_s - s->fault_s - s->sync_s - s->overhead_s;
@@ -245,4 +258,16 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->barriers = d.barriers;
 	s->comm_sleeps = d.comm_sleeps;
 	s->comm_sleep_s = (double)d.comm_sleep_ns * 1e-9;
+	s->threads = ld_relaxed(&dsm.team_max);
+	s->stalls = d.stalls;
+	s->stall_s = (double)d.stall_ns * 1e-9;
+	s->run_s = (double)d.run_ns * 1e-9;
+	s->switches = d.switches;
+	s->remote_misses = d.remote_misses;
+	s->remote_miss_s = (double)d.remote_miss_ns * 1e-9;
+	s->remote_locks = d.remote_locks;
+	s->remote_lock_s = (double)d.remote_lock_ns * 1e-9;
+	s->lock_handoffs = d.lock_handoffs;
+	s->barrier_waits = d.barrier_waits;
+	s->barrier_wait_s = (double)d.barrier_wait_ns * 1e-9;
 }

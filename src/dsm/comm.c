@@ -489,7 +489,7 @@ static void comm_loop(void)
 				STAT_ADD(work_ns, cpu - cpu_prev);
 		}
 		cpu_prev = cpu;
-		was_stalled = (int)ld_relaxed(&dsm.stalled);
+		was_stalled = dsm_node_stalled();
 		uint32_t seen = ld_acquire(&dsm.wake);
 		uint64_t now = mono_ns();
 		int progress = take_requests();
@@ -541,8 +541,8 @@ static int same_settings(const struct peer_info *all)
 {
 	int same = 1;
 	for (int i = 1; i < dsm.nodes; i++) {
-		const char *var = all[i].size != all[0].size	   ? "LOCUS_DSM_SIZE"
-				  : all[i].addr != all[0].addr	   ? "LOCUS_DSM_ADDR"
+		const char *var = all[i].size != all[0].size		     ? "LOCUS_DSM_SIZE"
+				  : all[i].addr != all[0].addr		     ? "LOCUS_DSM_ADDR"
 				  : strcmp(all[i].protocol, all[0].protocol) ? "LOCUS_DSM_PROTOCOL"
 									     : NULL;
 		if (!var)
@@ -552,7 +552,8 @@ static int same_settings(const struct peer_info *all)
 			fprintf(stderr,
 				"locus-dsm: %s differs between nodes (node 0: size %" PRIu64
 				" addr 0x%" PRIx64 " protocol %s; node %d: size %" PRIu64
-				" addr 0x%" PRIx64 " protocol %s): set it once for every node, e.g. "
+				" addr 0x%" PRIx64
+				" protocol %s): set it once for every node, e.g. "
 				"mpiexec -genv %s <value> ...\n",
 				var, all[0].size, all[0].addr, all[0].protocol, i, all[i].size,
 				all[i].addr, all[i].protocol, var);

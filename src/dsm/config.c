@@ -54,13 +54,38 @@ int dsm_config_read(struct dsm_config *c)
 	const char *p = getenv("LOCUS_DSM_PROTOCOL");
 	snprintf(c->protocol, sizeof(c->protocol), "%s", p && *p ? p : "sc");
 	uint64_t size = 256ull << 20, addr = DSM_DEFAULT_ADDR, delay_us = 0, per_byte = 0;
-	uint64_t delta_us = 50, timeout_s = 10;
+	uint64_t delta_us = 50, timeout_s = 10, handoff = 8;
 	if (parse_u64("LOCUS_DSM_SIZE", &size, 1) || parse_u64("LOCUS_DSM_ADDR", &addr, 0) ||
 	    parse_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
 	    parse_u64("LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 0) ||
 	    parse_u64("LOCUS_DSM_DELTA_US", &delta_us, 0) ||
-	    parse_u64("LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 0))
+	    parse_u64("LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 0) ||
+	    parse_u64("LOCUS_DSM_LOCK_HANDOFF", &handoff, 0))
 		return -1;
+	/* Microseconds and seconds become nanoseconds: keep them far from wrapping. */
+	const struct {
+		const char *name;
+		uint64_t *v, max;
+		const char *unit;
+	} lim[] = {
+		{"LOCUS_DSM_DELAY_US", &delay_us, 3600000000ull, "3600000000 (an hour)"},
+		{"LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 1000000000ull, "1000000000 (a second)"},
+		{"LOCUS_DSM_DELTA_US", &delta_us, 3600000000ull, "3600000000 (an hour)"},
+		{"LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 86400ull, "86400 (a day)"},
+	};
+	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
+		if (*lim[i].v > lim[i].max) {
+			fprintf(stderr, "locus-dsm: %s=%s: at most %s\n", lim[i].name,
+				getenv(lim[i].name), lim[i].unit);
+			return -1;
+		}
+	if (handoff > 1000000) {
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_LOCK_HANDOFF=%s: at most 1000000 hand-offs in a row "
+			"(0 sends every release back to the lock's manager)\n",
+			getenv("LOCUS_DSM_LOCK_HANDOFF"));
+		return -1;
+	}
 	/* A region needs a page, and twice its size in address space (a view and an alias). */
 	if (size < 4096 || size > (1ull << 44)) {
 		fprintf(stderr,
@@ -75,6 +100,7 @@ int dsm_config_read(struct dsm_config *c)
 	c->delay_ns_per_byte = per_byte;
 	c->delta_ns = delta_us * 1000;
 	c->peer_timeout_ns = (timeout_s ? timeout_s : 1) * 1000000000ull;
+	c->lock_handoff = (uint32_t)handoff;
 	const char *st = getenv("LOCUS_DSM_STATS");
 	if (!st || !*st || !strcmp(st, "1") || !strcmp(st, "table"))
 		c->stats = 1;
@@ -83,7 +109,10 @@ int dsm_config_read(struct dsm_config *c)
 	else if (!strcmp(st, "json"))
 		c->stats = 2;
 	else {
-		fprintf(stderr, "locus-dsm: LOCUS_DSM_STATS=%s: expected 0 (or none), 1 (or table) or json\n", st);
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_STATS=%s: expected 0 (or none), 1 (or table) or "
+			"json\n",
+			st);
 		return -1;
 	}
 	return 0;

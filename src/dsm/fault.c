@@ -53,13 +53,13 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		return;
 	}
 	struct dsm_stall st;
-	dsm_stall_begin(&st);
+	dsm_stall_begin(&st, STALL_FAULT);
 	size_t page = (size_t)(addr - dsm.app) / dsm.page_size;
 	struct dsm_req r = {.kind = DSM_REQ_FAULT, .a = page, .b = (uint64_t)fault_is_write(uctx)};
 	dsm_call(&r);
 	uint64_t t1 = mono_ns();
 	st_release(&dsm.resume_ns[page], t1);
-	dsm_stall_end(&st, t1, 1);
+	dsm_stall_end(&st, t1, r.result);
 	errno = saved_errno;
 }
 

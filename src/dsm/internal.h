@@ -5,6 +5,10 @@
  * Threads and ownership (the one place this is written down):
  *   - application threads: touch shared memory, take the SIGSEGV, post a
  *     struct dsm_req to the communication thread and sleep on its `done` word.
+ *     The thread that called init and the threads of its teams (team.c) are
+ *     counted in the node's time breakdown; each knows itself through the
+ *     thread-local dsm_self, and they share one atomic word (dsm.team_word)
+ *     that says how many of them are running and since when none is.
  *   - the communication thread: the only caller of MPI, and the only thread
  *     that reads or writes protocol state (page tables, lock queues, barrier
  *     counts) and changes page protections. Protocol code therefore needs no
@@ -31,7 +35,8 @@ enum dsm_req_kind {
 	DSM_REQ_FAULT,	  /* a = page, b = 1 for write */
 	DSM_REQ_LOCK,	  /* a = lock id */
 	DSM_REQ_UNLOCK,	  /* a = lock id */
-	DSM_REQ_BARRIER,  /* a = value every node must agree on */
+	DSM_REQ_BARRIER,  /* a = value every node must agree on, b = threads of this
+			     node that enter (the node's team) */
 	DSM_REQ_STATS,	  /* a = struct locus_dsm_stats * to send to node 0 */
 	DSM_REQ_LEAVE,	  /* the last barrier has passed: say goodbye, stop */
 	DSM_REQ_PREFETCH, /* a = first page, b = page count */
@@ -65,10 +70,14 @@ struct dsm_hdr {
 /* Counters: written by one thread, read by any (relaxed atomics). All
    uint64_t: a snapshot is subtracted element by element (stats reset). */
 struct dsm_counters {
-	uint64_t fault_ns, sync_ns; /* measured thread's wall time in stalls */
-	uint64_t stall_cpu_ns;	    /* and its CPU time in them */
-	uint64_t work_ns;	    /* communication thread handling CPU, app not stalled */
-	uint64_t work_stall_ns;	    /* the same while the measured thread is stalled */
+	uint64_t fault_ns, sync_ns; /* node stalled (no application thread running) */
+	uint64_t stall_cpu_ns;	    /* application threads' CPU time in stalls */
+	uint64_t team_cpu_ns;	    /* CPU time of team threads that have returned */
+	uint64_t work_ns;	    /* communication thread handling CPU, node not stalled */
+	uint64_t work_stall_ns;	    /* the same while the node is stalled */
+	uint64_t stalls, stall_ns, run_ns, switches;
+	uint64_t remote_misses, remote_miss_ns, remote_locks, remote_lock_ns;
+	uint64_t lock_handoffs, barrier_waits, barrier_wait_ns;
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
@@ -90,6 +99,7 @@ struct dsm_config {
 	uint64_t delta_ns;
 	int stats; /* 0 none, 1 table, 2 json */
 	uint64_t peer_timeout_ns;
+	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
 };
 
 struct dsm_runtime {
@@ -113,8 +123,14 @@ struct dsm_runtime {
 	uint32_t ready;		/* futex word: 1 started, 2 failed to start */
 
 	struct dsm_counters cnt;
-	pthread_t measured;		   /* the thread the time breakdown describes */
-	uint32_t stalled;		   /* 1 while it is in the fault handler or a DSM call */
+	/* Application threads counted in the breakdown: running count in the low
+	   TEAM_RUN_BITS, and in the bits above, when it last fell to 0 (ns since
+	   t0, wrapping). One word, so that the thread ending a stall of the whole
+	   node reads the time the stall started with the count. */
+	uint64_t team_word;
+	uint64_t t0_ns;
+	uint32_t team_size;		   /* threads of the running team (1: none) */
+	uint32_t team_max;		   /* largest team since the statistics reset */
 	struct locus_dsm_stats *all_stats; /* node 0: every node's statistics at finalize */
 };
 
@@ -142,15 +158,6 @@ const char *dsm_proto_names(void);
 extern const struct dsm_proto dsm_proto_sc;
 
 /*
- * A stall of an application thread (fault handler, DSM call): wall and CPU
- * time are counted when it is the measured thread. Async-signal-safe.
- */
-struct dsm_stall {
-	uint64_t wall_ns, cpu_ns;
-	int measured;
-};
-
-/*
  * Another thread's CPU clock (pthread_getcpuclockid): it stops existing when
  * that thread exits, and then reads as 0, never as garbage. Clocks that
  * cannot fail (monotonic, the calling thread's) use clock_ns.
@@ -163,28 +170,49 @@ static inline uint64_t dsm_clock_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline void dsm_stall_begin(struct dsm_stall *s)
+/* What an application thread is to the runtime (thread-local; initial-exec
+   because the fault handler reads it). */
+struct dsm_thread {
+	int counted;		 /* the init thread or a team thread */
+	int id, team;		 /* index in its team, and the team's size (0, 1 outside) */
+	uint64_t resumed_cpu_ns; /* its CPU clock when it last left a stall */
+};
+extern __thread struct dsm_thread dsm_self __attribute__((tls_model("initial-exec")));
+
+/* Why an application thread stalls. */
+enum dsm_stall_kind { STALL_FAULT, STALL_LOCK, STALL_BARRIER, STALL_OTHER };
+
+/* How a request ended, as its result: what the statistics tell apart. */
+enum { DSM_LOCAL = 0, DSM_REMOTE = 1, DSM_COMBINED = 2 };
+
+/*
+ * A stall of an application thread (fault handler, DSM call), counted when
+ * the thread is a counted one. Async-signal-safe: atomics and clock_gettime.
+ */
+struct dsm_stall {
+	uint64_t wall_ns, cpu_ns;
+	int counted, kind;
+};
+
+#define TEAM_RUN_BITS 12
+#define TEAM_RUN_MASK ((1ull << TEAM_RUN_BITS) - 1)
+
+/* team.c: the running count. stop: one fewer runs (returns how many still
+   do); resume: one more, returns how long the node was stalled if none was
+   running, else 0. now is monotonic ns. */
+uint32_t dsm_team_stop(uint64_t now);
+uint64_t dsm_team_resume(uint64_t now);
+static inline int dsm_node_stalled(void)
 {
-	s->measured = pthread_equal(pthread_self(), dsm.measured);
-	if (!s->measured)
-		return;
-	s->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	s->wall_ns = mono_ns();
-	st_relaxed(&dsm.stalled, 1);
+	return (ld_relaxed(&dsm.team_word) & TEAM_RUN_MASK) == 0;
 }
 
-/* Ends the stall at wall time now (monotonic ns). */
-static inline void dsm_stall_end(struct dsm_stall *s, uint64_t now, int fault)
-{
-	if (!s->measured)
-		return;
-	st_relaxed(&dsm.stalled, 0);
-	if (fault)
-		STAT_ADD(fault_ns, now - s->wall_ns);
-	else
-		STAT_ADD(sync_ns, now - s->wall_ns);
-	STAT_ADD(stall_cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - s->cpu_ns);
-}
+void dsm_stall_begin(struct dsm_stall *s, int kind);
+/* Ends the stall at wall time now (monotonic ns); how = the request's result. */
+void dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how);
+
+/* Refuse a call that must not come from inside a team. */
+void dsm_outside_team(const char *call);
 
 /* config.c */
 int dsm_config_read(struct dsm_config *c);

@@ -29,6 +29,11 @@
  * Messages between two nodes arrive in order (one MPI tag, checked sequence
  * numbers), which the argument above relies on.
  *
+ * Faults of several threads on one page while this node's request for it is
+ * in flight wait for that request and send nothing (combining, seed 001
+ * §4.1); a write fault behind a read request faults again once the read
+ * copy is there, and upgrades.
+ *
  * Initially the manager owns each page (zero-filled) without mapping it, so
  * that neighbouring pages do not start with different protections.
  */
@@ -146,6 +151,8 @@ static void send_to(int dst, uint16_t kind, uint64_t a, uint64_t b, uint64_t c, 
 	dsm_send(dst, &h, payload, len);
 }
 
+/* Complete every fault waiting for p: the one that sent the request as
+   remote, the ones combined with it as combined (set when they queued). */
 static void resolved(size_t p)
 {
 	struct sc_page *pg = &pages[p];
@@ -154,7 +161,7 @@ static void resolved(size_t p)
 	while (pg->waiters) {
 		struct dsm_req *r = pg->waiters;
 		pg->waiters = r->wnext;
-		dsm_req_done(r, 0);
+		dsm_req_done(r, r->result);
 	}
 }
 
@@ -265,7 +272,9 @@ static void sc_fault(struct dsm_req *r)
 		dsm_req_done(r, 0);
 		return;
 	}
-	if (pg->pending) {
+	if (pg->pending) { /* combined: this node's request is in flight */
+		STAT_ADD(faults[LOCUS_DSM_FAULT_COMBINED], 1);
+		r->result = DSM_COMBINED;
 		r->wnext = pg->waiters;
 		pg->waiters = r;
 		return;
@@ -287,6 +296,7 @@ static void sc_fault(struct dsm_req *r)
 		}
 		STAT_ADD(faults[LOCUS_DSM_FAULT_UPGRADE], 1);
 		pg->pending = 2;
+		r->result = DSM_REMOTE;
 		r->wnext = NULL;
 		pg->waiters = r;
 		invalidate_others(p);
@@ -294,6 +304,7 @@ static void sc_fault(struct dsm_req *r)
 	}
 	STAT_ADD(faults[write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ], 1);
 	pg->pending = (uint8_t)(1 + write);
+	r->result = DSM_REMOTE;
 	r->wnext = NULL;
 	pg->waiters = r;
 	int mgr = (int)(p % (size_t)dsm.nodes);

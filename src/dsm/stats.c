@@ -9,7 +9,13 @@ static const char *const msg_names[LOCUS_DSM_MSG_KINDS] = {
 	"lock_grant", "lock_rel", "bar_enter", "bar_leave", "heartbeat", "stats",
 };
 
-static const char *const fault_names[LOCUS_DSM_FAULT_KINDS] = {"read", "write", "upgrade", "local"};
+static const char *const fault_names[LOCUS_DSM_FAULT_KINDS] = {"read", "write", "upgrade", "local",
+							       "combined"};
+
+static double per(double s, uint64_t n)
+{
+	return n ? s / (double)n * 1e6 : 0; /* microseconds each */
+}
 
 const char *locus_dsm_msg_kind_name(int kind)
 {
@@ -42,6 +48,16 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 	fprintf(f, "; comm cpu %.3f s (handling %.3f s during stalls), slept %llu times, %.3f s\n",
 		s->comm_cpu_s, s->overhead_in_stall_s, (unsigned long long)s->comm_sleeps,
 		s->comm_sleep_s);
+	fprintf(f,
+		"dsm node %d: %llu threads: %llu stalls avg %.0f us, run length avg %.0f us, "
+		"%llu switches; remote misses %llu avg %.0f us, remote locks %llu avg %.0f us "
+		"(%llu hand-offs), barrier waits %llu avg %.0f us\n",
+		node, (unsigned long long)s->threads, (unsigned long long)s->stalls,
+		per(s->stall_s, s->stalls), per(s->run_s, s->stalls),
+		(unsigned long long)s->switches, (unsigned long long)s->remote_misses,
+		per(s->remote_miss_s, s->remote_misses), (unsigned long long)s->remote_locks,
+		per(s->remote_lock_s, s->remote_locks), (unsigned long long)s->lock_handoffs,
+		(unsigned long long)s->barrier_waits, per(s->barrier_wait_s, s->barrier_waits));
 }
 
 void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
@@ -66,9 +82,19 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 	fprintf(f,
 		", \"msgs\": %llu, \"bytes\": %llu, \"invalidations\": %llu, "
 		"\"pingpong_deferrals\": %llu, \"locks\": %llu, \"barriers\": %llu, "
-		"\"comm_sleeps\": %llu, \"comm_sleep_s\": %.6f}\n",
+		"\"comm_sleeps\": %llu, \"comm_sleep_s\": %.6f",
 		(unsigned long long)msgs, (unsigned long long)bytes,
 		(unsigned long long)s->invalidations, (unsigned long long)s->pingpong_deferrals,
 		(unsigned long long)s->lock_acquires, (unsigned long long)s->barriers,
 		(unsigned long long)s->comm_sleeps, s->comm_sleep_s);
+	fprintf(f,
+		", \"threads\": %llu, \"stalls\": %llu, \"stall_s\": %.6f, \"run_s\": %.6f, "
+		"\"switches\": %llu, \"remote_misses\": %llu, \"remote_miss_s\": %.6f, "
+		"\"remote_locks\": %llu, \"remote_lock_s\": %.6f, \"lock_handoffs\": %llu, "
+		"\"barrier_waits\": %llu, \"barrier_wait_s\": %.6f}\n",
+		(unsigned long long)s->threads, (unsigned long long)s->stalls, s->stall_s, s->run_s,
+		(unsigned long long)s->switches, (unsigned long long)s->remote_misses,
+		s->remote_miss_s, (unsigned long long)s->remote_locks, s->remote_lock_s,
+		(unsigned long long)s->lock_handoffs, (unsigned long long)s->barrier_waits,
+		s->barrier_wait_s);
 }

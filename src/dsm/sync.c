@@ -1,15 +1,32 @@
 /*
  * Locks, barriers and the goodbye at finalize, on the communication thread.
  *
- * Lock id is managed by node id % nodes, which keeps a FIFO of waiters
+ * Lock id is managed by node id % nodes, which keeps a FIFO of waiting nodes
  * (node, token); the token is the waiting request's address on its node,
- * echoed back in the grant. Barriers count at node 0 and carry a value that
- * every node must agree on (alloc uses it to check sizes). Barrier epochs
- * alternate between two slots: no node can enter epoch e+2 before every node
- * has left e, so an early arrival for e+1 never mixes with e.
+ * echoed back in the grant. Managers see nodes, not threads: each node keeps
+ * its own side of every lock it uses (the `local` fields), with these cases:
+ *   - a thread asks and the node neither holds nor awaits the lock: the
+ *     node asks the manager for it, on that thread's behalf;
+ *   - a thread asks while the node holds or awaits it: the thread queues on
+ *     the node and nothing is sent (combining, seed 001 §4.1);
+ *   - a thread releases and another thread of the node waits: the lock
+ *     passes to it without messages, at most cfg.lock_handoff times in a
+ *     row; after that, or with no local waiter, it goes back to the manager,
+ *     and if threads still wait the node asks again for the first of them,
+ *     behind every node that asked meanwhile.
+ * A grant is "remote" for the statistics when a message brought it.
  *
- * Consistency protocols see each acquire, release and barrier through their
- * hooks before the operation completes locally; sc needs none.
+ * Barriers gather the node's threads first: the last of the b threads the
+ * request names (its team) makes the node's one arrival. They count at node
+ * 0 and carry a value that every node must agree on (alloc uses it to check
+ * sizes). Barrier epochs alternate between two slots: no node can enter
+ * epoch e+2 before every node has left e, so an early arrival for e+1 never
+ * mixes with e.
+ *
+ * Consistency protocols see each node-level acquire, release and barrier
+ * through their hooks before the operation completes locally (hand-offs
+ * between threads of a node are not consistency points between nodes); sc
+ * needs none.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,23 +39,32 @@ struct waiter {
 	uint16_t node;
 };
 
+enum { LOCAL_FREE, LOCAL_ASKED, LOCAL_HELD };
+
 struct lockst {
 	struct lockst *next;
 	uint32_t id;
+	/* Manager side (id % nodes == this node). */
 	int held;
 	struct waiter *head, *tail;
+	/* This node's side. */
+	int local;			   /* LOCAL_* */
+	uint32_t handoffs;		   /* consecutive local hand-offs */
+	struct dsm_req *lw_head, *lw_tail; /* threads waiting on this node (wnext) */
 };
 
 #define LOCK_BUCKETS 256
 static struct lockst *locks[LOCK_BUCKETS];
 
-static struct dsm_req *bar_req;
+static struct dsm_req *bar_reqs; /* this node's threads in the barrier (wnext) */
+static uint64_t bar_local;	 /* how many */
 static uint64_t bar_epoch;
 static int arrivals[2];
 static uint64_t bar_value[2];
 static int bar_mismatch[2];
 
 static int bye_said, byes_heard;
+static int in_message; /* a message is being handled: what it completes is remote */
 
 static void send_to(int dst, uint16_t kind, uint64_t a, uint64_t b, const void *payload, size_t len)
 {
@@ -63,9 +89,14 @@ static struct lockst *lock_find(uint32_t id)
 
 static void lock_granted(uint32_t id, uint64_t token)
 {
+	struct lockst *l = lock_find(id);
+	if (l->local != LOCAL_ASKED)
+		dsm_fatal("lock %u granted to node %d, which did not ask for it", id, dsm.node);
+	l->local = LOCAL_HELD;
+	l->handoffs = 0;
 	if (dsm.proto->acquire)
 		dsm.proto->acquire(id);
-	dsm_req_done((struct dsm_req *)(uintptr_t)token, 0);
+	dsm_req_done((struct dsm_req *)(uintptr_t)token, in_message ? DSM_REMOTE : DSM_LOCAL);
 }
 
 static void grant(uint32_t id, int node, uint64_t token)
@@ -114,12 +145,17 @@ static void mgr_release(uint32_t id, int node)
 
 static void bar_leave(uint64_t epoch, int ok)
 {
-	if (!bar_req || epoch != bar_epoch)
+	if (!bar_reqs || epoch != bar_epoch)
 		dsm_fatal("barrier %llu left while in %llu", (unsigned long long)epoch,
 			  (unsigned long long)bar_epoch);
-	struct dsm_req *r = bar_req;
-	bar_req = NULL;
-	dsm_req_done(r, ok ? 0 : -1);
+	struct dsm_req *r = bar_reqs;
+	bar_reqs = NULL;
+	bar_local = 0;
+	while (r) {
+		struct dsm_req *n = r->wnext;
+		dsm_req_done(r, ok ? 0 : -1);
+		r = n;
+	}
 }
 
 static void bar_arrive(uint64_t epoch, uint64_t value)
@@ -140,37 +176,93 @@ static void bar_arrive(uint64_t epoch, uint64_t value)
 	bar_leave(epoch, ok);
 }
 
+/* A thread of this node enters the barrier; the last of its team sends. */
+static void bar_enter_local(struct dsm_req *r)
+{
+	if (bar_reqs && bar_reqs->b != r->b)
+		dsm_fatal("barrier entered by a team of %llu threads and one of %llu at once",
+			  (unsigned long long)bar_reqs->b, (unsigned long long)r->b);
+	if (bar_reqs && bar_reqs->a != r->a)
+		r->a = UINT64_MAX; /* threads of the node disagree: nodes will too */
+	r->wnext = bar_reqs;
+	bar_reqs = r;
+	if (++bar_local < r->b)
+		return;
+	STAT_ADD(barriers, 1);
+	if (dsm.proto->barrier)
+		dsm.proto->barrier();
+	bar_epoch++;
+	if (dsm.node == 0)
+		bar_arrive(bar_epoch, r->a);
+	else
+		send_to(0, LOCUS_DSM_MSG_BAR_ENTER, bar_epoch, r->a, NULL, 0);
+}
+
+/* A thread of this node asks for lock l. */
+static void lock_local(struct lockst *l, struct dsm_req *r)
+{
+	if (l->local != LOCAL_FREE) { /* held or asked for by this node: wait here */
+		r->wnext = NULL;
+		if (l->lw_tail)
+			l->lw_tail->wnext = r;
+		else
+			l->lw_head = r;
+		l->lw_tail = r;
+		return;
+	}
+	l->local = LOCAL_ASKED;
+	int mgr = (int)(l->id % (uint32_t)dsm.nodes);
+	if (mgr == dsm.node)
+		mgr_acquire(l->id, dsm.node, (uint64_t)(uintptr_t)r);
+	else
+		send_to(mgr, LOCUS_DSM_MSG_LOCK_ACQ, l->id, (uint64_t)(uintptr_t)r, NULL, 0);
+}
+
+/* A thread of this node releases lock l: hand it on here, or give it back. */
+static void unlock_local(struct lockst *l)
+{
+	if (l->local != LOCAL_HELD)
+		dsm_fatal("lock %u released on node %d, which does not hold it", l->id, dsm.node);
+	struct dsm_req *next = l->lw_head;
+	if (next && l->handoffs < dsm.cfg.lock_handoff) {
+		l->lw_head = next->wnext;
+		if (!l->lw_head)
+			l->lw_tail = NULL;
+		l->handoffs++;
+		STAT_ADD(lock_handoffs, 1);
+		dsm_req_done(next, DSM_LOCAL);
+		return;
+	}
+	if (dsm.proto->release)
+		dsm.proto->release(l->id);
+	l->local = LOCAL_FREE;
+	int mgr = (int)(l->id % (uint32_t)dsm.nodes);
+	if (mgr == dsm.node)
+		mgr_release(l->id, dsm.node);
+	else
+		send_to(mgr, LOCUS_DSM_MSG_LOCK_REL, l->id, 0, NULL, 0);
+	if (next) { /* ask again, for the first local waiter */
+		l->lw_head = next->wnext;
+		if (!l->lw_head)
+			l->lw_tail = NULL;
+		lock_local(l, next);
+	}
+}
+
 void dsm_sync_request(struct dsm_req *r)
 {
 	uint32_t id = (uint32_t)r->a;
-	int mgr = (int)(id % (uint32_t)dsm.nodes);
 	switch (r->kind) {
 	case DSM_REQ_LOCK:
 		STAT_ADD(lock_acquires, 1);
-		if (mgr == dsm.node)
-			mgr_acquire(id, dsm.node, (uint64_t)(uintptr_t)r);
-		else
-			send_to(mgr, LOCUS_DSM_MSG_LOCK_ACQ, id, (uint64_t)(uintptr_t)r, NULL, 0);
+		lock_local(lock_find(id), r);
 		break;
 	case DSM_REQ_UNLOCK:
-		if (dsm.proto->release)
-			dsm.proto->release(id);
-		if (mgr == dsm.node)
-			mgr_release(id, dsm.node);
-		else
-			send_to(mgr, LOCUS_DSM_MSG_LOCK_REL, id, 0, NULL, 0);
-		dsm_req_done(r, 0);
+		unlock_local(lock_find(id));
+		dsm_req_done(r, DSM_LOCAL);
 		break;
 	case DSM_REQ_BARRIER:
-		STAT_ADD(barriers, 1);
-		if (dsm.proto->barrier)
-			dsm.proto->barrier();
-		bar_req = r;
-		bar_epoch++;
-		if (dsm.node == 0)
-			bar_arrive(bar_epoch, r->a);
-		else
-			send_to(0, LOCUS_DSM_MSG_BAR_ENTER, bar_epoch, r->a, NULL, 0);
+		bar_enter_local(r);
 		break;
 	case DSM_REQ_STATS:
 		if (dsm.node == 0)
@@ -195,6 +287,7 @@ void dsm_sync_request(struct dsm_req *r)
 
 void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len)
 {
+	in_message = 1;
 	switch (h->kind) {
 	case LOCUS_DSM_MSG_LOCK_ACQ:
 		mgr_acquire((uint32_t)h->a, h->src, h->b);
@@ -222,6 +315,7 @@ void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len)
 	default:
 		dsm_fatal("unknown message kind %u from node %d", h->kind, h->src);
 	}
+	in_message = 0;
 }
 
 int dsm_sync_done(void)

@@ -1,0 +1,213 @@
+/*
+ * Threads per node (seed 001 §4): teams, and the accounting of their stalls.
+ *
+ * A team is the init thread plus threads-1 kernel threads created by
+ * locus_dsm_parallel and joined before it returns. A thread that stalls
+ * sleeps on its request's futex (comm.c: dsm_call), so the kernel runs
+ * another runnable thread of the node: that is the switch, and it costs a
+ * futex wait plus a wake-up (tools/dsm-mt measures it). Nothing here
+ * schedules; this file only counts.
+ *
+ * The counted threads share dsm.team_word: how many of them are running,
+ * and when that number last fell to 0. A stall that brings it to 0 starts a
+ * stall of the whole node; the stall whose end brings it back to 1 ends it
+ * and charges its length to its own kind (fault, or sync). With one thread
+ * that is exactly that thread's stall time. A team thread that returns stops
+ * for good, so a node whose workers finished while thread 0 waits for the
+ * slowest one is stalled in sync (load imbalance, like a barrier).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/futex.h"
+#include "internal.h"
+
+__thread struct dsm_thread dsm_self __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t team_stamp(uint64_t now)
+{
+	return ((now - dsm.t0_ns) << TEAM_RUN_BITS);
+}
+
+uint32_t dsm_team_stop(uint64_t now)
+{
+	uint64_t w = ld_relaxed(&dsm.team_word), nw;
+	do {
+		uint64_t run = w & TEAM_RUN_MASK;
+		if (run == 0)
+			dsm_fatal("more application threads stopped than were running");
+		nw = run == 1 ? team_stamp(now) : (w & ~TEAM_RUN_MASK) | (run - 1);
+	} while (!cas_release_weak(&dsm.team_word, &w, nw));
+	return (uint32_t)((w & TEAM_RUN_MASK) - 1);
+}
+
+uint64_t dsm_team_resume(uint64_t now)
+{
+	uint64_t w = faa_relaxed(&dsm.team_word, 1);
+	if (w & TEAM_RUN_MASK)
+		return 0;
+	uint64_t since = w >> TEAM_RUN_BITS;
+	uint64_t at = (now - dsm.t0_ns) & (UINT64_MAX >> TEAM_RUN_BITS);
+	return (at - since) & (UINT64_MAX >> TEAM_RUN_BITS);
+}
+
+void dsm_stall_begin(struct dsm_stall *s, int kind)
+{
+	s->kind = kind;
+	s->counted = dsm_self.counted;
+	if (!s->counted)
+		return;
+	s->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	s->wall_ns = mono_ns();
+	STAT_ADD(run_ns, s->cpu_ns - dsm_self.resumed_cpu_ns);
+	STAT_ADD(stalls, 1);
+	if (dsm_team_stop(s->wall_ns) > 0)
+		STAT_ADD(switches, 1);
+}
+
+void dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
+{
+	if (!s->counted)
+		return;
+	uint64_t idle = dsm_team_resume(now);
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t wall = now - s->wall_ns;
+	dsm_self.resumed_cpu_ns = cpu;
+	STAT_ADD(stall_cpu_ns, cpu - s->cpu_ns);
+	STAT_ADD(stall_ns, wall);
+	if (s->kind == STALL_FAULT)
+		STAT_ADD(fault_ns, idle);
+	else
+		STAT_ADD(sync_ns, idle);
+	if (s->kind == STALL_FAULT && how == DSM_REMOTE) {
+		STAT_ADD(remote_misses, 1);
+		STAT_ADD(remote_miss_ns, wall);
+	} else if (s->kind == STALL_LOCK && how == DSM_REMOTE) {
+		STAT_ADD(remote_locks, 1);
+		STAT_ADD(remote_lock_ns, wall);
+	} else if (s->kind == STALL_BARRIER) {
+		STAT_ADD(barrier_waits, 1);
+		STAT_ADD(barrier_wait_ns, wall);
+	}
+}
+
+void dsm_outside_team(const char *call)
+{
+	if (dsm_self.team > 1)
+		dsm_fatal("%s called inside locus_dsm_parallel (thread %d of %d): call it "
+			  "before or after the team",
+			  call, dsm_self.id, dsm_self.team);
+}
+
+enum { GATE_WAIT, GATE_RUN, GATE_ABORT };
+
+struct member {
+	pthread_t tid;
+	int id, team;
+	void (*fn)(int, void *);
+	void *arg;
+	uint32_t *gate; /* the team starts only once every thread exists */
+};
+
+static void *member_main(void *p)
+{
+	struct member *m = p;
+	uint32_t g;
+	while ((g = ld_acquire(m->gate)) == GATE_WAIT)
+		futex_wait(m->gate, GATE_WAIT);
+	if (g == GATE_ABORT) {
+		dsm_team_stop(mono_ns());
+		return NULL;
+	}
+	uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	dsm_self = (struct dsm_thread){
+		.counted = 1, .id = m->id, .team = m->team, .resumed_cpu_ns = cpu0};
+	m->fn(m->id, m->arg);
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	STAT_ADD(run_ns, cpu - dsm_self.resumed_cpu_ns);
+	STAT_ADD(team_cpu_ns, cpu - cpu0);
+	dsm_team_stop(mono_ns()); /* counted as running since the parent added it */
+	return NULL;
+}
+
+int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg)
+{
+	if (!fn || threads < 1 || threads > LOCUS_DSM_MAX_THREADS) {
+		fprintf(stderr,
+			"locus-dsm: locus_dsm_parallel: %d threads: a team has 1 to %d "
+			"threads%s\n",
+			threads, LOCUS_DSM_MAX_THREADS, fn ? "" : " and a function");
+		return -1;
+	}
+	if (dsm_self.team > 1 || !dsm_self.counted) {
+		fprintf(stderr, "locus-dsm: locus_dsm_parallel is called by the thread that "
+				"called locus_dsm_init, outside any team\n");
+		return -1;
+	}
+	struct member *m = calloc((size_t)threads, sizeof(*m));
+	if (!m) {
+		fprintf(stderr, "locus-dsm: locus_dsm_parallel: out of memory\n");
+		return -1;
+	}
+	uint32_t gate = GATE_WAIT;
+	for (int i = 0; i < threads; i++)
+		m[i] = (struct member){
+			.id = i, .team = threads, .fn = fn, .arg = arg, .gate = &gate};
+	/* The new threads count as running from now: a stall of thread 0 before
+	   they are scheduled is not a stall of the node. */
+	faa_relaxed(&dsm.team_word, (uint64_t)(threads - 1));
+	int created = 1, err = 0;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 8u << 20);
+	for (; created < threads; created++) {
+		err = pthread_create(&m[created].tid, &attr, member_main, &m[created]);
+		if (err)
+			break;
+	}
+	pthread_attr_destroy(&attr);
+	if (err) {
+		/* Nothing has run: the threads that exist leave at the gate. */
+		for (int i = created; i < threads; i++)
+			dsm_team_stop(mono_ns());
+		st_release(&gate, GATE_ABORT);
+		futex_wake(&gate, FUTEX_WAKE_ALL);
+		for (int i = 1; i < created; i++)
+			pthread_join(m[i].tid, NULL);
+		free(m);
+		fprintf(stderr,
+			"locus-dsm: locus_dsm_parallel: cannot create thread %d of %d: %s\n",
+			created, threads, strerror(err));
+		return -1;
+	}
+	st_relaxed(&dsm.team_size, (uint32_t)threads);
+	if ((uint32_t)threads > ld_relaxed(&dsm.team_max))
+		st_relaxed(&dsm.team_max, (uint32_t)threads);
+	dsm_self.team = threads;
+	st_release(&gate, GATE_RUN);
+	futex_wake(&gate, FUTEX_WAKE_ALL);
+	fn(0, arg);
+	struct dsm_stall st;
+	dsm_stall_begin(&st, STALL_OTHER);
+	for (int i = 1; i < threads; i++)
+		pthread_join(m[i].tid, NULL);
+	dsm_stall_end(&st, mono_ns(), DSM_LOCAL);
+	dsm_self.team = 1;
+	st_relaxed(&dsm.team_size, 1);
+	free(m);
+	return 0;
+}
+
+int locus_dsm_thread(void)
+{
+	return dsm_self.team > 1 ? dsm_self.id : 0;
+}
+
+int locus_dsm_threads(void)
+{
+	return dsm_self.team > 1 ? dsm_self.team : 1;
+}
