@@ -32,7 +32,7 @@ help:
 	@echo "make test-kv-memcached  the same tests against Debian's memcached (the reference they were written against)"
 	@echo "make bench-kv     memcaslap against locus-kv and Debian's memcached at 10/20/25/30% sets (bench/kv-memcaslap)"
 	@echo "make bench-kv-threads  seed 000 Figure 4.1: throughput vs threads, sync vs async item allocation (bench/kv-threads)"
-	@echo "make test-dsm     locus-dsm's tests only (litmus, lock stress, failure, every application on 1, 2, 4 nodes)"
+	@echo "make test-dsm     locus-dsm's tests only (litmus, lock stress, threads, failure, every application on 1, 2, 4 nodes x 1, 2, 4 threads)"
 	@echo "make dsm-suite    the DSM applications on 1, 2, 4 nodes at 0 and 1 ms delay: table and plots in $(BUILD)/dsm-suite"
 	@echo "make test-fuzz    build the libFuzzer targets with clang and run each for $${LOCUS_FUZZ_SECONDS:-30}s (tests/fuzz/run)"
 	@echo "make figures reproduce every seed figure on this machine into $(BUILD)/figures (about 22 minutes on 2 CPUs),"
@@ -70,14 +70,16 @@ asan: deps $(ASAN)/build.ninja
 # The release tests include stm (GCC TM cannot be built with sanitizers); the
 # sanitizer builds run every test that their build has. The venv is there first so
 # that the install test can draw a figure with the installed locus-reproduce.
+# Tests labelled dsm-full (the rest of the DSM applications' nodes x threads
+# matrix) run in make test-dsm only.
 test-release: release python
-	ctest --test-dir $(RELEASE) --output-on-failure
+	ctest --test-dir $(RELEASE) -LE dsm-full --output-on-failure
 
 test-tsan: tsan
-	ctest --test-dir $(TSAN) --output-on-failure
+	ctest --test-dir $(TSAN) -LE dsm-full --output-on-failure
 
 test-asan: asan
-	ctest --test-dir $(ASAN) --output-on-failure
+	ctest --test-dir $(ASAN) -LE dsm-full --output-on-failure
 
 python:
 	@LOCUS_VENV=$(VENV) sh scripts/install-python

@@ -4,7 +4,7 @@
 
 #include "app.h"
 
-struct app app;
+struct app app = {.threads = 1};
 
 void app_start(int *argc, char ***argv, const char *name)
 {
@@ -13,24 +13,38 @@ void app_start(int *argc, char ***argv, const char *name)
 		exit(1);
 	app.me = locus_dsm_node();
 	app.nodes = locus_dsm_nodes();
+	app.workers = app.nodes * (int)app.threads;
 	app.verdict = app_alloc(sizeof(int64_t));
 }
 
-void app_block(long total, int node, long *lo, long *hi)
+void app_block(long total, int worker, long *lo, long *hi)
 {
-	long base = total / app.nodes, extra = total % app.nodes;
-	*lo = node * base + (node < extra ? node : extra);
-	*hi = *lo + base + (node < extra ? 1 : 0);
+	long base = total / app.workers, extra = total % app.workers;
+	*lo = worker * base + (worker < extra ? worker : extra);
+	*hi = *lo + base + (worker < extra ? 1 : 0);
 }
 
-void app_clock_start(void)
+struct phase {
+	void (*fn)(int worker, void *arg);
+	void *arg;
+};
+
+static void run_worker(int thread, void *p)
 {
+	struct phase *ph = p;
+	ph->fn(app.me * (int)app.threads + thread, ph->arg);
+}
+
+void app_parallel(void (*fn)(int worker, void *arg), void *arg)
+{
+	struct phase ph = {fn, arg};
 	locus_dsm_stats_reset(); /* a barrier: the statistics cover the timed phase */
 	app.t0 = locus_dsm_now();
-}
-
-void app_clock_stop(void)
-{
+	if (locus_dsm_parallel((int)app.threads, run_worker, &ph) != 0) {
+		fprintf(stderr, "locus-%s: node %d cannot start %ld threads\n", app.name, app.me,
+			app.threads);
+		exit(1);
+	}
 	locus_dsm_barrier();
 	app.secs = locus_dsm_now() - app.t0;
 	locus_dsm_stats_freeze();
@@ -60,11 +74,13 @@ int app_finish(int ok, const char *params)
 	locus_dsm_barrier();
 	ok = (int)*app.verdict;
 	if (app.me == 0) {
-		printf("locus-%s: %s, %d nodes, protocol %s: %.3f s, verification %s\n", app.name,
-		       params, app.nodes, locus_dsm_protocol(), app.secs, ok ? "passed" : "FAILED");
-		printf("{\"app\": \"%s\", \"params\": \"%s\", \"nodes\": %d, \"time_s\": %.6f, "
-		       "\"ok\": %s}\n",
-		       app.name, params, app.nodes, app.secs, ok ? "true" : "false");
+		printf("locus-%s: %s, %d nodes x %ld threads, protocol %s: %.3f s, verification "
+		       "%s\n",
+		       app.name, params, app.nodes, app.threads, locus_dsm_protocol(), app.secs,
+		       ok ? "passed" : "FAILED");
+		printf("{\"app\": \"%s\", \"params\": \"%s\", \"nodes\": %d, \"threads\": %ld, "
+		       "\"time_s\": %.6f, \"ok\": %s}\n",
+		       app.name, params, app.nodes, app.threads, app.secs, ok ? "true" : "false");
 		fflush(stdout);
 	}
 	locus_dsm_finalize();

@@ -16,11 +16,21 @@
 struct app {
 	const char *name;
 	int me, nodes;
+	long threads; /* per node (--threads) */
+	int workers;  /* nodes * threads: the parts the work is divided into */
 	double t0, secs;
 	volatile int64_t *verdict; /* shared word */
 };
 
 extern struct app app;
+
+/* The option every DSM application has (put it in its option list). */
+#define APP_THREADS_OPT                                                                            \
+	{                                                                                          \
+		"--threads",                                                                       \
+			"application threads per node (the work is divided over nodes x threads)", \
+			&app.threads, 1, 64                                                        \
+	}
 
 /* What every DSM application's --help says after its own summary. */
 #define APP_DSM_HELP                                                                               \
@@ -33,13 +43,18 @@ extern struct app app;
 /* locus_dsm_init plus the shared verdict word; exits on failure. */
 void app_start(int *argc, char ***argv, const char *name);
 
-/* This node's share [lo, hi) of [0, total), in contiguous blocks. */
-void app_block(long total, int node, long *lo, long *hi);
+/* Worker w's share [lo, hi) of [0, total), in contiguous blocks (w in
+   0 .. app.workers-1; consecutive workers are on the same node). */
+void app_block(long total, int worker, long *lo, long *hi);
 
-/* Barrier, then start / stop the clock of the parallel phase; the runtime's
-   statistics (printed at finalize) are reset and frozen at the same points. */
-void app_clock_start(void);
-void app_clock_stop(void);
+/*
+ * The timed parallel phase: a barrier, the clock and the runtime's statistics
+ * start, fn(worker, arg) runs on app.threads threads of this node (worker =
+ * node * threads + thread; locus_dsm_barrier inside is over every worker),
+ * and when every worker of every node has returned the clock and the
+ * statistics stop. Starting the threads is part of the time.
+ */
+void app_parallel(void (*fn)(int worker, void *arg), void *arg);
 
 /* Shared allocation that exits on failure. */
 void *app_alloc(size_t bytes);

@@ -39,10 +39,14 @@ static void usage(const char *name, const char *summary, const struct app_opt *o
 	for (const struct app_opt *o = opts; o->flag; o++)
 		printf(" [%s N]", o->flag);
 	printf("\n%s\n\noptions:\n", summary);
+	int width = 6; /* "--help" */
 	for (const struct app_opt *o = opts; o->flag; o++)
-		printf("  %-6s %s (default %ld; %ld to %ld)\n", o->flag, o->what, *o->value, o->min,
-		       o->max);
-	printf("  --help print this and exit\n");
+		if ((int)strlen(o->flag) > width)
+			width = (int)strlen(o->flag);
+	for (const struct app_opt *o = opts; o->flag; o++)
+		printf("  %-*s %s (default %ld; %ld to %ld)\n", width, o->flag, o->what, *o->value,
+		       o->min, o->max);
+	printf("  %-*s print this and exit\n", width, "--help");
 }
 
 void app_options(int argc, char **argv, const char *name, const char *summary,

@@ -1,11 +1,12 @@
 /*
  * Radix-2 complex FFT of n = 2^m points (seed 004 §3.2.6): a bit-reversal
  * permutation into a second array, then log2(n) butterfly stages, each
- * stage's butterflies block-partitioned over the nodes with a barrier after
- * it. The first stages stay inside a node's block; the last log2(nodes)
- * stages pair points owned by different nodes (all-to-all communication).
+ * stage's butterflies block-partitioned over the workers (nodes x threads)
+ * with a barrier after it. The first stages stay inside a worker's block; the
+ * last log2(workers) stages pair points owned by different workers
+ * (all-to-all communication, between nodes for the last log2(nodes)).
  * The sequential run performs the same operations, so results are identical.
- *   locus-fft [-m 16]
+ *   locus-fft [-m 16] [--threads 1]
  */
 #include <complex.h>
 #include <math.h>
@@ -51,10 +52,29 @@ static void stage(double complex *x, long h, long lo, long hi)
 	}
 }
 
+static double complex *in, *x;
+
+static void work(int worker, void *unused)
+{
+	(void)unused;
+	long lo, hi, blo, bhi;
+	app_block(n, worker, &lo, &hi);
+	app_block(n / 2, worker, &blo, &bhi);
+	permute(in, x, lo, hi);
+	locus_dsm_barrier();
+	for (long h = 1; h < n; h *= 2) {
+		/* Butterfly b of a stage touches points near 2b: partitioning the
+		   butterflies in blocks keeps early stages inside a worker's points. */
+		stage(x, h, blo, bhi);
+		locus_dsm_barrier();
+	}
+}
+
 int main(int argc, char **argv)
 {
 	long lm = 16;
-	const struct app_opt opts[] = {{"-m", "log2 of the points", &lm, 1, 40}, {0}};
+	const struct app_opt opts[] = {
+		{"-m", "log2 of the points", &lm, 1, 40}, APP_THREADS_OPT, {0}};
 	app_options(argc, argv, "fft",
 		    "Radix-2 complex FFT of 2^m points."
 		    "\n\n" APP_DSM_HELP,
@@ -63,22 +83,11 @@ int main(int argc, char **argv)
 	m = (int)lm;
 	n = 1L << m;
 	size_t bytes = app_bytes("the points", (size_t)n, sizeof(double complex), 1);
-	double complex *in = app_alloc(bytes), *x = app_alloc(bytes);
+	in = app_alloc(bytes);
+	x = app_alloc(bytes);
 	if (app.me == 0)
 		fill(in);
-	long lo, hi, blo, bhi;
-	app_block(n, app.me, &lo, &hi);
-	app_block(n / 2, app.me, &blo, &bhi);
-	app_clock_start();
-	permute(in, x, lo, hi);
-	locus_dsm_barrier();
-	for (long h = 1; h < n; h *= 2) {
-		/* Butterfly b of a stage touches points near 2b: partitioning the
-		   butterflies in blocks keeps early stages inside a node's points. */
-		stage(x, h, blo, bhi);
-		locus_dsm_barrier();
-	}
-	app_clock_stop();
+	app_parallel(work, NULL);
 	int ok = 1;
 	if (app.me == 0) {
 		double complex *sin_ = malloc(bytes), *sx = malloc(bytes);

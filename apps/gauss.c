@@ -1,13 +1,13 @@
 /*
  * Gauss-Seidel for A x = b (seed 004 §3.2.11), A dense and diagonally
- * dominant. Each node sweeps its block of x in place, reading the other
+ * dominant. Each worker (node x thread) sweeps its block of x in place, reading the other
  * blocks' newest values straight from shared memory as they are written —
  * the races the seed's Gauss has, legal under sequential consistency — and
  * publishes every new value at once. The iteration converges whatever the
  * interleaving, so the check is the residual and the distance to a
  * sequential Gauss-Seidel solution, not bit equality. A barrier ends every
  * iteration, so no node runs ahead on values that are many sweeps old.
- *   locus-gauss [-n 512] [-i 40]
+ *   locus-gauss [-n 512] [-i 40] [--threads 1]
  */
 #include <math.h>
 #include <stdio.h>
@@ -52,29 +52,40 @@ static double residual(const double *a, const double *b, const volatile double *
 	return worst;
 }
 
+static long n, iters;
+static double *a, *b;
+static volatile double *x;
+
+static void work(int worker, void *unused)
+{
+	(void)unused;
+	long lo, hi;
+	app_block(n, worker, &lo, &hi);
+	for (long it = 0; it < iters; it++) {
+		sweep(a, b, x, n, lo, hi);
+		locus_dsm_barrier();
+	}
+}
+
 int main(int argc, char **argv)
 {
-	long n = 512, iters = 40;
-	const struct app_opt opts[] = {
-		{"-n", "unknowns", &n, 1, 1000000}, {"-i", "sweeps", &iters, 1, 1000000}, {0}};
+	n = 512;
+	iters = 40;
+	const struct app_opt opts[] = {{"-n", "unknowns", &n, 1, 1000000},
+				       {"-i", "sweeps", &iters, 1, 1000000},
+				       APP_THREADS_OPT,
+				       {0}};
 	app_options(argc, argv, "gauss",
 		    "Gauss-Seidel for A x = b, A dense and diagonally dominant."
 		    "\n\n" APP_DSM_HELP,
 		    opts);
 	app_start(&argc, &argv, "gauss");
-	double *a = app_alloc(app_bytes("the matrix", (size_t)n, (size_t)n, sizeof(double)));
-	double *b = app_alloc((size_t)n * sizeof(double));
-	volatile double *x = app_alloc((size_t)n * sizeof(double));
+	a = app_alloc(app_bytes("the matrix", (size_t)n, (size_t)n, sizeof(double)));
+	b = app_alloc((size_t)n * sizeof(double));
+	x = app_alloc((size_t)n * sizeof(double));
 	if (app.me == 0)
 		fill(a, b, n);
-	long lo, hi;
-	app_block(n, app.me, &lo, &hi);
-	app_clock_start();
-	for (long it = 0; it < iters; it++) {
-		sweep(a, b, x, n, lo, hi);
-		locus_dsm_barrier();
-	}
-	app_clock_stop();
+	app_parallel(work, NULL);
 	int ok = 1;
 	if (app.me == 0) {
 		double *sa = malloc((size_t)(n * n) * sizeof(double));

@@ -1,9 +1,9 @@
 /*
  * Jacobi relaxation of the Laplace equation on an (n+2) x (n+2) grid with
  * fixed boundaries: every sweep computes a new grid from the old one, then the
- * two swap. Rows are block-partitioned; rows are not page-aligned, so the
+ * two swap. Rows are block-partitioned over nodes x threads; rows are not page-aligned, so the
  * pages at partition boundaries are falsely shared (seed 004 §3.2.10).
- *   locus-jacobi [-n 512] [-i 20]
+ *   locus-jacobi [-n 512] [-i 20] [--threads 1]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +12,27 @@
 #include "app.h"
 #include "grid.h"
 
+static long n, iters;
+static double *g[2];
+
+static void work(int worker, void *unused)
+{
+	(void)unused;
+	long lo, hi;
+	app_block(n, worker, &lo, &hi);
+	for (long it = 0; it < iters; it++) {
+		jacobi_rows(g[it & 1], g[(it + 1) & 1], n, lo + 1, hi + 1);
+		locus_dsm_barrier();
+	}
+}
+
 int main(int argc, char **argv)
 {
-	long n = 512, iters = 20;
+	n = 512;
+	iters = 20;
 	const struct app_opt opts[] = {{"-n", "grid points per side", &n, 1, 1000000},
 				       {"-i", "sweeps", &iters, 1, 1000000},
+				       APP_THREADS_OPT,
 				       {0}};
 	app_options(argc, argv, "jacobi",
 		    "Jacobi relaxation of the Laplace equation on an (n+2) x (n+2) grid."
@@ -25,19 +41,13 @@ int main(int argc, char **argv)
 	app_start(&argc, &argv, "jacobi");
 	long w = n + 2;
 	size_t bytes = app_bytes("the grid", (size_t)w, (size_t)w, sizeof(double));
-	double *g[2] = {app_alloc(bytes), app_alloc(bytes)};
+	g[0] = app_alloc(bytes);
+	g[1] = app_alloc(bytes);
 	if (app.me == 0) {
 		grid_init(g[0], n);
 		grid_init(g[1], n);
 	}
-	long lo, hi;
-	app_block(n, app.me, &lo, &hi);
-	app_clock_start();
-	for (long it = 0; it < iters; it++) {
-		jacobi_rows(g[it & 1], g[(it + 1) & 1], n, lo + 1, hi + 1);
-		locus_dsm_barrier();
-	}
-	app_clock_stop();
+	app_parallel(work, NULL);
 	int ok = 1;
 	if (app.me == 0) {
 		double *s[2] = {malloc((size_t)(w * w) * sizeof(double)),

@@ -1,10 +1,11 @@
 /*
  * Blocked LU factorization without pivoting of a diagonally dominant n x n
  * matrix (seed 004 §3.2.3): the matrix is an nb x nb array of B x B blocks,
- * each contiguous and page-aligned, owned by nodes in a 2-D scatter. Step k:
+ * each contiguous and page-aligned, owned by workers (nodes x threads) in a
+ * 2-D scatter. Step k:
  * factor the diagonal block; solve the row and column panels; update the
  * trailing blocks; a barrier after each phase.
- *   locus-lu [-n 256] [-b 32]
+ *   locus-lu [-n 256] [-b 32] [--threads 1]
  */
 #include <math.h>
 #include <stdio.h>
@@ -23,9 +24,9 @@ static double *blk(double *m, long bi, long bj)
 static int owner(long bi, long bj)
 {
 	int pr = 1;
-	while ((pr * 2) * (pr * 2) <= app.nodes)
+	while ((pr * 2) * (pr * 2) <= app.workers)
 		pr *= 2;
-	int pc = app.nodes / pr;
+	int pc = app.workers / pr;
 	return (int)((bi % pr) * pc + (bj % pc));
 }
 
@@ -80,29 +81,37 @@ static void update(const double *l, const double *u, double *a)
 		}
 }
 
-/* One node's share of LU; all = 1 does every block (the sequential run). */
-static void lu(double *m, int all)
+/* One worker's share of LU; all = 1 does every block (the sequential run). */
+static void lu(double *m, int all, int me)
 {
 	for (long k = 0; k < nb; k++) {
-		if (all || owner(k, k) == app.me)
+		if (all || owner(k, k) == me)
 			factor_diag(blk(m, k, k));
 		if (!all)
 			locus_dsm_barrier();
 		for (long j = k + 1; j < nb; j++) {
-			if (all || owner(k, j) == app.me)
+			if (all || owner(k, j) == me)
 				solve_row(blk(m, k, k), blk(m, k, j));
-			if (all || owner(j, k) == app.me)
+			if (all || owner(j, k) == me)
 				solve_col(blk(m, k, k), blk(m, j, k));
 		}
 		if (!all)
 			locus_dsm_barrier();
 		for (long i = k + 1; i < nb; i++)
 			for (long j = k + 1; j < nb; j++)
-				if (all || owner(i, j) == app.me)
+				if (all || owner(i, j) == me)
 					update(blk(m, i, k), blk(m, k, j), blk(m, i, j));
 		if (!all)
 			locus_dsm_barrier();
 	}
+}
+
+static double *shared_m;
+
+static void work(int worker, void *unused)
+{
+	(void)unused;
+	lu(shared_m, 0, worker);
 }
 
 int main(int argc, char **argv)
@@ -112,6 +121,7 @@ int main(int argc, char **argv)
 	const struct app_opt opts[] = {
 		{"-n", "rows and columns of the matrix", &n, 1, 1000000},
 		{"-b", "rows and columns of a block (divides -n)", &bs, 1, 1000000},
+		APP_THREADS_OPT,
 		{0}};
 	app_options(argc, argv, "lu",
 		    "Blocked LU factorization of an n x n matrix."
@@ -127,17 +137,15 @@ int main(int argc, char **argv)
 	app_start(&argc, &argv, "lu");
 	nb = n / bs;
 	size_t bytes = app_bytes("the matrix", (size_t)n, (size_t)n, sizeof(double));
-	double *m = app_alloc(bytes);
+	double *m = shared_m = app_alloc(bytes);
 	if (app.me == 0)
 		fill(m);
-	app_clock_start();
-	lu(m, 0);
-	app_clock_stop();
+	app_parallel(work, NULL);
 	int ok = 1;
 	if (app.me == 0) {
 		double *s = malloc(bytes);
 		fill(s);
-		lu(s, 1);
+		lu(s, 1, 0);
 		ok = memcmp(s, m, bytes) == 0;
 		free(s);
 	}

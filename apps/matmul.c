@@ -2,7 +2,7 @@
  * C = A x B for n x n doubles, rows of C block-partitioned (seed 004 §3.2.9):
  * every node reads all of B (read replication) and its rows of A, and writes
  * its rows of C, whose edges share pages with the neighbours' rows.
- *   locus-matmul [-n 256]
+ *   locus-matmul [-n 256] [--threads 1]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,27 +30,36 @@ static void multiply(const double *a, const double *b, double *c, long n, long r
 	}
 }
 
+static long n;
+static double *a, *b, *c;
+
+static void work(int worker, void *unused)
+{
+	(void)unused;
+	long lo, hi;
+	app_block(n, worker, &lo, &hi);
+	multiply(a, b, c, n, lo, hi);
+}
+
 int main(int argc, char **argv)
 {
-	long n = 256;
-	const struct app_opt opts[] = {{"-n", "rows and columns of the matrices", &n, 1, 1000000},
-				       {0}};
+	n = 256;
+	const struct app_opt opts[] = {
+		{"-n", "rows and columns of the matrices", &n, 1, 1000000}, APP_THREADS_OPT, {0}};
 	app_options(argc, argv, "matmul",
 		    "C = A x B for n x n matrices of doubles."
 		    "\n\n" APP_DSM_HELP,
 		    opts);
 	app_start(&argc, &argv, "matmul");
 	size_t bytes = app_bytes("a matrix", (size_t)n, (size_t)n, sizeof(double));
-	double *a = app_alloc(bytes), *b = app_alloc(bytes), *c = app_alloc(bytes);
+	a = app_alloc(bytes);
+	b = app_alloc(bytes);
+	c = app_alloc(bytes);
 	if (app.me == 0) {
 		fill(a, n, 1);
 		fill(b, n, 2);
 	}
-	long lo, hi;
-	app_block(n, app.me, &lo, &hi);
-	app_clock_start();
-	multiply(a, b, c, n, lo, hi);
-	app_clock_stop();
+	app_parallel(work, NULL);
 	int ok = 1;
 	if (app.me == 0) {
 		double *sa = calloc(1, bytes), *sb = calloc(1, bytes), *sc = calloc(1, bytes);

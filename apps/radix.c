@@ -1,14 +1,15 @@
 /*
- * Radix sort of n integer keys, 8 bits per pass (seed 004 §3.2.8): each node
- * histograms its block of keys into a shared histogram row, a barrier, then
- * each node computes where its keys of every digit go and writes them into
+ * Radix sort of n integer keys, 8 bits per pass (seed 004 §3.2.8): each
+ * worker (node x thread) histograms its block of keys into a shared histogram
+ * row, a barrier, then each worker computes where its keys of every digit go
+ * and writes them into
  * the destination array. Keys are first grouped by digit in private memory
  * and written as one run per digit: key-by-key scattering makes every page
  * of the destination ping-pong between all nodes for every key (minutes
  * instead of seconds here); the runs still share pages at their ends, the
  * false sharing radix is known for. The check: sorted, and the same
  * multiset as a sequential sort of the same keys.
- *   locus-radix [-n 262144] [-bits 24]
+ *   locus-radix [-n 262144] [-bits 24] [--threads 1]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,39 +34,33 @@ static void fill(uint32_t *k, long n, int bits)
 	}
 }
 
-int main(int argc, char **argv)
+static long n;
+static int passes;
+static uint32_t *keys[2];
+static uint64_t *hist; /* [worker][RADIX] */
+
+static void work(int me, void *unused)
 {
-	long n = 262144, lbits = 24;
-	const struct app_opt opts[] = {
-		{"-n", "keys", &n, 1, 1L << 40}, {"-bits", "bits of a key", &lbits, 1, 32}, {0}};
-	app_options(argc, argv, "radix",
-		    "Radix sort of n integer keys, 8 bits per pass."
-		    "\n\n" APP_DSM_HELP,
-		    opts);
-	app_start(&argc, &argv, "radix");
-	int bits = (int)lbits;
-	int passes = (bits + 7) / 8;
-	size_t kbytes = app_bytes("the keys", (size_t)n, 4, 1);
-	uint32_t *keys[2] = {app_alloc(kbytes), app_alloc(kbytes)};
-	uint64_t *hist = app_alloc((size_t)app.nodes * RADIX * sizeof(uint64_t));
-	if (app.me == 0)
-		fill(keys[0], n, bits);
+	(void)unused;
 	long lo, hi;
-	app_block(n, app.me, &lo, &hi);
+	app_block(n, me, &lo, &hi);
 	uint32_t *grouped = malloc((size_t)(hi - lo + 1) * 4);
-	app_clock_start();
+	if (!grouped) {
+		fprintf(stderr, "locus-radix: no memory for %ld keys\n", hi - lo);
+		exit(1);
+	}
 	for (int p = 0; p < passes; p++) {
 		uint32_t *src = keys[p & 1], *dst = keys[(p + 1) & 1];
 		int shift = 8 * p;
 		uint64_t local[RADIX] = {0};
 		for (long i = lo; i < hi; i++)
 			local[(src[i] >> shift) & (RADIX - 1)]++;
-		memcpy(&hist[app.me * RADIX], local, sizeof(local));
+		memcpy(&hist[me * RADIX], local, sizeof(local));
 		locus_dsm_barrier();
 		uint64_t pos[RADIX], at = 0;
 		for (int d = 0; d < RADIX; d++) {
-			for (int q = 0; q < app.nodes; q++) {
-				if (q == app.me)
+			for (int q = 0; q < app.workers; q++) {
+				if (q == me)
 					pos[d] = at;
 				at += hist[q * RADIX + d];
 			}
@@ -83,7 +78,31 @@ int main(int argc, char **argv)
 		}
 		locus_dsm_barrier();
 	}
-	app_clock_stop();
+	free(grouped);
+}
+
+int main(int argc, char **argv)
+{
+	n = 262144;
+	long lbits = 24;
+	const struct app_opt opts[] = {{"-n", "keys", &n, 1, 1L << 40},
+				       {"-bits", "bits of a key", &lbits, 1, 32},
+				       APP_THREADS_OPT,
+				       {0}};
+	app_options(argc, argv, "radix",
+		    "Radix sort of n integer keys, 8 bits per pass."
+		    "\n\n" APP_DSM_HELP,
+		    opts);
+	app_start(&argc, &argv, "radix");
+	int bits = (int)lbits;
+	passes = (bits + 7) / 8;
+	size_t kbytes = app_bytes("the keys", (size_t)n, 4, 1);
+	keys[0] = app_alloc(kbytes);
+	keys[1] = app_alloc(kbytes);
+	hist = app_alloc((size_t)app.workers * RADIX * sizeof(uint64_t));
+	if (app.me == 0)
+		fill(keys[0], n, bits);
+	app_parallel(work, NULL);
 	int ok = 1;
 	if (app.me == 0) {
 		uint32_t *s = malloc((size_t)n * 4);
@@ -92,7 +111,6 @@ int main(int argc, char **argv)
 		ok = memcmp(s, keys[passes & 1], (size_t)n * 4) == 0;
 		free(s);
 	}
-	free(grouped);
 	char params[64];
 	snprintf(params, sizeof(params), "keys=%ld bits=%d", n, bits);
 	return app_finish(ok, params);

@@ -2,7 +2,7 @@
  * Red-black successive over-relaxation (the TreadMarks SOR of seed 001): each
  * sweep updates the red points (i + j even) from their black neighbours, then
  * the black ones from the new red ones, in place, with a barrier between.
- *   locus-sor [-n 512] [-i 20]
+ *   locus-sor [-n 512] [-i 20] [--threads 1]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +23,28 @@ static void sor_rows(double *g, long n, long r0, long r1, int colour)
 		}
 }
 
+static long n, iters;
+static double *g;
+
+static void work(int worker, void *unused)
+{
+	(void)unused;
+	long lo, hi;
+	app_block(n, worker, &lo, &hi);
+	for (long it = 0; it < iters; it++)
+		for (int colour = 0; colour < 2; colour++) {
+			sor_rows(g, n, lo + 1, hi + 1, colour);
+			locus_dsm_barrier();
+		}
+}
+
 int main(int argc, char **argv)
 {
-	long n = 512, iters = 20;
+	n = 512;
+	iters = 20;
 	const struct app_opt opts[] = {{"-n", "grid points per side", &n, 1, 1000000},
 				       {"-i", "red-black sweeps", &iters, 1, 1000000},
+				       APP_THREADS_OPT,
 				       {0}};
 	app_options(argc, argv, "sor",
 		    "Red-black successive over-relaxation on an (n+2) x (n+2) grid."
@@ -35,18 +52,10 @@ int main(int argc, char **argv)
 		    opts);
 	app_start(&argc, &argv, "sor");
 	long w = n + 2;
-	double *g = app_alloc(app_bytes("the grid", (size_t)w, (size_t)w, sizeof(double)));
+	g = app_alloc(app_bytes("the grid", (size_t)w, (size_t)w, sizeof(double)));
 	if (app.me == 0)
 		grid_init(g, n);
-	long lo, hi;
-	app_block(n, app.me, &lo, &hi);
-	app_clock_start();
-	for (long it = 0; it < iters; it++)
-		for (int colour = 0; colour < 2; colour++) {
-			sor_rows(g, n, lo + 1, hi + 1, colour);
-			locus_dsm_barrier();
-		}
-	app_clock_stop();
+	app_parallel(work, NULL);
 	int ok = 1;
 	if (app.me == 0) {
 		double *s = malloc((size_t)(w * w) * sizeof(double));

@@ -1,12 +1,13 @@
 /*
  * An O(n^2) molecular-dynamics kernel in the manner of SPLASH-2 Water-Nsquared
- * (seed 004 §3.2.1): molecules block-partitioned over the nodes; each step
- * every node computes the pair forces of its molecules with all later ones
- * (Newton's third law: each pair once), adds the contributions to every
- * node's molecules under that node's lock (the migratory, lock-protected
- * updates of the original), then moves its own molecules. Force sums arrive
- * in a timing-dependent order, so the check allows rounding differences.
- *   locus-water [-n 512] [-s 3]
+ * (seed 004 §3.2.1): molecules block-partitioned over the workers (nodes x
+ * threads); each step every worker computes the pair forces of its molecules
+ * with all later ones (Newton's third law: each pair once) into a private
+ * array, adds the contributions to every worker's molecules under that
+ * worker's lock (the migratory, lock-protected updates of the original), then
+ * moves its own molecules. Force sums arrive in a timing-dependent order, so
+ * the check allows rounding differences.
+ *   locus-water [-n 512] [-s 3] [--threads 1]
  */
 #include <math.h>
 #include <stdio.h>
@@ -62,32 +63,27 @@ static void move(struct mol *m, long lo, long hi)
 		}
 }
 
-int main(int argc, char **argv)
+static long n, steps;
+static struct mol *m;
+
+static void work(int me, void *unused)
 {
-	long n = 512, steps = 3;
-	const struct app_opt opts[] = {{"-n", "molecules", &n, 1, 10000000},
-				       {"-s", "time steps", &steps, 1, 1000000},
-				       {0}};
-	app_options(argc, argv, "water",
-		    "An O(n^2) molecular-dynamics kernel (Water-Nsquared)."
-		    "\n\n" APP_DSM_HELP,
-		    opts);
-	app_start(&argc, &argv, "water");
-	struct mol *m = app_alloc(app_bytes("the molecules", (size_t)n, sizeof(struct mol), 1));
+	(void)unused;
 	double(*f)[3] = malloc((size_t)n * sizeof(*f));
-	if (app.me == 0)
-		fill(m, n);
+	if (!f) {
+		fprintf(stderr, "locus-water: no memory for %ld forces\n", n);
+		exit(1);
+	}
 	long lo, hi;
-	app_block(n, app.me, &lo, &hi);
-	app_clock_start();
+	app_block(n, me, &lo, &hi);
 	for (long s = 0; s < steps; s++) {
 		for (long i = lo; i < hi; i++)
 			memset(m[i].force, 0, sizeof(m[i].force));
 		memset(f, 0, (size_t)n * sizeof(*f));
 		locus_dsm_barrier();
 		forces(m, n, lo, hi, f);
-		for (int q = 0; q < app.nodes; q++) {
-			int owner = (app.me + q) % app.nodes; /* start at different locks */
+		for (int q = 0; q < app.workers; q++) {
+			int owner = (me + q) % app.workers; /* start at different locks */
 			long qlo, qhi;
 			app_block(n, owner, &qlo, &qhi);
 			locus_dsm_lock((uint32_t)owner);
@@ -100,10 +96,30 @@ int main(int argc, char **argv)
 		move(m, lo, hi);
 		locus_dsm_barrier();
 	}
-	app_clock_stop();
+	free(f);
+}
+
+int main(int argc, char **argv)
+{
+	n = 512;
+	steps = 3;
+	const struct app_opt opts[] = {{"-n", "molecules", &n, 1, 10000000},
+				       {"-s", "time steps", &steps, 1, 1000000},
+				       APP_THREADS_OPT,
+				       {0}};
+	app_options(argc, argv, "water",
+		    "An O(n^2) molecular-dynamics kernel (Water-Nsquared)."
+		    "\n\n" APP_DSM_HELP,
+		    opts);
+	app_start(&argc, &argv, "water");
+	m = app_alloc(app_bytes("the molecules", (size_t)n, sizeof(struct mol), 1));
+	if (app.me == 0)
+		fill(m, n);
+	app_parallel(work, NULL);
 	int ok = 1;
 	if (app.me == 0) {
 		struct mol *sm = malloc((size_t)n * sizeof(struct mol));
+		double(*f)[3] = malloc((size_t)n * sizeof(*f));
 		fill(sm, n);
 		for (long s = 0; s < steps; s++) {
 			memset(f, 0, (size_t)n * sizeof(*f));
@@ -124,8 +140,8 @@ int main(int argc, char **argv)
 		if (!ok)
 			printf("locus-water: worst relative position error %g\n", worst);
 		free(sm);
+		free(f);
 	}
-	free(f);
 	char params[64];
 	snprintf(params, sizeof(params), "molecules=%ld steps=%ld", n, steps);
 	return app_finish(ok, params);

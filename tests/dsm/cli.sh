@@ -44,6 +44,11 @@ for app in jacobi sor gauss matmul lu fft radix water mpi-jacobi; do
 	else
 		expect 2 "$flag 2147483646" "$MPIEXEC" -n 2 "$bin" "$flag" 2147483646
 	fi
+	if [ "$app" != mpi-jacobi ]; then
+		for bad in 0 -1 65 abc; do
+			expect 2 "--threads $bad" "$MPIEXEC" -n 2 "$bin" --threads "$bad"
+		done
+	fi
 	expect 2 "unknown option '-bogus'" "$MPIEXEC" -n 2 "$bin" -bogus 3
 	expect 2 "$flag needs a value" "$bin" "$flag"
 	expect 2 "unknown option 'stray'" "$bin" stray
@@ -56,12 +61,14 @@ expect 2 "LOCUS_DSM_SIZE" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 100000
 for v in -1 0 abc 99999999999999999999 16t 1x; do
 	expect 1 "LOCUS_DSM_SIZE=$v" env LOCUS_DSM_SIZE="$v" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
-for var in LOCUS_DSM_DELAY_US LOCUS_DSM_PEER_TIMEOUT_S LOCUS_DSM_DELTA_US; do
+for var in LOCUS_DSM_DELAY_US LOCUS_DSM_PEER_TIMEOUT_S LOCUS_DSM_DELTA_US LOCUS_DSM_LOCK_HANDOFF; do
 	expect 1 "$var=-5" env "$var=-5" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+	expect 1 "$var=99999999999" env "$var=99999999999" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
 expect 1 "LOCUS_DSM_PROTOCOL" env LOCUS_DSM_PROTOCOL=nosuch "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 expect 1 "LOCUS_DSM_SIZE differs between nodes" "$MPIEXEC" -n 1 -env LOCUS_DSM_SIZE 64m \
 	"$APPS/locus-jacobi" -n 16 -i 1 : -n 1 -env LOCUS_DSM_SIZE 128m "$APPS/locus-jacobi" -n 16 -i 1
 # ... and the same values on every node still run.
 expect 0 "verification passed" env LOCUS_DSM_SIZE=64m "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+expect 0 "2 nodes x 3 threads" "$MPIEXEC" -n 2 "$APPS/locus-water" -n 64 -s 1 --threads 3
 exit $fail
