@@ -50,9 +50,11 @@ uint64_t dsm_team_resume(uint64_t now)
 	uint64_t w = faa_relaxed(&dsm.team_word, 1);
 	if (w & TEAM_RUN_MASK)
 		return 0;
+	/* now was read before the add: the thread that stopped last may have
+	   stamped a later time, and then the node was not stalled at all. */
 	uint64_t since = w >> TEAM_RUN_BITS;
 	uint64_t at = (now - dsm.t0_ns) & (UINT64_MAX >> TEAM_RUN_BITS);
-	return (at - since) & (UINT64_MAX >> TEAM_RUN_BITS);
+	return at > since ? at - since : 0;
 }
 
 void dsm_stall_begin(struct dsm_stall *s, int kind)

@@ -1,15 +1,22 @@
 /*
  * The time breakdown's invariants, on any number of nodes:
- *   dsm_breakdown [ROUNDS]
+ *   dsm_breakdown [ROUNDS [THREADS]]
  * Each round computes on private data (CPU only), writes this node's word of
- * a shared page (faults) and meets the others in a barrier. The statistics
+ * a shared page (faults) and meets the others in a barrier; with THREADS,
+ * a team of that many threads per node does the rounds, each thread a share
+ * of the computation and a word of its own. The statistics
  * are reset before the rounds and frozen after them; every node then checks
  * its own breakdown:
  *   - every component >= 0, and busy > 0 (the compute loop ran);
  *   - busy + fault + sync + overhead <= total + tolerance, i.e. other >= -tolerance;
+ *     with threads, busy (summed over threads) <= total x the CPUs they can
+ *     use, and fault + sync + overhead <= total;
  *   - total is the interval between reset and freeze (same as the phase's
  *     own clock, within the tolerance), and frozen values no longer move;
- *   - the counters start at the reset: barriers == ROUNDS.
+ *   - the counters start at the reset: barriers == ROUNDS;
+ *   - with threads: the node's stalls (fault + sync) fit inside the threads'
+ *     stalls (each stall of the node ends with one thread's), and every
+ *     thread's barrier call is counted.
  * No bound on speed: the tolerance only absorbs clock-read skew and
  * communication work overlapping computation on another CPU.
  */
@@ -17,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "locus/dsm.h"
 
@@ -38,22 +46,44 @@ static double compute(long n)
 	return x;
 }
 
+static long rounds;
+static int me, team;
+static volatile uint64_t *shared;
+static volatile double sink;
+
+static void run(int t, void *unused)
+{
+	(void)unused;
+	double x = 0;
+	for (long r = 0; r < rounds; r++) {
+		x += compute(8000000 / team);
+		shared[me * team + t] += 1;
+		locus_dsm_barrier();
+	}
+	if (t == 0)
+		sink = x;
+}
+
 int main(int argc, char **argv)
 {
-	long rounds = argc > 1 ? atol(argv[1]) : 5;
+	rounds = argc > 1 ? atol(argv[1]) : 5;
+	team = argc > 2 ? atoi(argv[2]) : 1;
+	if (rounds < 1 || team < 1 || team > 64) {
+		fprintf(stderr, "usage: dsm_breakdown [ROUNDS >= 1 [THREADS 1..64]]\n");
+		return 2;
+	}
 	if (locus_dsm_init(&argc, &argv) != 0)
 		return 1;
-	int me = locus_dsm_node(), nodes = locus_dsm_nodes();
-	volatile uint64_t *shared = locus_dsm_alloc(4096);
-	volatile double sink = 0;
+	me = locus_dsm_node();
+	int nodes = locus_dsm_nodes();
+	shared = locus_dsm_alloc(4096);
 
 	locus_dsm_stats_reset();
 	double t0 = locus_dsm_now();
-	for (long r = 0; r < rounds; r++) {
-		sink += compute(8000000);
-		shared[me] += 1;
-		locus_dsm_barrier();
-	}
+	if (team == 1)
+		run(0, NULL);
+	else if (locus_dsm_parallel(team, run, NULL) != 0)
+		return 1;
 	double phase = locus_dsm_now() - t0;
 	locus_dsm_stats_freeze();
 
@@ -77,8 +107,20 @@ int main(int argc, char **argv)
 	check(me, s.comm_cpu_s >= s.overhead_s + s.overhead_in_stall_s - tol,
 	      "communication thread CPU >= its handling work", s.comm_cpu_s,
 	      s.overhead_s + s.overhead_in_stall_s);
-	check(me, sum <= s.total_s + tol, "components sum <= total", sum, s.total_s);
-	check(me, s.other_s >= -tol, "other >= -tolerance", s.other_s, -tol);
+	if (team == 1) {
+		check(me, sum <= s.total_s + tol, "components sum <= total", sum, s.total_s);
+		check(me, s.other_s >= -tol, "other >= -tolerance", s.other_s, -tol);
+	} else {
+		/* busy is CPU time summed over threads: on several CPUs at once it
+		   may pass the wall time, never the CPUs' capacity. */
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		double width = (double)(cpus < team ? cpus : team);
+		check(me, s.busy_s <= s.total_s * width + tol, "busy <= total x CPUs usable",
+		      s.busy_s, s.total_s * width);
+		check(me, s.fault_s + s.sync_s + s.overhead_s <= s.total_s + tol,
+		      "stalls and overhead <= total", s.fault_s + s.sync_s + s.overhead_s,
+		      s.total_s);
+	}
 	check(me, s.other_s - (s.total_s - sum) < 1e-9 && s.total_s - sum - s.other_s < 1e-9,
 	      "other == total - components", s.other_s, s.total_s - sum);
 	check(me, s.total_s <= phase + tol && phase <= s.total_s + tol,
@@ -87,6 +129,13 @@ int main(int argc, char **argv)
 	      s.total_s);
 	check(me, s.barriers == (uint64_t)rounds, "barriers counted from the reset",
 	      (double)s.barriers, (double)rounds);
+	check(me, s.threads == (uint64_t)team, "threads", (double)s.threads, team);
+	check(me, s.barrier_waits == (uint64_t)(rounds * team), "every thread's barrier counted",
+	      (double)s.barrier_waits, (double)(rounds * team));
+	check(me, s.fault_s + s.sync_s <= s.stall_s + tol, "node stalls inside thread stalls",
+	      s.fault_s + s.sync_s, s.stall_s);
+	check(me, s.stalls >= s.barrier_waits && s.run_s >= 0 && s.stall_s >= 0,
+	      "stall and run counts", (double)s.stalls, (double)s.barrier_waits);
 	if (nodes > 1)
 		check(me,
 		      s.faults[LOCUS_DSM_FAULT_READ] + s.faults[LOCUS_DSM_FAULT_WRITE] +
