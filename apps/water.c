@@ -3,13 +3,22 @@
  * (seed 004 §3.2.1): molecules block-partitioned over the workers (nodes x
  * threads); each step every worker computes the pair forces of its molecules
  * with all later ones (Newton's third law: each pair once) into a private
- * array, adds the contributions to every worker's molecules under that
- * worker's lock (the migratory, lock-protected updates of the original), then
- * moves its own molecules. Force sums arrive in a timing-dependent order, so
- * the check allows rounding differences.
+ * array, then every node adds its threads' contributions to every node's
+ * molecules under that node's lock (the migratory, lock-protected updates of
+ * the original), and every worker moves its own molecules.
+ *
+ * With several threads per node (seed 001 §4.2), the contributions stay in
+ * the node until the threads have all computed theirs and one lock per
+ * owning node is taken per node and step, as with one thread; the node's
+ * threads share those lock rounds out, so their waits overlap. Each thread
+ * also starts its inner loop at a different distance, so that threads of one
+ * node fault on different pages at a time instead of queueing for the same
+ * one. Force sums arrive in a timing-dependent order, so the check allows
+ * rounding differences.
  *   locus-water [-n 512] [-s 3] [--threads 1]
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,11 +44,14 @@ static void fill(struct mol *m, long n)
 	}
 }
 
-/* Pair forces of molecules [lo, hi) with every later one, into f[n][3]. */
-static void forces(const struct mol *m, long n, long lo, long hi, double (*f)[3])
+/* Pair forces of molecules [lo, hi) with every later one, into f[n][3]; the
+   later ones are visited from a point `rot` (0..1) of the way along, wrapping. */
+static void forces(const struct mol *m, long n, long lo, long hi, double rot, double (*f)[3])
 {
-	for (long i = lo; i < hi; i++)
-		for (long j = i + 1; j < n; j++) {
+	for (long i = lo; i < hi; i++) {
+		long later = n - i - 1, start = (long)(rot * (double)later);
+		for (long c = 0; c < later; c++) {
+			long j = i + 1 + (start + c) % later;
 			double d[3], r2 = 0;
 			for (int k = 0; k < 3; k++) {
 				d[k] = m[i].pos[k] - m[j].pos[k];
@@ -52,6 +64,7 @@ static void forces(const struct mol *m, long n, long lo, long hi, double (*f)[3]
 				f[j][k] -= s * d[k];
 			}
 		}
+	}
 }
 
 static void move(struct mol *m, long lo, long hi)
@@ -65,15 +78,14 @@ static void move(struct mol *m, long lo, long hi)
 
 static long n, steps;
 static struct mol *m;
+static double (**fpriv)[3];	   /* this node's threads' private forces */
+static pthread_barrier_t node_bar; /* this node's threads */
 
 static void work(int me, void *unused)
 {
 	(void)unused;
-	double(*f)[3] = malloc((size_t)n * sizeof(*f));
-	if (!f) {
-		fprintf(stderr, "locus-water: no memory for %ld forces\n", n);
-		exit(1);
-	}
+	int t = me % (int)app.threads, T = (int)app.threads;
+	double(*f)[3] = fpriv[t];
 	long lo, hi;
 	app_block(n, me, &lo, &hi);
 	for (long s = 0; s < steps; s++) {
@@ -81,22 +93,28 @@ static void work(int me, void *unused)
 			memset(m[i].force, 0, sizeof(m[i].force));
 		memset(f, 0, (size_t)n * sizeof(*f));
 		locus_dsm_barrier();
-		forces(m, n, lo, hi, f);
-		for (int q = 0; q < app.workers; q++) {
-			int owner = (me + q) % app.workers; /* start at different locks */
-			long qlo, qhi;
-			app_block(n, owner, &qlo, &qhi);
+		forces(m, n, lo, hi, (double)t / T, f);
+		pthread_barrier_wait(&node_bar); /* every thread's f is complete */
+		/* Lock rounds: owner node (me + k) % nodes for k = t, t + T, ... */
+		for (int k = t; k < app.nodes; k += T) {
+			int owner = (app.me + k) % app.nodes; /* start at different locks */
+			long qlo, qhi, unused_hi;
+			app_block(n, owner * T, &qlo, &unused_hi);
+			app_block(n, owner * T + T - 1, &unused_hi, &qhi);
 			locus_dsm_lock((uint32_t)owner);
 			for (long i = qlo; i < qhi; i++)
-				for (int k = 0; k < 3; k++)
-					m[i].force[k] += f[i][k];
+				for (int k3 = 0; k3 < 3; k3++) {
+					double sum = 0;
+					for (int u = 0; u < T; u++)
+						sum += fpriv[u][i][k3];
+					m[i].force[k3] += sum;
+				}
 			locus_dsm_unlock((uint32_t)owner);
 		}
 		locus_dsm_barrier();
 		move(m, lo, hi);
 		locus_dsm_barrier();
 	}
-	free(f);
 }
 
 int main(int argc, char **argv)
@@ -115,7 +133,20 @@ int main(int argc, char **argv)
 	m = app_alloc(app_bytes("the molecules", (size_t)n, sizeof(struct mol), 1));
 	if (app.me == 0)
 		fill(m, n);
+	fpriv = calloc((size_t)app.threads, sizeof(*fpriv));
+	for (long t = 0; fpriv && t < app.threads; t++)
+		if (!(fpriv[t] = malloc((size_t)n * sizeof(**fpriv))))
+			fpriv = NULL;
+	if (!fpriv) {
+		fprintf(stderr, "locus-water: no memory for %ld x %ld forces\n", app.threads, n);
+		exit(1);
+	}
+	pthread_barrier_init(&node_bar, NULL, (unsigned)app.threads);
 	app_parallel(work, NULL);
+	pthread_barrier_destroy(&node_bar);
+	for (long t = 0; t < app.threads; t++)
+		free(fpriv[t]);
+	free(fpriv);
 	int ok = 1;
 	if (app.me == 0) {
 		struct mol *sm = malloc((size_t)n * sizeof(struct mol));
@@ -123,7 +154,7 @@ int main(int argc, char **argv)
 		fill(sm, n);
 		for (long s = 0; s < steps; s++) {
 			memset(f, 0, (size_t)n * sizeof(*f));
-			forces(sm, n, 0, n, f);
+			forces(sm, n, 0, n, 0, f);
 			for (long i = 0; i < n; i++)
 				memcpy(sm[i].force, f[i], sizeof(f[i]));
 			move(sm, 0, n);
