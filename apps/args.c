@@ -31,11 +31,13 @@ __attribute__((format(printf, 2, 3), noreturn)) static void refuse(const char *n
 	exit(2);
 }
 
+const char *app_launcher = "mpiexec -n NODES ";
+
 static void usage(const char *name, const char *summary, const struct app_opt *opts)
 {
 	if (!app_first_node())
 		return;
-	printf("usage: mpiexec -n NODES locus-%s", name);
+	printf("usage: %slocus-%s", app_launcher, name);
 	for (const struct app_opt *o = opts; o->flag; o++)
 		printf(" [%s N]", o->flag);
 	printf("\n%s\n\noptions:\n", summary);

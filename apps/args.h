@@ -31,6 +31,10 @@ struct app_opt {
 void app_options(int argc, char **argv, const char *name, const char *summary,
 		 const struct app_opt *opts);
 
+/* What --help puts before the program's name ("mpiexec -n NODES "; "" for a
+   program that needs no MPI). */
+extern const char *app_launcher;
+
 /* Is this node 0 of an mpiexec run (MPICH's launchers set PMI_RANK), or a run without one? */
 int app_first_node(void);
 

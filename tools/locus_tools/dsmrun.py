@@ -1,0 +1,65 @@
+"""Running one locus-dsm application under mpiexec and reading what it prints.
+
+An application prints a JSON result line ({"app": ..., "time_s": ..., "ok": ...})
+and, with LOCUS_DSM_STATS=json, one JSON line of statistics per node
+({"dsm_node": ...}). run() returns one record: the result, every node's
+statistics, the node averages of the time breakdown and the sums of the counts.
+"""
+
+import json
+import os
+import subprocess
+import time
+
+PARTS = ["busy_s", "fault_s", "sync_s", "overhead_s", "other_s"]
+AVERAGED = PARTS + ["total_s", "overhead_in_stall_s", "comm_cpu_s"]
+
+
+def run(build, app, args, nodes, env=None, timeout=600):
+    """Run locus-<app> on `nodes` nodes with `args` and extra environment `env`."""
+    exe = os.path.join(build, "apps", "locus-" + app)
+    full_env = dict(os.environ, LOCUS_DSM_STATS="json")
+    full_env.update(env or {})
+    cmd = ["mpiexec", "-n", str(nodes), exe] + list(args)
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=timeout)
+        out, rc, err = p.stdout, p.returncode, p.stderr
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc, err = -1, f"timed out after {timeout} s"
+    rec = {"app": app, "args": list(args), "nodes": nodes, "env": dict(env or {}), "rc": rc,
+           "wall_s": time.time() - t0, "ok": False, "time_s": None, "stats": [],
+           "stderr": err[-2000:] if rc else ""}
+    for line in out.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if "dsm_node" in obj:
+            rec["stats"].append(obj)
+        elif "app" in obj:
+            rec["ok"] = bool(obj.get("ok")) and rc == 0
+            rec["time_s"] = obj.get("time_s")
+            rec["params"] = obj.get("params")
+            rec["threads"] = obj.get("threads", 1)
+    if rec["stats"]:
+        n = len(rec["stats"])
+        for k in AVERAGED:
+            rec[k] = sum(s.get(k, 0) for s in rec["stats"]) / n
+        counted = set()
+        for s in rec["stats"]:
+            counted.update(k for k, v in s.items()
+                           if k not in AVERAGED and k != "dsm_node" and isinstance(v, (int, float)))
+        for k in counted:
+            rec["sum_" + k] = sum(s.get(k, 0) for s in rec["stats"])
+    return rec
+
+
+def per(rec, seconds_key, count_key):
+    """Microseconds per event, over every node: sum of seconds / sum of counts (0 if none)."""
+    n = rec.get("sum_" + count_key, 0)
+    return rec.get("sum_" + seconds_key, 0) / n * 1e6 if n else 0.0
