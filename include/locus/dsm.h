@@ -141,6 +141,7 @@ typedef struct locus_dsm_stats {
 	uint64_t lock_handoffs; /* locks passed between threads of this node */
 	uint64_t barrier_waits; /* threads' barrier calls */
 	double barrier_wait_s;	/* their stall time */
+	uint64_t prefetches;	/* pages locus_dsm_prefetch asked for */
 } locus_dsm_stats;
 
 /*
@@ -203,8 +204,9 @@ LOCUS_API void locus_dsm_lock(uint32_t id);
 LOCUS_API void locus_dsm_unlock(uint32_t id);
 
 /*
- * Hint that [addr, addr+len) will be read soon. Non-binding: never changes
- * results. A no-op under sc.
+ * Hint that [addr, addr+len) will be read soon: the runtime asks for read
+ * copies of the pages this node lacks and returns at once. Non-binding: never
+ * changes results (a prefetched copy is invalidated like any other).
  */
 LOCUS_API void locus_dsm_prefetch(const void *addr, size_t len);
 

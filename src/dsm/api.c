@@ -270,4 +270,5 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->lock_handoffs = d.lock_handoffs;
 	s->barrier_waits = d.barrier_waits;
 	s->barrier_wait_s = (double)d.barrier_wait_ns * 1e-9;
+	s->prefetches = d.prefetches;
 }

@@ -78,6 +78,7 @@ struct dsm_counters {
 	uint64_t stalls, stall_ns, run_ns, switches;
 	uint64_t remote_misses, remote_miss_ns, remote_locks, remote_lock_ns;
 	uint64_t lock_handoffs, barrier_waits, barrier_wait_ns;
+	uint64_t prefetches;
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];

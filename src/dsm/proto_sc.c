@@ -152,12 +152,14 @@ static void send_to(int dst, uint16_t kind, uint64_t a, uint64_t b, uint64_t c, 
 }
 
 /* Complete every fault waiting for p: the one that sent the request as
-   remote, the ones combined with it as combined (set when they queued). */
+   remote, the ones combined with it as combined (set when they queued). A
+   prefetched page nobody waited for gets no minimum residence: no thread is
+   about to run the access that delta protects. */
 static void resolved(size_t p)
 {
 	struct sc_page *pg = &pages[p];
 	pg->pending = 0;
-	pg->installed_ns = mono_ns();
+	pg->installed_ns = pg->waiters ? mono_ns() : 0;
 	while (pg->waiters) {
 		struct dsm_req *r = pg->waiters;
 		pg->waiters = r->wnext;
@@ -314,6 +316,32 @@ static void sc_fault(struct dsm_req *r)
 		send_to(mgr, LOCUS_DSM_MSG_PAGE_REQ, p, (uint64_t)write, 0, NULL, 0);
 }
 
+/*
+ * Non-binding prefetch (seed 001 §3.1): ask for a read copy of every page of
+ * the range this node has no access to and no request in flight for. Nothing
+ * waits for the reply; a fault on the page meanwhile waits for it like any
+ * combined fault. The copy is an ordinary read copy — in the owner's copyset,
+ * invalidated by the next writer — so a prefetch never changes what a
+ * program reads: at worst the copy is invalidated before use and the access
+ * faults as it would have.
+ */
+static void sc_prefetch(size_t first, size_t count)
+{
+	for (size_t p = first; p < first + count && p < dsm.npages; p++) {
+		struct sc_page *pg = &pages[p];
+		if (pg->access != ACC_NONE || pg->pending || pg->owner)
+			continue; /* here, coming, or ours to map at the first touch */
+		STAT_ADD(prefetches, 1);
+		pg->pending = 1;
+		pg->waiters = NULL;
+		int mgr = (int)(p % (size_t)dsm.nodes);
+		if (mgr == dsm.node)
+			manage(p, 0, dsm.node);
+		else
+			send_to(mgr, LOCUS_DSM_MSG_PAGE_REQ, p, 0, 0, NULL, 0);
+	}
+}
+
 static void page_arrived(size_t p, int write, uint64_t cs, const void *data, size_t len)
 {
 	struct sc_page *pg = &pages[p];
@@ -412,4 +440,5 @@ const struct dsm_proto dsm_proto_sc = {
 	.fault = sc_fault,
 	.message = sc_message,
 	.tick = sc_tick,
+	.prefetch = sc_prefetch,
 };

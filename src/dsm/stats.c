@@ -51,13 +51,14 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 	fprintf(f,
 		"dsm node %d: %llu threads: %llu stalls avg %.0f us, run length avg %.0f us, "
 		"%llu switches; remote misses %llu avg %.0f us, remote locks %llu avg %.0f us "
-		"(%llu hand-offs), barrier waits %llu avg %.0f us\n",
+		"(%llu hand-offs), barrier waits %llu avg %.0f us; %llu pages prefetched\n",
 		node, (unsigned long long)s->threads, (unsigned long long)s->stalls,
 		per(s->stall_s, s->stalls), per(s->run_s, s->stalls),
 		(unsigned long long)s->switches, (unsigned long long)s->remote_misses,
 		per(s->remote_miss_s, s->remote_misses), (unsigned long long)s->remote_locks,
 		per(s->remote_lock_s, s->remote_locks), (unsigned long long)s->lock_handoffs,
-		(unsigned long long)s->barrier_waits, per(s->barrier_wait_s, s->barrier_waits));
+		(unsigned long long)s->barrier_waits, per(s->barrier_wait_s, s->barrier_waits),
+		(unsigned long long)s->prefetches);
 }
 
 void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
@@ -91,10 +92,10 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		", \"threads\": %llu, \"stalls\": %llu, \"stall_s\": %.6f, \"run_s\": %.6f, "
 		"\"switches\": %llu, \"remote_misses\": %llu, \"remote_miss_s\": %.6f, "
 		"\"remote_locks\": %llu, \"remote_lock_s\": %.6f, \"lock_handoffs\": %llu, "
-		"\"barrier_waits\": %llu, \"barrier_wait_s\": %.6f}\n",
+		"\"barrier_waits\": %llu, \"barrier_wait_s\": %.6f, \"prefetches\": %llu}\n",
 		(unsigned long long)s->threads, (unsigned long long)s->stalls, s->stall_s, s->run_s,
 		(unsigned long long)s->switches, (unsigned long long)s->remote_misses,
 		s->remote_miss_s, (unsigned long long)s->remote_locks, s->remote_lock_s,
 		(unsigned long long)s->lock_handoffs, (unsigned long long)s->barrier_waits,
-		s->barrier_wait_s);
+		s->barrier_wait_s, (unsigned long long)s->prefetches);
 }
