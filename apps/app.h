@@ -16,8 +16,9 @@
 struct app {
 	const char *name;
 	int me, nodes;
-	long threads; /* per node (--threads) */
-	int workers;  /* nodes * threads: the parts the work is divided into */
+	long threads;  /* per node (--threads) */
+	long prefetch; /* 1: the application prefetches what it will read (--prefetch) */
+	int workers;   /* nodes * threads: the parts the work is divided into */
 	double t0, secs;
 	volatile int64_t *verdict; /* shared word */
 };
@@ -31,6 +32,19 @@ extern struct app app;
 			"application threads per node (the work is divided over nodes x threads)", \
 			&app.threads, 1, 64                                                        \
 	}
+
+#define APP_PREFETCH_OPT                                                                           \
+	{                                                                                          \
+		"--prefetch", "1: prefetch (non-binding) the shared data about to be read",        \
+			&app.prefetch, 0, 1                                                        \
+	}
+
+/* With --prefetch 1: locus_dsm_prefetch(p, len); else nothing. */
+static inline void app_prefetch(const void *p, size_t len)
+{
+	if (app.prefetch)
+		locus_dsm_prefetch(p, len);
+}
 
 /* What every DSM application's --help says after its own summary. */
 #define APP_DSM_HELP                                                                               \

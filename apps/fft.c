@@ -6,7 +6,7 @@
  * last log2(workers) stages pair points owned by different workers
  * (all-to-all communication, between nodes for the last log2(nodes)).
  * The sequential run performs the same operations, so results are identical.
- *   locus-fft [-m 16] [--threads 1]
+ *   locus-fft [-m 16] [--threads 1] [--prefetch 0]
  */
 #include <complex.h>
 #include <math.h>
@@ -60,11 +60,17 @@ static void work(int worker, void *unused)
 	long lo, hi, blo, bhi;
 	app_block(n, worker, &lo, &hi);
 	app_block(n / 2, worker, &blo, &bhi);
+	app_prefetch(in, (size_t)n * sizeof(*in)); /* read in bit-reversed order */
 	permute(in, x, lo, hi);
 	locus_dsm_barrier();
 	for (long h = 1; h < n; h *= 2) {
 		/* Butterfly b of a stage touches points near 2b: partitioning the
 		   butterflies in blocks keeps early stages inside a worker's points. */
+		if (bhi > blo) { /* points i = 2h(b/h) + b%h and i + h of butterflies b */
+			long first = blo / h * 2 * h + blo % h;
+			long last = (bhi - 1) / h * 2 * h + (bhi - 1) % h + h;
+			app_prefetch(x + first, (size_t)(last - first + 1) * sizeof(*x));
+		}
 		stage(x, h, blo, bhi);
 		locus_dsm_barrier();
 	}
@@ -74,7 +80,7 @@ int main(int argc, char **argv)
 {
 	long lm = 16;
 	const struct app_opt opts[] = {
-		{"-m", "log2 of the points", &lm, 1, 40}, APP_THREADS_OPT, {0}};
+		{"-m", "log2 of the points", &lm, 1, 40}, APP_THREADS_OPT, APP_PREFETCH_OPT, {0}};
 	app_options(argc, argv, "fft",
 		    "Radix-2 complex FFT of 2^m points."
 		    "\n\n" APP_DSM_HELP,

@@ -7,7 +7,7 @@
  * interleaving, so the check is the residual and the distance to a
  * sequential Gauss-Seidel solution, not bit equality. A barrier ends every
  * iteration, so no node runs ahead on values that are many sweeps old.
- *   locus-gauss [-n 512] [-i 40] [--threads 1]
+ *   locus-gauss [-n 512] [-i 40] [--threads 1] [--prefetch 0]
  */
 #include <math.h>
 #include <stdio.h>
@@ -62,6 +62,8 @@ static void work(int worker, void *unused)
 	long lo, hi;
 	app_block(n, worker, &lo, &hi);
 	for (long it = 0; it < iters; it++) {
+		app_prefetch(a + lo * n, (size_t)(hi - lo) * (size_t)n * sizeof(double));
+		app_prefetch((const void *)x, (size_t)n * sizeof(double));
 		sweep(a, b, x, n, lo, hi);
 		locus_dsm_barrier();
 	}
@@ -74,6 +76,7 @@ int main(int argc, char **argv)
 	const struct app_opt opts[] = {{"-n", "unknowns", &n, 1, 1000000},
 				       {"-i", "sweeps", &iters, 1, 1000000},
 				       APP_THREADS_OPT,
+				       APP_PREFETCH_OPT,
 				       {0}};
 	app_options(argc, argv, "gauss",
 		    "Gauss-Seidel for A x = b, A dense and diagonally dominant."

@@ -3,7 +3,7 @@
  * fixed boundaries: every sweep computes a new grid from the old one, then the
  * two swap. Rows are block-partitioned over nodes x threads; rows are not page-aligned, so the
  * pages at partition boundaries are falsely shared (seed 004 §3.2.10).
- *   locus-jacobi [-n 512] [-i 20] [--threads 1]
+ *   locus-jacobi [-n 512] [-i 20] [--threads 1] [--prefetch 0]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,8 @@ static void work(int worker, void *unused)
 	long lo, hi;
 	app_block(n, worker, &lo, &hi);
 	for (long it = 0; it < iters; it++) {
+		/* rows lo .. hi+1 of the old grid, the halo rows included */
+		app_prefetch(g[it & 1] + lo * (n + 2), (size_t)(hi - lo + 2) * (size_t)(n + 2) * 8);
 		jacobi_rows(g[it & 1], g[(it + 1) & 1], n, lo + 1, hi + 1);
 		locus_dsm_barrier();
 	}
@@ -33,6 +35,7 @@ int main(int argc, char **argv)
 	const struct app_opt opts[] = {{"-n", "grid points per side", &n, 1, 1000000},
 				       {"-i", "sweeps", &iters, 1, 1000000},
 				       APP_THREADS_OPT,
+				       APP_PREFETCH_OPT,
 				       {0}};
 	app_options(argc, argv, "jacobi",
 		    "Jacobi relaxation of the Laplace equation on an (n+2) x (n+2) grid."

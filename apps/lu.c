@@ -5,7 +5,7 @@
  * 2-D scatter. Step k:
  * factor the diagonal block; solve the row and column panels; update the
  * trailing blocks; a barrier after each phase.
- *   locus-lu [-n 256] [-b 32] [--threads 1]
+ *   locus-lu [-n 256] [-b 32] [--threads 1] [--prefetch 0]
  */
 #include <math.h>
 #include <stdio.h>
@@ -89,6 +89,11 @@ static void lu(double *m, int all, int me)
 			factor_diag(blk(m, k, k));
 		if (!all)
 			locus_dsm_barrier();
+		for (long j = k + 1; !all && j < nb; j++)
+			if (owner(k, j) == me || owner(j, k) == me) {
+				app_prefetch(blk(m, k, k), (size_t)(bs * bs) * sizeof(double));
+				break;
+			}
 		for (long j = k + 1; j < nb; j++) {
 			if (all || owner(k, j) == me)
 				solve_row(blk(m, k, k), blk(m, k, j));
@@ -97,6 +102,14 @@ static void lu(double *m, int all, int me)
 		}
 		if (!all)
 			locus_dsm_barrier();
+		for (long i = k + 1; !all && i < nb; i++)
+			for (long j = k + 1; j < nb; j++)
+				if (owner(i, j) == me) {
+					app_prefetch(blk(m, i, k),
+						     (size_t)(bs * bs) * sizeof(double));
+					app_prefetch(blk(m, k, j),
+						     (size_t)(bs * bs) * sizeof(double));
+				}
 		for (long i = k + 1; i < nb; i++)
 			for (long j = k + 1; j < nb; j++)
 				if (all || owner(i, j) == me)
@@ -122,6 +135,7 @@ int main(int argc, char **argv)
 		{"-n", "rows and columns of the matrix", &n, 1, 1000000},
 		{"-b", "rows and columns of a block (divides -n)", &bs, 1, 1000000},
 		APP_THREADS_OPT,
+		APP_PREFETCH_OPT,
 		{0}};
 	app_options(argc, argv, "lu",
 		    "Blocked LU factorization of an n x n matrix."

@@ -2,7 +2,7 @@
  * C = A x B for n x n doubles, rows of C block-partitioned (seed 004 §3.2.9):
  * every node reads all of B (read replication) and its rows of A, and writes
  * its rows of C, whose edges share pages with the neighbours' rows.
- *   locus-matmul [-n 256] [--threads 1]
+ *   locus-matmul [-n 256] [--threads 1] [--prefetch 0]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,14 +38,18 @@ static void work(int worker, void *unused)
 	(void)unused;
 	long lo, hi;
 	app_block(n, worker, &lo, &hi);
+	app_prefetch(a + lo * n, (size_t)(hi - lo) * (size_t)n * sizeof(double));
+	app_prefetch(b, (size_t)n * (size_t)n * sizeof(double));
 	multiply(a, b, c, n, lo, hi);
 }
 
 int main(int argc, char **argv)
 {
 	n = 256;
-	const struct app_opt opts[] = {
-		{"-n", "rows and columns of the matrices", &n, 1, 1000000}, APP_THREADS_OPT, {0}};
+	const struct app_opt opts[] = {{"-n", "rows and columns of the matrices", &n, 1, 1000000},
+				       APP_THREADS_OPT,
+				       APP_PREFETCH_OPT,
+				       {0}};
 	app_options(argc, argv, "matmul",
 		    "C = A x B for n x n matrices of doubles."
 		    "\n\n" APP_DSM_HELP,

@@ -9,7 +9,7 @@
  * instead of seconds here); the runs still share pages at their ends, the
  * false sharing radix is known for. The check: sorted, and the same
  * multiset as a sequential sort of the same keys.
- *   locus-radix [-n 262144] [-bits 24] [--threads 1]
+ *   locus-radix [-n 262144] [-bits 24] [--threads 1] [--prefetch 0]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +57,7 @@ static void work(int me, void *unused)
 			local[(src[i] >> shift) & (RADIX - 1)]++;
 		memcpy(&hist[me * RADIX], local, sizeof(local));
 		locus_dsm_barrier();
+		app_prefetch(hist, (size_t)app.workers * RADIX * sizeof(uint64_t));
 		uint64_t pos[RADIX], at = 0;
 		for (int d = 0; d < RADIX; d++) {
 			for (int q = 0; q < app.workers; q++) {
@@ -88,6 +89,7 @@ int main(int argc, char **argv)
 	const struct app_opt opts[] = {{"-n", "keys", &n, 1, 1L << 40},
 				       {"-bits", "bits of a key", &lbits, 1, 32},
 				       APP_THREADS_OPT,
+				       APP_PREFETCH_OPT,
 				       {0}};
 	app_options(argc, argv, "radix",
 		    "Radix sort of n integer keys, 8 bits per pass."

@@ -2,7 +2,7 @@
  * Red-black successive over-relaxation (the TreadMarks SOR of seed 001): each
  * sweep updates the red points (i + j even) from their black neighbours, then
  * the black ones from the new red ones, in place, with a barrier between.
- *   locus-sor [-n 512] [-i 20] [--threads 1]
+ *   locus-sor [-n 512] [-i 20] [--threads 1] [--prefetch 0]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +33,7 @@ static void work(int worker, void *unused)
 	app_block(n, worker, &lo, &hi);
 	for (long it = 0; it < iters; it++)
 		for (int colour = 0; colour < 2; colour++) {
+			app_prefetch(g + lo * (n + 2), (size_t)(hi - lo + 2) * (size_t)(n + 2) * 8);
 			sor_rows(g, n, lo + 1, hi + 1, colour);
 			locus_dsm_barrier();
 		}
@@ -45,6 +46,7 @@ int main(int argc, char **argv)
 	const struct app_opt opts[] = {{"-n", "grid points per side", &n, 1, 1000000},
 				       {"-i", "red-black sweeps", &iters, 1, 1000000},
 				       APP_THREADS_OPT,
+				       APP_PREFETCH_OPT,
 				       {0}};
 	app_options(argc, argv, "sor",
 		    "Red-black successive over-relaxation on an (n+2) x (n+2) grid."

@@ -15,7 +15,7 @@
  * node fault on different pages at a time instead of queueing for the same
  * one. Force sums arrive in a timing-dependent order, so the check allows
  * rounding differences.
- *   locus-water [-n 512] [-s 3] [--threads 1]
+ *   locus-water [-n 512] [-s 3] [--threads 1] [--prefetch 0]
  */
 #include <math.h>
 #include <pthread.h>
@@ -93,6 +93,7 @@ static void work(int me, void *unused)
 			memset(m[i].force, 0, sizeof(m[i].force));
 		memset(f, 0, (size_t)n * sizeof(*f));
 		locus_dsm_barrier();
+		app_prefetch(m + lo, (size_t)(n - lo) * sizeof(*m)); /* all later molecules */
 		forces(m, n, lo, hi, (double)t / T, f);
 		pthread_barrier_wait(&node_bar); /* every thread's f is complete */
 		/* Lock rounds: owner node (me + k) % nodes for k = t, t + T, ... */
@@ -124,6 +125,7 @@ int main(int argc, char **argv)
 	const struct app_opt opts[] = {{"-n", "molecules", &n, 1, 10000000},
 				       {"-s", "time steps", &steps, 1, 1000000},
 				       APP_THREADS_OPT,
+				       APP_PREFETCH_OPT,
 				       {0}};
 	app_options(argc, argv, "water",
 		    "An O(n^2) molecular-dynamics kernel (Water-Nsquared)."

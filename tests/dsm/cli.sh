@@ -48,6 +48,7 @@ for app in jacobi sor gauss matmul lu fft radix water mpi-jacobi; do
 		for bad in 0 -1 65 abc; do
 			expect 2 "--threads $bad" "$MPIEXEC" -n 2 "$bin" --threads "$bad"
 		done
+		expect 2 "--prefetch 2" "$MPIEXEC" -n 2 "$bin" --prefetch 2
 	fi
 	expect 2 "unknown option '-bogus'" "$MPIEXEC" -n 2 "$bin" -bogus 3
 	expect 2 "$flag needs a value" "$bin" "$flag"
