@@ -18,7 +18,6 @@
  *   locus-water [-n 512] [-s 3] [--threads 1] [--prefetch 0]
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,8 +77,7 @@ static void move(struct mol *m, long lo, long hi)
 
 static long n, steps;
 static struct mol *m;
-static double (**fpriv)[3];	   /* this node's threads' private forces */
-static pthread_barrier_t node_bar; /* this node's threads */
+static double (**fpriv)[3]; /* this node's threads' private forces */
 
 static void work(int me, void *unused)
 {
@@ -95,7 +93,7 @@ static void work(int me, void *unused)
 		locus_dsm_barrier();
 		app_prefetch(m + lo, (size_t)(n - lo) * sizeof(*m)); /* all later molecules */
 		forces(m, n, lo, hi, (double)t / T, f);
-		pthread_barrier_wait(&node_bar); /* every thread's f is complete */
+		locus_dsm_team_barrier(); /* every thread of the node has its f */
 		/* Lock rounds: owner node (me + k) % nodes for k = t, t + T, ... */
 		for (int k = t; k < app.nodes; k += T) {
 			int owner = (app.me + k) % app.nodes; /* start at different locks */
@@ -143,9 +141,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "locus-water: no memory for %ld x %ld forces\n", app.threads, n);
 		exit(1);
 	}
-	pthread_barrier_init(&node_bar, NULL, (unsigned)app.threads);
 	app_parallel(work, NULL);
-	pthread_barrier_destroy(&node_bar);
 	for (long t = 0; t < app.threads; t++)
 		free(fpriv[t]);
 	free(fpriv);

@@ -29,6 +29,9 @@
  *   LOCUS_DSM_PEER_TIMEOUT_S  a silent peer is declared dead after this long (10)
  *   LOCUS_DSM_LOCK_HANDOFF    consecutive hand-offs of a lock between threads of a
  *                             node before it goes back to its manager (8; 0: never)
+ *   LOCUS_DSM_SWITCH          all: another thread of the node runs during any stall
+ *                             (default); sync: a team runs one thread at a time, which
+ *                             gives way only during lock, barrier and team waits
  */
 #ifndef LOCUS_DSM_H
 #define LOCUS_DSM_H
@@ -188,6 +191,14 @@ LOCUS_API void locus_dsm_barrier(void);
  * or a thread cannot be created.
  */
 LOCUS_API int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg);
+
+/*
+ * Inside a team: returns when every thread of this node's team has entered
+ * (no messages; other nodes are not involved). Memory written before it by a
+ * thread of the node is seen after it by the node's other threads. Outside a
+ * team it returns at once.
+ */
+LOCUS_API void locus_dsm_team_barrier(void);
 
 /* Inside a team: this thread's index (0 .. threads-1) and the team's size;
    outside: 0 and 1. */

@@ -101,6 +101,18 @@ int dsm_config_read(struct dsm_config *c)
 	c->delta_ns = delta_us * 1000;
 	c->peer_timeout_ns = (timeout_s ? timeout_s : 1) * 1000000000ull;
 	c->lock_handoff = (uint32_t)handoff;
+	const char *sw = getenv("LOCUS_DSM_SWITCH");
+	if (!sw || !*sw || !strcmp(sw, "all"))
+		c->switch_sync = 0;
+	else if (!strcmp(sw, "sync"))
+		c->switch_sync = 1;
+	else {
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_SWITCH=%s: expected all (another thread runs during "
+			"any stall) or sync (only during lock, barrier and team waits)\n",
+			sw);
+		return -1;
+	}
 	const char *st = getenv("LOCUS_DSM_STATS");
 	if (!st || !*st || !strcmp(st, "1") || !strcmp(st, "table"))
 		c->stats = 1;

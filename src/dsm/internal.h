@@ -101,6 +101,7 @@ struct dsm_config {
 	int stats; /* 0 none, 1 table, 2 json */
 	uint64_t peer_timeout_ns;
 	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
+	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
 };
 
 struct dsm_runtime {

@@ -5,8 +5,15 @@
  * locus_dsm_parallel and joined before it returns. A thread that stalls
  * sleeps on its request's futex (comm.c: dsm_call), so the kernel runs
  * another runnable thread of the node: that is the switch, and it costs a
- * futex wait plus a wake-up (tools/dsm-mt measures it). Nothing here
- * schedules; this file only counts.
+ * futex wait plus a wake-up (locus-dsm-switch measures it).
+ *
+ * Switch policy (LOCUS_DSM_SWITCH): with "all" (the default) nothing here
+ * schedules, and any stall lets another thread run. With "sync" (seed 001
+ * §5: threads for synchronization latency, prefetch for memory latency) a
+ * team's threads run one at a time, holding the node's run token; a thread
+ * gives it up only when it waits for a lock, a barrier or the end of the
+ * team, and keeps it through a fault, so that no other thread runs while it
+ * waits for memory.
  *
  * The counted threads share dsm.team_word: how many of them are running,
  * and when that number last fell to 0. A stall that brings it to 0 starts a
@@ -27,6 +34,34 @@
 #include "internal.h"
 
 __thread struct dsm_thread dsm_self __attribute__((tls_model("initial-exec")));
+
+/* The run token of the "sync" switch policy: 0 free, 1 held. */
+static uint32_t run_token, run_waiting;
+
+static int token_policy(void)
+{
+	return dsm.cfg.switch_sync && dsm_self.team > 1;
+}
+
+static void token_take(void)
+{
+	faa_relaxed(&run_waiting, 1);
+	uint32_t free_ = 0;
+	while (!cas_acquire(&run_token, &free_, 1)) {
+		futex_wait(&run_token, 1);
+		free_ = 0;
+	}
+	faa_relaxed(&run_waiting, (uint32_t)-1);
+}
+
+/* Returns 1 if another thread was waiting for it. */
+static int token_give(void)
+{
+	int waiting = ld_relaxed(&run_waiting) != 0;
+	st_release(&run_token, 0);
+	futex_wake(&run_token, 1);
+	return waiting;
+}
 
 static inline uint64_t team_stamp(uint64_t now)
 {
@@ -67,14 +102,23 @@ void dsm_stall_begin(struct dsm_stall *s, int kind)
 	s->wall_ns = mono_ns();
 	STAT_ADD(run_ns, s->cpu_ns - dsm_self.resumed_cpu_ns);
 	STAT_ADD(stalls, 1);
-	if (dsm_team_stop(s->wall_ns) > 0)
+	uint32_t others = dsm_team_stop(s->wall_ns);
+	if (token_policy()) {
+		if (kind != STALL_FAULT && token_give())
+			STAT_ADD(switches, 1);
+	} else if (others > 0) {
 		STAT_ADD(switches, 1);
+	}
 }
 
 void dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
 {
 	if (!s->counted)
 		return;
+	if (token_policy() && s->kind != STALL_FAULT) {
+		token_take(); /* waiting for the token is part of the stall */
+		now = mono_ns();
+	}
 	uint64_t idle = dsm_team_resume(now);
 	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	uint64_t wall = now - s->wall_ns;
@@ -125,14 +169,21 @@ static void *member_main(void *p)
 		dsm_team_stop(mono_ns());
 		return NULL;
 	}
+	dsm_self = (struct dsm_thread){.counted = 1, .id = m->id, .team = m->team};
+	if (token_policy()) { /* not running until it holds the token */
+		dsm_team_stop(mono_ns());
+		token_take();
+		STAT_ADD(sync_ns, dsm_team_resume(mono_ns()));
+	}
 	uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	dsm_self = (struct dsm_thread){
-		.counted = 1, .id = m->id, .team = m->team, .resumed_cpu_ns = cpu0};
+	dsm_self.resumed_cpu_ns = cpu0;
 	m->fn(m->id, m->arg);
 	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	STAT_ADD(run_ns, cpu - dsm_self.resumed_cpu_ns);
 	STAT_ADD(team_cpu_ns, cpu - cpu0);
 	dsm_team_stop(mono_ns()); /* counted as running since the parent added it */
+	if (token_policy())
+		token_give();
 	return NULL;
 }
 
@@ -190,6 +241,8 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 	if ((uint32_t)threads > ld_relaxed(&dsm.team_max))
 		st_relaxed(&dsm.team_max, (uint32_t)threads);
 	dsm_self.team = threads;
+	if (token_policy())
+		token_take();
 	st_release(&gate, GATE_RUN);
 	futex_wake(&gate, FUTEX_WAKE_ALL);
 	fn(0, arg);
@@ -198,10 +251,35 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 	for (int i = 1; i < threads; i++)
 		pthread_join(m[i].tid, NULL);
 	dsm_stall_end(&st, mono_ns(), DSM_LOCAL);
+	if (token_policy())
+		token_give();
 	dsm_self.team = 1;
 	st_relaxed(&dsm.team_size, 1);
 	free(m);
 	return 0;
+}
+
+/* The node-local barrier of a team: generation and arrivals in one word
+   would need 64-bit futexes; two words, the generation read first. */
+static uint32_t tb_arrived, tb_generation;
+
+void locus_dsm_team_barrier(void)
+{
+	int team = dsm_self.team > 1 ? dsm_self.team : 1;
+	if (team == 1)
+		return;
+	struct dsm_stall st;
+	dsm_stall_begin(&st, STALL_OTHER);
+	uint32_t gen = ld_acquire(&tb_generation);
+	if (faa_acqrel(&tb_arrived, 1) + 1 == (uint32_t)team) {
+		st_relaxed(&tb_arrived, 0);
+		st_release(&tb_generation, gen + 1);
+		futex_wake(&tb_generation, FUTEX_WAKE_ALL);
+	} else {
+		while (ld_acquire(&tb_generation) == gen)
+			futex_wait(&tb_generation, gen);
+	}
+	dsm_stall_end(&st, mono_ns(), DSM_LOCAL);
 }
 
 int locus_dsm_thread(void)

@@ -8,7 +8,9 @@
  *   dsm_threads barrier R T   R rounds: every thread writes its slot, enters
  *                             the barrier over all threads, then reads every
  *                             other thread's slot of that round; each node
- *                             must send one barrier message per round
+ *                             must send one barrier message per round; the
+ *                             same through the node's team barrier with
+ *                             private memory
  *   dsm_threads combine T     T threads of the last node read one page held
  *                             by node 0 at once, K times: one request per
  *                             page, never T (run with a large
@@ -112,6 +114,8 @@ static int test_locks(void)
 
 /* ---- barrier: a write before it is seen after it, by every thread ---- */
 
+static volatile uint64_t local[LOCUS_DSM_MAX_THREADS]; /* this node's, not shared */
+
 static void barrier_thread(int t, void *unused)
 {
 	(void)unused;
@@ -122,6 +126,12 @@ static void barrier_thread(int t, void *unused)
 		locus_dsm_barrier();
 		for (int o = 0; o < total; o++)
 			if (shared[(size_t)o * (PAGE / 8)] != (uint64_t)r)
+				errors[id]++;
+		/* The node's own barrier orders the node's threads: private memory. */
+		local[t] = (uint64_t)r;
+		locus_dsm_team_barrier();
+		for (int o = 0; o < team; o++)
+			if (local[o] != (uint64_t)r)
 				errors[id]++;
 		locus_dsm_barrier(); /* nobody writes round r+1 before all have read r */
 	}
