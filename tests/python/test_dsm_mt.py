@@ -67,18 +67,32 @@ def test_mt_overhead_is_switches_times_cost_taken_out_of_other():
     assert rec["mt_s"] == pytest.approx(0.05) and rec["rest_s"] == pytest.approx(0.0)
 
 
-def test_dsm_mt_table_and_figure(tmp_path):
+def test_labels_name_the_variants():
+    mt = _load()
+    lab = [mt.label({"threads": t, "prefetch": p, "switch": w})
+           for t, p, w in [(1, 0, "all"), (4, 0, "all"), (1, 1, "all"), (4, 1, "all"),
+                           (4, 1, "sync")]]
+    assert lab == ["O", "4T", "P", "4TP", "4TPs"]
+
+
+def test_dsm_mt_table_and_figures(tmp_path):
     _need_apps()
     mt = _load()
     args = type("A", (), {"nodes": 2, "protocol": "sc", "delay": 0, "threads": "1,2"})()
     recs = []
-    for t in (1, 2):
-        r = dsmrun.run(str(BUILD), "jacobi", ["-n", "32", "-i", "2", "--threads", str(t)], 2,
-                       {"LOCUS_DSM_DELAY_US": "0"}, timeout=120)
-        r["threads"] = t
+    for t, pf, sw in [(1, 0, "all"), (2, 0, "all"), (1, 1, "all"), (2, 1, "sync")]:
+        r = dsmrun.run(str(BUILD), "jacobi",
+                       ["-n", "32", "-i", "2", "--threads", str(t), "--prefetch", str(pf)], 2,
+                       {"LOCUS_DSM_DELAY_US": "0", "LOCUS_DSM_SWITCH": sw}, timeout=120)
+        r.update(threads=t, prefetch=pf, switch=sw)
         mt.split_other(r, 2000.0)
         recs.append(r)
+        assert r["ok"], r
     md = mt.table(recs, args, 2000.0)
-    assert "| jacobi | O |" in md and "| jacobi | 2T |" in md and "2000 ns" in md
-    mt.plot(recs, str(tmp_path), args)
+    for name in ("O", "2T", "P", "2TPs"):
+        assert f"| jacobi | {name} |" in md
+    assert "2000 ns" in md
+    mt.plot(recs, str(tmp_path), args, lambda r: not r["prefetch"], "fig4.png", "t")
+    mt.plot(recs, str(tmp_path), args, lambda r: True, "fig5.png", "t")
     assert (tmp_path / "fig4.png").stat().st_size > 1000
+    assert (tmp_path / "fig5.png").stat().st_size > 1000
