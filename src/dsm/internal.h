@@ -194,6 +194,7 @@ enum { DSM_LOCAL = 0, DSM_REMOTE = 1, DSM_COMBINED = 2 };
 struct dsm_stall {
 	uint64_t wall_ns, cpu_ns;
 	int counted, kind;
+	int gave; /* gave up the run token (switch policy sync) */
 };
 
 #define TEAM_RUN_BITS 12

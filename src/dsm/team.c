@@ -35,22 +35,34 @@
 
 __thread struct dsm_thread dsm_self __attribute__((tls_model("initial-exec")));
 
-/* The run token of the "sync" switch policy: 0 free, 1 held. */
-static uint32_t run_token, run_waiting;
+/*
+ * The run token of the "sync" switch policy: run_token 0 free, 1 held;
+ * run_seq changes at every release (the futex word waiters sleep on). A
+ * thread just granted a lock is urgent: it takes the token before the others,
+ * and a holder that faults gives the token to it instead of keeping it, so
+ * that a lock is never held idle behind another thread's memory stall while
+ * other nodes wait for it.
+ */
+static uint32_t run_token, run_seq, run_waiting, run_urgent;
 
 static int token_policy(void)
 {
 	return dsm.cfg.switch_sync && dsm_self.team > 1;
 }
 
-static void token_take(void)
+static void token_take(int urgent)
 {
 	faa_relaxed(&run_waiting, 1);
-	uint32_t free_ = 0;
-	while (!cas_acquire(&run_token, &free_, 1)) {
-		futex_wait(&run_token, 1);
-		free_ = 0;
+	if (urgent)
+		faa_relaxed(&run_urgent, 1);
+	for (;;) {
+		uint32_t seq = ld_acquire(&run_seq), free_ = 0;
+		if ((urgent || ld_relaxed(&run_urgent) == 0) && cas_acquire(&run_token, &free_, 1))
+			break;
+		futex_wait(&run_seq, seq);
 	}
+	if (urgent)
+		faa_relaxed(&run_urgent, (uint32_t)-1);
 	faa_relaxed(&run_waiting, (uint32_t)-1);
 }
 
@@ -59,7 +71,8 @@ static int token_give(void)
 {
 	int waiting = ld_relaxed(&run_waiting) != 0;
 	st_release(&run_token, 0);
-	futex_wake(&run_token, 1);
+	faa_release(&run_seq, 1);
+	futex_wake(&run_seq, FUTEX_WAKE_ALL);
 	return waiting;
 }
 
@@ -103,9 +116,13 @@ void dsm_stall_begin(struct dsm_stall *s, int kind)
 	STAT_ADD(run_ns, s->cpu_ns - dsm_self.resumed_cpu_ns);
 	STAT_ADD(stalls, 1);
 	uint32_t others = dsm_team_stop(s->wall_ns);
+	s->gave = 0;
 	if (token_policy()) {
-		if (kind != STALL_FAULT && token_give())
-			STAT_ADD(switches, 1);
+		if (kind != STALL_FAULT || ld_relaxed(&run_urgent) != 0) {
+			s->gave = 1;
+			if (token_give())
+				STAT_ADD(switches, 1);
+		}
 	} else if (others > 0) {
 		STAT_ADD(switches, 1);
 	}
@@ -115,8 +132,9 @@ void dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
 {
 	if (!s->counted)
 		return;
-	if (token_policy() && s->kind != STALL_FAULT) {
-		token_take(); /* waiting for the token is part of the stall */
+	if (s->gave) {
+		/* waiting for the token is part of the stall */
+		token_take(s->kind == STALL_LOCK);
 		now = mono_ns();
 	}
 	uint64_t idle = dsm_team_resume(now);
@@ -172,7 +190,7 @@ static void *member_main(void *p)
 	dsm_self = (struct dsm_thread){.counted = 1, .id = m->id, .team = m->team};
 	if (token_policy()) { /* not running until it holds the token */
 		dsm_team_stop(mono_ns());
-		token_take();
+		token_take(0);
 		STAT_ADD(sync_ns, dsm_team_resume(mono_ns()));
 	}
 	uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -242,7 +260,7 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 		st_relaxed(&dsm.team_max, (uint32_t)threads);
 	dsm_self.team = threads;
 	if (token_policy())
-		token_take();
+		token_take(0);
 	st_release(&gate, GATE_RUN);
 	futex_wake(&gate, FUTEX_WAKE_ALL);
 	fn(0, arg);
