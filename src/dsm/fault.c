@@ -57,9 +57,9 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 	size_t page = (size_t)(addr - dsm.app) / dsm.page_size;
 	struct dsm_req r = {.kind = DSM_REQ_FAULT, .a = page, .b = (uint64_t)fault_is_write(uctx)};
 	dsm_call(&r);
-	uint64_t t1 = mono_ns();
+	/* The page's minimum residence counts from when this thread runs again. */
+	uint64_t t1 = dsm_stall_end(&st, mono_ns(), r.result);
 	st_release(&dsm.resume_ns[page], t1);
-	dsm_stall_end(&st, t1, r.result);
 	errno = saved_errno;
 }
 

@@ -211,8 +211,10 @@ static inline int dsm_node_stalled(void)
 }
 
 void dsm_stall_begin(struct dsm_stall *s, int kind);
-/* Ends the stall at wall time now (monotonic ns); how = the request's result. */
-void dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how);
+/* Ends the stall at wall time now (monotonic ns); how = the request's result.
+   Returns when the thread runs again: now, or later if it waited for the run
+   token (switch policy sync). */
+uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how);
 
 /* Refuse a call that must not come from inside a team. */
 void dsm_outside_team(const char *call);

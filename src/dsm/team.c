@@ -128,10 +128,10 @@ void dsm_stall_begin(struct dsm_stall *s, int kind)
 	}
 }
 
-void dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
+uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
 {
 	if (!s->counted)
-		return;
+		return now;
 	if (s->gave) {
 		/* waiting for the token is part of the stall */
 		token_take(s->kind == STALL_LOCK);
@@ -157,6 +157,7 @@ void dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
 		STAT_ADD(barrier_waits, 1);
 		STAT_ADD(barrier_wait_ns, wall);
 	}
+	return now;
 }
 
 void dsm_outside_team(const char *call)
