@@ -18,9 +18,21 @@ slabs, stats items) is stats_lock, (1, 1, 0) slabs_lock, (1, 0, 1) an LRU lock; 
 mutex locked by all three is a worker's stats mutex, (1, 0, 0) a worker's LRU bump buffer,
 and one only the gets locked is an item lock. Those are locus-kv's stats, slabs, alloc,
 stats, alloc and hash sections. Every other mutex (connection queues, background threads)
-is "other". Then the insert load runs and a last profile is
-written: each section's cost is its mutexes' wait plus hold time during the load, the
-callers' time in them, as locus-kv's --section-stats measures its own sections.
+is "other".
+
+The stats probes wait until the server is quiet. memcached's LRU maintainer starts by
+juggling each of its 63 slab classes every millisecond, each juggle locking slabs_lock,
+and backs off by an eighth per idle round: slabs_lock is locked thousands of times a second
+at first and still hundreds two seconds on, at a rate that falls steeply and depends on
+when the machine runs the thread, so no one rate measured beside the probes can be taken
+off their counts (on a loaded machine that left slabs_lock over half a probe off its
+signature). So after the first gets, profiles are written QUIET_WINDOW apart until one
+window saw no mutex locked faster than QUIET_RATE; that window and the last gets give the
+background rate that is left.
+
+Then the insert load runs and a last profile is written: each section's cost is its
+mutexes' wait plus hold time during the load, the callers' time in them, as locus-kv's
+--section-stats measures its own sections.
 """
 
 import json
@@ -42,6 +54,11 @@ SECTIONS = ["hash", "alloc", "slabs", "stats"]
 NAMES = {"hash": "item locks", "alloc": "LRU locks and bump buffers", "slabs": "slabs_lock",
          "stats": "stats_lock + workers' stats mutexes", "other": "other mutexes"}
 PROFILE_SIGNAL = "USR2"  # memcached 1.6 handles SIGUSR1 (graceful stop) and SIGHUP itself
+# Locks a second of any one mutex while nothing is sent, below which the stats probes start:
+# a probe slowed to a second by a loaded machine then gains under a fifth of its count.
+QUIET_RATE = PROBE_K / 5
+QUIET_WINDOW = 0.25  # seconds between the profiles that watch the server settle
+QUIET_WINDOWS = 60  # at most this many; then the probes start all the same
 
 
 def find_preload():
@@ -132,11 +149,25 @@ class Profiler:
         self.snaps["start"] = self.snapshot(proc)
         self._gets(port, 0, GET_KEYS // 2)
         self.snaps["gets1"] = self.snapshot(proc)
+        self.settle(proc)
         for name, sub in (("stats", ""), ("slabs", " slabs"), ("items", " items")):
             _send_all(port, [f"stats{sub}\r\n".encode()] * PROBE_K, PROBE_K)
             self.snaps[name] = self.snapshot(proc)
         self._gets(port, GET_KEYS // 2, GET_KEYS)
         self.snaps["gets2"] = self.snapshot(proc)
+
+    def settle(self, proc):
+        """Waits for the first QUIET_WINDOW in which no mutex was locked faster than
+        QUIET_RATE (the module text says why), at most QUIET_WINDOWS of them; that window
+        is snaps["settle"] to snaps["quiet"]."""
+        before = self.snaps["gets1"]
+        for _ in range(QUIET_WINDOWS):
+            time.sleep(QUIET_WINDOW)
+            after = self.snapshot(proc)
+            if _busiest_rate(before, after) <= QUIET_RATE:
+                break
+            before = after
+        self.snaps["settle"], self.snaps["quiet"] = before, after
 
     @staticmethod
     def _gets(port, first, last):
@@ -150,7 +181,16 @@ class Profiler:
         self.snaps["load"] = self.snapshot(proc)
 
 
-PROBES = ["start", "gets1", "stats", "slabs", "items", "gets2"]
+def _busiest_rate(before, after):
+    """Locks a second of the mutex locked most from one snapshot to the next."""
+    span = after.seconds - before.seconds
+    most = max((after.acq(key) - before.acq(key) for key in after.rows), default=0)
+    return most / span if span > 0 else float("inf")
+
+
+PROBES = ["start", "gets1", "settle", "quiet", "stats", "slabs", "items", "gets2"]
+# Snapshots that end a stretch in which nothing locked static mutexes but the background.
+QUIET = ["quiet", "gets2"]
 # Locks per probe command, by memcached 1.6's source: (stats, stats slabs, stats items).
 SIGNATURES = {(2, 0, 0): "stats",  # stats_lock: server_stats and get_stats
               (1, 1, 0): "slabs",  # slabs_lock: global_page_pool_size, slabs_stats
@@ -161,14 +201,17 @@ def classify(snaps, k=PROBE_K):
     """{mutex key: section or 'other'} from the probe snapshots (see the module text).
 
     Other threads (the LRU maintainer, mostly) lock static mutexes meanwhile at a rate
-    of their own. The gets lock none (an item lock and the worker's stats mutex are on
-    the heap), so each static mutex's locks during them give its background rate, and
-    that rate times each stats probe's length is taken off its count for that probe.
+    of their own, low once the server has settled (see Profiler.settle). Nothing is sent
+    in the quiet window and the gets lock no static mutex (an item lock and the worker's
+    stats mutex are on the heap), so each static mutex's locks during those two give its
+    background rate, and that rate times each stats probe's length is taken off its count
+    for that probe. The gets before the server settled are not used for it: the rate
+    then is the LRU maintainer's start, many times what it is during the probes.
     """
     keys = set().union(*(snaps[s].rows.keys() for s in PROBES + ["load"]))
     span = {b: snaps[b].seconds - snaps[a].seconds for a, b in zip(PROBES, PROBES[1:])}
-    quiet = span["gets1"] + span["gets2"]
-    out, got, static = {}, [], {}
+    quiet = sum(span[q] for q in QUIET)
+    out, got = {}, []
     for key in keys:
         d = {b: snaps[b].acq(key) - snaps[a].acq(key) for a, b in zip(PROBES, PROBES[1:])}
         if _heap(snaps, key):
@@ -184,23 +227,9 @@ def classify(snaps, k=PROBE_K):
             else:
                 out[key] = "other"
             continue
-        rate = (d["gets1"] + d["gets2"]) / quiet if quiet > 0 else 0.0
-        per = tuple(max(0.0, d[p] - rate * span[p]) / k for p in ("stats", "slabs", "items"))
-        out[key] = SIGNATURES.get(tuple(round(x) for x in per), "other")
-        static[key] = per
-    # slabs_lock and stats_lock are one mutex each. The background rate is an average: a
-    # burst of the LRU maintainer during a probe (seen under a loaded machine) can push
-    # their counts off the exact signature. If none matched, the static mutex nearest to
-    # the signature is taken, when near enough to be no other.
-    for kind, sig in (("slabs", (1, 1, 0)), ("stats", (2, 0, 0))):
-        if kind in out.values() or not static:
-            continue
-        dist = {key: max(abs(a - b) for a, b in zip(per, sig)) for key, per in static.items()
-                if out[key] == "other"}
-        if dist:
-            best = min(dist, key=dist.get)
-            if dist[best] < 0.6 and sum(1 for v in dist.values() if v < 0.6) == 1:
-                out[best] = kind
+        rate = sum(d[q] for q in QUIET) / quiet if quiet > 0 else 0.0
+        per = tuple(round(max(0.0, d[p] - rate * span[p]) / k) for p in ("stats", "slabs", "items"))
+        out[key] = SIGNATURES.get(per, "other")
     # The gets also lock a worker's connection queue (twice per new connection): item locks
     # are the heap mutexes untouched by the stats probes that were first locked where most
     # of those the gets locked were (memcached's item_lock), whether or not a probe key
