@@ -5,6 +5,8 @@ tests that need it (make test-python builds it first); only the locality command
 absent, and then its tests are skipped with that reason.
 """
 
+import importlib.machinery
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -15,6 +17,15 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
 from locus_tools.bench import Bench  # noqa: E402
+
+
+def load_script(name, path):
+    """A Python script without a .py suffix (tools/dsm-mt, bench/kv-threads) as a module."""
+    loader = importlib.machinery.SourceFileLoader(name, str(path))
+    spec = importlib.util.spec_from_loader(name, loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
 
 
 @pytest.fixture(scope="session")

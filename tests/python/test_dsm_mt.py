@@ -2,12 +2,11 @@
 reading its statistics (seed 001 Table 2), with the real applications of build/release.
 """
 
-import importlib.machinery
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 from locus_tools import dsmrun
 
@@ -22,11 +21,7 @@ def _need_apps():
 
 
 def _load():
-    loader = importlib.machinery.SourceFileLoader("dsm_mt", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("dsm_mt", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    return load_script("dsm_mt", SCRIPT)
 
 
 def test_run_reads_result_and_every_nodes_statistics():

@@ -1,8 +1,6 @@
 """bench/kv-memcaslap: its command line and how it reads memcaslap's and memccapable's output
 (canned output here; memcaslap itself runs for at most a second, and only if installed)."""
 
-import importlib.machinery
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -10,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench/kv-memcaslap"
@@ -47,11 +46,7 @@ ascii mget                              [skip]
 
 @pytest.fixture(scope="module")
 def kvm():
-    loader = importlib.machinery.SourceFileLoader("kv_memcaslap", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("kv_memcaslap", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    return load_script("kv_memcaslap", SCRIPT)
 
 
 def run(*args, timeout=60):
@@ -156,12 +151,7 @@ def test_memcached_against_itself_for_a_second(tmp_path):
 # ---- bench/kv-threads: the seed 000 Figure 4.1 sweep over bench/kv-memcaslap
 
 def load_kv_threads():
-    path = str(ROOT / "bench" / "kv-threads")
-    loader = importlib.machinery.SourceFileLoader("kv_threads", path)
-    spec = importlib.util.spec_from_loader("kv_threads", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    return load_script("kv_threads", ROOT / "bench" / "kv-threads")
 
 
 def test_kv_threads_rows_and_table():
