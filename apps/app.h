@@ -39,11 +39,18 @@ extern struct app app;
 			&app.prefetch, 0, 1                                                        \
 	}
 
-/* With --prefetch 1: locus_dsm_prefetch(p, len); else nothing. */
+/* With --prefetch 1: locus_dsm_prefetch(p, len), or locus_dsm_prefetch_write
+   for data about to be written; else nothing. */
 static inline void app_prefetch(const void *p, size_t len)
 {
 	if (app.prefetch)
 		locus_dsm_prefetch(p, len);
+}
+
+static inline void app_prefetch_write(void *p, size_t len)
+{
+	if (app.prefetch)
+		locus_dsm_prefetch_write(p, len);
 }
 
 /* What every DSM application's --help says after its own summary. */

@@ -60,6 +60,7 @@ static void work(int worker, void *unused)
 	long lo, hi, blo, bhi;
 	app_block(n, worker, &lo, &hi);
 	app_block(n / 2, worker, &blo, &bhi);
+	app_prefetch_write(x + lo, (size_t)(hi - lo) * sizeof(*x));
 	app_prefetch(in, (size_t)n * sizeof(*in)); /* read in bit-reversed order */
 	permute(in, x, lo, hi);
 	locus_dsm_barrier();
@@ -69,7 +70,7 @@ static void work(int worker, void *unused)
 		if (bhi > blo) { /* points i = 2h(b/h) + b%h and i + h of butterflies b */
 			long first = blo / h * 2 * h + blo % h;
 			long last = (bhi - 1) / h * 2 * h + (bhi - 1) % h + h;
-			app_prefetch(x + first, (size_t)(last - first + 1) * sizeof(*x));
+			app_prefetch_write(x + first, (size_t)(last - first + 1) * sizeof(*x));
 		}
 		stage(x, h, blo, bhi);
 		locus_dsm_barrier();

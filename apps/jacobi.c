@@ -21,7 +21,10 @@ static void work(int worker, void *unused)
 	long lo, hi;
 	app_block(n, worker, &lo, &hi);
 	for (long it = 0; it < iters; it++) {
-		/* rows lo .. hi+1 of the old grid, the halo rows included */
+		/* this worker's rows of the new grid; rows lo .. hi+1 of the old one, the
+		   halo rows included */
+		app_prefetch_write(g[(it + 1) & 1] + (lo + 1) * (n + 2),
+				   (size_t)(hi - lo) * (size_t)(n + 2) * 8);
 		app_prefetch(g[it & 1] + lo * (n + 2), (size_t)(hi - lo + 2) * (size_t)(n + 2) * 8);
 		jacobi_rows(g[it & 1], g[(it + 1) & 1], n, lo + 1, hi + 1);
 		locus_dsm_barrier();

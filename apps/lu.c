@@ -105,6 +105,8 @@ static void lu(double *m, int all, int me)
 		for (long i = k + 1; !all && i < nb; i++)
 			for (long j = k + 1; j < nb; j++)
 				if (owner(i, j) == me) {
+					app_prefetch_write(blk(m, i, j),
+							   (size_t)(bs * bs) * sizeof(double));
 					app_prefetch(blk(m, i, k),
 						     (size_t)(bs * bs) * sizeof(double));
 					app_prefetch(blk(m, k, j),

@@ -40,6 +40,7 @@ static void work(int worker, void *unused)
 	app_block(n, worker, &lo, &hi);
 	app_prefetch(a + lo * n, (size_t)(hi - lo) * (size_t)n * sizeof(double));
 	app_prefetch(b, (size_t)n * (size_t)n * sizeof(double));
+	app_prefetch_write(c + lo * n, (size_t)(hi - lo) * (size_t)n * sizeof(double));
 	multiply(a, b, c, n, lo, hi);
 }
 

@@ -73,6 +73,9 @@ static void work(int me, void *unused)
 		}
 		for (long i = lo; i < hi; i++)
 			grouped[start[(src[i] >> shift) & (RADIX - 1)]++] = src[i];
+		for (int d = 0; d < RADIX; d++)
+			if (local[d])
+				app_prefetch_write(&dst[pos[d]], local[d] * 4);
 		for (int d = 0; d < RADIX; d++) {
 			uint64_t len = local[d];
 			memcpy(&dst[pos[d]], &grouped[start[d] - len], len * 4);

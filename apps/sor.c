@@ -33,6 +33,8 @@ static void work(int worker, void *unused)
 	app_block(n, worker, &lo, &hi);
 	for (long it = 0; it < iters; it++)
 		for (int colour = 0; colour < 2; colour++) {
+			app_prefetch_write(g + (lo + 1) * (n + 2),
+					   (size_t)(hi - lo) * (size_t)(n + 2) * 8);
 			app_prefetch(g + lo * (n + 2), (size_t)(hi - lo + 2) * (size_t)(n + 2) * 8);
 			sor_rows(g, n, lo + 1, hi + 1, colour);
 			locus_dsm_barrier();

@@ -87,6 +87,7 @@ static void work(int me, void *unused)
 	long lo, hi;
 	app_block(n, me, &lo, &hi);
 	for (long s = 0; s < steps; s++) {
+		app_prefetch_write(m + lo, (size_t)(hi - lo) * sizeof(*m));
 		for (long i = lo; i < hi; i++)
 			memset(m[i].force, 0, sizeof(m[i].force));
 		memset(f, 0, (size_t)n * sizeof(*f));
@@ -101,6 +102,7 @@ static void work(int me, void *unused)
 			app_block(n, owner * T, &qlo, &unused_hi);
 			app_block(n, owner * T + T - 1, &unused_hi, &qhi);
 			locus_dsm_lock((uint32_t)owner);
+			app_prefetch_write(m + qlo, (size_t)(qhi - qlo) * sizeof(*m));
 			for (long i = qlo; i < qhi; i++)
 				for (int k3 = 0; k3 < 3; k3++) {
 					double sum = 0;
@@ -111,6 +113,7 @@ static void work(int me, void *unused)
 			locus_dsm_unlock((uint32_t)owner);
 		}
 		locus_dsm_barrier();
+		app_prefetch_write(m + lo, (size_t)(hi - lo) * sizeof(*m));
 		move(m, lo, hi);
 		locus_dsm_barrier();
 	}

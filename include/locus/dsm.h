@@ -221,6 +221,14 @@ LOCUS_API void locus_dsm_unlock(uint32_t id);
  */
 LOCUS_API void locus_dsm_prefetch(const void *addr, size_t len);
 
+/*
+ * Hint that [addr, addr+len) will be written soon: the runtime asks for the
+ * pages this node cannot write yet, with ownership, and returns at once.
+ * Non-binding like locus_dsm_prefetch: another node may take a page back
+ * before the write, which then faults as it would have.
+ */
+LOCUS_API void locus_dsm_prefetch_write(void *addr, size_t len);
+
 /* This node's statistics so far (or as frozen by locus_dsm_stats_freeze). */
 LOCUS_API void locus_dsm_stats_get(locus_dsm_stats *out);
 

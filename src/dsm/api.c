@@ -184,7 +184,7 @@ void locus_dsm_unlock(uint32_t id)
 	call_timed(&r, STALL_OTHER);
 }
 
-void locus_dsm_prefetch(const void *addr, size_t len)
+static void prefetch(const void *addr, size_t len, int write)
 {
 	const char *a = addr;
 	if (!dsm.proto || !dsm.proto->prefetch || !len || a < dsm.app || a >= dsm.app + dsm.size)
@@ -193,8 +193,19 @@ void locus_dsm_prefetch(const void *addr, size_t len)
 	size_t last = ((size_t)(a - dsm.app) + len - 1) / dsm.page_size;
 	if (last >= dsm.npages)
 		last = dsm.npages - 1;
-	struct dsm_req r = {.kind = DSM_REQ_PREFETCH, .a = first, .b = last - first + 1};
+	struct dsm_req r = {
+		.kind = DSM_REQ_PREFETCH, .a = first, .b = last - first + 1, .result = write};
 	dsm_call(&r);
+}
+
+void locus_dsm_prefetch(const void *addr, size_t len)
+{
+	prefetch(addr, len, 0);
+}
+
+void locus_dsm_prefetch_write(void *addr, size_t len)
+{
+	prefetch(addr, len, 1);
 }
 
 double locus_dsm_now(void)

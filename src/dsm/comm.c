@@ -306,7 +306,7 @@ static int take_requests(void)
 			break;
 		case DSM_REQ_PREFETCH:
 			if (dsm.proto->prefetch)
-				dsm.proto->prefetch(r->a, r->b);
+				dsm.proto->prefetch(r->a, r->b, r->result == 1);
 			dsm_req_done(r, 0);
 			break;
 		default:

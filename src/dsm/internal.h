@@ -39,7 +39,7 @@ enum dsm_req_kind {
 			     node that enter (the node's team) */
 	DSM_REQ_STATS,	  /* a = struct locus_dsm_stats * to send to node 0 */
 	DSM_REQ_LEAVE,	  /* the last barrier has passed: say goodbye, stop */
-	DSM_REQ_PREFETCH, /* a = first page, b = page count */
+	DSM_REQ_PREFETCH, /* a = first page, b = page count, result = 1 for write (in) */
 };
 
 /*
@@ -148,7 +148,7 @@ struct dsm_proto {
 	void (*message)(const struct dsm_hdr *h, const void *payload, size_t len);
 	/* Run due timers; return the next deadline (monotonic ns), or UINT64_MAX. */
 	uint64_t (*tick)(uint64_t now);
-	void (*prefetch)(size_t first, size_t count); /* may be NULL */
+	void (*prefetch)(size_t first, size_t count, int write); /* may be NULL */
 	/* A consistency point passes through this node (NULL: nothing to do). */
 	void (*acquire)(uint32_t lock);
 	void (*release)(uint32_t lock);

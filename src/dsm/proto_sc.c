@@ -317,28 +317,41 @@ static void sc_fault(struct dsm_req *r)
 }
 
 /*
- * Non-binding prefetch (seed 001 §3.1): ask for a read copy of every page of
- * the range this node has no access to and no request in flight for. Nothing
- * waits for the reply; a fault on the page meanwhile waits for it like any
- * combined fault. The copy is an ordinary read copy — in the owner's copyset,
- * invalidated by the next writer — so a prefetch never changes what a
- * program reads: at worst the copy is invalidated before use and the access
- * faults as it would have.
+ * Non-binding prefetch (seed 001 §3.1): for every page of the range this node
+ * cannot yet access as asked and has no request in flight for, do what a
+ * fault would do — ask for a read copy, or for the page and ownership
+ * (write), or, for a read-only page it owns, invalidate the other copies —
+ * but with nobody waiting. A fault on the page meanwhile waits for it like
+ * any combined fault. What arrives is an ordinary copy or ownership — in the
+ * copyset, invalidated or taken away by the next request — so a prefetch
+ * never changes what a program reads: at worst the page is gone again before
+ * use and the access faults as it would have. Pages this node owns with no
+ * other copy are skipped: the first touch maps them without messages.
  */
-static void sc_prefetch(size_t first, size_t count)
+static void sc_prefetch(size_t first, size_t count, int write)
 {
+	uint8_t need = write ? ACC_WRITE : ACC_READ;
 	for (size_t p = first; p < first + count && p < dsm.npages; p++) {
 		struct sc_page *pg = &pages[p];
-		if (pg->access != ACC_NONE || pg->pending || pg->owner)
-			continue; /* here, coming, or ours to map at the first touch */
+		if (pg->access >= need || pg->pending)
+			continue; /* here already, or coming */
+		if (pg->owner) {
+			if (!write || !(pg->copyset & ~BIT(dsm.node)))
+				continue; /* ours to map at the first touch */
+			STAT_ADD(prefetches, 1);
+			pg->pending = 2;
+			pg->waiters = NULL;
+			invalidate_others(p);
+			continue;
+		}
 		STAT_ADD(prefetches, 1);
-		pg->pending = 1;
+		pg->pending = (uint8_t)(1 + write);
 		pg->waiters = NULL;
 		int mgr = (int)(p % (size_t)dsm.nodes);
 		if (mgr == dsm.node)
-			manage(p, 0, dsm.node);
+			manage(p, write, dsm.node);
 		else
-			send_to(mgr, LOCUS_DSM_MSG_PAGE_REQ, p, 0, 0, NULL, 0);
+			send_to(mgr, LOCUS_DSM_MSG_PAGE_REQ, p, (uint64_t)write, 0, NULL, 0);
 	}
 }
 

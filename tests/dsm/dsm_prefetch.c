@@ -9,7 +9,12 @@
  *   the new value — a prefetched copy is invalidated like any other copy,
  *   whether it arrived before the write or after;
  * - prefetching a page this node already has, or is already fetching, sends
- *   nothing.
+ *   nothing;
+ * - the same for locus_dsm_prefetch_write: K pages of node 0 prefetched for
+ *   writing are written without a remote miss, node 0 then reads the new
+ *   values; and each round the last node prefetches a page for writing,
+ *   node 0 writes it, then the last node adds to it and node 0 reads the sum:
+ *   no write is lost, wherever the page was when it was written.
  * Prints what it checked; exits nonzero on a violation.
  */
 #include <sched.h>
@@ -22,6 +27,17 @@
 #define PAGE 4096
 #define K    8
 
+/* Waits (a condition, not a sleep) until this node has received n more pages
+   than s0 counted. */
+static void await_pages(const locus_dsm_stats *s0, uint64_t n)
+{
+	locus_dsm_stats s;
+	do {
+		sched_yield();
+		locus_dsm_stats_get(&s);
+	} while (s.msgs_recv[LOCUS_DSM_MSG_PAGE] - s0->msgs_recv[LOCUS_DSM_MSG_PAGE] < n);
+}
+
 int main(int argc, char **argv)
 {
 	long rounds = argc > 1 ? atol(argv[1]) : 200;
@@ -33,7 +49,7 @@ int main(int argc, char **argv)
 		return 1;
 	int me = locus_dsm_node(), nodes = locus_dsm_nodes(), last = nodes - 1, bad = 0;
 	/* Pages with index % nodes == 0 start at node 0 (manager and owner). */
-	volatile char *region = locus_dsm_alloc((size_t)(K + 1) * (size_t)nodes * PAGE);
+	volatile char *region = locus_dsm_alloc((size_t)(2 * K + 2) * (size_t)nodes * PAGE);
 	volatile uint64_t *verdict = locus_dsm_alloc(PAGE);
 	if (!region || !verdict || nodes < 2) {
 		if (me == 0)
@@ -43,7 +59,7 @@ int main(int argc, char **argv)
 	}
 #define PG(k) ((volatile uint64_t *)(region + (size_t)(k) * (size_t)nodes * PAGE))
 	if (me == 0)
-		for (int k = 0; k <= K; k++)
+		for (int k = 0; k < 2 * K + 2; k++)
 			*PG(k) = 100 + (uint64_t)k;
 	locus_dsm_barrier();
 
@@ -54,10 +70,7 @@ int main(int argc, char **argv)
 		for (int k = 0; k < K; k++)
 			locus_dsm_prefetch((const void *)PG(k), 8);
 		locus_dsm_prefetch((const void *)PG(0), 8); /* again: already coming */
-		do {
-			sched_yield();
-			locus_dsm_stats_get(&s);
-		} while (s.msgs_recv[LOCUS_DSM_MSG_PAGE] - s0.msgs_recv[LOCUS_DSM_MSG_PAGE] < K);
+		await_pages(&s0, K);
 		uint64_t sum = 0;
 		for (int k = 0; k < K; k++)
 			sum += *PG(k);
@@ -99,6 +112,62 @@ int main(int argc, char **argv)
 		       "%s\n",
 		       rounds, stale, stale ? "WRONG" : "non-binding");
 		bad |= stale != 0;
+	}
+	/* Useful for writing: K pages prefetched for writing, written without a miss. */
+	if (me == last) {
+		locus_dsm_stats s0, s;
+		locus_dsm_stats_get(&s0);
+		for (int k = K + 1; k < 2 * K + 1; k++)
+			locus_dsm_prefetch_write((void *)PG(k), 8);
+		await_pages(&s0, K);
+		for (int k = K + 1; k < 2 * K + 1; k++)
+			*PG(k) += 1000;
+		locus_dsm_stats_get(&s);
+		uint64_t misses = s.remote_misses - s0.remote_misses;
+		uint64_t pf = s.prefetches - s0.prefetches;
+		int ok = misses == 0 && pf == K;
+		printf("prefetch: node %d prefetched %d pages of node 0 for writing: %llu "
+		       "prefetches, "
+		       "%llu remote misses on writing them: %s\n",
+		       me, K, (unsigned long long)pf, (unsigned long long)misses,
+		       ok ? "useful" : "WRONG");
+		bad |= !ok;
+	}
+	locus_dsm_barrier();
+	if (me == 0) {
+		long wrong = 0;
+		for (int k = K + 1; k < 2 * K + 1; k++)
+			wrong += *PG(k) != 1100 + (uint64_t)k;
+		if (wrong) {
+			printf("prefetch: node 0 read %ld of %d pages written after a write "
+			       "prefetch "
+			       "without the write: WRONG\n",
+			       wrong, K);
+			bad = 1;
+		}
+	}
+	/* Non-binding for writing: no write is lost. */
+	volatile uint64_t *w = PG(2 * K + 1);
+	long lost = 0;
+	for (long r = 1; r <= rounds; r++) {
+		if (me == last)
+			locus_dsm_prefetch_write((void *)w, 8);
+		locus_dsm_barrier();
+		if (me == 0)
+			*w = 10 * (uint64_t)r;
+		locus_dsm_barrier();
+		if (me == last)
+			*w += 3;
+		locus_dsm_barrier();
+		if (me == 0 && *w != 10 * (uint64_t)r + 3)
+			lost++;
+		locus_dsm_barrier();
+	}
+	if (me == 0) {
+		printf("prefetch: %ld rounds of write prefetch, remote write, local add: %ld lost "
+		       "writes: %s\n",
+		       rounds, lost, lost ? "WRONG" : "non-binding");
+		bad |= lost != 0;
 	}
 	locus_dsm_lock(0);
 	*verdict += (uint64_t)bad;
