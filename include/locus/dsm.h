@@ -65,6 +65,10 @@ enum locus_dsm_msg_kind {
 	LOCUS_DSM_MSG_BAR_LEAVE,    /* node 0 -> every node */
 	LOCUS_DSM_MSG_HEARTBEAT,    /* liveness, when nothing else was sent */
 	LOCUS_DSM_MSG_STATS,	    /* statistics to node 0 at finalize */
+	LOCUS_DSM_MSG_LOCK_PASS,    /* lrc: lock manager -> last holder, who grants */
+	LOCUS_DSM_MSG_DIFF_REQ,	    /* lrc: faulting node -> writer of a page */
+	LOCUS_DSM_MSG_DIFF,	    /* lrc: writer -> faulting node: its diffs of the page */
+	LOCUS_DSM_MSG_GC,	    /* lrc: garbage collection rounds at a barrier */
 	LOCUS_DSM_MSG_KINDS
 };
 
@@ -145,6 +149,15 @@ typedef struct locus_dsm_stats {
 	uint64_t barrier_waits; /* threads' barrier calls */
 	double barrier_wait_s;	/* their stall time */
 	uint64_t prefetches;	/* pages locus_dsm_prefetch asked for */
+	uint64_t prefetch_unneeded; /* lrc: pages valid or already coming, dropped */
+	/* lrc (zero under sc). */
+	uint64_t intervals;	  /* intervals this node ended with writes in them */
+	uint64_t twins;		  /* pages copied at their first write in an interval */
+	uint64_t diffs;		  /* diffs made */
+	uint64_t diff_bytes;	  /* their encoded size */
+	uint64_t gcs;		  /* barriers that collected */
+	uint64_t meta_bytes;	  /* records, notices, diffs and twins kept now */
+	uint64_t meta_peak_bytes; /* the most kept at once since init */
 } locus_dsm_stats;
 
 /*

@@ -282,4 +282,12 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->barrier_waits = d.barrier_waits;
 	s->barrier_wait_s = (double)d.barrier_wait_ns * 1e-9;
 	s->prefetches = d.prefetches;
+	s->prefetch_unneeded = d.prefetch_unneeded;
+	s->intervals = d.lrc_intervals;
+	s->twins = d.lrc_twins;
+	s->diffs = d.lrc_diffs;
+	s->diff_bytes = d.lrc_diff_bytes;
+	s->gcs = d.lrc_gcs;
+	s->meta_bytes = ld_relaxed(&dsm.meta_bytes);
+	s->meta_peak_bytes = ld_relaxed(&dsm.meta_peak);
 }

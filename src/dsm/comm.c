@@ -232,6 +232,9 @@ static void dispatch(const struct dsm_hdr *h, const void *payload, size_t len)
 	case LOCUS_DSM_MSG_PAGE:
 	case LOCUS_DSM_MSG_INV:
 	case LOCUS_DSM_MSG_INV_ACK:
+	case LOCUS_DSM_MSG_DIFF_REQ:
+	case LOCUS_DSM_MSG_DIFF:
+	case LOCUS_DSM_MSG_GC:
 		dsm.proto->message(h, payload, len);
 		break;
 	case LOCUS_DSM_MSG_HEARTBEAT:

@@ -78,7 +78,8 @@ struct dsm_counters {
 	uint64_t stalls, stall_ns, run_ns, switches;
 	uint64_t remote_misses, remote_miss_ns, remote_locks, remote_lock_ns;
 	uint64_t lock_handoffs, barrier_waits, barrier_wait_ns;
-	uint64_t prefetches;
+	uint64_t prefetches, prefetch_unneeded;
+	uint64_t lrc_intervals, lrc_twins, lrc_diffs, lrc_diff_bytes, lrc_gcs;
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
@@ -101,6 +102,7 @@ struct dsm_config {
 	int stats; /* 0 none, 1 table, 2 json */
 	uint64_t peer_timeout_ns;
 	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
+	uint64_t gc_bytes;     /* lrc: collect at a barrier when a node keeps more */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
 };
 
@@ -125,6 +127,7 @@ struct dsm_runtime {
 	uint32_t ready;		/* futex word: 1 started, 2 failed to start */
 
 	struct dsm_counters cnt;
+	uint64_t meta_bytes, meta_peak; /* lrc: records, notices, diffs, twins kept */
 	/* Application threads counted in the breakdown: running count in the low
 	   TEAM_RUN_BITS, and in the bits above, when it last fell to 0 (ns since
 	   t0, wrapping). One word, so that the thread ending a stall of the whole
@@ -149,15 +152,29 @@ struct dsm_proto {
 	/* Run due timers; return the next deadline (monotonic ns), or UINT64_MAX. */
 	uint64_t (*tick)(uint64_t now);
 	void (*prefetch)(size_t first, size_t count, int write); /* may be NULL */
-	/* A consistency point passes through this node (NULL: nothing to do). */
-	void (*acquire)(uint32_t lock);
+	/* A consistency point passes through this node (NULL: nothing to do).
+	   acquire gets the payload lock_pass made at the last holder (NULL, 0
+	   when the manager granted directly). */
+	void (*acquire)(uint32_t lock, const void *grant, size_t len);
 	void (*release)(uint32_t lock);
-	void (*barrier)(void);
+	/* Locks that carry data (sync.c says the route); *out is malloc'd or
+	   NULL, the return value its length. */
+	size_t (*lock_ask)(void **out);
+	size_t (*lock_pass)(uint32_t lock, const void *ask, size_t len, void **out);
+	/* Barriers that carry data: enter (every node, its team gathered), arrive
+	   (node 0, each node's enter payload), leave_for (node 0 once all have
+	   arrived, for node 0 first, then 1..nodes-1), leave (every node, with
+	   its leave_for payload; 0: the protocol calls dsm_sync_barrier_done). */
+	size_t (*barrier_enter)(void **out);
+	void (*barrier_arrive)(int node, const void *p, size_t len);
+	size_t (*barrier_leave_for)(int node, void **out);
+	int (*barrier_leave)(const void *p, size_t len);
 };
 
 const struct dsm_proto *dsm_proto_find(const char *name);
 const char *dsm_proto_names(void);
 extern const struct dsm_proto dsm_proto_sc;
+extern const struct dsm_proto dsm_proto_lrc;
 
 /*
  * Another thread's CPU clock (pthread_getcpuclockid): it stops existing when
@@ -250,5 +267,6 @@ void dsm_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 
 void dsm_sync_request(struct dsm_req *r);
 void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len);
 int dsm_sync_done(void); /* goodbye said and heard from every node */
+void dsm_sync_barrier_done(void); /* a barrier_leave that returned 0 has finished */
 
 #endif

@@ -5,6 +5,7 @@
 
 static const struct dsm_proto *const protocols[] = {
 	&dsm_proto_sc,
+	&dsm_proto_lrc,
 };
 
 const struct dsm_proto *dsm_proto_find(const char *name)
@@ -17,5 +18,5 @@ const struct dsm_proto *dsm_proto_find(const char *name)
 
 const char *dsm_proto_names(void)
 {
-	return "sc";
+	return "sc, lrc";
 }

@@ -7,6 +7,7 @@
 static const char *const msg_names[LOCUS_DSM_MSG_KINDS] = {
 	"page_req",   "page_fwd", "page",      "inv",	    "inv_ack",	 "lock_acq",
 	"lock_grant", "lock_rel", "bar_enter", "bar_leave", "heartbeat", "stats",
+	"lock_pass",  "diff_req", "diff",      "gc",
 };
 
 static const char *const fault_names[LOCUS_DSM_FAULT_KINDS] = {"read", "write", "upgrade", "local",
@@ -59,6 +60,16 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 		per(s->remote_lock_s, s->remote_locks), (unsigned long long)s->lock_handoffs,
 		(unsigned long long)s->barrier_waits, per(s->barrier_wait_s, s->barrier_waits),
 		(unsigned long long)s->prefetches);
+	if (s->intervals || s->diffs || s->meta_peak_bytes)
+		fprintf(f,
+			"dsm node %d: lrc: %llu intervals, %llu twins, %llu diffs (%llu bytes), "
+			"%llu collections, kept %llu bytes (at most %llu); %llu prefetches "
+			"unneeded\n",
+			node, (unsigned long long)s->intervals, (unsigned long long)s->twins,
+			(unsigned long long)s->diffs, (unsigned long long)s->diff_bytes,
+			(unsigned long long)s->gcs, (unsigned long long)s->meta_bytes,
+			(unsigned long long)s->meta_peak_bytes,
+			(unsigned long long)s->prefetch_unneeded);
 }
 
 void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
@@ -92,10 +103,18 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		", \"threads\": %llu, \"stalls\": %llu, \"stall_s\": %.6f, \"run_s\": %.6f, "
 		"\"switches\": %llu, \"remote_misses\": %llu, \"remote_miss_s\": %.6f, "
 		"\"remote_locks\": %llu, \"remote_lock_s\": %.6f, \"lock_handoffs\": %llu, "
-		"\"barrier_waits\": %llu, \"barrier_wait_s\": %.6f, \"prefetches\": %llu}\n",
+		"\"barrier_waits\": %llu, \"barrier_wait_s\": %.6f, \"prefetches\": %llu",
 		(unsigned long long)s->threads, (unsigned long long)s->stalls, s->stall_s, s->run_s,
 		(unsigned long long)s->switches, (unsigned long long)s->remote_misses,
 		s->remote_miss_s, (unsigned long long)s->remote_locks, s->remote_lock_s,
 		(unsigned long long)s->lock_handoffs, (unsigned long long)s->barrier_waits,
 		s->barrier_wait_s, (unsigned long long)s->prefetches);
+	fprintf(f,
+		", \"prefetch_unneeded\": %llu, \"intervals\": %llu, \"twins\": %llu, "
+		"\"diffs\": %llu, \"diff_bytes\": %llu, \"gcs\": %llu, \"meta_bytes\": %llu, "
+		"\"meta_peak_bytes\": %llu}\n",
+		(unsigned long long)s->prefetch_unneeded, (unsigned long long)s->intervals,
+		(unsigned long long)s->twins, (unsigned long long)s->diffs,
+		(unsigned long long)s->diff_bytes, (unsigned long long)s->gcs,
+		(unsigned long long)s->meta_bytes, (unsigned long long)s->meta_peak_bytes);
 }

@@ -26,7 +26,16 @@
  * Consistency protocols see each node-level acquire, release and barrier
  * through their hooks before the operation completes locally (hand-offs
  * between threads of a node are not consistency points between nodes); sc
- * needs none.
+ * needs none. A protocol with a lock_pass hook (lrc) carries data with its
+ * locks, from the node that last held a lock to the next: the request takes
+ * the asker's payload (lock_ask) to the manager, and the manager, instead of
+ * granting, sends LOCK_PASS with it to the last holder (once released), who
+ * grants with the payload lock_pass makes. The manager remembers the last
+ * holder; an asker that was itself the last holder, or the first ever, is
+ * granted directly. A barrier carries each node's barrier_enter payload to
+ * node 0 and barrier_leave_for(n)'s back to node n; the protocol may hold
+ * the barrier's end (barrier_leave returns 0) until it calls
+ * dsm_sync_barrier_done.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +46,7 @@ struct waiter {
 	struct waiter *next;
 	uint64_t token;
 	uint16_t node;
+	size_t len; /* the asker's lock_ask payload, after the struct */
 };
 
 enum { LOCAL_FREE, LOCAL_ASKED, LOCAL_HELD };
@@ -46,6 +56,7 @@ struct lockst {
 	uint32_t id;
 	/* Manager side (id % nodes == this node). */
 	int held;
+	int last; /* the node last granted the lock, -1 for none */
 	struct waiter *head, *tail;
 	/* This node's side. */
 	int local;			   /* LOCAL_* */
@@ -63,6 +74,8 @@ static int arrivals[2];
 static uint64_t bar_value[2];
 static int bar_mismatch[2];
 
+static int bar_ok; /* the barrier being left: every node agreed */
+
 static int bye_said, byes_heard;
 static int in_message; /* a message is being handled: what it completes is remote */
 
@@ -70,6 +83,11 @@ static void send_to(int dst, uint16_t kind, uint64_t a, uint64_t b, const void *
 {
 	struct dsm_hdr h = {.kind = kind, .a = a, .b = b};
 	dsm_send(dst, &h, payload, len);
+}
+
+static int passing(void)
+{
+	return dsm.proto->lock_pass != NULL;
 }
 
 static struct lockst *lock_find(uint32_t id)
@@ -82,12 +100,13 @@ static struct lockst *lock_find(uint32_t id)
 	if (!l)
 		dsm_fatal("out of memory for lock %u", id);
 	l->id = id;
+	l->last = -1;
 	l->next = *b;
 	*b = l;
 	return l;
 }
 
-static void lock_granted(uint32_t id, uint64_t token)
+static void lock_granted(uint32_t id, uint64_t token, const void *payload, size_t len)
 {
 	struct lockst *l = lock_find(id);
 	if (l->local != LOCAL_ASKED)
@@ -95,30 +114,61 @@ static void lock_granted(uint32_t id, uint64_t token)
 	l->local = LOCAL_HELD;
 	l->handoffs = 0;
 	if (dsm.proto->acquire)
-		dsm.proto->acquire(id);
+		dsm.proto->acquire(id, payload, len);
 	dsm_req_done((struct dsm_req *)(uintptr_t)token, in_message ? DSM_REMOTE : DSM_LOCAL);
 }
 
-static void grant(uint32_t id, int node, uint64_t token)
+static void grant(uint32_t id, int node, uint64_t token, const void *payload, size_t len)
 {
 	if (node == dsm.node)
-		lock_granted(id, token);
+		lock_granted(id, token, payload, len);
 	else
-		send_to(node, LOCUS_DSM_MSG_LOCK_GRANT, id, token, NULL, 0);
+		send_to(node, LOCUS_DSM_MSG_LOCK_GRANT, id, token, payload, len);
 }
 
-static void mgr_acquire(uint32_t id, int node, uint64_t token)
+/* The last holder of lock id grants it to node (passing protocols). */
+static void pass_here(uint32_t id, int node, uint64_t token, const void *ask, size_t len)
+{
+	if (node == dsm.node) { /* asked again after releasing: it knows what it knew */
+		lock_granted(id, token, NULL, 0);
+		return;
+	}
+	void *out = NULL;
+	size_t n = dsm.proto->lock_pass(id, ask, len, &out);
+	grant(id, node, token, out, n);
+	free(out);
+}
+
+/* Manager: the lock goes to node; from the last holder when there is one. */
+static void hand_over(struct lockst *l, int node, uint64_t token, const void *ask, size_t len)
+{
+	int from = l->last;
+	l->last = node;
+	if (!passing() || from < 0 || from == node)
+		grant(l->id, node, token, NULL, 0);
+	else if (from == dsm.node)
+		pass_here(l->id, node, token, ask, len);
+	else {
+		struct dsm_hdr h = {
+			.kind = LOCUS_DSM_MSG_LOCK_PASS, .a = l->id, .b = token, .c = (uint64_t)node};
+		dsm_send(from, &h, ask, len);
+	}
+}
+
+static void mgr_acquire(uint32_t id, int node, uint64_t token, const void *ask, size_t len)
 {
 	struct lockst *l = lock_find(id);
 	if (!l->held) {
 		l->held = 1;
-		grant(id, node, token);
+		hand_over(l, node, token, ask, len);
 		return;
 	}
-	struct waiter *w = malloc(sizeof(*w));
+	struct waiter *w = malloc(sizeof(*w) + len);
 	if (!w)
 		dsm_fatal("out of memory for a lock waiter");
-	*w = (struct waiter){.token = token, .node = (uint16_t)node};
+	*w = (struct waiter){.token = token, .node = (uint16_t)node, .len = len};
+	if (len)
+		memcpy(w + 1, ask, len);
 	if (l->tail)
 		l->tail->next = w;
 	else
@@ -139,27 +189,38 @@ static void mgr_release(uint32_t id, int node)
 	l->head = w->next;
 	if (!l->head)
 		l->tail = NULL;
-	grant(id, w->node, w->token);
+	hand_over(l, w->node, w->token, w + 1, w->len);
 	free(w);
 }
 
-static void bar_leave(uint64_t epoch, int ok)
+void dsm_sync_barrier_done(void)
 {
-	if (!bar_reqs || epoch != bar_epoch)
-		dsm_fatal("barrier %llu left while in %llu", (unsigned long long)epoch,
-			  (unsigned long long)bar_epoch);
 	struct dsm_req *r = bar_reqs;
+	if (!r)
+		dsm_fatal("barrier ended twice");
 	bar_reqs = NULL;
 	bar_local = 0;
 	while (r) {
 		struct dsm_req *n = r->wnext;
-		dsm_req_done(r, ok ? 0 : -1);
+		dsm_req_done(r, bar_ok ? 0 : -1);
 		r = n;
 	}
 }
 
-static void bar_arrive(uint64_t epoch, uint64_t value)
+static void bar_leave(uint64_t epoch, int ok, const void *payload, size_t len)
 {
+	if (!bar_reqs || epoch != bar_epoch)
+		dsm_fatal("barrier %llu left while in %llu", (unsigned long long)epoch,
+			  (unsigned long long)bar_epoch);
+	bar_ok = ok;
+	if (!dsm.proto->barrier_leave || dsm.proto->barrier_leave(payload, len))
+		dsm_sync_barrier_done();
+}
+
+static void bar_arrive(uint64_t epoch, uint64_t value, int node, const void *payload, size_t len)
+{
+	if (dsm.proto->barrier_arrive)
+		dsm.proto->barrier_arrive(node, payload, len);
 	int s = (int)(epoch & 1);
 	if (arrivals[s] == 0) {
 		bar_value[s] = value;
@@ -171,9 +232,20 @@ static void bar_arrive(uint64_t epoch, uint64_t value)
 		return;
 	arrivals[s] = 0;
 	int ok = !bar_mismatch[s];
-	for (int n = 1; n < dsm.nodes; n++)
-		send_to(n, LOCUS_DSM_MSG_BAR_LEAVE, epoch, (uint64_t)ok, NULL, 0);
-	bar_leave(epoch, ok);
+	void *mine = NULL;
+	size_t mine_len = 0;
+	if (dsm.proto->barrier_leave_for)
+		mine_len = dsm.proto->barrier_leave_for(0, &mine);
+	for (int n = 1; n < dsm.nodes; n++) {
+		void *out = NULL;
+		size_t olen = 0;
+		if (dsm.proto->barrier_leave_for)
+			olen = dsm.proto->barrier_leave_for(n, &out);
+		send_to(n, LOCUS_DSM_MSG_BAR_LEAVE, epoch, (uint64_t)ok, out, olen);
+		free(out);
+	}
+	bar_leave(epoch, ok, mine, mine_len);
+	free(mine);
 }
 
 /* A thread of this node enters the barrier; the last of its team sends. */
@@ -189,13 +261,16 @@ static void bar_enter_local(struct dsm_req *r)
 	if (++bar_local < r->b)
 		return;
 	STAT_ADD(barriers, 1);
-	if (dsm.proto->barrier)
-		dsm.proto->barrier();
+	void *out = NULL;
+	size_t len = 0;
+	if (dsm.proto->barrier_enter)
+		len = dsm.proto->barrier_enter(&out);
 	bar_epoch++;
 	if (dsm.node == 0)
-		bar_arrive(bar_epoch, r->a);
+		bar_arrive(bar_epoch, r->a, 0, out, len);
 	else
-		send_to(0, LOCUS_DSM_MSG_BAR_ENTER, bar_epoch, r->a, NULL, 0);
+		send_to(0, LOCUS_DSM_MSG_BAR_ENTER, bar_epoch, r->a, out, len);
+	free(out);
 }
 
 /* A thread of this node asks for lock l. */
@@ -211,11 +286,16 @@ static void lock_local(struct lockst *l, struct dsm_req *r)
 		return;
 	}
 	l->local = LOCAL_ASKED;
+	void *ask = NULL;
+	size_t len = 0;
+	if (passing() && dsm.proto->lock_ask)
+		len = dsm.proto->lock_ask(&ask);
 	int mgr = (int)(l->id % (uint32_t)dsm.nodes);
 	if (mgr == dsm.node)
-		mgr_acquire(l->id, dsm.node, (uint64_t)(uintptr_t)r);
+		mgr_acquire(l->id, dsm.node, (uint64_t)(uintptr_t)r, ask, len);
 	else
-		send_to(mgr, LOCUS_DSM_MSG_LOCK_ACQ, l->id, (uint64_t)(uintptr_t)r, NULL, 0);
+		send_to(mgr, LOCUS_DSM_MSG_LOCK_ACQ, l->id, (uint64_t)(uintptr_t)r, ask, len);
+	free(ask);
 }
 
 /* A thread of this node releases lock l: hand it on here, or give it back. */
@@ -290,19 +370,24 @@ void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len)
 	in_message = 1;
 	switch (h->kind) {
 	case LOCUS_DSM_MSG_LOCK_ACQ:
-		mgr_acquire((uint32_t)h->a, h->src, h->b);
+		mgr_acquire((uint32_t)h->a, h->src, h->b, payload, len);
 		break;
 	case LOCUS_DSM_MSG_LOCK_GRANT:
-		lock_granted((uint32_t)h->a, h->b);
+		lock_granted((uint32_t)h->a, h->b, payload, len);
+		break;
+	case LOCUS_DSM_MSG_LOCK_PASS:
+		if (!passing() || h->c >= (uint64_t)dsm.nodes)
+			dsm_fatal("stray lock pass from node %d", h->src);
+		pass_here((uint32_t)h->a, (int)h->c, h->b, payload, len);
 		break;
 	case LOCUS_DSM_MSG_LOCK_REL:
 		mgr_release((uint32_t)h->a, h->src);
 		break;
 	case LOCUS_DSM_MSG_BAR_ENTER:
-		bar_arrive(h->a, h->b);
+		bar_arrive(h->a, h->b, h->src, payload, len);
 		break;
 	case LOCUS_DSM_MSG_BAR_LEAVE:
-		bar_leave(h->a, (int)h->b);
+		bar_leave(h->a, (int)h->b, payload, len);
 		break;
 	case LOCUS_DSM_MSG_STATS:
 		if (dsm.node != 0 || len != sizeof(locus_dsm_stats))

@@ -1,0 +1,121 @@
+/*
+ * lrc's diff encoding (src/dsm/diff.c), a property test: for random twins and
+ * random changes — none, one word, scattered words, long runs, every word,
+ * runs at both ends of the page, and a page written back to its twin's values
+ * — applying diff(page, twin) to a copy of the twin gives the page back, the
+ * diff is never longer than dsm_diff_max, and a page equal to its twin has an
+ * empty diff. Malformed diffs (cut short, a run past the page's end, a run of
+ * zero words) are refused. No MPI: a plain program.
+ *
+ * Usage: dsm_diff [iterations] [seed]
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+
+static uint64_t rng;
+
+static uint32_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 16);
+}
+
+static int failures;
+
+static void check(int ok, const char *what, long it)
+{
+	if (!ok && failures++ < 10)
+		fprintf(stderr, "dsm_diff: iteration %ld: %s\n", it, what);
+}
+
+int main(int argc, char **argv)
+{
+	long iters = argc > 1 ? atol(argv[1]) : 20000;
+	rng = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x9e3779b97f4a7c15ull;
+	if (!rng)
+		rng = 1;
+	static const size_t sizes[] = {4, 64, 4096, 16384, 65536};
+	unsigned char *twin = malloc(65536), *page = malloc(65536), *copy = malloc(65536);
+	unsigned char *d = malloc(dsm_diff_max(65536));
+	size_t words_changed = 0, bytes_total = 0;
+	for (long it = 0; it < iters; it++) {
+		size_t size = sizes[next() % 5];
+		size_t words = size / 4;
+		uint32_t *t = (uint32_t *)twin, *p = (uint32_t *)page;
+		for (size_t w = 0; w < words; w++)
+			t[w] = next() % 4 ? next() : 0;
+		memcpy(page, twin, size);
+		int shape = (int)(next() % 7);
+		switch (shape) {
+		case 0: /* unchanged */
+			break;
+		case 1: /* one word */
+			p[next() % words] ^= 1u + next() % 0xffffffu;
+			break;
+		case 2: /* scattered */
+			for (size_t k = next() % (words + 1); k; k--)
+				p[next() % words] = next();
+			break;
+		case 3: { /* runs */
+			for (int r = (int)(next() % 6); r; r--) {
+				size_t a = next() % words, len = 1 + next() % words;
+				for (size_t w = a; w < words && w < a + len; w++)
+					p[w] = ~t[w];
+			}
+			break;
+		}
+		case 4: /* every word */
+			for (size_t w = 0; w < words; w++)
+				p[w] = t[w] + 1;
+			break;
+		case 5: /* both ends */
+			p[0] = ~t[0];
+			p[words - 1] = ~t[words - 1];
+			break;
+		case 6: /* written, then written back: no difference */
+			for (size_t w = 0; w < words; w += 3)
+				p[w] = next();
+			memcpy(page, twin, size);
+			break;
+		}
+		size_t n = dsm_diff_make(page, twin, size, d);
+		check(n <= dsm_diff_max(size), "diff longer than its bound", it);
+		check(n % 4 == 0, "diff length not a multiple of 4", it);
+		if (!memcmp(page, twin, size))
+			check(n == 0, "equal page with a nonempty diff", it);
+		else
+			check(n > 0, "changed page with an empty diff", it);
+		memcpy(copy, twin, size);
+		check(dsm_diff_apply(copy, size, d, n) == 0, "a diff refused", it);
+		check(!memcmp(copy, page, size), "twin + diff differs from the page", it);
+		for (size_t w = 0; w < words; w++)
+			words_changed += p[w] != t[w];
+		bytes_total += n;
+		/* Malformed: cut inside a run, a run past the end, a zero-word run. */
+		if (n >= 8) {
+			check(dsm_diff_apply(copy, size, d, n - 2) == -1, "a cut diff accepted", it);
+			check(dsm_diff_apply(copy, size, d, 2) == -1, "half a header accepted", it);
+		}
+		uint16_t past[2] = {(uint16_t)(words - 1), 2};
+		unsigned char bad[12];
+		memcpy(bad, past, 4);
+		memset(bad + 4, 0, 8);
+		check(dsm_diff_apply(copy, size, bad, sizeof(bad)) == -1, "a run past the end accepted",
+		      it);
+		uint16_t zero[2] = {0, 0};
+		check(dsm_diff_apply(copy, size, zero, 4) == -1, "a zero-word run accepted", it);
+	}
+	printf("dsm_diff: %ld pages, %zu words changed, %zu diff bytes: %s\n", iters, words_changed,
+	       bytes_total, failures ? "WRONG" : "ok");
+	free(twin);
+	free(page);
+	free(copy);
+	free(d);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,284 @@
+/*
+ * Lazy release consistency (LOCUS_DSM_PROTOCOL=lrc): what a data-race-free
+ * program must always see, and what the protocol promises about pages.
+ *
+ *   mw R        multiple writers: every node writes its own words of one
+ *               page between two barriers, R rounds; afterwards every word
+ *               is right on every node, and while the nodes wrote, no page
+ *               or diff moved (the message counters did not change)
+ *   mp_lock R   message passing under a lock: a writer fills data on three
+ *               pages (one shared with the flag), then sets the flag under
+ *               lock 7; readers that see the flag under the lock must see
+ *               the data; they acknowledge under the lock before the next
+ *               round is written
+ *   mp_bar R    message passing across a barrier, the writer rotating
+ *   prefetch R  a reader prefetches a page, the writer writes it under a
+ *               lock meanwhile; the reader, once its lock acquire has seen
+ *               the write's flag, must read the new value (a prefetch never
+ *               changes what a program reads)
+ *   gc R        R barrier phases, each node writing 8 pages of its own and
+ *               a word of one shared page, checked every phase: kept
+ *               metadata never exceeds LOCUS_DSM_GC_BYTES plus one phase's
+ *               worth, and collections happened
+ *
+ * Exits 0 when every check held; prints what was wrong otherwise.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "locus/dsm.h"
+
+#define PAGE 4096
+
+static int me, nodes;
+static long bad;
+
+static void fail(const char *what, long round, long got, long want)
+{
+	if (bad++ < 10)
+		fprintf(stderr, "dsm_lrc: node %d: %s, round %ld: read %ld, expected %ld\n", me,
+			what, round, got, want);
+}
+
+static uint64_t page_msgs(void)
+{
+	locus_dsm_stats s;
+	locus_dsm_stats_get(&s);
+	return s.msgs_sent[LOCUS_DSM_MSG_PAGE_REQ] + s.msgs_sent[LOCUS_DSM_MSG_PAGE] +
+	       s.msgs_sent[LOCUS_DSM_MSG_DIFF_REQ] + s.msgs_sent[LOCUS_DSM_MSG_DIFF];
+}
+
+static void mw(long rounds)
+{
+	volatile uint32_t *w = locus_dsm_alloc(PAGE);
+	size_t per = PAGE / 4 / (size_t)nodes; /* words per node */
+	long moved = 0;
+	(void)w[0]; /* a copy of the page on every node */
+	locus_dsm_barrier();
+	for (long r = 1; r <= rounds; r++) {
+		uint64_t before = page_msgs();
+		for (size_t i = 0; i < per; i++)
+			w[(size_t)me * per + i] = (uint32_t)(r * 1000 + me * 7 + (long)i);
+		uint64_t after = page_msgs();
+		moved += (long)(after - before);
+		locus_dsm_barrier();
+		for (int n = 0; n < nodes; n++)
+			for (size_t i = 0; i < per; i++) {
+				long want = r * 1000 + n * 7 + (long)i;
+				if (w[(size_t)n * per + i] != (uint32_t)want)
+					fail("multiple writers: a word", r, (long)w[(size_t)n * per + i],
+					     want);
+			}
+		locus_dsm_barrier();
+	}
+	if (moved)
+		fail("multiple writers: page messages while writing", rounds, moved, 0);
+	printf("mw: node %d: %ld rounds, %ld page messages during the writes\n", me, rounds,
+	       moved);
+}
+
+static void mp_lock(long rounds)
+{
+	volatile int64_t *flag = locus_dsm_alloc(PAGE); /* flag, ack, data[0] on one page */
+	volatile int64_t *data = locus_dsm_alloc(3 * PAGE);
+	locus_dsm_barrier();
+	int readers = nodes - 1;
+	if (!readers) {
+		printf("mp_lock: one node, nothing to pass\n");
+		return;
+	}
+	for (long r = 1; r <= rounds; r++) {
+		if (me == 0) {
+			flag[2] = r;
+			for (int k = 0; k < 3; k++)
+				data[k * (PAGE / 8) + 5] = r * 10 + k;
+			locus_dsm_lock(7);
+			flag[0] = r;
+			locus_dsm_unlock(7);
+			for (;;) { /* wait for every reader's acknowledgement */
+				locus_dsm_lock(7);
+				int64_t acks = flag[1];
+				locus_dsm_unlock(7);
+				if (acks == r * readers)
+					break;
+			}
+		} else {
+			for (;;) {
+				locus_dsm_lock(7);
+				int64_t f = flag[0];
+				locus_dsm_unlock(7);
+				if (f == r)
+					break;
+				if (f != r - 1)
+					fail("mp_lock: flag", r, (long)f, r);
+			}
+			if (flag[2] != r)
+				fail("mp_lock: data beside the flag", r, (long)flag[2], r);
+			for (int k = 0; k < 3; k++)
+				if (data[k * (PAGE / 8) + 5] != r * 10 + k)
+					fail("mp_lock: data", r, (long)data[k * (PAGE / 8) + 5],
+					     r * 10 + k);
+			locus_dsm_lock(7);
+			flag[1] += 1;
+			locus_dsm_unlock(7);
+		}
+	}
+	printf("mp_lock: node %d: %ld rounds\n", me, rounds);
+}
+
+static void mp_bar(long rounds)
+{
+	volatile int64_t *data = locus_dsm_alloc(2 * PAGE);
+	for (long r = 1; r <= rounds; r++) {
+		int writer = (int)(r % nodes);
+		if (me == writer) {
+			data[3] = r;
+			data[PAGE / 8 + 9] = -r;
+		}
+		locus_dsm_barrier();
+		if (data[3] != r)
+			fail("mp_bar: data", r, (long)data[3], r);
+		if (data[PAGE / 8 + 9] != -r)
+			fail("mp_bar: data on the second page", r, (long)data[PAGE / 8 + 9], -r);
+		locus_dsm_barrier();
+	}
+	printf("mp_bar: node %d: %ld rounds\n", me, rounds);
+}
+
+static void prefetch(long rounds)
+{
+	volatile int64_t *flag = locus_dsm_alloc(PAGE);
+	volatile int64_t *p = locus_dsm_alloc(PAGE);
+	locus_dsm_barrier();
+	for (long r = 1; r <= rounds; r++) {
+		if (me == 0) {
+			locus_dsm_lock(3);
+			p[11] = 2 * r; /* everybody learns of this at the barrier */
+			locus_dsm_unlock(3);
+		}
+		locus_dsm_barrier();
+		if (me == 0) {
+			locus_dsm_lock(3);
+			p[11] = 2 * r + 1;
+			flag[0] = r;
+			locus_dsm_unlock(3);
+		} else {
+			locus_dsm_prefetch((const void *)p, PAGE); /* asks for 2r's diff */
+			for (;;) {
+				locus_dsm_lock(3);
+				int64_t f = flag[0];
+				int64_t v = p[11];
+				locus_dsm_unlock(3);
+				if (f == r) {
+					if (v != 2 * r + 1)
+						fail("prefetch: value after the flag", r, (long)v,
+						     2 * r + 1);
+					break;
+				}
+				if (v != 2 * r)
+					fail("prefetch: value before the flag", r, (long)v, 2 * r);
+			}
+		}
+		locus_dsm_barrier();
+	}
+	locus_dsm_stats s;
+	locus_dsm_stats_get(&s);
+	if (me != 0 && s.prefetches == 0)
+		fail("prefetch: pages prefetched", rounds, 0, rounds);
+	printf("prefetch: node %d: %ld rounds, %llu pages prefetched\n", me, rounds,
+	       (unsigned long long)s.prefetches);
+}
+
+static void gc(long rounds)
+{
+	const char *lim = getenv("LOCUS_DSM_GC_BYTES");
+	uint64_t limit = lim ? strtoull(lim, NULL, 10) : 0;
+	if (!limit || limit > (64u << 20)) {
+		fprintf(stderr, "dsm_lrc gc: set LOCUS_DSM_GC_BYTES to a byte count (e.g. 65536)\n");
+		bad++;
+		return;
+	}
+	enum { OWN = 8 };
+	volatile int64_t *own = locus_dsm_alloc((size_t)nodes * OWN * PAGE);
+	volatile int64_t *shared = locus_dsm_alloc(PAGE);
+	/* What one phase can add on a node: for every page written in it (its own
+	   8, the others' 8 each, the shared one), a twin or a diff (a page and a
+	   word) and a record's notice; the records themselves. */
+	uint64_t pages = (uint64_t)nodes * OWN + 1;
+	uint64_t phase = pages * (PAGE + 4 + 64) + (uint64_t)nodes * (64 + 4 * nodes);
+	for (long r = 1; r <= rounds; r++) {
+		for (int k = 0; k < OWN; k++)
+			for (int i = 0; i < PAGE / 8; i += 64)
+				own[((size_t)me * OWN + (size_t)k) * (PAGE / 8) + (size_t)i] = r + k + i;
+		shared[me] = r * 100 + me;
+		locus_dsm_barrier();
+		int n = (me + (int)r) % nodes; /* read another node's pages */
+		for (int k = 0; k < OWN; k++) {
+			size_t at = ((size_t)n * OWN + (size_t)k) * (PAGE / 8) + 64;
+			if (own[at] != r + k + 64)
+				fail("gc: another node's page", r, (long)own[at], r + k + 64);
+		}
+		for (int m = 0; m < nodes; m++)
+			if (shared[m] != r * 100 + m)
+				fail("gc: the shared page", r, (long)shared[m], r * 100 + m);
+		locus_dsm_barrier();
+	}
+	locus_dsm_stats s;
+	locus_dsm_stats_get(&s);
+	printf("gc: node %d: %ld phases, %llu collections, %llu diff bytes made, kept at most "
+	       "%llu bytes (limit %llu + one phase %llu)\n",
+	       me, rounds, (unsigned long long)s.gcs, (unsigned long long)s.diff_bytes,
+	       (unsigned long long)s.meta_peak_bytes, (unsigned long long)limit,
+	       (unsigned long long)phase);
+	if (s.meta_peak_bytes > limit + phase)
+		fail("gc: most metadata kept", rounds, (long)s.meta_peak_bytes, (long)(limit + phase));
+	if (nodes > 1 && s.gcs == 0)
+		fail("gc: collections", rounds, 0, 1);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc ROUNDS\n");
+		return 2;
+	}
+	const char *mode = argv[1];
+	long rounds = atol(argv[2]);
+	if (locus_dsm_init(&argc, &argv) != 0)
+		return 1;
+	me = locus_dsm_node();
+	nodes = locus_dsm_nodes();
+	if (strcmp(locus_dsm_protocol(), "lrc") != 0) {
+		fprintf(stderr, "dsm_lrc: run with LOCUS_DSM_PROTOCOL=lrc\n");
+		locus_dsm_finalize();
+		return 2;
+	}
+	locus_dsm_stats_reset();
+	if (!strcmp(mode, "mw"))
+		mw(rounds);
+	else if (!strcmp(mode, "mp_lock"))
+		mp_lock(rounds);
+	else if (!strcmp(mode, "mp_bar"))
+		mp_bar(rounds);
+	else if (!strcmp(mode, "prefetch"))
+		prefetch(rounds);
+	else if (!strcmp(mode, "gc"))
+		gc(rounds);
+	else {
+		fprintf(stderr, "dsm_lrc: unknown mode %s\n", mode);
+		bad++;
+	}
+	/* Every node's verdict reaches everyone: a shared word per node. */
+	volatile int64_t *verdict = locus_dsm_alloc(PAGE);
+	verdict[me] = bad;
+	locus_dsm_barrier();
+	long any = 0;
+	for (int n = 0; n < nodes; n++)
+		any += verdict[n] != 0;
+	locus_dsm_finalize();
+	if (me == 0)
+		printf("dsm_lrc %s: %s\n", mode, any ? "WRONG" : "ok");
+	return any ? 1 : 0;
+}
