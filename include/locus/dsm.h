@@ -149,7 +149,8 @@ typedef struct locus_dsm_stats {
 	uint64_t barrier_waits; /* threads' barrier calls */
 	double barrier_wait_s;	/* their stall time */
 	uint64_t prefetches;	/* pages locus_dsm_prefetch asked for */
-	uint64_t prefetch_unneeded; /* lrc: pages valid or already coming, dropped */
+	uint64_t prefetch_unneeded; /* pages prefetch found valid or already coming */
+	uint64_t run_ahead;	    /* pages fetched with a miss of a walk (LOCUS_DSM_RUN) */
 	/* lrc (zero under sc). */
 	uint64_t intervals;	  /* intervals this node ended with writes in them */
 	uint64_t twins;		  /* pages copied at their first write in an interval */

@@ -283,6 +283,7 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->barrier_wait_s = (double)d.barrier_wait_ns * 1e-9;
 	s->prefetches = d.prefetches;
 	s->prefetch_unneeded = d.prefetch_unneeded;
+	s->run_ahead = d.run_ahead;
 	s->intervals = d.lrc_intervals;
 	s->twins = d.lrc_twins;
 	s->diffs = d.lrc_diffs;

@@ -54,15 +54,23 @@ int dsm_config_read(struct dsm_config *c)
 	const char *p = getenv("LOCUS_DSM_PROTOCOL");
 	snprintf(c->protocol, sizeof(c->protocol), "%s", p && *p ? p : "sc");
 	uint64_t size = 256ull << 20, addr = DSM_DEFAULT_ADDR, delay_us = 0, per_byte = 0;
-	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, gc_bytes = 32ull << 20;
+	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, gc_bytes = 32ull << 20, run = 8;
 	if (parse_u64("LOCUS_DSM_SIZE", &size, 1) || parse_u64("LOCUS_DSM_ADDR", &addr, 0) ||
 	    parse_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
 	    parse_u64("LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 0) ||
 	    parse_u64("LOCUS_DSM_DELTA_US", &delta_us, 0) ||
 	    parse_u64("LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 0) ||
 	    parse_u64("LOCUS_DSM_LOCK_HANDOFF", &handoff, 0) ||
-	    parse_u64("LOCUS_DSM_GC_BYTES", &gc_bytes, 1))
+	    parse_u64("LOCUS_DSM_GC_BYTES", &gc_bytes, 1) || parse_u64("LOCUS_DSM_RUN", &run, 0))
 		return -1;
+	if (run < 1 || run > 1024) {
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_RUN=%s: pages fetched per miss of a walk must be "
+			"from 1 (only the page missed) to 1024\n",
+			getenv("LOCUS_DSM_RUN"));
+		return -1;
+	}
+	c->run = (uint32_t)run;
 	c->gc_bytes = gc_bytes;
 	/* Microseconds and seconds become nanoseconds: keep them far from wrapping. */
 	const struct {

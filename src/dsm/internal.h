@@ -78,7 +78,7 @@ struct dsm_counters {
 	uint64_t stalls, stall_ns, run_ns, switches;
 	uint64_t remote_misses, remote_miss_ns, remote_locks, remote_lock_ns;
 	uint64_t lock_handoffs, barrier_waits, barrier_wait_ns;
-	uint64_t prefetches, prefetch_unneeded;
+	uint64_t prefetches, prefetch_unneeded, run_ahead;
 	uint64_t lrc_intervals, lrc_twins, lrc_diffs, lrc_diff_bytes, lrc_gcs;
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
@@ -103,6 +103,7 @@ struct dsm_config {
 	uint64_t peer_timeout_ns;
 	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
 	uint64_t gc_bytes;     /* lrc: collect at a barrier when a node keeps more */
+	uint32_t run;	       /* pages fetched per miss of a node walking in order */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
 };
 
@@ -172,6 +173,10 @@ struct dsm_proto {
 };
 
 const struct dsm_proto *dsm_proto_find(const char *name);
+/* A remote miss on page p (communication thread): how many pages after p to
+   fetch with it, without waiting — cfg.run - 1 when p follows the previous
+   miss within a run (the node walks pages in order), else 0. */
+size_t dsm_run_ahead(size_t p);
 const char *dsm_proto_names(void);
 extern const struct dsm_proto dsm_proto_sc;
 extern const struct dsm_proto dsm_proto_lrc;

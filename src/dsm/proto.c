@@ -16,6 +16,16 @@ const struct dsm_proto *dsm_proto_find(const char *name)
 	return NULL;
 }
 
+size_t dsm_run_ahead(size_t p)
+{
+	static size_t last = SIZE_MAX - 1; /* communication thread only */
+	size_t prev = last;
+	last = p;
+	if (dsm.cfg.run <= 1 || p <= prev || p - prev > dsm.cfg.run)
+		return 0;
+	return dsm.cfg.run - 1;
+}
+
 const char *dsm_proto_names(void)
 {
 	return "sc, lrc";

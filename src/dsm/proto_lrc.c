@@ -85,7 +85,28 @@ struct lrc_page {
 	struct rx *rx;
 	struct owndiff *diffs; /* this node's, by interval */
 	uint32_t ndiffs, capdiffs;
-	uint8_t access, have, dirty;
+	uint32_t wrote_iv;	       /* the last own interval that twinned it */
+	uint8_t access, have, dirty; /* have: HAVE_*; dirty: in L.dirty */
+	uint8_t hot, idle;	       /* diffed at every interval end; intervals unwritten */
+};
+
+/* A page written in two intervals at most this far apart is hot: at every
+   interval end its diff is made and its twin renewed, and it stays writable,
+   so a page a node keeps writing takes no fault per interval. After HOT_IDLE
+   intervals without a change it goes back to faulting. (Writes that leave
+   the values as they were look like no write: tracking an idle page costs
+   two mprotect calls and a page comparison per interval, a fault here costs
+   tens of microseconds, so idleness is given time.) */
+#define HOT_GAP	 2
+#define HOT_IDLE 16
+
+/* What a node holds of a page besides its pending notices. */
+enum {
+	HAVE_ZERO = 0,	/* never held: the initial zero page (the alias is still zero
+			   here), which the pending notices' diffs bring up to date */
+	HAVE_COPY = 1,	/* a copy, current but for the pending notices */
+	HAVE_NONE = 2,	/* dropped at a collection: the whole page comes from its
+			   manager, which is current for what was collected */
 };
 
 struct interval {
@@ -99,7 +120,7 @@ static struct {
 	uint32_t *base;		 /* per node: intervals up to base were collected */
 	struct interval **iv;	 /* per node, iv[n][i] is interval base[n] + 1 + i */
 	uint32_t *ivcap;
-	size_t *dirty, ndirty;	 /* pages written in the open interval */
+	size_t *dirty, ndirty;	 /* pages written in the open interval, and hot pages */
 	uint32_t bar_sent;	 /* own intervals up to here have reached node 0 */
 	void **arrived;		 /* node 0: each node's barrier payload */
 	size_t *arrived_len;
@@ -155,7 +176,7 @@ static int lrc_init(void)
 	    !L.arrived_len)
 		return -1;
 	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += nodes_)
-		L.pg[p].have = 1; /* the manager starts with the zero page */
+		L.pg[p].have = HAVE_COPY; /* managers are never dropped */
 	return 0;
 }
 
@@ -227,33 +248,98 @@ static const struct owndiff *find_diff(size_t p, uint32_t idx)
 
 /* ---- intervals ---- */
 
-/* End the open interval: its pages become read-only and get one notice. */
+/* A hot page at the end of interval idx: keep its diff if it changed, and
+   renew the twin. Returns whether it changed. The page is not writable. */
+static int diff_now(size_t p, uint32_t idx)
+{
+	struct lrc_page *pg = &L.pg[p];
+	unsigned char *buf = xmalloc(dsm_diff_max(dsm.page_size));
+	size_t n = dsm_diff_make(dsm_page_alias(p), pg->twin, dsm.page_size, buf);
+	if (!n) {
+		free(buf);
+		return 0;
+	}
+	buf = xrealloc(buf, n);
+	if (pg->ndiffs == pg->capdiffs) {
+		pg->capdiffs = pg->capdiffs ? pg->capdiffs * 2 : 4;
+		pg->diffs = xrealloc(pg->diffs, pg->capdiffs * sizeof(*pg->diffs));
+	}
+	pg->diffs[pg->ndiffs++] = (struct owndiff){.idx = idx, .len = (uint32_t)n, .data = buf};
+	memcpy(pg->twin, dsm_page_alias(p), dsm.page_size);
+	STAT_ADD(lrc_diffs, 1);
+	STAT_ADD(lrc_diff_bytes, n);
+	mem_add((int64_t)n + (int64_t)sizeof(struct owndiff));
+	return 1;
+}
+
+static void drop_twin(size_t p)
+{
+	struct lrc_page *pg = &L.pg[p];
+	free(pg->twin);
+	pg->twin = NULL;
+	pg->hot = 0;
+	mem_add(-(int64_t)dsm.page_size);
+}
+
+/*
+ * End the open interval. A page twinned in it for the first time becomes
+ * read-only and keeps its twin (its diff is made lazily); a hot page is
+ * diffed now and stays writable with a fresh twin, unless it is invalid or
+ * has been idle. One record lists the pages that changed.
+ */
 static void close_interval(void)
 {
 	if (!L.ndirty)
 		return;
 	uint32_t me = (uint32_t)dsm.node;
 	uint32_t idx = L.vt[me] + 1;
-	size_t have = L.vt[me] - L.base[me];
-	if (have == L.ivcap[me]) {
-		L.ivcap[me] = L.ivcap[me] ? L.ivcap[me] * 2 : 16;
-		L.iv[me] = xrealloc(L.iv[me], L.ivcap[me] * sizeof(struct interval));
-	}
-	struct interval *iv = &L.iv[me][have];
-	iv->npages = (uint32_t)L.ndirty;
-	iv->vt = xmalloc(nodes_ * sizeof(uint32_t));
-	iv->pages = xmalloc(L.ndirty * sizeof(uint32_t));
+	uint32_t *written = xmalloc(L.ndirty * sizeof(uint32_t));
+	size_t nw = 0, keep = 0;
 	for (size_t i = 0; i < L.ndirty; i++) {
 		size_t p = L.dirty[i];
-		set_access(p, ACC_READ);
-		L.pg[p].dirty = 0;
-		iv->pages[i] = (uint32_t)p;
+		struct lrc_page *pg = &L.pg[p];
+		int valid = pg->access != ACC_NONE;
+		if (valid)
+			set_access(p, ACC_READ); /* no write lands during the diff */
+		if (!pg->hot) {
+			pg->dirty = 0;
+			written[nw++] = (uint32_t)p;
+			continue;
+		}
+		if (diff_now(p, idx)) {
+			written[nw++] = (uint32_t)p;
+			pg->idle = 0;
+		} else {
+			pg->idle++;
+		}
+		if (!valid || pg->idle >= HOT_IDLE) {
+			drop_twin(p);
+			pg->dirty = 0;
+			continue;
+		}
+		set_access(p, ACC_WRITE);
+		L.dirty[keep++] = p;
 	}
-	L.vt[me] = idx;
-	memcpy(iv->vt, L.vt, nodes_ * sizeof(uint32_t));
-	L.ndirty = 0;
-	STAT_ADD(lrc_intervals, 1);
-	mem_add((int64_t)(sizeof(*iv) + (nodes_ + iv->npages) * sizeof(uint32_t)));
+	L.ndirty = keep;
+	if (nw) {
+		size_t have = L.vt[me] - L.base[me];
+		if (have == L.ivcap[me]) {
+			L.ivcap[me] = L.ivcap[me] ? L.ivcap[me] * 2 : 16;
+			L.iv[me] = xrealloc(L.iv[me], L.ivcap[me] * sizeof(struct interval));
+		}
+		struct interval *iv = &L.iv[me][have];
+		iv->npages = (uint32_t)nw;
+		iv->vt = xmalloc(nodes_ * sizeof(uint32_t));
+		iv->pages = written;
+		written = NULL;
+		L.vt[me] = idx;
+		memcpy(iv->vt, L.vt, nodes_ * sizeof(uint32_t));
+		STAT_ADD(lrc_intervals, 1);
+		mem_add((int64_t)(sizeof(*iv) + (nodes_ + iv->npages) * sizeof(uint32_t)));
+	}
+	free(written);
+	for (size_t i = 0; i < L.ndirty; i++)
+		L.pg[L.dirty[i]].twin_iv = L.vt[me] + 1; /* their twins start the next one */
 }
 
 /* Wire form of a record: node, idx, npages, vt[nodes], pages[npages] (u32). */
@@ -294,8 +380,11 @@ static size_t encode_since(const uint32_t *seen, unsigned char **buf, size_t len
 static void add_notice(size_t p, uint32_t node, uint32_t idx)
 {
 	struct lrc_page *pg = &L.pg[p];
-	if (pg->twin)
-		make_diff(p);
+	if (pg->twin && pg->twin_iv != L.vt[dsm.node] + 1)
+		make_diff(p); /* a closed interval's twin */
+	/* A hot page's twin belongs to the open interval: it stays, and what is
+	   fetched is written to it too (fetch_done), so that its diff is still
+	   this node's writes only. */
 	set_access(p, ACC_NONE);
 	if (pg->npend == pg->cappend) {
 		pg->cappend = pg->cappend ? pg->cappend * 2 : 4;
@@ -374,6 +463,12 @@ static size_t take_records(const void *payload, size_t len)
 
 /* ---- fetching ---- */
 
+/* Must page p be fetched before it can be read? */
+static int stale(size_t p)
+{
+	return L.pg[p].have == HAVE_NONE || L.pg[p].npend;
+}
+
 static void send_to(int dst, uint16_t kind, uint64_t a, uint64_t b, const void *payload, size_t len)
 {
 	struct dsm_hdr h = {.kind = kind, .a = a, .b = b};
@@ -399,7 +494,7 @@ static void start_fetch(size_t p)
 		pg->replies_left++;
 	}
 	free(idx);
-	if (!pg->have) {
+	if (pg->have == HAVE_NONE) {
 		send_to((int)(p % nodes_), LOCUS_DSM_MSG_PAGE_REQ, p, 0, NULL, 0);
 		pg->replies_left++;
 	}
@@ -435,7 +530,7 @@ static void fetch_done(size_t p)
 			if (x->len != dsm.page_size)
 				dsm_fatal("lrc: page %zu arrived with %zu bytes", p, x->len);
 			memcpy(dsm_page_alias(p), x->data, x->len);
-			pg->have = 1;
+			pg->have = HAVE_COPY;
 			continue;
 		}
 		nd += pg->nflight; /* an upper bound on its entries */
@@ -465,18 +560,25 @@ static void fetch_done(size_t p)
 		}
 	}
 	qsort(ap, na, sizeof(*ap), applied_cmp);
-	for (size_t i = 0; i < na; i++)
+	int to_twin = pg->twin && pg->twin_iv == L.vt[dsm.node] + 1;
+	for (size_t i = 0; i < na; i++) {
 		if (dsm_diff_apply(dsm_page_alias(p), dsm.page_size, ap[i].data, ap[i].len) != 0)
 			dsm_fatal("lrc: malformed diff of page %zu from node %u", p, ap[i].node);
+		if (to_twin)
+			dsm_diff_apply(pg->twin, dsm.page_size, ap[i].data, ap[i].len);
+	}
 	free(ap);
 	while (pg->rx) {
 		struct rx *x = pg->rx;
 		pg->rx = x->next;
 		free(x);
 	}
-	if (!pg->have)
+	if (pg->have == HAVE_NONE)
 		dsm_fatal("lrc: page %zu fetched without its contents", p);
-	memmove(pg->pend, pg->pend + pg->nflight, (pg->npend - pg->nflight) * sizeof(*pg->pend));
+	pg->have = HAVE_COPY;
+	if (pg->npend > pg->nflight)
+		memmove(pg->pend, pg->pend + pg->nflight,
+			(pg->npend - pg->nflight) * sizeof(*pg->pend));
 	pg->npend -= pg->nflight;
 	mem_add(-(int64_t)(pg->nflight * sizeof(struct notice)));
 	pg->nflight = 0;
@@ -562,14 +664,22 @@ static void lrc_fault(struct dsm_req *r)
 		pg->waiters = r;
 		return;
 	}
-	if (!pg->have || pg->npend) {
+	if (stale(p)) {
 		STAT_ADD(faults[write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ], 1);
 		r->result = DSM_REMOTE;
 		r->wnext = NULL;
 		pg->waiters = r;
 		start_fetch(p); /* a write faults again on the fresh copy and twins it */
+		/* A node walking pages in order: fetch the next ones with this one. */
+		size_t run = dsm_run_ahead(p);
+		for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
+			if (stale(q) && !L.pg[q].replies_left) {
+				STAT_ADD(run_ahead, 1);
+				start_fetch(q);
+			}
 		return;
 	}
+	pg->have = HAVE_COPY; /* the zero page, or a current copy */
 	STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
 	if (write) {
 		uint32_t cur = L.vt[dsm.node] + 1;
@@ -579,6 +689,9 @@ static void lrc_fault(struct dsm_req *r)
 			pg->twin = xmalloc(dsm.page_size);
 			memcpy(pg->twin, dsm_page_alias(p), dsm.page_size);
 			pg->twin_iv = cur;
+			pg->hot = pg->wrote_iv && cur - pg->wrote_iv <= HOT_GAP;
+			pg->idle = 0;
+			pg->wrote_iv = cur;
 			STAT_ADD(lrc_twins, 1);
 			mem_add((int64_t)dsm.page_size);
 		}
@@ -604,7 +717,7 @@ static void lrc_prefetch(size_t first, size_t count, int write)
 	(void)write; /* every writer may write a valid page: nothing to ask for */
 	for (size_t p = first; p < first + count && p < dsm.npages; p++) {
 		struct lrc_page *pg = &L.pg[p];
-		if (pg->replies_left || (pg->have && !pg->npend)) {
+		if (pg->replies_left || !stale(p)) {
 			STAT_ADD(prefetch_unneeded, 1);
 			continue;
 		}
@@ -624,7 +737,7 @@ static void lrc_message(const struct dsm_hdr *h, const void *payload, size_t len
 		dsm_fatal("message about page %zu of %zu", p, dsm.npages);
 	switch (h->kind) {
 	case LOCUS_DSM_MSG_PAGE_REQ:
-		if (!manages(p) || !L.pg[p].have)
+		if (!manages(p) || L.pg[p].have != HAVE_COPY)
 			dsm_fatal("lrc: node %d asked node %d for page %zu, which it does not manage",
 				  h->src, dsm.node, p);
 		send_to(h->src, LOCUS_DSM_MSG_PAGE, p, 0, dsm_page_alias(p), dsm.page_size);
@@ -814,8 +927,12 @@ static void gc_free(void)
 	}
 	for (size_t p = 0; p < dsm.npages; p++) {
 		struct lrc_page *pg = &L.pg[p];
-		if (pg->replies_left || pg->dirty)
+		if (pg->replies_left || (pg->dirty && !pg->hot))
 			dsm_fatal("lrc: collecting page %zu while it is in use", p);
+		if (pg->dirty && pg->access == ACC_WRITE)
+			set_access(p, ACC_READ); /* hot: its next write twins it again */
+		pg->dirty = pg->hot = 0;
+		pg->wrote_iv = 0;
 		free(pg->twin);
 		pg->twin = NULL;
 		for (uint32_t i = 0; i < pg->ndiffs; i++)
@@ -826,7 +943,7 @@ static void gc_free(void)
 		if (pg->npend) {
 			if (manages(p))
 				dsm_fatal("lrc: managed page %zu not current at collection", p);
-			pg->have = 0; /* fetched whole from its manager next time */
+			pg->have = HAVE_NONE; /* fetched whole from its manager next time */
 		}
 		free(pg->pend);
 		pg->pend = NULL;
@@ -843,6 +960,7 @@ static void gc_free(void)
 		L.base[n] = L.vt[n];
 	}
 	st_relaxed(&dsm.meta_bytes, 0);
+	L.ndirty = 0;
 	L.gc_now = 0;
 	dsm_sync_barrier_done();
 }

@@ -261,6 +261,8 @@ static void invalidated(size_t p, int from)
 	send_to(from, LOCUS_DSM_MSG_INV_ACK, p, 0, 0, NULL, 0);
 }
 
+static int prefetch_one(size_t p, int write);
+
 static void sc_fault(struct dsm_req *r)
 {
 	size_t p = r->a;
@@ -314,6 +316,11 @@ static void sc_fault(struct dsm_req *r)
 		manage(p, write, dsm.node);
 	else
 		send_to(mgr, LOCUS_DSM_MSG_PAGE_REQ, p, (uint64_t)write, 0, NULL, 0);
+	/* A node walking pages in order: ask for the next ones with this one. */
+	size_t run = dsm_run_ahead(p);
+	for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
+		if (prefetch_one(q, write))
+			STAT_ADD(run_ahead, 1);
 }
 
 /*
@@ -328,31 +335,37 @@ static void sc_fault(struct dsm_req *r)
  * use and the access faults as it would have. Pages this node owns with no
  * other copy are skipped: the first touch maps them without messages.
  */
+static int prefetch_one(size_t p, int write)
+{
+	struct sc_page *pg = &pages[p];
+	uint8_t need = write ? ACC_WRITE : ACC_READ;
+	if (pg->access >= need || pg->pending)
+		return 0; /* here already, or coming */
+	if (pg->owner) {
+		if (!write || !(pg->copyset & ~BIT(dsm.node)))
+			return 0; /* ours to map at the first touch */
+		pg->pending = 2;
+		pg->waiters = NULL;
+		invalidate_others(p);
+		return 1;
+	}
+	pg->pending = (uint8_t)(1 + write);
+	pg->waiters = NULL;
+	int mgr = (int)(p % (size_t)dsm.nodes);
+	if (mgr == dsm.node)
+		manage(p, write, dsm.node);
+	else
+		send_to(mgr, LOCUS_DSM_MSG_PAGE_REQ, p, (uint64_t)write, 0, NULL, 0);
+	return 1;
+}
+
 static void sc_prefetch(size_t first, size_t count, int write)
 {
-	uint8_t need = write ? ACC_WRITE : ACC_READ;
-	for (size_t p = first; p < first + count && p < dsm.npages; p++) {
-		struct sc_page *pg = &pages[p];
-		if (pg->access >= need || pg->pending)
-			continue; /* here already, or coming */
-		if (pg->owner) {
-			if (!write || !(pg->copyset & ~BIT(dsm.node)))
-				continue; /* ours to map at the first touch */
+	for (size_t p = first; p < first + count && p < dsm.npages; p++)
+		if (prefetch_one(p, write))
 			STAT_ADD(prefetches, 1);
-			pg->pending = 2;
-			pg->waiters = NULL;
-			invalidate_others(p);
-			continue;
-		}
-		STAT_ADD(prefetches, 1);
-		pg->pending = (uint8_t)(1 + write);
-		pg->waiters = NULL;
-		int mgr = (int)(p % (size_t)dsm.nodes);
-		if (mgr == dsm.node)
-			manage(p, write, dsm.node);
 		else
-			send_to(mgr, LOCUS_DSM_MSG_PAGE_REQ, p, (uint64_t)write, 0, NULL, 0);
-	}
+			STAT_ADD(prefetch_unneeded, 1);
 }
 
 static void page_arrived(size_t p, int write, uint64_t cs, const void *data, size_t len)

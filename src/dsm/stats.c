@@ -52,24 +52,24 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 	fprintf(f,
 		"dsm node %d: %llu threads: %llu stalls avg %.0f us, run length avg %.0f us, "
 		"%llu switches; remote misses %llu avg %.0f us, remote locks %llu avg %.0f us "
-		"(%llu hand-offs), barrier waits %llu avg %.0f us; %llu pages prefetched\n",
+		"(%llu hand-offs), barrier waits %llu avg %.0f us; %llu pages prefetched "
+		"(%llu unneeded), %llu fetched ahead of a walk\n",
 		node, (unsigned long long)s->threads, (unsigned long long)s->stalls,
 		per(s->stall_s, s->stalls), per(s->run_s, s->stalls),
 		(unsigned long long)s->switches, (unsigned long long)s->remote_misses,
 		per(s->remote_miss_s, s->remote_misses), (unsigned long long)s->remote_locks,
 		per(s->remote_lock_s, s->remote_locks), (unsigned long long)s->lock_handoffs,
 		(unsigned long long)s->barrier_waits, per(s->barrier_wait_s, s->barrier_waits),
-		(unsigned long long)s->prefetches);
+		(unsigned long long)s->prefetches, (unsigned long long)s->prefetch_unneeded,
+		(unsigned long long)s->run_ahead);
 	if (s->intervals || s->diffs || s->meta_peak_bytes)
 		fprintf(f,
 			"dsm node %d: lrc: %llu intervals, %llu twins, %llu diffs (%llu bytes), "
-			"%llu collections, kept %llu bytes (at most %llu); %llu prefetches "
-			"unneeded\n",
+			"%llu collections, kept %llu bytes (at most %llu)\n",
 			node, (unsigned long long)s->intervals, (unsigned long long)s->twins,
 			(unsigned long long)s->diffs, (unsigned long long)s->diff_bytes,
 			(unsigned long long)s->gcs, (unsigned long long)s->meta_bytes,
-			(unsigned long long)s->meta_peak_bytes,
-			(unsigned long long)s->prefetch_unneeded);
+			(unsigned long long)s->meta_peak_bytes);
 }
 
 void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
@@ -110,10 +110,12 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		(unsigned long long)s->lock_handoffs, (unsigned long long)s->barrier_waits,
 		s->barrier_wait_s, (unsigned long long)s->prefetches);
 	fprintf(f,
-		", \"prefetch_unneeded\": %llu, \"intervals\": %llu, \"twins\": %llu, "
+		", \"prefetch_unneeded\": %llu, \"run_ahead\": %llu, \"intervals\": %llu, "
+		"\"twins\": %llu, "
 		"\"diffs\": %llu, \"diff_bytes\": %llu, \"gcs\": %llu, \"meta_bytes\": %llu, "
 		"\"meta_peak_bytes\": %llu}\n",
-		(unsigned long long)s->prefetch_unneeded, (unsigned long long)s->intervals,
+		(unsigned long long)s->prefetch_unneeded, (unsigned long long)s->run_ahead,
+		(unsigned long long)s->intervals,
 		(unsigned long long)s->twins, (unsigned long long)s->diffs,
 		(unsigned long long)s->diff_bytes, (unsigned long long)s->gcs,
 		(unsigned long long)s->meta_bytes, (unsigned long long)s->meta_peak_bytes);
