@@ -151,6 +151,12 @@ typedef struct locus_dsm_stats {
 	uint64_t prefetches;	/* pages locus_dsm_prefetch asked for */
 	uint64_t prefetch_unneeded; /* pages prefetch found valid or already coming */
 	uint64_t run_ahead;	    /* pages fetched with a miss of a walk (LOCUS_DSM_RUN) */
+	double prefetch_s;	    /* threads' wall time in prefetch calls (part of other) */
+	uint64_t prefetch_late;	    /* prefetched pages a fault waited for (still in flight) */
+	uint64_t prefetch_lost;	    /* prefetched pages invalidated or taken before a fault
+				       (an access to a valid page takes none, so used or
+				       not, the runtime cannot tell; the rest arrived in
+				       time) */
 	/* lrc (zero under sc). */
 	uint64_t intervals;	  /* intervals this node ended with writes in them */
 	uint64_t twins;		  /* pages copied at their first write in an interval */

@@ -195,7 +195,10 @@ static void prefetch(const void *addr, size_t len, int write)
 		last = dsm.npages - 1;
 	struct dsm_req r = {
 		.kind = DSM_REQ_PREFETCH, .a = first, .b = last - first + 1, .result = write};
+	uint64_t t0 = mono_ns();
 	dsm_call(&r);
+	if (dsm_self.counted)
+		STAT_ADD(prefetch_ns, mono_ns() - t0);
 }
 
 void locus_dsm_prefetch(const void *addr, size_t len)
@@ -284,6 +287,9 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->prefetches = d.prefetches;
 	s->prefetch_unneeded = d.prefetch_unneeded;
 	s->run_ahead = d.run_ahead;
+	s->prefetch_late = d.prefetch_late;
+	s->prefetch_s = (double)d.prefetch_ns * 1e-9;
+	s->prefetch_lost = d.prefetch_lost;
 	s->intervals = d.lrc_intervals;
 	s->twins = d.lrc_twins;
 	s->diffs = d.lrc_diffs;

@@ -78,7 +78,8 @@ struct dsm_counters {
 	uint64_t stalls, stall_ns, run_ns, switches;
 	uint64_t remote_misses, remote_miss_ns, remote_locks, remote_lock_ns;
 	uint64_t lock_handoffs, barrier_waits, barrier_wait_ns;
-	uint64_t prefetches, prefetch_unneeded, run_ahead;
+	uint64_t prefetches, prefetch_unneeded, run_ahead, prefetch_late, prefetch_lost;
+	uint64_t prefetch_ns; /* application threads' wall time issuing prefetches */
 	uint64_t lrc_intervals, lrc_twins, lrc_diffs, lrc_diff_bytes, lrc_gcs;
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];

@@ -88,6 +88,7 @@ struct lrc_page {
 	uint32_t wrote_iv;	       /* the last own interval that twinned it */
 	uint8_t access, have, dirty; /* have: HAVE_*; dirty: in L.dirty */
 	uint8_t hot, idle;	       /* diffed at every interval end; intervals unwritten */
+	uint8_t prefetched;	       /* by locus_dsm_prefetch, no fault on it since */
 };
 
 /* A page written in two intervals at most this far apart is hot: at every
@@ -303,6 +304,10 @@ static void close_interval(void)
 			set_access(p, ACC_READ); /* no write lands during the diff */
 		if (!pg->hot) {
 			pg->dirty = 0;
+			if (valid && !memcmp(pg->twin, dsm_page_alias(p), dsm.page_size)) {
+				drop_twin(p); /* twinned, not changed: nothing to tell */
+				continue;
+			}
 			written[nw++] = (uint32_t)p;
 			continue;
 		}
@@ -386,6 +391,10 @@ static void add_notice(size_t p, uint32_t node, uint32_t idx)
 	   fetched is written to it too (fetch_done), so that its diff is still
 	   this node's writes only. */
 	set_access(p, ACC_NONE);
+	if (pg->prefetched && !pg->replies_left) {
+		pg->prefetched = 0;
+		STAT_ADD(prefetch_lost, 1);
+	}
 	if (pg->npend == pg->cappend) {
 		pg->cappend = pg->cappend ? pg->cappend * 2 : 4;
 		pg->pend = xrealloc(pg->pend, pg->cappend * sizeof(*pg->pend));
@@ -644,6 +653,33 @@ static void serve_diffs(size_t p, int to, const void *payload, size_t len)
 
 /* ---- faults and prefetch ---- */
 
+/* A valid page becomes writable in the open interval: twin it (a closed
+   interval's twin gets its diff first) and put it in the write set. hot: the
+   program says it writes the page every interval (a write prefetch). */
+static void make_writable(size_t p, int hot)
+{
+	struct lrc_page *pg = &L.pg[p];
+	uint32_t cur = L.vt[dsm.node] + 1;
+	pg->have = HAVE_COPY; /* the zero page, or a current copy */
+	if (pg->twin && pg->twin_iv != cur)
+		make_diff(p);
+	if (!pg->twin) {
+		pg->twin = xmalloc(dsm.page_size);
+		memcpy(pg->twin, dsm_page_alias(p), dsm.page_size);
+		pg->twin_iv = cur;
+		pg->hot = hot || (pg->wrote_iv && cur - pg->wrote_iv <= HOT_GAP);
+		pg->idle = 0;
+		pg->wrote_iv = cur;
+		STAT_ADD(lrc_twins, 1);
+		mem_add((int64_t)dsm.page_size);
+	}
+	if (!pg->dirty) {
+		pg->dirty = 1;
+		L.dirty[L.ndirty++] = p;
+	}
+	set_access(p, ACC_WRITE);
+}
+
 static void lrc_fault(struct dsm_req *r)
 {
 	size_t p = r->a;
@@ -656,6 +692,11 @@ static void lrc_fault(struct dsm_req *r)
 		STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
 		dsm_req_done(r, DSM_LOCAL);
 		return;
+	}
+	if (pg->prefetched) {
+		pg->prefetched = 0;
+		if (pg->replies_left)
+			STAT_ADD(prefetch_late, 1);
 	}
 	if (pg->replies_left) { /* this node's fetch is in flight: wait for it */
 		STAT_ADD(faults[LOCUS_DSM_FAULT_COMBINED], 1);
@@ -679,28 +720,24 @@ static void lrc_fault(struct dsm_req *r)
 			}
 		return;
 	}
-	pg->have = HAVE_COPY; /* the zero page, or a current copy */
 	STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
-	if (write) {
-		uint32_t cur = L.vt[dsm.node] + 1;
-		if (pg->twin && pg->twin_iv != cur)
-			make_diff(p);
-		if (!pg->twin) {
-			pg->twin = xmalloc(dsm.page_size);
-			memcpy(pg->twin, dsm_page_alias(p), dsm.page_size);
-			pg->twin_iv = cur;
-			pg->hot = pg->wrote_iv && cur - pg->wrote_iv <= HOT_GAP;
-			pg->idle = 0;
-			pg->wrote_iv = cur;
-			STAT_ADD(lrc_twins, 1);
-			mem_add((int64_t)dsm.page_size);
-		}
-		if (!pg->dirty) {
-			pg->dirty = 1;
-			L.dirty[L.ndirty++] = p;
-		}
+	if (!write) {
+		pg->have = HAVE_COPY; /* the zero page, or a current copy */
+		set_access(p, ACC_READ);
+		dsm_req_done(r, DSM_LOCAL);
+		return;
 	}
-	set_access(p, need);
+	make_writable(p, 0);
+	/* A node writing pages in order: make the next valid ones writable too
+	   (a page twinned but left as it was gets no notice: close_interval). */
+	static size_t last_write = SIZE_MAX - 1;
+	if (p > last_write && p - last_write <= dsm.cfg.run)
+		for (size_t q = p + 1; q < p + dsm.cfg.run && q < dsm.npages; q++)
+			if (!stale(q) && !L.pg[q].replies_left && L.pg[q].access != ACC_WRITE) {
+				STAT_ADD(run_ahead, 1);
+				make_writable(q, 0);
+			}
+	last_write = p;
 	dsm_req_done(r, DSM_LOCAL);
 }
 
@@ -714,14 +751,21 @@ static void lrc_fault(struct dsm_req *r)
  */
 static void lrc_prefetch(size_t first, size_t count, int write)
 {
-	(void)write; /* every writer may write a valid page: nothing to ask for */
 	for (size_t p = first; p < first + count && p < dsm.npages; p++) {
 		struct lrc_page *pg = &L.pg[p];
+		if (write && !stale(p) && !pg->replies_left && pg->access != ACC_WRITE) {
+			/* Every node may write a valid page: make it writable now, and
+			   keep it so from interval to interval (hot). */
+			STAT_ADD(prefetches, 1);
+			make_writable(p, 1);
+			continue;
+		}
 		if (pg->replies_left || !stale(p)) {
 			STAT_ADD(prefetch_unneeded, 1);
 			continue;
 		}
 		STAT_ADD(prefetches, 1);
+		pg->prefetched = 1;
 		start_fetch(p);
 	}
 }

@@ -68,6 +68,7 @@ struct sc_page {
 	uint8_t owner;
 	uint8_t pending; /* 0, or 1 + write */
 	uint8_t listed;	 /* in the deferred list */
+	uint8_t prefetched; /* by locus_dsm_prefetch, no fault on it since */
 };
 
 static struct sc_page *pages;
@@ -209,6 +210,10 @@ static void give(size_t p, int write, int requester)
 	}
 	pg->owner = 0;
 	pg->copyset = 0;
+	if (pg->prefetched && write) { /* taken away before a fault on it */
+		pg->prefetched = 0;
+		STAT_ADD(prefetch_lost, 1);
+	}
 	/* Protection first, then the copy: no write can land after the snapshot. */
 	send_to(requester, LOCUS_DSM_MSG_PAGE, p, (uint64_t)write, cs, dsm_page_alias(p),
 		dsm.page_size);
@@ -258,6 +263,10 @@ static void invalidated(size_t p, int from)
 		set_access(p, ACC_NONE);
 		STAT_ADD(invalidations, 1);
 	}
+	if (pg->prefetched) {
+		pg->prefetched = 0;
+		STAT_ADD(prefetch_lost, 1);
+	}
 	send_to(from, LOCUS_DSM_MSG_INV_ACK, p, 0, 0, NULL, 0);
 }
 
@@ -275,6 +284,11 @@ static void sc_fault(struct dsm_req *r)
 		STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
 		dsm_req_done(r, 0);
 		return;
+	}
+	if (pg->prefetched) {
+		pg->prefetched = 0;
+		if (pg->pending)
+			STAT_ADD(prefetch_late, 1);
 	}
 	if (pg->pending) { /* combined: this node's request is in flight */
 		STAT_ADD(faults[LOCUS_DSM_FAULT_COMBINED], 1);
@@ -362,10 +376,12 @@ static int prefetch_one(size_t p, int write)
 static void sc_prefetch(size_t first, size_t count, int write)
 {
 	for (size_t p = first; p < first + count && p < dsm.npages; p++)
-		if (prefetch_one(p, write))
+		if (prefetch_one(p, write)) {
 			STAT_ADD(prefetches, 1);
-		else
+			pages[p].prefetched = 1;
+		} else {
 			STAT_ADD(prefetch_unneeded, 1);
+		}
 }
 
 static void page_arrived(size_t p, int write, uint64_t cs, const void *data, size_t len)

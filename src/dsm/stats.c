@@ -53,7 +53,7 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 		"dsm node %d: %llu threads: %llu stalls avg %.0f us, run length avg %.0f us, "
 		"%llu switches; remote misses %llu avg %.0f us, remote locks %llu avg %.0f us "
 		"(%llu hand-offs), barrier waits %llu avg %.0f us; %llu pages prefetched "
-		"(%llu unneeded), %llu fetched ahead of a walk\n",
+		"(%llu unneeded, %llu late, %llu lost), %llu fetched ahead of a walk\n",
 		node, (unsigned long long)s->threads, (unsigned long long)s->stalls,
 		per(s->stall_s, s->stalls), per(s->run_s, s->stalls),
 		(unsigned long long)s->switches, (unsigned long long)s->remote_misses,
@@ -61,6 +61,7 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 		per(s->remote_lock_s, s->remote_locks), (unsigned long long)s->lock_handoffs,
 		(unsigned long long)s->barrier_waits, per(s->barrier_wait_s, s->barrier_waits),
 		(unsigned long long)s->prefetches, (unsigned long long)s->prefetch_unneeded,
+		(unsigned long long)s->prefetch_late, (unsigned long long)s->prefetch_lost,
 		(unsigned long long)s->run_ahead);
 	if (s->intervals || s->diffs || s->meta_peak_bytes)
 		fprintf(f,
@@ -110,11 +111,15 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		(unsigned long long)s->lock_handoffs, (unsigned long long)s->barrier_waits,
 		s->barrier_wait_s, (unsigned long long)s->prefetches);
 	fprintf(f,
-		", \"prefetch_unneeded\": %llu, \"run_ahead\": %llu, \"intervals\": %llu, "
+		", \"prefetch_s\": %.6f, \"prefetch_unneeded\": %llu, \"prefetch_late\": %llu, "
+		"\"prefetch_lost\": %llu, "
+		"\"run_ahead\": %llu, \"intervals\": %llu, "
 		"\"twins\": %llu, "
 		"\"diffs\": %llu, \"diff_bytes\": %llu, \"gcs\": %llu, \"meta_bytes\": %llu, "
 		"\"meta_peak_bytes\": %llu}\n",
-		(unsigned long long)s->prefetch_unneeded, (unsigned long long)s->run_ahead,
+		s->prefetch_s, (unsigned long long)s->prefetch_unneeded,
+		(unsigned long long)s->prefetch_late, (unsigned long long)s->prefetch_lost,
+		(unsigned long long)s->run_ahead,
 		(unsigned long long)s->intervals,
 		(unsigned long long)s->twins, (unsigned long long)s->diffs,
 		(unsigned long long)s->diff_bytes, (unsigned long long)s->gcs,
