@@ -122,6 +122,7 @@ static struct {
 	struct interval **iv;	 /* per node, iv[n][i] is interval base[n] + 1 + i */
 	uint32_t *ivcap;
 	size_t *dirty, ndirty;	 /* pages written in the open interval, and hot pages */
+	size_t *inval, ninval;	 /* pages take_records invalidates, in one go */
 	uint32_t bar_sent;	 /* own intervals up to here have reached node 0 */
 	void **arrived;		 /* node 0: each node's barrier payload */
 	size_t *arrived_len;
@@ -171,9 +172,10 @@ static int lrc_init(void)
 	L.iv = calloc(nodes_, sizeof(*L.iv));
 	L.ivcap = calloc(nodes_, sizeof(uint32_t));
 	L.dirty = calloc(dsm.npages, sizeof(size_t));
+	L.inval = calloc(dsm.npages, sizeof(size_t));
 	L.arrived = calloc(nodes_, sizeof(void *));
 	L.arrived_len = calloc(nodes_, sizeof(size_t));
-	if (!L.pg || !L.vt || !L.base || !L.iv || !L.ivcap || !L.dirty || !L.arrived ||
+	if (!L.pg || !L.vt || !L.base || !L.iv || !L.ivcap || !L.dirty || !L.inval || !L.arrived ||
 	    !L.arrived_len)
 		return -1;
 	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += nodes_)
@@ -181,14 +183,41 @@ static int lrc_init(void)
 	return 0;
 }
 
+static const int prot_of[] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE};
+
 static void set_access(size_t p, uint8_t acc)
 {
 	struct lrc_page *pg = &L.pg[p];
 	if (pg->access == acc)
 		return;
-	static const int prot[] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE};
-	dsm_region_protect(p, 1, prot[acc]);
+	dsm_region_protect(p, 1, prot_of[acc]);
 	pg->access = acc;
+}
+
+/* Every page of the sorted list whose access is `from` gets `to`, with one
+   mprotect per run of consecutive pages. */
+static void protect_runs(const size_t *list, size_t n, uint8_t from, uint8_t to)
+{
+	size_t i = 0;
+	while (i < n) {
+		if (L.pg[list[i]].access != from) {
+			i++;
+			continue;
+		}
+		size_t j = i + 1;
+		while (j < n && list[j] == list[j - 1] + 1 && L.pg[list[j]].access == from)
+			j++;
+		dsm_region_protect(list[i], j - i, prot_of[to]);
+		for (size_t k = i; k < j; k++)
+			L.pg[list[k]].access = to;
+		i = j;
+	}
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
 }
 
 static struct interval *interval_get(uint32_t node, uint32_t idx)
@@ -296,12 +325,12 @@ static void close_interval(void)
 	uint32_t idx = L.vt[me] + 1;
 	uint32_t *written = xmalloc(L.ndirty * sizeof(uint32_t));
 	size_t nw = 0, keep = 0;
+	qsort(L.dirty, L.ndirty, sizeof(size_t), cmp_size);
+	protect_runs(L.dirty, L.ndirty, ACC_WRITE, ACC_READ); /* no write lands in a diff */
 	for (size_t i = 0; i < L.ndirty; i++) {
 		size_t p = L.dirty[i];
 		struct lrc_page *pg = &L.pg[p];
 		int valid = pg->access != ACC_NONE;
-		if (valid)
-			set_access(p, ACC_READ); /* no write lands during the diff */
 		if (!pg->hot) {
 			pg->dirty = 0;
 			if (valid && !memcmp(pg->twin, dsm_page_alias(p), dsm.page_size)) {
@@ -322,10 +351,10 @@ static void close_interval(void)
 			pg->dirty = 0;
 			continue;
 		}
-		set_access(p, ACC_WRITE);
 		L.dirty[keep++] = p;
 	}
 	L.ndirty = keep;
+	protect_runs(L.dirty, L.ndirty, ACC_READ, ACC_WRITE); /* hot pages stay writable */
 	if (nw) {
 		size_t have = L.vt[me] - L.base[me];
 		if (have == L.ivcap[me]) {
@@ -381,7 +410,7 @@ static size_t encode_since(const uint32_t *seen, unsigned char **buf, size_t len
 }
 
 /* A notice for page p: make our own diff first (its interval is over), then
-   invalidate the copy. */
+   invalidate the copy (listed in L.inval; take_records protects them all). */
 static void add_notice(size_t p, uint32_t node, uint32_t idx)
 {
 	struct lrc_page *pg = &L.pg[p];
@@ -390,7 +419,8 @@ static void add_notice(size_t p, uint32_t node, uint32_t idx)
 	/* A hot page's twin belongs to the open interval: it stays, and what is
 	   fetched is written to it too (fetch_done), so that its diff is still
 	   this node's writes only. */
-	set_access(p, ACC_NONE);
+	if (pg->access != ACC_NONE && !pg->npend)
+		L.inval[L.ninval++] = p; /* listed once: its first pending notice */
 	if (pg->prefetched && !pg->replies_left) {
 		pg->prefetched = 0;
 		STAT_ADD(prefetch_lost, 1);
@@ -467,6 +497,10 @@ static size_t take_records(const void *payload, size_t len)
 		fresh++;
 	}
 	free(r);
+	qsort(L.inval, L.ninval, sizeof(size_t), cmp_size);
+	protect_runs(L.inval, L.ninval, ACC_READ, ACC_NONE);
+	protect_runs(L.inval, L.ninval, ACC_WRITE, ACC_NONE);
+	L.ninval = 0;
 	return fresh;
 }
 
