@@ -54,7 +54,7 @@ int dsm_config_read(struct dsm_config *c)
 	const char *p = getenv("LOCUS_DSM_PROTOCOL");
 	snprintf(c->protocol, sizeof(c->protocol), "%s", p && *p ? p : "sc");
 	uint64_t size = 256ull << 20, addr = DSM_DEFAULT_ADDR, delay_us = 0, per_byte = 0;
-	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, gc_bytes = 32ull << 20, run = 8;
+	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, gc_bytes = 32ull << 20, run = 32;
 	if (parse_u64("LOCUS_DSM_SIZE", &size, 1) || parse_u64("LOCUS_DSM_ADDR", &addr, 0) ||
 	    parse_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
 	    parse_u64("LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 0) ||

@@ -175,9 +175,19 @@ struct dsm_proto {
 
 const struct dsm_proto *dsm_proto_find(const char *name);
 /* A remote miss on page p (communication thread): how many pages after p to
-   fetch with it, without waiting — cfg.run - 1 when p follows the previous
-   miss within a run (the node walks pages in order), else 0. */
+   fetch with it, without waiting: more as the node walks pages in order (up
+   to cfg.run - 1), none for a miss elsewhere. */
 size_t dsm_run_ahead(size_t p);
+/* The same over any sequence of pages (dsm_run_ahead keeps one for misses). */
+#define DSM_WALKS 4
+struct dsm_walks {
+	struct dsm_walk {
+		size_t last, win;
+		uint64_t used;
+	} w[DSM_WALKS];
+	uint64_t clock;
+};
+size_t dsm_walk(struct dsm_walks *ws, size_t p);
 const char *dsm_proto_names(void);
 extern const struct dsm_proto dsm_proto_sc;
 extern const struct dsm_proto dsm_proto_lrc;

@@ -16,14 +16,38 @@ const struct dsm_proto *dsm_proto_find(const char *name)
 	return NULL;
 }
 
+/* Like a file system's read-ahead, over a few walks at once (a sweep reads
+   one array and writes another): a miss that continues a walk (it falls
+   within what that walk's previous miss fetched) doubles its window, up to
+   cfg.run pages; any other miss starts a walk of its own, one page, in the
+   place of the walk missed longest ago. A halo row of three pages costs two
+   misses and fetches nothing it does not read; a long walk soon fetches
+   cfg.run pages per miss. */
+size_t dsm_walk(struct dsm_walks *ws, size_t p)
+{
+	struct dsm_walk *w = ws->w;
+	int k, oldest = 0;
+	for (k = 0; k < DSM_WALKS; k++) {
+		if (w[k].win && p > w[k].last && p - w[k].last <= w[k].win)
+			break;
+		if (w[k].used < w[oldest].used)
+			oldest = k;
+	}
+	if (k < DSM_WALKS) {
+		w[k].win = w[k].win * 2 < dsm.cfg.run ? w[k].win * 2 : dsm.cfg.run;
+	} else {
+		k = oldest;
+		w[k].win = 1;
+	}
+	w[k].last = p;
+	w[k].used = ++ws->clock;
+	return w[k].win - 1;
+}
+
 size_t dsm_run_ahead(size_t p)
 {
-	static size_t last = SIZE_MAX - 1; /* communication thread only */
-	size_t prev = last;
-	last = p;
-	if (dsm.cfg.run <= 1 || p <= prev || p - prev > dsm.cfg.run)
-		return 0;
-	return dsm.cfg.run - 1;
+	static struct dsm_walks misses; /* communication thread only */
+	return dsm_walk(&misses, p);
 }
 
 const char *dsm_proto_names(void)

@@ -85,7 +85,7 @@ struct lrc_page {
 	struct rx *rx;
 	struct owndiff *diffs; /* this node's, by interval */
 	uint32_t ndiffs, capdiffs;
-	uint32_t wrote_iv;	       /* the last own interval that twinned it */
+	uint32_t wrote_iv;	       /* the last own interval a write fault twinned it in */
 	uint8_t access, have, dirty; /* have: HAVE_*; dirty: in L.dirty */
 	uint8_t hot, idle;	       /* diffed at every interval end; intervals unwritten */
 	uint8_t prefetched;	       /* by locus_dsm_prefetch, no fault on it since */
@@ -335,6 +335,7 @@ static void close_interval(void)
 			pg->dirty = 0;
 			if (valid && !memcmp(pg->twin, dsm_page_alias(p), dsm.page_size)) {
 				drop_twin(p); /* twinned, not changed: nothing to tell */
+				pg->wrote_iv = 0;
 				continue;
 			}
 			written[nw++] = (uint32_t)p;
@@ -703,7 +704,6 @@ static void make_writable(size_t p, int hot)
 		pg->twin_iv = cur;
 		pg->hot = hot || (pg->wrote_iv && cur - pg->wrote_iv <= HOT_GAP);
 		pg->idle = 0;
-		pg->wrote_iv = cur;
 		STAT_ADD(lrc_twins, 1);
 		mem_add((int64_t)dsm.page_size);
 	}
@@ -762,16 +762,16 @@ static void lrc_fault(struct dsm_req *r)
 		return;
 	}
 	make_writable(p, 0);
+	pg->wrote_iv = L.vt[dsm.node] + 1;
 	/* A node writing pages in order: make the next valid ones writable too
 	   (a page twinned but left as it was gets no notice: close_interval). */
-	static size_t last_write = SIZE_MAX - 1;
-	if (p > last_write && p - last_write <= dsm.cfg.run)
-		for (size_t q = p + 1; q < p + dsm.cfg.run && q < dsm.npages; q++)
-			if (!stale(q) && !L.pg[q].replies_left && L.pg[q].access != ACC_WRITE) {
-				STAT_ADD(run_ahead, 1);
-				make_writable(q, 0);
-			}
-	last_write = p;
+	static struct dsm_walks writes;
+	size_t run = dsm_walk(&writes, p);
+	for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
+		if (!stale(q) && !L.pg[q].replies_left && L.pg[q].access != ACC_WRITE) {
+			STAT_ADD(run_ahead, 1);
+			make_writable(q, 0);
+		}
 	dsm_req_done(r, DSM_LOCAL);
 }
 

@@ -203,11 +203,11 @@ static void gc(long rounds)
 	enum { OWN = 8 };
 	volatile int64_t *own = locus_dsm_alloc((size_t)nodes * OWN * PAGE);
 	volatile int64_t *shared = locus_dsm_alloc(PAGE);
-	/* What one phase can add on a node: for every page written in it (its own
-	   8, the others' 8 each, the shared one), a twin or a diff (a page and a
-	   word) and a record's notice; the records themselves. */
+	/* What one phase can add on a node (docs/dsm.md): for every page written
+	   in it (its own 8, the others' 8 each, the shared one), a twin and a
+	   diff (a page that stays hot keeps both) and a notice; the records. */
 	uint64_t pages = (uint64_t)nodes * OWN + 1;
-	uint64_t phase = pages * (PAGE + 4 + 64) + (uint64_t)nodes * (64 + 4 * nodes);
+	uint64_t phase = pages * (2 * (PAGE + 4) + 64) + (uint64_t)nodes * (64 + 4 * nodes);
 	for (long r = 1; r <= rounds; r++) {
 		for (int k = 0; k < OWN; k++)
 			for (int i = 0; i < PAGE / 8; i += 64)
