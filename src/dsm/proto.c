@@ -18,9 +18,10 @@ const struct dsm_proto *dsm_proto_find(const char *name)
 
 /* Like a file system's read-ahead, over a few walks at once (a sweep reads
    one array and writes another): a miss that continues a walk (it falls
-   within what that walk's previous miss fetched) doubles its window, up to
-   cfg.run pages; any other miss starts a walk of its own, one page, in the
-   place of the walk missed longest ago. A halo row of three pages costs two
+   within what that walk's previous miss fetched, or just after: the page in
+   between may have needed no fetch) doubles its window, up to cfg.run pages;
+   any other miss starts a walk of its own, one page, in the place of the walk
+   missed longest ago. A halo row of three pages costs two
    misses and fetches nothing it does not read; a long walk soon fetches
    cfg.run pages per miss. */
 size_t dsm_walk(struct dsm_walks *ws, size_t p)
@@ -28,7 +29,7 @@ size_t dsm_walk(struct dsm_walks *ws, size_t p)
 	struct dsm_walk *w = ws->w;
 	int k, oldest = 0;
 	for (k = 0; k < DSM_WALKS; k++) {
-		if (w[k].win && p > w[k].last && p - w[k].last <= w[k].win)
+		if (w[k].win && p > w[k].last && p - w[k].last <= w[k].win + 1)
 			break;
 		if (w[k].used < w[oldest].used)
 			oldest = k;
