@@ -79,7 +79,11 @@ int main(int argc, char **argv)
 				       APP_PREFETCH_OPT,
 				       {0}};
 	app_options(argc, argv, "gauss",
-		    "Gauss-Seidel for A x = b, A dense and diagonally dominant."
+		    "Gauss-Seidel for A x = b, A dense and diagonally dominant. Each block reads\n"
+		    "the other blocks' newest x as they are written, without synchronization:\n"
+		    "a racy program. Under sc it sees every write at once; under lrc it sees\n"
+		    "the other blocks' x as of the last barrier (Jacobi-like sweeps between\n"
+		    "barriers), and it still converges and verifies by residual."
 		    "\n\n" APP_DSM_HELP,
 		    opts);
 	app_start(&argc, &argv, "gauss");

@@ -76,6 +76,14 @@ for var in LOCUS_DSM_DELAY_US LOCUS_DSM_PEER_TIMEOUT_S LOCUS_DSM_DELTA_US LOCUS_
 	expect 1 "$var=99999999999" env "$var=99999999999" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
 expect 1 "LOCUS_DSM_SWITCH=some" env LOCUS_DSM_SWITCH=some "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+for v in 0 1025 -5 99999999999; do
+	expect 1 "LOCUS_DSM_RUN=$v" env LOCUS_DSM_RUN=$v "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
+for v in -5 12q 99999999999g; do
+	expect 1 "LOCUS_DSM_GC_BYTES=$v" env LOCUS_DSM_GC_BYTES=$v "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
+expect 0 "protocol lrc" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_RUN=1 LOCUS_DSM_GC_BYTES=4k \
+	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 3
 expect 1 "LOCUS_DSM_PROTOCOL" env LOCUS_DSM_PROTOCOL=nosuch "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 expect 1 "LOCUS_DSM_SIZE differs between nodes" "$MPIEXEC" -n 1 -env LOCUS_DSM_SIZE 64m \
 	"$APPS/locus-jacobi" -n 16 -i 1 : -n 1 -env LOCUS_DSM_SIZE 128m "$APPS/locus-jacobi" -n 16 -i 1
