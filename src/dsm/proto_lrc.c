@@ -85,7 +85,7 @@ struct lrc_page {
 	struct rx *rx;
 	struct owndiff *diffs; /* this node's, by interval */
 	uint32_t ndiffs, capdiffs;
-	uint32_t wrote_iv;	       /* the last own interval a write fault twinned it in */
+	uint32_t wrote_iv;	       /* the last own interval that twinned it */
 	uint8_t access, have, dirty; /* have: HAVE_*; dirty: in L.dirty */
 	uint8_t hot, idle;	       /* diffed at every interval end; intervals unwritten */
 	uint8_t prefetched;	       /* by locus_dsm_prefetch, no fault on it since */
@@ -335,7 +335,6 @@ static void close_interval(void)
 			pg->dirty = 0;
 			if (valid && !memcmp(pg->twin, dsm_page_alias(p), dsm.page_size)) {
 				drop_twin(p); /* twinned, not changed: nothing to tell */
-				pg->wrote_iv = 0;
 				continue;
 			}
 			written[nw++] = (uint32_t)p;
@@ -704,6 +703,7 @@ static void make_writable(size_t p, int hot)
 		pg->twin_iv = cur;
 		pg->hot = hot || (pg->wrote_iv && cur - pg->wrote_iv <= HOT_GAP);
 		pg->idle = 0;
+		pg->wrote_iv = cur;
 		STAT_ADD(lrc_twins, 1);
 		mem_add((int64_t)dsm.page_size);
 	}
@@ -762,7 +762,6 @@ static void lrc_fault(struct dsm_req *r)
 		return;
 	}
 	make_writable(p, 0);
-	pg->wrote_iv = L.vt[dsm.node] + 1;
 	/* A node writing pages in order: make the next valid ones writable too
 	   (a page twinned but left as it was gets no notice: close_interval). */
 	static struct dsm_walks writes;
