@@ -89,6 +89,7 @@ struct lrc_page {
 	uint8_t access, have, dirty; /* have: HAVE_*; dirty: in L.dirty */
 	uint8_t hot, idle;	       /* diffed at every interval end; intervals unwritten */
 	uint8_t prefetched;	       /* by locus_dsm_prefetch, no fault on it since */
+	uint8_t want_write;	       /* a write prefetch: writable (hot) when it arrives */
 };
 
 /* A page written in two intervals at most this far apart is hot: at every
@@ -562,6 +563,7 @@ static int applied_cmp(const void *a, const void *b)
 }
 
 static void gc_check(void);
+static void make_writable(size_t p, int hot);
 
 /* Every reply is in: write the page, then the diffs in happens-before order. */
 static void fetch_done(size_t p)
@@ -632,7 +634,12 @@ static void fetch_done(size_t p)
 		gc_check();
 		return;
 	}
-	set_access(p, ACC_READ);
+	if (pg->want_write) {
+		pg->want_write = 0;
+		make_writable(p, 1);
+	} else {
+		set_access(p, ACC_READ);
+	}
 	while (pg->waiters) {
 		struct dsm_req *r = pg->waiters;
 		pg->waiters = r->wnext;
@@ -795,10 +802,15 @@ static void lrc_prefetch(size_t first, size_t count, int write)
 		}
 		if (pg->replies_left || !stale(p)) {
 			STAT_ADD(prefetch_unneeded, 1);
+			if (!pg->replies_left && pg->access == ACC_NONE) {
+				pg->have = HAVE_COPY; /* valid, not mapped yet: map it now */
+				set_access(p, ACC_READ);
+			}
 			continue;
 		}
 		STAT_ADD(prefetches, 1);
 		pg->prefetched = 1;
+		pg->want_write = (uint8_t)write;
 		start_fetch(p);
 	}
 }
@@ -1008,7 +1020,7 @@ static void gc_free(void)
 			dsm_fatal("lrc: collecting page %zu while it is in use", p);
 		if (pg->dirty && pg->access == ACC_WRITE)
 			set_access(p, ACC_READ); /* hot: its next write twins it again */
-		pg->dirty = pg->hot = 0;
+		pg->dirty = pg->hot = pg->want_write = 0;
 		pg->wrote_iv = 0;
 		free(pg->twin);
 		pg->twin = NULL;
