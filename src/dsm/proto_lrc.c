@@ -131,6 +131,11 @@ static struct {
 	int gc_reported;	 /* this node said its pages are current */
 	int gc_ready;		 /* node 0: nodes that said so */
 	uint32_t fetches;	 /* fetches in flight */
+	/* Diff requests being gathered, one message per writer (batch_begin,
+	   batch_send): per node, the words of [page, k, k intervals]... */
+	int batching;
+	uint32_t **bq;
+	size_t *bqlen, *bqcap, *bqpages;
 } L;
 
 static size_t nodes_;
@@ -176,7 +181,12 @@ static int lrc_init(void)
 	L.inval = calloc(dsm.npages, sizeof(size_t));
 	L.arrived = calloc(nodes_, sizeof(void *));
 	L.arrived_len = calloc(nodes_, sizeof(size_t));
+	L.bq = calloc(nodes_, sizeof(uint32_t *));
+	L.bqlen = calloc(nodes_, sizeof(size_t));
+	L.bqcap = calloc(nodes_, sizeof(size_t));
+	L.bqpages = calloc(nodes_, sizeof(size_t));
 	if (!L.pg || !L.vt || !L.base || !L.iv || !L.ivcap || !L.dirty || !L.inval || !L.arrived ||
+	    !L.bq || !L.bqlen || !L.bqcap || !L.bqpages ||
 	    !L.arrived_len)
 		return -1;
 	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += nodes_)
@@ -239,24 +249,38 @@ static uint64_t vt_sum(const uint32_t *vt)
 /* ---- diffs ---- */
 
 /* The twin's interval is over: encode its diff, keep it, drop the twin. */
-static void make_diff(size_t p)
+/* Encode page p against its twin and keep the diff as interval idx's (an
+   empty one too when keep_empty). Returns its length. */
+static size_t keep_diff(size_t p, uint32_t idx, int keep_empty)
 {
 	struct lrc_page *pg = &L.pg[p];
-	if (pg->access == ACC_WRITE)
-		dsm_fatal("lrc: diff of page %zu while it is writable", p);
 	unsigned char *buf = xmalloc(dsm_diff_max(dsm.page_size));
 	size_t n = dsm_diff_make(dsm_page_alias(p), pg->twin, dsm.page_size, buf);
+	if (!n && !keep_empty) {
+		free(buf);
+		return 0;
+	}
 	buf = xrealloc(buf, n);
 	if (pg->ndiffs == pg->capdiffs) {
 		pg->capdiffs = pg->capdiffs ? pg->capdiffs * 2 : 4;
 		pg->diffs = xrealloc(pg->diffs, pg->capdiffs * sizeof(*pg->diffs));
 	}
-	pg->diffs[pg->ndiffs++] = (struct owndiff){.idx = pg->twin_iv, .len = (uint32_t)n, .data = buf};
-	free(pg->twin);
-	pg->twin = NULL;
+	pg->diffs[pg->ndiffs++] = (struct owndiff){.idx = idx, .len = (uint32_t)n, .data = buf};
 	STAT_ADD(lrc_diffs, 1);
 	STAT_ADD(lrc_diff_bytes, n);
-	mem_add((int64_t)n + (int64_t)sizeof(struct owndiff) - (int64_t)dsm.page_size);
+	mem_add((int64_t)n + (int64_t)sizeof(struct owndiff));
+	return n;
+}
+
+static void make_diff(size_t p)
+{
+	struct lrc_page *pg = &L.pg[p];
+	if (pg->access == ACC_WRITE)
+		dsm_fatal("lrc: diff of page %zu while it is writable", p);
+	keep_diff(p, pg->twin_iv, 1);
+	free(pg->twin);
+	pg->twin = NULL;
+	mem_add(-(int64_t)dsm.page_size);
 }
 
 static const struct owndiff *find_diff(size_t p, uint32_t idx)
@@ -284,22 +308,9 @@ static const struct owndiff *find_diff(size_t p, uint32_t idx)
 static int diff_now(size_t p, uint32_t idx)
 {
 	struct lrc_page *pg = &L.pg[p];
-	unsigned char *buf = xmalloc(dsm_diff_max(dsm.page_size));
-	size_t n = dsm_diff_make(dsm_page_alias(p), pg->twin, dsm.page_size, buf);
-	if (!n) {
-		free(buf);
+	if (!keep_diff(p, idx, 0))
 		return 0;
-	}
-	buf = xrealloc(buf, n);
-	if (pg->ndiffs == pg->capdiffs) {
-		pg->capdiffs = pg->capdiffs ? pg->capdiffs * 2 : 4;
-		pg->diffs = xrealloc(pg->diffs, pg->capdiffs * sizeof(*pg->diffs));
-	}
-	pg->diffs[pg->ndiffs++] = (struct owndiff){.idx = idx, .len = (uint32_t)n, .data = buf};
 	memcpy(pg->twin, dsm_page_alias(p), dsm.page_size);
-	STAT_ADD(lrc_diffs, 1);
-	STAT_ADD(lrc_diff_bytes, n);
-	mem_add((int64_t)n + (int64_t)sizeof(struct owndiff));
 	return 1;
 }
 
@@ -519,25 +530,62 @@ static void send_to(int dst, uint16_t kind, uint64_t a, uint64_t b, const void *
 	dsm_send(dst, &h, payload, len);
 }
 
+/*
+ * Diff requests travel in batches: DIFF_REQ's payload is, for each page, the
+ * words [page, k, k intervals], and a = the number of pages; DIFF answers with,
+ * for each page, [page, bytes] and that many bytes of [interval, length, diff]
+ * entries. A fault, a prefetch and the fetches ahead of a walk gather theirs
+ * between batch_begin and batch_send, so that one message per writer carries
+ * them all.
+ */
+static void batch_begin(void)
+{
+	L.batching++;
+}
+
+static void batch_send(void)
+{
+	if (--L.batching)
+		return;
+	for (size_t n = 0; n < nodes_; n++) {
+		if (!L.bqpages[n])
+			continue;
+		send_to((int)n, LOCUS_DSM_MSG_DIFF_REQ, L.bqpages[n], 0, L.bq[n],
+			L.bqlen[n] * sizeof(uint32_t));
+		L.bqlen[n] = L.bqpages[n] = 0;
+	}
+}
+
 /* Ask for what page p lacks: every pending notice's diff and, for a page
-   never held, the whole page. */
+   dropped at a collection, the whole page. */
 static void start_fetch(size_t p)
 {
 	struct lrc_page *pg = &L.pg[p];
 	pg->nflight = pg->npend;
 	pg->replies_left = 0;
-	uint32_t *idx = xmalloc((pg->npend + 1) * sizeof(uint32_t));
+	batch_begin();
 	for (size_t n = 0; n < nodes_; n++) {
 		uint32_t k = 0;
 		for (uint32_t i = 0; i < pg->nflight; i++)
-			if (pg->pend[i].node == n)
-				idx[k++] = pg->pend[i].idx;
+			k += pg->pend[i].node == n;
 		if (!k)
 			continue;
-		send_to((int)n, LOCUS_DSM_MSG_DIFF_REQ, p, k, idx, k * sizeof(uint32_t));
+		if (L.bqlen[n] + 2 + k > L.bqcap[n]) {
+			L.bqcap[n] = (L.bqlen[n] + 2 + k) * 2;
+			L.bq[n] = xrealloc(L.bq[n], L.bqcap[n] * sizeof(uint32_t));
+		}
+		uint32_t *w = L.bq[n] + L.bqlen[n];
+		w[0] = (uint32_t)p;
+		w[1] = k;
+		k = 2;
+		for (uint32_t i = 0; i < pg->nflight; i++)
+			if (pg->pend[i].node == n)
+				w[k++] = pg->pend[i].idx;
+		L.bqlen[n] += k;
+		L.bqpages[n]++;
 		pg->replies_left++;
 	}
-	free(idx);
+	batch_send();
 	if (pg->have == HAVE_NONE) {
 		send_to((int)(p % nodes_), LOCUS_DSM_MSG_PAGE_REQ, p, 0, NULL, 0);
 		pg->replies_left++;
@@ -663,33 +711,69 @@ static void reply_arrived(size_t p, uint32_t node, const void *data, size_t len)
 		fetch_done(p);
 }
 
-/* A writer answers: the diffs of page p for the intervals asked. */
-static void serve_diffs(size_t p, int to, const void *payload, size_t len)
+/* A writer answers a batch: the diffs of each page for the intervals asked. */
+static void serve_diffs(uint64_t pages, int to, const void *payload, size_t len)
 {
 	if (len % sizeof(uint32_t))
 		dsm_fatal("lrc: malformed diff request from node %d", to);
-	const uint32_t *idx = payload;
-	size_t k = len / sizeof(uint32_t), total = 0;
-	for (size_t i = 0; i < k; i++) {
-		const struct owndiff *d = find_diff(p, idx[i]);
-		if (!d)
-			dsm_fatal("lrc: node %d asked for the diff of page %zu in interval %u, "
-				  "which this node does not have",
-				  to, p, idx[i]);
-		total += 2 * sizeof(uint32_t) + d->len;
+	const uint32_t *w = payload;
+	size_t words = len / sizeof(uint32_t), total = 0, off = 0;
+	for (uint64_t q = 0; q < pages; q++) { /* check, make the diffs, size the reply */
+		if (words - off < 2 || w[off] >= dsm.npages || w[off + 1] > words - off - 2)
+			dsm_fatal("lrc: malformed diff request from node %d", to);
+		size_t p = w[off];
+		total += 2 * sizeof(uint32_t);
+		for (uint32_t i = 0; i < w[off + 1]; i++) {
+			const struct owndiff *d = find_diff(p, w[off + 2 + i]);
+			if (!d)
+				dsm_fatal("lrc: node %d asked for the diff of page %zu in interval "
+					  "%u, which this node does not have",
+					  to, p, w[off + 2 + i]);
+			total += 2 * sizeof(uint32_t) + d->len;
+		}
+		off += 2 + w[off + 1];
 	}
+	if (off != words)
+		dsm_fatal("lrc: malformed diff request from node %d", to);
 	unsigned char *out = xmalloc(total);
-	size_t off = 0;
-	for (size_t i = 0; i < k; i++) {
-		const struct owndiff *d = find_diff(p, idx[i]);
-		uint32_t hd[2] = {idx[i], d->len};
-		memcpy(out + off, hd, sizeof(hd));
-		off += sizeof(hd);
-		memcpy(out + off, d->data, d->len);
-		off += d->len;
+	size_t o = 0;
+	off = 0;
+	for (uint64_t q = 0; q < pages; q++) {
+		size_t p = w[off], start = o;
+		o += 2 * sizeof(uint32_t);
+		for (uint32_t i = 0; i < w[off + 1]; i++) {
+			const struct owndiff *d = find_diff(p, w[off + 2 + i]);
+			uint32_t hd[2] = {w[off + 2 + i], d->len};
+			memcpy(out + o, hd, sizeof(hd));
+			o += sizeof(hd);
+			memcpy(out + o, d->data, d->len);
+			o += d->len;
+		}
+		uint32_t sec[2] = {(uint32_t)p, (uint32_t)(o - start - 2 * sizeof(uint32_t))};
+		memcpy(out + start, sec, sizeof(sec));
+		off += 2 + w[off + 1];
 	}
-	send_to(to, LOCUS_DSM_MSG_DIFF, p, 0, out, total);
+	send_to(to, LOCUS_DSM_MSG_DIFF, pages, 0, out, total);
 	free(out);
+}
+
+/* A batch of replies: each page's section goes to its fetch. */
+static void diffs_arrived(uint64_t pages, uint32_t from, const unsigned char *data, size_t len)
+{
+	size_t off = 0;
+	for (uint64_t q = 0; q < pages; q++) {
+		uint32_t sec[2];
+		if (len - off < sizeof(sec))
+			dsm_fatal("lrc: malformed diff reply from node %u", from);
+		memcpy(sec, data + off, sizeof(sec));
+		off += sizeof(sec);
+		if (sec[0] >= dsm.npages || len - off < sec[1])
+			dsm_fatal("lrc: malformed diff reply from node %u", from);
+		reply_arrived(sec[0], from, data + off, sec[1]);
+		off += sec[1];
+	}
+	if (off != len)
+		dsm_fatal("lrc: malformed diff reply from node %u", from);
 }
 
 /* ---- faults and prefetch ---- */
@@ -751,6 +835,7 @@ static void lrc_fault(struct dsm_req *r)
 		r->result = DSM_REMOTE;
 		r->wnext = NULL;
 		pg->waiters = r;
+		batch_begin();
 		start_fetch(p); /* a write faults again on the fresh copy and twins it */
 		/* A node walking pages in order: fetch the next ones with this one. */
 		size_t run = dsm_run_ahead(p);
@@ -759,6 +844,7 @@ static void lrc_fault(struct dsm_req *r)
 				STAT_ADD(run_ahead, 1);
 				start_fetch(q);
 			}
+		batch_send();
 		return;
 	}
 	STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
@@ -791,6 +877,7 @@ static void lrc_fault(struct dsm_req *r)
  */
 static void lrc_prefetch(size_t first, size_t count, int write)
 {
+	batch_begin();
 	for (size_t p = first; p < first + count && p < dsm.npages; p++) {
 		struct lrc_page *pg = &L.pg[p];
 		if (write && !stale(p) && !pg->replies_left && pg->access != ACC_WRITE) {
@@ -813,6 +900,7 @@ static void lrc_prefetch(size_t first, size_t count, int write)
 		pg->want_write = (uint8_t)write;
 		start_fetch(p);
 	}
+	batch_send();
 }
 
 /* ---- messages ---- */
@@ -822,7 +910,8 @@ static void gc_free(void);
 static void lrc_message(const struct dsm_hdr *h, const void *payload, size_t len)
 {
 	size_t p = h->a;
-	if (h->kind != LOCUS_DSM_MSG_GC && p >= dsm.npages)
+	if ((h->kind == LOCUS_DSM_MSG_PAGE_REQ || h->kind == LOCUS_DSM_MSG_PAGE) &&
+	    p >= dsm.npages)
 		dsm_fatal("message about page %zu of %zu", p, dsm.npages);
 	switch (h->kind) {
 	case LOCUS_DSM_MSG_PAGE_REQ:
@@ -835,10 +924,10 @@ static void lrc_message(const struct dsm_hdr *h, const void *payload, size_t len
 		reply_arrived(p, WHOLE, payload, len);
 		break;
 	case LOCUS_DSM_MSG_DIFF_REQ:
-		serve_diffs(p, h->src, payload, len);
+		serve_diffs(h->a, h->src, payload, len);
 		break;
 	case LOCUS_DSM_MSG_DIFF:
-		reply_arrived(p, h->src, payload, len);
+		diffs_arrived(h->a, h->src, payload, len);
 		break;
 	case LOCUS_DSM_MSG_GC:
 		if (h->b == 1 && dsm.node == 0) {
@@ -985,11 +1074,13 @@ static void gc_start(void)
 {
 	STAT_ADD(lrc_gcs, 1);
 	L.gc_reported = 0;
+	batch_begin();
 	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += nodes_) {
 		struct lrc_page *pg = &L.pg[p];
 		if (pg->npend && !pg->replies_left)
 			start_fetch(p);
 	}
+	batch_send();
 	gc_check();
 }
 
