@@ -1,0 +1,158 @@
+/*
+ * lrc's state and the helpers its three files share: proto_lrc.c (intervals,
+ * write notices, twins and diffs, faults, prefetch and the synchronization
+ * hooks), lrc_fetch.c (fetching diffs, in batches) and lrc_gc.c (collection
+ * at a barrier). proto_lrc.c says how the protocol works. Everything runs on
+ * the communication thread.
+ */
+#ifndef LOCUS_DSM_LRC_H
+#define LOCUS_DSM_LRC_H
+
+#include <stdlib.h>
+
+#include "internal.h"
+
+enum { ACC_NONE = 0, ACC_READ = 1, ACC_WRITE = 2 };
+#define WHOLE UINT32_MAX /* a reply carrying the whole page */
+
+struct notice {
+	uint32_t node, idx;
+};
+
+struct owndiff {
+	uint32_t idx, len;
+	unsigned char *data;
+};
+
+struct rx { /* a reply to the fetch in flight */
+	struct rx *next;
+	uint32_t node; /* writer, or WHOLE */
+	size_t len;
+	unsigned char data[];
+};
+
+struct lrc_page {
+	struct dsm_req *waiters;
+	char *twin;
+	uint32_t twin_iv; /* the own interval the twin's writes belong to */
+	struct notice *pend;
+	uint32_t npend, cappend;
+	uint32_t nflight;      /* the first nflight pending notices are being fetched */
+	uint32_t replies_left; /* of the fetch in flight (0: none) */
+	struct rx *rx;
+	struct owndiff *diffs; /* this node's, by interval */
+	uint32_t ndiffs, capdiffs;
+	uint32_t wrote_iv;	       /* the last own interval that twinned it */
+	uint8_t access, have, dirty; /* have: HAVE_*; dirty: in lrc.dirty */
+	uint8_t hot, idle;	       /* diffed at every interval end; intervals unwritten */
+	uint8_t prefetched;	       /* by locus_dsm_prefetch, no fault on it since */
+	uint8_t want_write;	       /* a write prefetch: writable (hot) when it arrives */
+};
+
+/* A page written in two intervals at most this far apart is hot: at every
+   interval end its diff is made and its twin renewed, and it stays writable,
+   so a page a node keeps writing takes no fault per interval. After HOT_IDLE
+   intervals without a change it goes back to faulting. (Writes that leave
+   the values as they were look like no write: tracking an idle page costs
+   two mprotect calls and a page comparison per interval, a fault here costs
+   tens of microseconds, so idleness is given time.) */
+#define HOT_GAP	 2
+#define HOT_IDLE 16
+
+/* What a node holds of a page besides its pending notices. */
+enum {
+	HAVE_ZERO = 0,	/* never held: the initial zero page (the alias is still zero
+			   here), which the pending notices' diffs bring up to date */
+	HAVE_COPY = 1,	/* a copy, current but for the pending notices */
+	HAVE_NONE = 2,	/* dropped at a collection: the whole page comes from its
+			   manager, which is current for what was collected */
+};
+
+struct interval {
+	uint32_t npages;
+	uint32_t *vt, *pages;
+};
+
+
+struct lrc_state {
+	size_t nodes;		 /* dsm.nodes */
+	struct lrc_page *pg;
+	uint32_t *vt;		 /* intervals seen, per node */
+	uint32_t *base;		 /* per node: intervals up to base were collected */
+	struct interval **iv;	 /* per node, iv[n][i] is interval base[n] + 1 + i */
+	uint32_t *ivcap;
+	size_t *dirty, ndirty;	 /* pages written in the open interval, and hot pages */
+	size_t *inval, ninval;	 /* pages take_records invalidates, in one go */
+	uint32_t bar_sent;	 /* own intervals up to here have reached node 0 */
+	void **arrived;		 /* node 0: each node's barrier payload */
+	size_t *arrived_len;
+	int gc_now;		 /* this barrier collects */
+	int gc_reported;	 /* this node said its pages are current */
+	int gc_ready;		 /* node 0: nodes that said so */
+	uint32_t fetches;	 /* fetches in flight */
+	/* Diff requests being gathered, one message per writer (lrc_batch_begin,
+	   lrc_batch_send): per node, the words of [page, k, k intervals]... */
+	int batching;
+	uint32_t **bq;
+	size_t *bqlen, *bqcap, *bqpages;
+};
+
+extern struct lrc_state lrc;
+
+static inline void *lrc_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		dsm_fatal("lrc: out of memory (%zu bytes)", n);
+	return p;
+}
+
+static inline void *lrc_xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		dsm_fatal("lrc: out of memory (%zu bytes)", n);
+	return p;
+}
+
+/* Is page p managed here (page % nodes)? Managers are never dropped. */
+static inline int lrc_manages(size_t p)
+{
+	return p % lrc.nodes == (size_t)dsm.node;
+}
+
+/* Must page p be fetched before it can be read? */
+static inline int lrc_stale(size_t p)
+{
+	return lrc.pg[p].have == HAVE_NONE || lrc.pg[p].npend;
+}
+
+static inline void lrc_send(int dst, uint16_t kind, uint64_t a, uint64_t b, const void *payload,
+			    size_t len)
+{
+	struct dsm_hdr h = {.kind = kind, .a = a, .b = b};
+	dsm_send(dst, &h, payload, len);
+}
+
+/* proto_lrc.c */
+void lrc_mem_add(int64_t d); /* metadata kept (dsm.meta_bytes, meta_peak) */
+void lrc_set_access(size_t p, uint8_t acc);
+struct interval *lrc_interval_get(uint32_t node, uint32_t idx);
+uint64_t lrc_vt_sum(const uint32_t *vt);
+void lrc_make_writable(size_t p, int hot);
+const struct owndiff *lrc_find_diff(size_t p, uint32_t idx);
+
+/* lrc_fetch.c */
+void lrc_batch_begin(void);
+void lrc_batch_send(void);
+void lrc_start_fetch(size_t p);
+void lrc_reply_arrived(size_t p, uint32_t node, const void *data, size_t len);
+void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len);
+void lrc_diffs_arrived(uint64_t pages, uint32_t from, const unsigned char *data, size_t len);
+
+/* lrc_gc.c */
+void lrc_gc_start(void);
+void lrc_gc_check(void);
+void lrc_gc_free(void);
+
+#endif
