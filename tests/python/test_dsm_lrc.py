@@ -109,3 +109,21 @@ def test_dsm_lrc_table_and_figure(tmp_path):
     assert "| lrc >= 2x faster than sc: jacobi |" in md
     lrc.plot(recs, str(tmp_path), args)
     assert (tmp_path / "fig2.png").stat().st_size > 1000
+
+
+def test_dsm_suite_runs_each_protocol_and_prefetch_setting(tmp_path):
+    _need_apps()
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, str(REPO / "tools/dsm-suite"), "--build", str(BUILD),
+                        "--out", str(tmp_path), "--apps", "water", "--nodes", "2", "--delays", "0",
+                        "--protocols", "sc,lrc", "--prefetch", "0,1"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    table = (tmp_path / "table.md").read_text()
+    for proto in ("sc", "lrc"):
+        for pf in (0, 1):
+            assert f"| water | {proto} | {pf} | 0 us | 2 |" in table
+    bad = subprocess.run([sys.executable, str(REPO / "tools/dsm-suite"), "--protocols", "avr"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--protocols from sc,lrc" in bad.stderr
