@@ -42,11 +42,11 @@ struct lrc_page {
 	struct rx *rx;
 	struct owndiff *diffs; /* this node's, by interval */
 	uint32_t ndiffs, capdiffs;
-	uint32_t wrote_iv;	       /* the last own interval that twinned it */
+	uint32_t wrote_iv;	     /* the last own interval that twinned it */
 	uint8_t access, have, dirty; /* have: HAVE_*; dirty: in lrc.dirty */
-	uint8_t hot, idle;	       /* diffed at every interval end; intervals unwritten */
-	uint8_t prefetched;	       /* by locus_dsm_prefetch, no fault on it since */
-	uint8_t want_write;	       /* a write prefetch: writable (hot) when it arrives */
+	uint8_t hot, idle;	     /* diffed at every interval end; intervals unwritten */
+	uint8_t prefetched;	     /* by locus_dsm_prefetch, no fault on it since */
+	uint8_t want_write;	     /* a write prefetch: writable (hot) when it arrives */
 };
 
 /* A page written in two intervals at most this far apart is hot: at every
@@ -61,11 +61,11 @@ struct lrc_page {
 
 /* What a node holds of a page besides its pending notices. */
 enum {
-	HAVE_ZERO = 0,	/* never held: the initial zero page (the alias is still zero
-			   here), which the pending notices' diffs bring up to date */
-	HAVE_COPY = 1,	/* a copy, current but for the pending notices */
-	HAVE_NONE = 2,	/* dropped at a collection: the whole page comes from its
-			   manager, which is current for what was collected */
+	HAVE_ZERO = 0, /* never held: the initial zero page (the alias is still zero
+			  here), which the pending notices' diffs bring up to date */
+	HAVE_COPY = 1, /* a copy, current but for the pending notices */
+	HAVE_NONE = 2, /* dropped at a collection: the whole page comes from its
+			  manager, which is current for what was collected */
 };
 
 struct interval {
@@ -73,23 +73,22 @@ struct interval {
 	uint32_t *vt, *pages;
 };
 
-
 struct lrc_state {
-	size_t nodes;		 /* dsm.nodes */
+	size_t nodes; /* dsm.nodes */
 	struct lrc_page *pg;
-	uint32_t *vt;		 /* intervals seen, per node */
-	uint32_t *base;		 /* per node: intervals up to base were collected */
-	struct interval **iv;	 /* per node, iv[n][i] is interval base[n] + 1 + i */
+	uint32_t *vt;	      /* intervals seen, per node */
+	uint32_t *base;	      /* per node: intervals up to base were collected */
+	struct interval **iv; /* per node, iv[n][i] is interval base[n] + 1 + i */
 	uint32_t *ivcap;
-	size_t *dirty, ndirty;	 /* pages written in the open interval, and hot pages */
-	size_t *inval, ninval;	 /* pages take_records invalidates, in one go */
-	uint32_t bar_sent;	 /* own intervals up to here have reached node 0 */
-	void **arrived;		 /* node 0: each node's barrier payload */
+	size_t *dirty, ndirty; /* pages written in the open interval, and hot pages */
+	size_t *inval, ninval; /* pages take_records invalidates, in one go */
+	uint32_t bar_sent;     /* own intervals up to here have reached node 0 */
+	void **arrived;	       /* node 0: each node's barrier payload */
 	size_t *arrived_len;
-	int gc_now;		 /* this barrier collects */
-	int gc_reported;	 /* this node said its pages are current */
-	int gc_ready;		 /* node 0: nodes that said so */
-	uint32_t fetches;	 /* fetches in flight */
+	int gc_now;	  /* this barrier collects */
+	int gc_reported;  /* this node said its pages are current */
+	int gc_ready;	  /* node 0: nodes that said so */
+	uint32_t fetches; /* fetches in flight */
 	/* Diff requests being gathered, one message per writer (lrc_batch_begin,
 	   lrc_batch_send): per node, the words of [page, k, k intervals]... */
 	int batching;

@@ -26,7 +26,7 @@ void lrc_batch_send(void)
 		if (!lrc.bqpages[n])
 			continue;
 		lrc_send((int)n, LOCUS_DSM_MSG_DIFF_REQ, lrc.bqpages[n], 0, lrc.bq[n],
-			lrc.bqlen[n] * sizeof(uint32_t));
+			 lrc.bqlen[n] * sizeof(uint32_t));
 		lrc.bqlen[n] = lrc.bqpages[n] = 0;
 	}
 }
@@ -118,7 +118,8 @@ static void fetch_done(size_t p)
 				dsm_fatal("lrc: malformed diff reply for page %zu", p);
 			struct interval *iv = lrc_interval_get(x->node, hd[0]);
 			if (!iv)
-				dsm_fatal("lrc: diff of unknown interval %u of node %u", hd[0], x->node);
+				dsm_fatal("lrc: diff of unknown interval %u of node %u", hd[0],
+					  x->node);
 			ap[na++] = (struct applied){.order = lrc_vt_sum(iv->vt),
 						    .node = x->node,
 						    .data = x->data + off,

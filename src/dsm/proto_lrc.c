@@ -87,9 +87,8 @@ static int lrc_init(void)
 	lrc.bqlen = calloc(lrc.nodes, sizeof(size_t));
 	lrc.bqcap = calloc(lrc.nodes, sizeof(size_t));
 	lrc.bqpages = calloc(lrc.nodes, sizeof(size_t));
-	if (!lrc.pg || !lrc.vt || !lrc.base || !lrc.iv || !lrc.ivcap || !lrc.dirty || !lrc.inval || !lrc.arrived ||
-	    !lrc.bq || !lrc.bqlen || !lrc.bqcap || !lrc.bqpages ||
-	    !lrc.arrived_len)
+	if (!lrc.pg || !lrc.vt || !lrc.base || !lrc.iv || !lrc.ivcap || !lrc.dirty || !lrc.inval ||
+	    !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap || !lrc.bqpages || !lrc.arrived_len)
 		return -1;
 	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += lrc.nodes)
 		lrc.pg[p].have = HAVE_COPY; /* managers are never dropped */
@@ -273,7 +272,8 @@ static void close_interval(void)
 		size_t have = lrc.vt[me] - lrc.base[me];
 		if (have == lrc.ivcap[me]) {
 			lrc.ivcap[me] = lrc.ivcap[me] ? lrc.ivcap[me] * 2 : 16;
-			lrc.iv[me] = lrc_xrealloc(lrc.iv[me], lrc.ivcap[me] * sizeof(struct interval));
+			lrc.iv[me] =
+				lrc_xrealloc(lrc.iv[me], lrc.ivcap[me] * sizeof(struct interval));
 		}
 		struct interval *iv = &lrc.iv[me][have];
 		iv->npages = (uint32_t)nw;
@@ -393,7 +393,8 @@ static size_t take_records(const void *payload, size_t len)
 		size_t have = lrc.vt[node] - lrc.base[node];
 		if (have == lrc.ivcap[node]) {
 			lrc.ivcap[node] = lrc.ivcap[node] ? lrc.ivcap[node] * 2 : 16;
-			lrc.iv[node] = lrc_xrealloc(lrc.iv[node], lrc.ivcap[node] * sizeof(struct interval));
+			lrc.iv[node] = lrc_xrealloc(lrc.iv[node],
+						    lrc.ivcap[node] * sizeof(struct interval));
 		}
 		struct interval *iv = &lrc.iv[node][have];
 		iv->npages = np;
@@ -405,7 +406,8 @@ static size_t take_records(const void *payload, size_t len)
 		lrc_mem_add((int64_t)(sizeof(*iv) + (lrc.nodes + np) * sizeof(uint32_t)));
 		for (uint32_t k = 0; k < np; k++) {
 			if (iv->pages[k] >= dsm.npages)
-				dsm_fatal("lrc: notice for page %u of %zu", iv->pages[k], dsm.npages);
+				dsm_fatal("lrc: notice for page %u of %zu", iv->pages[k],
+					  dsm.npages);
 			add_notice(iv->pages[k], node, idx);
 		}
 		fresh++;
@@ -547,18 +549,17 @@ static void lrc_prefetch(size_t first, size_t count, int write)
 
 /* ---- messages ---- */
 
-
 static void lrc_message(const struct dsm_hdr *h, const void *payload, size_t len)
 {
 	size_t p = h->a;
-	if ((h->kind == LOCUS_DSM_MSG_PAGE_REQ || h->kind == LOCUS_DSM_MSG_PAGE) &&
-	    p >= dsm.npages)
+	if ((h->kind == LOCUS_DSM_MSG_PAGE_REQ || h->kind == LOCUS_DSM_MSG_PAGE) && p >= dsm.npages)
 		dsm_fatal("message about page %zu of %zu", p, dsm.npages);
 	switch (h->kind) {
 	case LOCUS_DSM_MSG_PAGE_REQ:
 		if (!lrc_manages(p) || lrc.pg[p].have != HAVE_COPY)
-			dsm_fatal("lrc: node %d asked node %d for page %zu, which it does not manage",
-				  h->src, dsm.node, p);
+			dsm_fatal(
+				"lrc: node %d asked node %d for page %zu, which it does not manage",
+				h->src, dsm.node, p);
 		lrc_send(h->src, LOCUS_DSM_MSG_PAGE, p, 0, dsm_page_alias(p), dsm.page_size);
 		break;
 	case LOCUS_DSM_MSG_PAGE:
@@ -676,7 +677,8 @@ static size_t lrc_barrier_leave_for(int node, void **out)
 		*out = NULL;
 		return 0;
 	}
-	const uint32_t *seen = (const uint32_t *)((unsigned char *)lrc.arrived[node] + sizeof(uint64_t));
+	const uint32_t *seen =
+		(const uint32_t *)((unsigned char *)lrc.arrived[node] + sizeof(uint64_t));
 	unsigned char *buf = lrc_xmalloc(sizeof(uint32_t));
 	uint32_t gc = (uint32_t)lrc.gc_now;
 	memcpy(buf, &gc, sizeof(gc));
@@ -684,7 +686,6 @@ static size_t lrc_barrier_leave_for(int node, void **out)
 	*out = buf;
 	return n;
 }
-
 
 static int lrc_barrier_leave(const void *p, size_t len)
 {
@@ -724,4 +725,3 @@ const struct dsm_proto dsm_proto_lrc = {
 	.barrier_leave_for = lrc_barrier_leave_for,
 	.barrier_leave = lrc_barrier_leave,
 };
-

@@ -99,15 +99,16 @@ int main(int argc, char **argv)
 		bytes_total += n;
 		/* Malformed: cut inside a run, a run past the end, a zero-word run. */
 		if (n >= 8) {
-			check(dsm_diff_apply(copy, size, d, n - 2) == -1, "a cut diff accepted", it);
+			check(dsm_diff_apply(copy, size, d, n - 2) == -1, "a cut diff accepted",
+			      it);
 			check(dsm_diff_apply(copy, size, d, 2) == -1, "half a header accepted", it);
 		}
 		uint16_t past[2] = {(uint16_t)(words - 1), 2};
 		unsigned char bad[12];
 		memcpy(bad, past, 4);
 		memset(bad + 4, 0, 8);
-		check(dsm_diff_apply(copy, size, bad, sizeof(bad)) == -1, "a run past the end accepted",
-		      it);
+		check(dsm_diff_apply(copy, size, bad, sizeof(bad)) == -1,
+		      "a run past the end accepted", it);
 		uint16_t zero[2] = {0, 0};
 		check(dsm_diff_apply(copy, size, zero, 4) == -1, "a zero-word run accepted", it);
 	}

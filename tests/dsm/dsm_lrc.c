@@ -68,15 +68,14 @@ static void mw(long rounds)
 			for (size_t i = 0; i < per; i++) {
 				long want = r * 1000 + n * 7 + (long)i;
 				if (w[(size_t)n * per + i] != (uint32_t)want)
-					fail("multiple writers: a word", r, (long)w[(size_t)n * per + i],
-					     want);
+					fail("multiple writers: a word", r,
+					     (long)w[(size_t)n * per + i], want);
 			}
 		locus_dsm_barrier();
 	}
 	if (moved)
 		fail("multiple writers: page messages while writing", rounds, moved, 0);
-	printf("mw: node %d: %ld rounds, %ld page messages during the writes\n", me, rounds,
-	       moved);
+	printf("mw: node %d: %ld rounds, %ld page messages during the writes\n", me, rounds, moved);
 }
 
 static void mp_lock(long rounds)
@@ -196,7 +195,8 @@ static void gc(long rounds)
 	const char *lim = getenv("LOCUS_DSM_GC_BYTES");
 	uint64_t limit = lim ? strtoull(lim, NULL, 10) : 0;
 	if (!limit || limit > (64u << 20)) {
-		fprintf(stderr, "dsm_lrc gc: set LOCUS_DSM_GC_BYTES to a byte count (e.g. 65536)\n");
+		fprintf(stderr,
+			"dsm_lrc gc: set LOCUS_DSM_GC_BYTES to a byte count (e.g. 65536)\n");
 		bad++;
 		return;
 	}
@@ -211,7 +211,8 @@ static void gc(long rounds)
 	for (long r = 1; r <= rounds; r++) {
 		for (int k = 0; k < OWN; k++)
 			for (int i = 0; i < PAGE / 8; i += 64)
-				own[((size_t)me * OWN + (size_t)k) * (PAGE / 8) + (size_t)i] = r + k + i;
+				own[((size_t)me * OWN + (size_t)k) * (PAGE / 8) + (size_t)i] =
+					r + k + i;
 		shared[me] = r * 100 + me;
 		locus_dsm_barrier();
 		int n = (me + (int)r) % nodes; /* read another node's pages */
@@ -233,7 +234,8 @@ static void gc(long rounds)
 	       (unsigned long long)s.meta_peak_bytes, (unsigned long long)limit,
 	       (unsigned long long)phase);
 	if (s.meta_peak_bytes > limit + phase)
-		fail("gc: most metadata kept", rounds, (long)s.meta_peak_bytes, (long)(limit + phase));
+		fail("gc: most metadata kept", rounds, (long)s.meta_peak_bytes,
+		     (long)(limit + phase));
 	if (nodes > 1 && s.gcs == 0)
 		fail("gc: collections", rounds, 0, 1);
 }
