@@ -209,7 +209,7 @@ const struct owndiff *lrc_find_diff(size_t p, uint32_t idx)
 static int diff_now(size_t p, uint32_t idx)
 {
 	struct lrc_page *pg = &lrc.pg[p];
-	if (!keep_diff(p, idx, 0))
+	if (!memcmp(pg->twin, dsm_page_alias(p), dsm.page_size) || !keep_diff(p, idx, 0))
 		return 0;
 	memcpy(pg->twin, dsm_page_alias(p), dsm.page_size);
 	return 1;
