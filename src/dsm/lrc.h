@@ -94,6 +94,7 @@ struct lrc_state {
 	int batching;
 	uint32_t **bq;
 	size_t *bqlen, *bqcap, *bqpages;
+	unsigned char *scratch; /* dsm_diff_max(page) bytes: a diff being made */
 };
 
 extern struct lrc_state lrc;

@@ -85,8 +85,6 @@ static int applied_cmp(const void *a, const void *b)
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
-void lrc_make_writable(size_t p, int hot);
-
 /* Every reply is in: write the page, then the diffs in happens-before order. */
 static void fetch_done(size_t p)
 {
@@ -192,7 +190,9 @@ void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len)
 	if (len % sizeof(uint32_t))
 		dsm_fatal("lrc: malformed diff request from node %d", to);
 	const uint32_t *w = payload;
-	size_t words = len / sizeof(uint32_t), total = 0, off = 0;
+	size_t words = len / sizeof(uint32_t), total = 0, off = 0, nd = 0;
+	/* Each diff, found once (a page's entries are at most its words). */
+	const struct owndiff **found = lrc_xmalloc(words * sizeof(*found));
 	for (uint64_t q = 0; q < pages; q++) { /* check, make the diffs, size the reply */
 		if (words - off < 2 || w[off] >= dsm.npages || w[off + 1] > words - off - 2)
 			dsm_fatal("lrc: malformed diff request from node %d", to);
@@ -204,6 +204,7 @@ void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len)
 				dsm_fatal("lrc: node %d asked for the diff of page %zu in interval "
 					  "%u, which this node does not have",
 					  to, p, w[off + 2 + i]);
+			found[nd++] = d;
 			total += 2 * sizeof(uint32_t) + d->len;
 		}
 		off += 2 + w[off + 1];
@@ -213,11 +214,12 @@ void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len)
 	unsigned char *out = lrc_xmalloc(total);
 	size_t o = 0;
 	off = 0;
+	nd = 0;
 	for (uint64_t q = 0; q < pages; q++) {
 		size_t p = w[off], start = o;
 		o += 2 * sizeof(uint32_t);
 		for (uint32_t i = 0; i < w[off + 1]; i++) {
-			const struct owndiff *d = lrc_find_diff(p, w[off + 2 + i]);
+			const struct owndiff *d = found[nd++];
 			uint32_t hd[2] = {w[off + 2 + i], d->len};
 			memcpy(out + o, hd, sizeof(hd));
 			o += sizeof(hd);
@@ -230,6 +232,7 @@ void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len)
 	}
 	lrc_send(to, LOCUS_DSM_MSG_DIFF, pages, 0, out, total);
 	free(out);
+	free(found);
 }
 
 /* A batch of replies: each page's section goes to its fetch. */

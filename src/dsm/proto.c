@@ -21,9 +21,9 @@ const struct dsm_proto *dsm_proto_find(const char *name)
    within what that walk's previous miss fetched, or just after: the page in
    between may have needed no fetch) doubles its window, up to cfg.run pages;
    any other miss starts a walk of its own, one page, in the place of the walk
-   missed longest ago. A halo row of three pages costs two
-   misses and fetches nothing it does not read; a long walk soon fetches
-   cfg.run pages per miss. */
+   missed longest ago. A halo row of three pages costs two misses and
+   fetches nothing it does not read; a long walk soon fetches cfg.run pages
+   per miss. */
 size_t dsm_walk(struct dsm_walks *ws, size_t p)
 {
 	struct dsm_walk *w = ws->w;

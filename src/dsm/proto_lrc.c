@@ -87,8 +87,10 @@ static int lrc_init(void)
 	lrc.bqlen = calloc(lrc.nodes, sizeof(size_t));
 	lrc.bqcap = calloc(lrc.nodes, sizeof(size_t));
 	lrc.bqpages = calloc(lrc.nodes, sizeof(size_t));
+	lrc.scratch = malloc(dsm_diff_max(dsm.page_size));
 	if (!lrc.pg || !lrc.vt || !lrc.base || !lrc.iv || !lrc.ivcap || !lrc.dirty || !lrc.inval ||
-	    !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap || !lrc.bqpages || !lrc.arrived_len)
+	    !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap || !lrc.bqpages ||
+	    !lrc.arrived_len || !lrc.scratch)
 		return -1;
 	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += lrc.nodes)
 		lrc.pg[p].have = HAVE_COPY; /* managers are never dropped */
@@ -149,19 +151,16 @@ uint64_t lrc_vt_sum(const uint32_t *vt)
 
 /* ---- diffs ---- */
 
-/* The twin's interval is over: encode its diff, keep it, drop the twin. */
-/* Encode page p against its twin and keep the diff as interval idx's (an
-   empty one too when keep_empty). Returns its length. */
+/* Encode page p against its twin (into lrc.scratch) and keep the diff as
+   interval idx's, an empty one too when keep_empty. Returns its length. */
 static size_t keep_diff(size_t p, uint32_t idx, int keep_empty)
 {
 	struct lrc_page *pg = &lrc.pg[p];
-	unsigned char *buf = lrc_xmalloc(dsm_diff_max(dsm.page_size));
-	size_t n = dsm_diff_make(dsm_page_alias(p), pg->twin, dsm.page_size, buf);
-	if (!n && !keep_empty) {
-		free(buf);
+	size_t n = dsm_diff_make(dsm_page_alias(p), pg->twin, dsm.page_size, lrc.scratch);
+	if (!n && !keep_empty)
 		return 0;
-	}
-	buf = lrc_xrealloc(buf, n);
+	unsigned char *buf = lrc_xmalloc(n);
+	memcpy(buf, lrc.scratch, n);
 	if (pg->ndiffs == pg->capdiffs) {
 		pg->capdiffs = pg->capdiffs ? pg->capdiffs * 2 : 4;
 		pg->diffs = lrc_xrealloc(pg->diffs, pg->capdiffs * sizeof(*pg->diffs));
@@ -173,6 +172,7 @@ static size_t keep_diff(size_t p, uint32_t idx, int keep_empty)
 	return n;
 }
 
+/* The twin's interval is over: encode its diff, keep it, drop the twin. */
 static void make_diff(size_t p)
 {
 	struct lrc_page *pg = &lrc.pg[p];
@@ -209,7 +209,7 @@ const struct owndiff *lrc_find_diff(size_t p, uint32_t idx)
 static int diff_now(size_t p, uint32_t idx)
 {
 	struct lrc_page *pg = &lrc.pg[p];
-	if (!memcmp(pg->twin, dsm_page_alias(p), dsm.page_size) || !keep_diff(p, idx, 0))
+	if (!keep_diff(p, idx, 0))
 		return 0;
 	memcpy(pg->twin, dsm_page_alias(p), dsm.page_size);
 	return 1;
@@ -400,7 +400,7 @@ static size_t take_records(const void *payload, size_t len)
 		iv->npages = np;
 		iv->vt = lrc_xmalloc(lrc.nodes * sizeof(uint32_t));
 		memcpy(iv->vt, r[i].w + 3, lrc.nodes * sizeof(uint32_t));
-		iv->pages = lrc_xmalloc(np * sizeof(uint32_t) + 1);
+		iv->pages = lrc_xmalloc(np * sizeof(uint32_t));
 		memcpy(iv->pages, r[i].w + 3 + lrc.nodes, np * sizeof(uint32_t));
 		lrc.vt[node] = idx;
 		lrc_mem_add((int64_t)(sizeof(*iv) + (lrc.nodes + np) * sizeof(uint32_t)));
@@ -512,8 +512,8 @@ static void lrc_fault(struct dsm_req *r)
 }
 
 /*
- * Non-binding prefetch (seed 001 §3.1): a page with notices pending, or never
- * held, is fetched as a fault would, with nobody waiting; what arrives is
+ * Non-binding prefetch (seed 001 §3.1): a page with notices pending, or
+ * dropped at a collection, is fetched as a fault would, with nobody waiting; what arrives is
  * written at once, and the page becomes readable if no notice came in
  * meanwhile (a later notice stays pending and is fetched at the next access,
  * after the prefetched diffs: a prefetch never changes what a program reads).

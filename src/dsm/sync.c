@@ -129,10 +129,6 @@ static void grant(uint32_t id, int node, uint64_t token, const void *payload, si
 /* The last holder of lock id grants it to node (passing protocols). */
 static void pass_here(uint32_t id, int node, uint64_t token, const void *ask, size_t len)
 {
-	if (node == dsm.node) { /* asked again after releasing: it knows what it knew */
-		lock_granted(id, token, NULL, 0);
-		return;
-	}
 	void *out = NULL;
 	size_t n = dsm.proto->lock_pass(id, ask, len, &out);
 	grant(id, node, token, out, n);
@@ -376,7 +372,8 @@ void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len)
 		lock_granted((uint32_t)h->a, h->b, payload, len);
 		break;
 	case LOCUS_DSM_MSG_LOCK_PASS:
-		if (!passing() || h->c >= (uint64_t)dsm.nodes)
+		/* (an asker that last held the lock is granted by the manager) */
+		if (!passing() || h->c >= (uint64_t)dsm.nodes || h->c == (uint64_t)dsm.node)
 			dsm_fatal("stray lock pass from node %d", h->src);
 		pass_here((uint32_t)h->a, (int)h->c, h->b, payload, len);
 		break;
