@@ -191,8 +191,9 @@ void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len)
 		dsm_fatal("lrc: malformed diff request from node %d", to);
 	const uint32_t *w = payload;
 	size_t words = len / sizeof(uint32_t), total = 0, off = 0, nd = 0;
-	/* Each diff, found once (a page's entries are at most its words). */
-	const struct owndiff **found = lrc_xmalloc(words * sizeof(*found));
+	/* Each diff is looked up once; kept as its index in the page's list, which
+	   a later lookup may grow (a lazy diff made), never reorder. */
+	uint32_t *found = lrc_xmalloc(words * sizeof(*found));
 	for (uint64_t q = 0; q < pages; q++) { /* check, make the diffs, size the reply */
 		if (words - off < 2 || w[off] >= dsm.npages || w[off + 1] > words - off - 2)
 			dsm_fatal("lrc: malformed diff request from node %d", to);
@@ -204,7 +205,7 @@ void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len)
 				dsm_fatal("lrc: node %d asked for the diff of page %zu in interval "
 					  "%u, which this node does not have",
 					  to, p, w[off + 2 + i]);
-			found[nd++] = d;
+			found[nd++] = (uint32_t)(d - lrc.pg[p].diffs);
 			total += 2 * sizeof(uint32_t) + d->len;
 		}
 		off += 2 + w[off + 1];
@@ -219,7 +220,7 @@ void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len)
 		size_t p = w[off], start = o;
 		o += 2 * sizeof(uint32_t);
 		for (uint32_t i = 0; i < w[off + 1]; i++) {
-			const struct owndiff *d = found[nd++];
+			const struct owndiff *d = &lrc.pg[p].diffs[found[nd++]];
 			uint32_t hd[2] = {w[off + 2 + i], d->len};
 			memcpy(out + o, hd, sizeof(hd));
 			o += sizeof(hd);
