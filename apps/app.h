@@ -21,6 +21,7 @@ struct app {
 	int workers;   /* nodes * threads: the parts the work is divided into */
 	double t0, secs;
 	volatile int64_t *verdict; /* shared word */
+	int avr_paused;		   /* after the timed phase (app_parallel) */
 };
 
 extern struct app app;
@@ -58,9 +59,11 @@ static inline void app_prefetch_write(void *p, size_t len)
 	"It runs on every node of an mpiexec run. The shared memory runtime reads\n"               \
 	"LOCUS_DSM_PROTOCOL (sc), LOCUS_DSM_SIZE (the shared region, 256m), LOCUS_DSM_DELAY_US\n"  \
 	"and the others listed in locus_dsm(3); every node must be given the same values.\n"       \
-	"Protocols: sc (sequential consistency) and lrc (lazy release consistency). Under lrc\n"  \
-	"a program whose shared accesses are ordered by locus-dsm locks and barriers sees\n"      \
-	"sequentially consistent results; a racy read may see a stale value.\n"                  \
+	"Protocols: sc (sequential consistency), lrc (lazy release consistency) and avr\n"       \
+	"(sc that computes on through a fault and rolls back if what it read was stale).\n"     \
+	"Under lrc a program whose shared accesses are ordered by locus-dsm locks and\n"         \
+	"barriers sees sequentially consistent results; a racy read may see a stale value.\n"   \
+	"sc and avr are sequentially consistent for every program.\n"                            \
 	"The result is verified against a sequential run on node 0; the exit status is 0\n"        \
 	"only when it passed (1: it failed; 2: a bad command line or a size that does not fit)."
 

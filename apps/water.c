@@ -136,16 +136,25 @@ int main(int argc, char **argv)
 	m = app_alloc(app_bytes("the molecules", (size_t)n, sizeof(struct mol), 1));
 	if (app.me == 0)
 		fill(m, n);
+	/* Under avr a rollback undoes shared memory and the stack, not the heap:
+	   the forces a node adds up go in a slice of the shared region of its
+	   own (written by no other node, so it never moves). */
+	int in_region = !strcmp(locus_dsm_protocol(), "avr");
+	double(*fshared)[3] = NULL;
+	if (in_region)
+		fshared = app_alloc(app_bytes("the private forces", (size_t)app.workers, (size_t)n,
+					      sizeof(*fshared)));
 	fpriv = calloc((size_t)app.threads, sizeof(*fpriv));
 	for (long t = 0; fpriv && t < app.threads; t++)
-		if (!(fpriv[t] = malloc((size_t)n * sizeof(**fpriv))))
+		if (!(fpriv[t] = in_region ? fshared + (app.me * app.threads + t) * n
+					   : malloc((size_t)n * sizeof(**fpriv))))
 			fpriv = NULL;
 	if (!fpriv) {
 		fprintf(stderr, "locus-water: no memory for %ld x %ld forces\n", app.threads, n);
 		exit(1);
 	}
 	app_parallel(work, NULL);
-	for (long t = 0; t < app.threads; t++)
+	for (long t = 0; t < app.threads && !in_region; t++)
 		free(fpriv[t]);
 	free(fpriv);
 	int ok = 1;

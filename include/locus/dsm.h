@@ -4,8 +4,12 @@
  * Every node (MPI rank, started with `mpiexec -n N program`) sees one shared
  * region at the same virtual address. Pages move between nodes on demand when
  * the application touches them; the consistency protocol is chosen at run
- * time with LOCUS_DSM_PROTOCOL (default and, for now, only: "sc", sequential
- * consistency with a single writer and write-invalidate).
+ * time with LOCUS_DSM_PROTOCOL: "sc" (default; sequential consistency with a
+ * single writer and write-invalidate), "lrc" (lazy release consistency with
+ * multiple writers: programs that order their shared accesses with locus-dsm
+ * locks and barriers see sequentially consistent results), or "avr" (sc that
+ * keeps computing through a fault and rolls back if what it read was stale;
+ * see docs/dsm.md for what a program must wrap).
  *
  * Threads: a node runs several application threads with locus_dsm_parallel
  * (a team: the caller and threads-1 new ones). A thread that faults, waits
@@ -19,7 +23,7 @@
  * every node.
  *
  * Environment (read by locus_dsm_init; see docs/dsm.md):
- *   LOCUS_DSM_PROTOCOL        protocol name (sc)
+ *   LOCUS_DSM_PROTOCOL        protocol name: sc, lrc or avr (sc)
  *   LOCUS_DSM_SIZE            shared region size in bytes, suffix k/m/g (256m)
  *   LOCUS_DSM_ADDR            where the region is mapped on every node (0x7e9000000000)
  *   LOCUS_DSM_DELAY_US        emulated transport delay per message, microseconds (0)
@@ -32,6 +36,12 @@
  *   LOCUS_DSM_SWITCH          all: another thread of the node runs during any stall
  *                             (default); sync: a team runs one thread at a time, which
  *                             gives way only during lock, barrier and team waits
+ *   LOCUS_DSM_RUN             pages fetched per miss of a node walking in order (32)
+ *   LOCUS_DSM_GC_BYTES        lrc: collect at a barrier once a node keeps more (32m)
+ *   LOCUS_DSM_AVR_DEADLOCK    avr: faults on the checkpoint page, while a request for
+ *                             one of the interval's pages waits, before giving way (30)
+ *   LOCUS_DSM_AVR_PENDING     avr: outstanding pages per checkpoint (1, the only value
+ *                             this version accepts)
  */
 #ifndef LOCUS_DSM_H
 #define LOCUS_DSM_H
@@ -82,6 +92,28 @@ enum locus_dsm_fault_kind {
 	LOCUS_DSM_FAULT_COMBINED, /* waited for a request another thread of this node
 				     had already sent for the page: nothing sent */
 	LOCUS_DSM_FAULT_KINDS
+};
+
+/* avr: how an interval opened, why one was rolled back, why a fault was
+   resolved as sc does (indexes of the statistics' arrays). */
+enum {
+	LOCUS_DSM_AVR_CKPT_READ = 0, /* a read fault on a page without a copy */
+	LOCUS_DSM_AVR_CKPT_WRITE,    /* a write fault: the page and ownership asked for */
+	LOCUS_DSM_AVR_CKPT_UPGRADE,  /* a write to an owned read-only copy */
+	LOCUS_DSM_AVR_CKPT_KINDS
+};
+enum {
+	LOCUS_DSM_AVR_ROLL_READ = 0, /* a logged byte differs in the page that came */
+	LOCUS_DSM_AVR_ROLL_TAKEN,    /* a page readable here was invalidated or taken */
+	LOCUS_DSM_AVR_ROLL_DEADLOCK, /* the deadlock counter, before the reply came */
+	LOCUS_DSM_AVR_ROLL_KINDS
+};
+enum {
+	LOCUS_DSM_AVR_SC_LOCK = 0, /* inside a locus-dsm lock */
+	LOCUS_DSM_AVR_SC_PAUSED,   /* between locus_dsm_avr_pause and _resume */
+	LOCUS_DSM_AVR_SC_THREADS,  /* a team runs, or not the init thread */
+	LOCUS_DSM_AVR_SC_OTHER,	   /* the stack cannot be saved (not the thread's own) */
+	LOCUS_DSM_AVR_SC_KINDS
 };
 
 /*
@@ -165,6 +197,19 @@ typedef struct locus_dsm_stats {
 	uint64_t gcs;		  /* barriers that collected */
 	uint64_t meta_bytes;	  /* records, notices, diffs and twins kept now */
 	uint64_t meta_peak_bytes; /* the most kept at once since init */
+	/* avr (zero otherwise). An interval is seed 004 Figures 3.12-3.14: Cp
+	   (checkpoint and request), Op (the application runs on), then Res
+	   (compare and merge) or Rol (roll back); wait is the part of the
+	   resolution spent waiting for the reply (not in Res or Rol). */
+	uint64_t avr_checkpoints[LOCUS_DSM_AVR_CKPT_KINDS];
+	uint64_t avr_commits;			       /* intervals that stood */
+	uint64_t avr_rollbacks[LOCUS_DSM_AVR_ROLL_KINDS];
+	uint64_t avr_sc[LOCUS_DSM_AVR_SC_KINDS];      /* faults resolved as sc, by why */
+	uint64_t avr_logged;	/* accesses to checkpoint pages logged */
+	uint64_t avr_twins;	/* pages twinned at their first write in an interval */
+	uint64_t avr_protected; /* writable pages write-protected for an interval */
+	uint64_t avr_deferrals; /* pages whose requests waited for an interval's end */
+	double avr_cp_s, avr_op_s, avr_res_s, avr_rol_s, avr_wait_s;
 } locus_dsm_stats;
 
 /*
@@ -248,6 +293,17 @@ LOCUS_API void locus_dsm_prefetch(const void *addr, size_t len);
  * before the write, which then faults as it would have.
  */
 LOCUS_API void locus_dsm_prefetch_write(void *addr, size_t len);
+
+/*
+ * avr: between pause and resume, this thread's faults are resolved as sc
+ * does (no interval opens), so nothing it does there is ever run twice.
+ * Wrap what a rollback must not repeat: writes to files, sockets or pipes,
+ * and updates of memory outside the shared region and the stack. Pause
+ * resolves an open interval first. Calls nest; both are no-ops under other
+ * protocols.
+ */
+LOCUS_API void locus_dsm_avr_pause(void);
+LOCUS_API void locus_dsm_avr_resume(void);
 
 /* This node's statistics so far (or as frozen by locus_dsm_stats_freeze). */
 LOCUS_API void locus_dsm_stats_get(locus_dsm_stats *out);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "avr.h"
 #include "internal.h"
 
 struct dsm_runtime dsm;
@@ -77,6 +78,8 @@ int locus_dsm_init(int *argc, char ***argv)
 	dsm.all_stats = calloc((size_t)dsm.nodes, sizeof(locus_dsm_stats));
 	if (!dsm.all_stats || dsm_fault_install() != 0)
 		dsm_fatal("cannot start");
+	if (dsm.proto == &dsm_proto_avr && dsm_avr_init() != 0)
+		dsm_fatal("avr: cannot set up checkpointing (stack, alternate signal stack)");
 	started = 1;
 	atexit(exit_without_finalize);
 	/* This thread is the node's first counted application thread. */
@@ -108,7 +111,7 @@ void locus_dsm_finalize(void)
 	if (!started)
 		return;
 	dsm_outside_team("locus_dsm_finalize");
-	locus_dsm_barrier();
+	locus_dsm_barrier(); /* resolves an open avr interval */
 	locus_dsm_stats mine;
 	locus_dsm_stats_get(&mine);
 	struct dsm_req r = {.kind = DSM_REQ_STATS, .a = (uint64_t)(uintptr_t)&mine};
@@ -119,6 +122,7 @@ void locus_dsm_finalize(void)
 	struct dsm_req leave = {.kind = DSM_REQ_LEAVE};
 	dsm_call(&leave);
 	dsm_comm_join();
+	dsm_avr_fini();
 	dsm_fault_uninstall();
 	dsm_region_unmap();
 	free(dsm.resume_ns);
@@ -146,6 +150,7 @@ const char *locus_dsm_protocol(void)
 
 void *locus_dsm_alloc(size_t size)
 {
+	dsm_avr_sync();
 	dsm_outside_team("locus_dsm_alloc");
 	size_t bytes = (size + dsm.page_size - 1) / dsm.page_size * dsm.page_size;
 	if (!bytes)
@@ -168,25 +173,32 @@ void *locus_dsm_alloc(size_t size)
 
 void locus_dsm_barrier(void)
 {
+	dsm_avr_sync();
 	struct dsm_req r = {.kind = DSM_REQ_BARRIER, .b = (uint64_t)locus_dsm_threads()};
 	call_timed(&r, STALL_BARRIER);
 }
 
 void locus_dsm_lock(uint32_t id)
 {
+	dsm_avr_sync();
 	struct dsm_req r = {.kind = DSM_REQ_LOCK, .a = id};
 	call_timed(&r, STALL_LOCK);
+	dsm_self.locks++;
 }
 
 void locus_dsm_unlock(uint32_t id)
 {
+	dsm_avr_sync();
 	struct dsm_req r = {.kind = DSM_REQ_UNLOCK, .a = id};
 	call_timed(&r, STALL_OTHER);
+	if (dsm_self.locks > 0)
+		dsm_self.locks--;
 }
 
 static void prefetch(const void *addr, size_t len, int write)
 {
 	const char *a = addr;
+	dsm_avr_sync();
 	if (!dsm.proto || !dsm.proto->prefetch || !len || a < dsm.app || a >= dsm.app + dsm.size)
 		return;
 	size_t first = (size_t)(a - dsm.app) / dsm.page_size;
@@ -218,6 +230,7 @@ double locus_dsm_now(void)
 
 void locus_dsm_stats_reset(void)
 {
+	dsm_avr_sync();
 	dsm_outside_team("locus_dsm_stats_reset");
 	locus_dsm_barrier();
 	stats_mark();
@@ -297,4 +310,20 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->gcs = d.lrc_gcs;
 	s->meta_bytes = ld_relaxed(&dsm.meta_bytes);
 	s->meta_peak_bytes = ld_relaxed(&dsm.meta_peak);
+	for (int k = 0; k < LOCUS_DSM_AVR_CKPT_KINDS; k++)
+		s->avr_checkpoints[k] = d.avr_checkpoints[k];
+	for (int k = 0; k < LOCUS_DSM_AVR_ROLL_KINDS; k++)
+		s->avr_rollbacks[k] = d.avr_rollbacks[k];
+	for (int k = 0; k < LOCUS_DSM_AVR_SC_KINDS; k++)
+		s->avr_sc[k] = d.avr_sc[k];
+	s->avr_commits = d.avr_commits;
+	s->avr_logged = d.avr_logged;
+	s->avr_twins = d.avr_twins;
+	s->avr_protected = d.avr_protected;
+	s->avr_deferrals = d.avr_deferrals;
+	s->avr_cp_s = (double)d.avr_cp_ns * 1e-9;
+	s->avr_op_s = (double)d.avr_op_ns * 1e-9;
+	s->avr_res_s = (double)d.avr_res_ns * 1e-9;
+	s->avr_rol_s = (double)d.avr_rol_ns * 1e-9;
+	s->avr_wait_s = (double)d.avr_wait_ns * 1e-9;
 }

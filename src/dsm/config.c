@@ -48,6 +48,48 @@ static int parse_u64(const char *name, uint64_t *out, int suffixes)
 	return 0;
 }
 
+/* avr's variables: a misspelt one is refused rather than ignored. */
+static int avr_config(struct dsm_config *c)
+{
+	extern char **environ;
+	static const char *const known[] = {"LOCUS_DSM_AVR_DEADLOCK", "LOCUS_DSM_AVR_PENDING"};
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "LOCUS_DSM_AVR_", 14) != 0)
+			continue;
+		size_t n = strcspn(*e, "=");
+		int ok = 0;
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			ok |= strlen(known[i]) == n && !strncmp(*e, known[i], n);
+		if (!ok) {
+			fprintf(stderr,
+				"locus-dsm: %.*s: unknown variable; avr reads LOCUS_DSM_AVR_DEADLOCK "
+				"and LOCUS_DSM_AVR_PENDING\n",
+				(int)n, *e);
+			return -1;
+		}
+	}
+	uint64_t deadlock = 30, pending = 1;
+	if (parse_u64("LOCUS_DSM_AVR_DEADLOCK", &deadlock, 0) ||
+	    parse_u64("LOCUS_DSM_AVR_PENDING", &pending, 0))
+		return -1;
+	if (deadlock < 1 || deadlock > 1000000) {
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_AVR_DEADLOCK=%s: faults on the checkpoint page "
+			"before giving way must be from 1 to 1000000\n",
+			getenv("LOCUS_DSM_AVR_DEADLOCK"));
+		return -1;
+	}
+	if (pending != 1) {
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_AVR_PENDING=%s: this version keeps one outstanding "
+			"page per checkpoint; only 1 is accepted\n",
+			getenv("LOCUS_DSM_AVR_PENDING"));
+		return -1;
+	}
+	c->avr_deadlock = (uint32_t)deadlock;
+	return 0;
+}
+
 int dsm_config_read(struct dsm_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -71,6 +113,8 @@ int dsm_config_read(struct dsm_config *c)
 		return -1;
 	}
 	c->run = (uint32_t)run;
+	if (avr_config(c) != 0)
+		return -1;
 	c->gc_bytes = gc_bytes;
 	/* Microseconds and seconds become nanoseconds: keep them far from wrapping. */
 	const struct {

@@ -14,6 +14,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "avr.h"
 #include "internal.h"
 
 static struct sigaction old_segv;
@@ -52,10 +53,15 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		errno = saved_errno;
 		return;
 	}
+	size_t page = (size_t)(addr - dsm.app) / dsm.page_size;
+	int write = fault_is_write(uctx);
+	if (dsm_avr_fault(page, addr, write, uctx)) {
+		errno = saved_errno;
+		return;
+	}
 	struct dsm_stall st;
 	dsm_stall_begin(&st, STALL_FAULT);
-	size_t page = (size_t)(addr - dsm.app) / dsm.page_size;
-	struct dsm_req r = {.kind = DSM_REQ_FAULT, .a = page, .b = (uint64_t)fault_is_write(uctx)};
+	struct dsm_req r = {.kind = DSM_REQ_FAULT, .a = page, .b = (uint64_t)write};
 	dsm_call(&r);
 	/* The page's minimum residence counts from when this thread runs again. */
 	uint64_t t1 = dsm_stall_end(&st, mono_ns(), r.result);
@@ -68,8 +74,9 @@ int dsm_fault_install(void)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_segv;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK; /* avr: an alternate stack */
 	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, AVR_NUDGE_SIGNAL);
 	if (sigaction(SIGSEGV, &sa, &old_segv) != 0) {
 		perror("locus-dsm: sigaction(SIGSEGV)");
 		return -1;

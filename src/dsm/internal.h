@@ -81,6 +81,10 @@ struct dsm_counters {
 	uint64_t prefetches, prefetch_unneeded, run_ahead, prefetch_late, prefetch_lost;
 	uint64_t prefetch_ns; /* application threads' wall time issuing prefetches */
 	uint64_t lrc_intervals, lrc_twins, lrc_diffs, lrc_diff_bytes, lrc_gcs;
+	uint64_t avr_checkpoints[LOCUS_DSM_AVR_CKPT_KINDS], avr_commits;
+	uint64_t avr_rollbacks[LOCUS_DSM_AVR_ROLL_KINDS], avr_sc[LOCUS_DSM_AVR_SC_KINDS];
+	uint64_t avr_logged, avr_twins, avr_protected, avr_deferrals;
+	uint64_t avr_cp_ns, avr_op_ns, avr_res_ns, avr_rol_ns, avr_wait_ns;
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
@@ -106,6 +110,7 @@ struct dsm_config {
 	uint64_t gc_bytes;     /* lrc: collect at a barrier when a node keeps more */
 	uint32_t run;	       /* pages fetched per miss of a node walking in order */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
+	uint32_t avr_deadlock; /* avr: faults on the checkpoint page before giving way */
 };
 
 struct dsm_runtime {
@@ -191,6 +196,7 @@ size_t dsm_walk(struct dsm_walks *ws, size_t p);
 const char *dsm_proto_names(void);
 extern const struct dsm_proto dsm_proto_sc;
 extern const struct dsm_proto dsm_proto_lrc;
+extern const struct dsm_proto dsm_proto_avr;
 
 /*
  * Another thread's CPU clock (pthread_getcpuclockid): it stops existing when
@@ -211,6 +217,8 @@ struct dsm_thread {
 	int counted;		 /* the init thread or a team thread */
 	int id, team;		 /* index in its team, and the team's size (0, 1 outside) */
 	uint64_t resumed_cpu_ns; /* its CPU clock when it last left a stall */
+	int locks;		 /* locus-dsm locks it holds (avr resolves as sc inside) */
+	int avr_paused;		 /* locus_dsm_avr_pause depth */
 };
 extern __thread struct dsm_thread dsm_self __attribute__((tls_model("initial-exec")));
 

@@ -6,6 +6,7 @@
 static const struct dsm_proto *const protocols[] = {
 	&dsm_proto_sc,
 	&dsm_proto_lrc,
+	&dsm_proto_avr,
 };
 
 const struct dsm_proto *dsm_proto_find(const char *name)
@@ -53,5 +54,5 @@ size_t dsm_run_ahead(size_t p)
 
 const char *dsm_proto_names(void)
 {
-	return "sc, lrc";
+	return "sc, lrc, avr";
 }

@@ -43,8 +43,7 @@
 #include <sys/mman.h>
 
 #include "internal.h"
-
-enum { ACC_NONE = 0, ACC_READ = 1, ACC_WRITE = 2 };
+#include "sc.h"
 
 /* How long a page waits for a faulting thread that has not run yet. */
 #define RESUME_WAIT_CAP_NS 20000000ull
@@ -57,33 +56,23 @@ struct deferred {
 	uint8_t write;
 };
 
-struct sc_page {
-	uint64_t copyset; /* owner only */
-	uint64_t installed_ns;
-	struct dsm_req *waiters;
-	struct deferred *fwd, *fwd_tail; /* wait for ownership and delta */
-	struct deferred *inv, *inv_tail; /* wait for delta only */
-	uint16_t acks_left;
-	uint8_t access;
-	uint8_t owner;
-	uint8_t pending; /* 0, or 1 + write */
-	uint8_t listed;	 /* in the deferred list */
-	uint8_t prefetched; /* by locus_dsm_prefetch, no fault on it since */
-};
-
-static struct sc_page *pages;
+struct sc_page *sc_pages;
+const struct sc_hooks *sc_hooks;
+size_t *sc_rw, sc_rw_count;
+#define pages sc_pages
 static uint8_t *mgr_owner; /* by p / nodes, for pages managed here */
 static size_t *deferred_list;
 static size_t deferred_count;
 
 #define BIT(n) (1ull << (n))
 
-static int sc_init(void)
+int sc_init(void)
 {
 	pages = calloc(dsm.npages, sizeof(*pages));
 	mgr_owner = calloc(dsm.npages / (size_t)dsm.nodes + 1, 1);
 	deferred_list = calloc(dsm.npages, sizeof(*deferred_list));
-	if (!pages || !mgr_owner || !deferred_list)
+	sc_rw = calloc(dsm.npages, sizeof(*sc_rw));
+	if (!pages || !mgr_owner || !deferred_list || !sc_rw)
 		return -1;
 	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += (size_t)dsm.nodes) {
 		pages[p].owner = 1;
@@ -93,14 +82,28 @@ static int sc_init(void)
 	return 0;
 }
 
+const int sc_prot[3] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE};
+
+/* The access the protocol grants p, in its state and (unless a hook keeps
+   the view as it is) in the application's view; sc_rw lists the writable. */
 static void set_access(size_t p, uint8_t acc)
 {
 	struct sc_page *pg = &pages[p];
-	if (pg->access == acc)
+	uint8_t from = pg->access;
+	if (from == acc)
 		return;
-	static const int prot[] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE};
-	dsm_region_protect(p, 1, prot[acc]);
+	if (acc == ACC_WRITE) {
+		pg->rw_at = sc_rw_count;
+		sc_rw[sc_rw_count++] = p;
+	} else if (from == ACC_WRITE) {
+		size_t last = sc_rw[--sc_rw_count];
+		sc_rw[pg->rw_at] = last;
+		pages[last].rw_at = pg->rw_at;
+	}
 	pg->access = acc;
+	if (sc_hooks && !sc_hooks->access(p, from, acc))
+		return;
+	dsm_region_protect(p, 1, sc_prot[acc]);
 }
 
 /* Is p inside its minimum residence time? *until: when to look again. */
@@ -166,6 +169,8 @@ static void resolved(size_t p)
 		pg->waiters = r->wnext;
 		dsm_req_done(r, r->result);
 	}
+	if (sc_hooks)
+		sc_hooks->resolved(p);
 }
 
 static void write_granted(size_t p)
@@ -236,6 +241,10 @@ static void serve(size_t p, int write, int requester)
 		defer(p, LOCUS_DSM_MSG_PAGE_FWD, (uint16_t)requester, (uint8_t)write);
 		return;
 	}
+	if (sc_hooks && sc_hooks->hold(p)) {
+		defer(p, LOCUS_DSM_MSG_PAGE_FWD, (uint16_t)requester, (uint8_t)write);
+		return;
+	}
 	give(p, write, requester);
 }
 
@@ -272,7 +281,17 @@ static void invalidated(size_t p, int from)
 
 static int prefetch_one(size_t p, int write);
 
-static void sc_fault(struct dsm_req *r)
+int sc_local(size_t p, int write)
+{
+	struct sc_page *pg = &pages[p];
+	if (pg->access >= (write ? ACC_WRITE : ACC_READ))
+		return 1;
+	if (pg->pending || !pg->owner)
+		return 0;
+	return !write || !(pg->copyset & ~BIT(dsm.node));
+}
+
+void sc_fault(struct dsm_req *r)
 {
 	size_t p = r->a;
 	int write = (int)r->b;
@@ -349,6 +368,16 @@ static void sc_fault(struct dsm_req *r)
  * use and the access faults as it would have. Pages this node owns with no
  * other copy are skipped: the first touch maps them without messages.
  */
+int sc_request(size_t p, int write)
+{
+	int sent = prefetch_one(p, write);
+	size_t run = dsm_run_ahead(p);
+	for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
+		if (prefetch_one(q, write))
+			STAT_ADD(run_ahead, 1);
+	return sent;
+}
+
 static int prefetch_one(size_t p, int write)
 {
 	struct sc_page *pg = &pages[p];
@@ -373,7 +402,7 @@ static int prefetch_one(size_t p, int write)
 	return 1;
 }
 
-static void sc_prefetch(size_t first, size_t count, int write)
+void sc_prefetch(size_t first, size_t count, int write)
 {
 	for (size_t p = first; p < first + count && p < dsm.npages; p++)
 		if (prefetch_one(p, write)) {
@@ -389,7 +418,8 @@ static void page_arrived(size_t p, int write, uint64_t cs, const void *data, siz
 	struct sc_page *pg = &pages[p];
 	if (!pg->pending || pg->owner || len != dsm.page_size)
 		dsm_fatal("unexpected contents of page %zu", p);
-	memcpy(dsm_page_alias(p), data, len);
+	if (!sc_hooks || !sc_hooks->arrived(p, data, len))
+		memcpy(dsm_page_alias(p), data, len);
 	pg->owner = 1;
 	pg->copyset = cs | BIT(dsm.node);
 	if (write) {
@@ -401,7 +431,7 @@ static void page_arrived(size_t p, int write, uint64_t cs, const void *data, siz
 	}
 }
 
-static void sc_message(const struct dsm_hdr *h, const void *payload, size_t len)
+void sc_message(const struct dsm_hdr *h, const void *payload, size_t len)
 {
 	size_t p = h->a;
 	if (p >= dsm.npages)
@@ -437,7 +467,7 @@ static void sc_message(const struct dsm_hdr *h, const void *payload, size_t len)
 }
 
 /* Run what delta held back; returns when to look again. */
-static uint64_t sc_tick(uint64_t now)
+uint64_t sc_tick(uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
 	size_t keep = 0;
@@ -453,7 +483,8 @@ static uint64_t sc_tick(uint64_t now)
 				free(d);
 			}
 			pg->inv_tail = NULL;
-			while (pg->fwd && pg->owner && !pg->pending) {
+			while (pg->fwd && pg->owner && !pg->pending &&
+			       !(sc_hooks && sc_hooks->hold(p))) {
 				struct deferred *d = pg->fwd;
 				pg->fwd = d->next;
 				if (!pg->fwd)

@@ -71,6 +71,34 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 			(unsigned long long)s->diffs, (unsigned long long)s->diff_bytes,
 			(unsigned long long)s->gcs, (unsigned long long)s->meta_bytes,
 			(unsigned long long)s->meta_peak_bytes);
+	uint64_t opened = 0, rolled = 0;
+	for (int k = 0; k < LOCUS_DSM_AVR_CKPT_KINDS; k++)
+		opened += s->avr_checkpoints[k];
+	for (int k = 0; k < LOCUS_DSM_AVR_ROLL_KINDS; k++)
+		rolled += s->avr_rollbacks[k];
+	if (opened || s->avr_sc[LOCUS_DSM_AVR_SC_LOCK] || s->avr_sc[LOCUS_DSM_AVR_SC_THREADS])
+		fprintf(f,
+			"dsm node %d: avr: %llu intervals (read %llu, write %llu, upgrade %llu), "
+			"%llu stood, %llu rolled back (read conflict %llu, page taken %llu, "
+			"deadlock %llu); %llu accesses logged, %llu twins, %llu pages protected, "
+			"%llu held; as sc: lock %llu, paused %llu, threads %llu, other %llu; "
+			"Cp %.3f s (avg %.0f us), Op %.3f s, Res %.3f s, Rol %.3f s, wait %.3f s\n",
+			node, (unsigned long long)opened,
+			(unsigned long long)s->avr_checkpoints[LOCUS_DSM_AVR_CKPT_READ],
+			(unsigned long long)s->avr_checkpoints[LOCUS_DSM_AVR_CKPT_WRITE],
+			(unsigned long long)s->avr_checkpoints[LOCUS_DSM_AVR_CKPT_UPGRADE],
+			(unsigned long long)s->avr_commits, (unsigned long long)rolled,
+			(unsigned long long)s->avr_rollbacks[LOCUS_DSM_AVR_ROLL_READ],
+			(unsigned long long)s->avr_rollbacks[LOCUS_DSM_AVR_ROLL_TAKEN],
+			(unsigned long long)s->avr_rollbacks[LOCUS_DSM_AVR_ROLL_DEADLOCK],
+			(unsigned long long)s->avr_logged, (unsigned long long)s->avr_twins,
+			(unsigned long long)s->avr_protected, (unsigned long long)s->avr_deferrals,
+			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_LOCK],
+			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_PAUSED],
+			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_THREADS],
+			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_OTHER], s->avr_cp_s,
+			per(s->avr_cp_s, opened), s->avr_op_s, s->avr_res_s, s->avr_rol_s,
+			s->avr_wait_s);
 }
 
 void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
@@ -116,7 +144,7 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		"\"run_ahead\": %llu, \"intervals\": %llu, "
 		"\"twins\": %llu, "
 		"\"diffs\": %llu, \"diff_bytes\": %llu, \"gcs\": %llu, \"meta_bytes\": %llu, "
-		"\"meta_peak_bytes\": %llu}\n",
+		"\"meta_peak_bytes\": %llu",
 		s->prefetch_s, (unsigned long long)s->prefetch_unneeded,
 		(unsigned long long)s->prefetch_late, (unsigned long long)s->prefetch_lost,
 		(unsigned long long)s->run_ahead,
@@ -124,4 +152,21 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		(unsigned long long)s->twins, (unsigned long long)s->diffs,
 		(unsigned long long)s->diff_bytes, (unsigned long long)s->gcs,
 		(unsigned long long)s->meta_bytes, (unsigned long long)s->meta_peak_bytes);
+	fprintf(f,
+		", \"avr_ckpt_read\": %llu, \"avr_ckpt_write\": %llu, \"avr_ckpt_upgrade\": %llu, "
+		"\"avr_commits\": %llu, \"avr_roll_read\": %llu, \"avr_roll_taken\": %llu, "
+		"\"avr_roll_deadlock\": %llu, \"avr_logged\": %llu, \"avr_twins\": %llu, "
+		"\"avr_protected\": %llu, \"avr_deferrals\": %llu, \"avr_sc_lock\": %llu, "
+		"\"avr_sc_paused\": %llu, \"avr_sc_threads\": %llu, \"avr_sc_other\": %llu, "
+		"\"avr_cp_s\": %.6f, \"avr_op_s\": %.6f, \"avr_res_s\": %.6f, "
+		"\"avr_rol_s\": %.6f, \"avr_wait_s\": %.6f}\n",
+		(unsigned long long)s->avr_checkpoints[0], (unsigned long long)s->avr_checkpoints[1],
+		(unsigned long long)s->avr_checkpoints[2], (unsigned long long)s->avr_commits,
+		(unsigned long long)s->avr_rollbacks[0], (unsigned long long)s->avr_rollbacks[1],
+		(unsigned long long)s->avr_rollbacks[2], (unsigned long long)s->avr_logged,
+		(unsigned long long)s->avr_twins, (unsigned long long)s->avr_protected,
+		(unsigned long long)s->avr_deferrals, (unsigned long long)s->avr_sc[0],
+		(unsigned long long)s->avr_sc[1], (unsigned long long)s->avr_sc[2],
+		(unsigned long long)s->avr_sc[3], s->avr_cp_s, s->avr_op_s, s->avr_res_s,
+		s->avr_rol_s, s->avr_wait_s);
 }

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "common/futex.h"
+#include "avr.h"
 #include "internal.h"
 
 __thread struct dsm_thread dsm_self __attribute__((tls_model("initial-exec")));
@@ -215,6 +216,7 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 			threads, LOCUS_DSM_MAX_THREADS, fn ? "" : " and a function");
 		return -1;
 	}
+	dsm_avr_sync();
 	if (dsm_self.team > 1 || !dsm_self.counted) {
 		fprintf(stderr, "locus-dsm: locus_dsm_parallel is called by the thread that "
 				"called locus_dsm_init, outside any team\n");

@@ -6,12 +6,16 @@
  *   mp    message passing   n0: d=1; f=1       n1: r0=f; r1=d     forbidden r0=1, r1=0
  *   iriw  independent reads of independent writes (4 nodes)
  *         n0: x=1  n1: y=1  n2: r0=x; r1=y  n3: r2=y; r3=x       forbidden 1,0,1,0
- *   false every node increments its own word of one page; all counts exact
+ *   false every node increments its own word of one page, spinning between the
+ *         read and the write (so the page moves between them); all counts exact
  *
  * Usage: dsm_litmus sb|mp|iriw|false [iterations]
  * Variables of one iteration sit on different pages; consecutive iterations
  * reuse the pages at other offsets, so pages carry history between rounds. A
  * short random pause before each shape varies who gets there first.
+ *
+ * Under avr, node 0 reads the results with avr paused: a rolled-back read
+ * must not have printed anything.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -25,10 +29,11 @@
 static volatile uint64_t *var[4]; /* one page each ... x4 pages per variable */
 static volatile uint64_t *res;	  /* [iteration][node][4] */
 static int me, nodes;
+static volatile uint64_t sink;
 
 static void jitter(unsigned *seed)
 {
-	unsigned n = rand_r(seed) % 40000;
+	unsigned n = rand_r(seed) % 4000;
 	for (volatile unsigned i = 0; i < n; i++)
 		;
 }
@@ -45,6 +50,7 @@ static volatile uint64_t *out(long it, int node)
 
 static int check(const char *name, long iters)
 {
+	locus_dsm_avr_pause();
 	if (me != 0)
 		return 0;
 	long seen[16] = {0}, bad = 0;
@@ -107,11 +113,22 @@ static int run_shape(const char *name, long iters)
 			}
 		}
 		locus_dsm_barrier();
-		/* Reset the next iteration's slots (different offsets, same pages). */
-		if (me == 0 && it + 1 < iters)
-			for (int v = 0; v < 2; v++)
+		/* Reset the next iteration's slots (different offsets, same pages).
+		   For sb, node v resets variable v and both nodes then read both:
+		   each writes a page it owns while the other holds a copy, and
+		   holds a copy of the page the other writes — the case in which
+		   two optimistic writers could each read the other's old value. */
+		int sb = !strcmp(name, "sb");
+		for (int v = 0; v < 2 && it + 1 < iters; v++)
+			if (me == (sb ? v : 0))
 				*slot(v, it + 1) = 0;
 		locus_dsm_barrier();
+		if (sb && me < 2 && it + 1 < iters) {
+			sink += *slot(0, it + 1) + *slot(1, it + 1);
+			locus_dsm_barrier();
+		} else if (sb && it + 1 < iters) {
+			locus_dsm_barrier();
+		}
 	}
 	return check(name, iters);
 }
@@ -119,9 +136,14 @@ static int run_shape(const char *name, long iters)
 static int run_false(long iters)
 {
 	volatile uint64_t *words = var[0];
-	for (long k = 0; k < iters; k++)
-		words[me * 8] += 1;
+	unsigned seed = 777u + (unsigned)me;
+	for (long k = 0; k < iters; k++) {
+		uint64_t v = words[me * 8];
+		jitter(&seed);
+		words[me * 8] = v + 1;
+	}
 	locus_dsm_barrier();
+	locus_dsm_avr_pause();
 	int bad = 0;
 	if (me == 0) {
 		for (int n = 0; n < nodes; n++)

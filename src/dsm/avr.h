@@ -1,0 +1,85 @@
+/*
+ * avr: what the application thread's checkpoint (avr_ckpt.c) and the
+ * communication thread's protocol (proto_avr.c) share while an interval is
+ * open. Seed 004 ch. 2; docs/dsm.md "Protocol avr" says what it does.
+ *
+ * Who writes what:
+ *   - the communication thread opens and closes an interval (requests with
+ *     AVR_OPEN and AVR_END), keeps the page table, stores the checkpoint
+ *     page's contents in `arrived` when they come and then sets `reply`, and
+ *     sets `conflict` when a page this node could read is taken or
+ *     invalidated while the interval is open;
+ *   - the application thread logs accesses to the checkpoint page, twins a
+ *     page at its first write, and resolves (compares, merges or rolls back).
+ *   - `state` (which pages are write-protected for the interval, which are
+ *     twinned) changes under `lock` on both sides: a page is twinned only
+ *     while the protocol still lets this node write it.
+ */
+#ifndef LOCUS_DSM_AVR_H
+#define LOCUS_DSM_AVR_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "common/atomic.h"
+
+enum { AVR_PROT = 1, AVR_TWIN = 2 };
+
+/* Flags of a DSM_REQ_FAULT's b under avr (bit 0 is the access kind). */
+#define AVR_WRITE    1u
+#define AVR_OPEN     2u	 /* open an interval on page a, unless sc resolves it here */
+#define AVR_LOCAL    4u	 /* resolve here, or answer AVR_REMOTE without sending */
+#define AVR_END	     8u	 /* close the interval */
+#define AVR_ROLLBACK 16u /* ... and it was rolled back */
+
+/* Results beyond DSM_LOCAL, DSM_REMOTE and DSM_COMBINED. */
+enum { AVR_OPENED = 16, AVR_OPENED_WRITE = 17, AVR_OPENED_UPGRADE = 18, AVR_REMOTE = 19 };
+
+struct avr_shared {
+	uint32_t lock;	    /* guards state[] between the two threads */
+	uint32_t reply;	    /* futex word: the checkpoint page's request completed */
+	uint32_t conflict;  /* a readable page lost its access in the interval */
+	uint32_t held;	    /* requests held for the interval's twinned pages */
+	uint32_t waiting;   /* requests held for any of the interval's pages */
+	uint32_t open;	    /* communication thread's view: an interval is open */
+	size_t page;	    /* its checkpoint page */
+	uint8_t *state;	    /* per page: AVR_PROT, AVR_TWIN or 0 */
+	char *arrived;	    /* the checkpoint page as it came */
+	int arrived_in;	    /* communication thread: arrived holds it */
+	pthread_t thread;   /* the thread that may speculate */
+	uint64_t nudged_ns; /* communication thread: when it last nudged */
+};
+
+/* The signal with which the communication thread asks the speculating
+   thread to resolve: a request waits for the interval and the reply is in
+   (a thread spinning on a page it may write takes no fault that would end
+   the interval). */
+#define AVR_NUDGE_SIGNAL   (SIGRTMAX - 2)
+#define AVR_NUDGE_EVERY_NS 500000ull
+
+extern struct avr_shared avr;
+
+static inline void avr_lock(void)
+{
+	uint32_t zero = 0;
+	for (int spins = 0; !cas_acquire(&avr.lock, &zero, 1); zero = 0)
+		if (++spins > 100)
+			sched_yield();
+		else
+			cpu_relax();
+}
+
+static inline void avr_unlock(void)
+{
+	st_release(&avr.lock, 0);
+}
+
+/* avr_ckpt.c (application side) */
+int dsm_avr_init(void); /* the init thread, when the protocol is avr */
+int dsm_avr_fault(size_t page, char *addr, int write, void *uctx); /* 1: handled */
+void dsm_avr_sync(void); /* a locus-dsm call: resolve an open interval first */
+void dsm_avr_fini(void);
+
+#endif

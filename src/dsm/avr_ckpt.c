@@ -1,0 +1,604 @@
+/*
+ * avr, the application thread's half (seed 004 §2.3.3–2.3.7): checkpoint at
+ * a fault, keep running on the page as it is while the request is in flight,
+ * log every access to it, then prove the run valid against the page that
+ * came — or roll the thread back to the fault. proto_avr.c is the
+ * communication thread's half; avr.h says what they share.
+ *
+ * Everything here runs in the init thread: in its SIGSEGV and SIGTRAP
+ * handlers, on an alternate signal stack (restoring the application's stack
+ * must not overwrite the handler's own frames), or in a locus-dsm call.
+ *
+ * An interval:
+ *   open     a fault the protocol cannot resolve here: save the registers
+ *            (with the FP/SSE/AVX state the kernel saved in the signal
+ *            frame) and the stack from the interrupted stack pointer (less
+ *            the red zone) to the stack's top; ask; twin P.
+ *   run      every fault on P grants the access for one instruction (the
+ *            trap flag) and logs the bytes it may touch; the SIGTRAP after
+ *            it takes the access away again. A first write to another page
+ *            twins it. The run ends at:
+ *              - a fault on another page that sc cannot resolve here;
+ *              - a fault on P once its reply is in (the seed waits for
+ *                another request to end the run; a thread spinning on P
+ *                would then never see the value it waits for);
+ *              - the deadlock counter: LOCUS_DSM_AVR_DEADLOCK faults on P
+ *                while a request for one of this interval's pages waits —
+ *                rolled back at once if the reply is not in;
+ *              - an access whose size cannot be bounded (a string
+ *                instruction, an x87/XSAVE state save);
+ *              - a write to P when P's request asks for a read-only copy;
+ *              - any locus-dsm call, and locus_dsm_avr_pause;
+ *              - AVR_NUDGE_SIGNAL from the communication thread (the reply
+ *                is in and a request waits for the interval): the run
+ *                stands or is rolled back there — rolled back only when the
+ *                thread is in the program's own code, not in a library
+ *                that may hold a lock (else the next nudge tries again).
+ *   resolve  wait for the reply; any logged byte whose value in the reply
+ *            differs from P's twin, or a readable page lost meanwhile
+ *            (proto_avr.c), means the run read something another node has
+ *            since changed: roll back. Otherwise P becomes the reply with
+ *            this node's changes (the bytes that differ from the twin) on
+ *            top, and the run stands.
+ *   rollback every twin back over its page, P as it came (or as it was), the
+ *            stack copied back and the saved registers resumed: the thread
+ *            runs the faulting access again, as if the interval never
+ *            happened.
+ *
+ * Access sizes: a fault gives the first byte an access touches, not its
+ * length. The instruction is not decoded beyond its prefixes: a legacy or
+ * SSE instruction touches at most 16 bytes, a VEX or EVEX one at most 64, so
+ * the log marks [address, address + 16 or 64) — never too few bytes, so a
+ * read that differs is always caught, at the price of a rollback when
+ * another node wrote within those bytes. Writes are marked too and also
+ * compared (an instruction that writes may have read the old value first;
+ * seed §2.3.4), and P's merge keeps exactly the bytes that differ from the
+ * twin, so a write window wider than the write loses nothing.
+ *
+ * What is not rolled back: memory outside the shared region and the stack
+ * (heap and globals), and anything outside the process. A program keeps
+ * what it computes between faults in shared memory or local variables, and
+ * wraps I/O in locus_dsm_avr_pause/resume (docs/dsm.md).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "avr.h"
+#include "common/futex.h"
+#include "internal.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define AVR_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AVR_ASAN 1
+#endif
+#endif
+#ifdef AVR_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+#define TRAP_FLAG    0x100ull
+#define ALTSTACK     (256u << 10)
+#define TWIN_PAGES   4096u /* twins one interval may keep */
+#define FP_MAX	     8192u
+#define STACK_MAX    (64ull << 20)
+#define FP_XSTATE_M1 0x46505853u
+
+enum { WHY_FAULT, WHY_REPLY, WHY_DEADLOCK, WHY_SYNC, WHY_UNSIZED, WHY_FULL, WHY_NUDGE };
+
+static struct {
+	int ready;
+	uintptr_t stack_lo, stack_hi; /* the init thread's stack */
+	void *altstack;
+	struct sigaction old_trap, old_nudge;
+	uintptr_t text_lo, text_hi; /* the program's own code */
+	volatile int busy;	    /* in a handler or a resolution: no nudge */
+	/* the open interval */
+	int open, upgrade, write_ok, stepping, rollback_pending;
+	size_t page;
+	char *view; /* P in the application's view */
+	uint32_t faults;
+	uint64_t op_from; /* when the run (user work) began */
+	/* the checkpoint */
+	gregset_t gregs;
+	sigset_t mask;
+	size_t fp_len;
+	uintptr_t sp_lo;
+	size_t stack_len, stack_cap;
+	char *stack_buf;
+	_Alignas(64) char fp[FP_MAX];
+	/* twins: P's, then the pages written in the interval */
+	char *ptwin;
+	char *twins;
+	size_t twin_of[TWIN_PAGES], ntwins;
+	uint64_t *rbits, *wbits; /* bytes of P the run may have read / written */
+} ck;
+
+static __thread int ck_thread; /* this thread may speculate (the init thread) */
+
+/* The application's stack holds ASan's redzones: read and write it without
+   the checks (what it holds is just bytes here). */
+__attribute__((no_sanitize_address, noinline)) static void raw_copy(void *dst, const void *src,
+								    size_t n)
+{
+	volatile char *d = dst;
+	const volatile char *s = src;
+	for (size_t i = 0; i < n; i++)
+		d[i] = s[i];
+}
+
+/* How many bytes, from the fault address, the instruction at ip may touch;
+   0 when it cannot be bounded. */
+static unsigned access_window(const uint8_t *ip)
+{
+	for (int i = 0; i < 14; i++) {
+		uint8_t b = ip[i];
+		switch (b) {
+		case 0x26:
+		case 0x2e:
+		case 0x36:
+		case 0x3e:
+		case 0x64:
+		case 0x65:
+		case 0x66:
+		case 0x67:
+		case 0xf0:
+		case 0xf2:
+		case 0xf3:
+			continue;
+		}
+		if ((b & 0xf0) == 0x40)
+			continue; /* REX */
+		if (b == 0xc4 || b == 0xc5 || b == 0x62)
+			return 64; /* VEX, EVEX: up to a 512-bit vector */
+		if ((b >= 0xa4 && b <= 0xa7) || (b >= 0xaa && b <= 0xaf))
+			return 0; /* string instructions */
+		if (b == 0x0f && (ip[i + 1] == 0xae || ip[i + 1] == 0xc7))
+			return 0; /* fxsave/xsave family, cmpxchg16b and kin */
+		if ((b == 0xd9 || b == 0xdd) &&
+		    (((ip[i + 1] >> 3) & 7) == 4 || ((ip[i + 1] >> 3) & 7) == 6))
+			return 0; /* x87 environment and state */
+		return 16;
+	}
+	return 0;
+}
+
+static void set_bits(uint64_t *bits, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		bits[i / 64] |= 1ull << (i % 64);
+}
+
+static int post(size_t page, uint32_t flags)
+{
+	struct dsm_req r = {.kind = DSM_REQ_FAULT, .a = page, .b = flags};
+	dsm_call(&r);
+	return (int)r.result;
+}
+
+static size_t fp_size(const void *fp)
+{
+	uint32_t magic, ext;
+	memcpy(&magic, (const char *)fp + 464, 4);
+	memcpy(&ext, (const char *)fp + 468, 4);
+	if (magic == FP_XSTATE_M1 && ext >= 512 && ext <= FP_MAX)
+		return ext;
+	return 512;
+}
+
+/* Make uc the checkpoint: the thread resumes at the faulting access. */
+static void restore_into(ucontext_t *uc)
+{
+#ifdef AVR_ASAN
+	__asan_unpoison_memory_region((void *)ck.stack_lo, ck.stack_hi - ck.stack_lo);
+#endif
+	raw_copy((void *)ck.sp_lo, ck.stack_buf, ck.stack_len);
+	memcpy(uc->uc_mcontext.gregs, ck.gregs, sizeof(ck.gregs));
+	if (uc->uc_mcontext.fpregs && ck.fp_len) {
+		size_t n = fp_size(uc->uc_mcontext.fpregs);
+		memcpy(uc->uc_mcontext.fpregs, ck.fp, n < ck.fp_len ? n : ck.fp_len);
+	}
+	uc->uc_sigmask = ck.mask;
+}
+
+/* Did the run read (or write over) a byte that the reply changed? */
+static int read_conflict(void)
+{
+	const unsigned char *tw = (const unsigned char *)ck.ptwin;
+	const unsigned char *ar = (const unsigned char *)avr.arrived;
+	size_t words = dsm.page_size / 64;
+	for (size_t w = 0; w < words; w++) {
+		uint64_t m = ck.rbits[w] | ck.wbits[w];
+		while (m) {
+			size_t i = w * 64 + (size_t)__builtin_ctzll(m);
+			m &= m - 1;
+			if (tw[i] != ar[i])
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* P := the reply, with this node's changes since the twin on top. */
+static void merge(void)
+{
+	uint64_t *cur = (uint64_t *)dsm_page_alias(ck.page);
+	const uint64_t *tw = (const uint64_t *)ck.ptwin, *ar = (const uint64_t *)avr.arrived;
+	for (size_t i = 0; i < dsm.page_size / 8; i++) {
+		uint64_t c = cur[i], t = tw[i], a = ar[i];
+		if (c == t) {
+			cur[i] = a;
+		} else if (a != t) {
+			unsigned char *cb = (unsigned char *)&cur[i];
+			const unsigned char *tb = (const unsigned char *)&tw[i];
+			const unsigned char *ab = (const unsigned char *)&ar[i];
+			for (int k = 0; k < 8; k++)
+				if (cb[k] == tb[k])
+					cb[k] = ab[k];
+		}
+	}
+}
+
+/*
+ * Phase 3: end the open interval. uc is the interrupted context when called
+ * from a signal handler, NULL from a locus-dsm call. Returns 0 when the run
+ * stands; after a rollback it does not return to a NULL caller (the thread
+ * resumes at the checkpoint), and returns 1 to a handler, whose uc is then
+ * the checkpoint.
+ */
+static int resolve(ucontext_t *uc, int why)
+{
+	uint64_t t0 = mono_ns();
+	if (ck.stepping) {
+		ck.stepping = 0;
+		if (uc)
+			uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
+	}
+	int roll = 0; /* 1 + LOCUS_DSM_AVR_ROLL_* */
+	if (!ld_acquire(&avr.reply)) {
+		if (why == WHY_DEADLOCK) {
+			roll = 1 + LOCUS_DSM_AVR_ROLL_DEADLOCK;
+		} else {
+			struct dsm_stall st;
+			dsm_stall_begin(&st, STALL_FAULT);
+			while (!ld_acquire(&avr.reply))
+				futex_wait(&avr.reply, 0);
+			uint64_t t1 = mono_ns();
+			dsm_stall_end(&st, t1, DSM_LOCAL);
+			STAT_ADD(avr_wait_ns, t1 - t0);
+			t0 = t1;
+		}
+	}
+	if (!roll && ld_acquire(&avr.conflict))
+		roll = 1 + LOCUS_DSM_AVR_ROLL_TAKEN;
+	if (!roll && !ck.upgrade && read_conflict())
+		roll = 1 + LOCUS_DSM_AVR_ROLL_READ;
+	if (roll && why == WHY_NUDGE) {
+		uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+		if (ip < ck.text_lo || ip >= ck.text_hi)
+			return -1; /* maybe inside a library: not here */
+	}
+	STAT_ADD(avr_op_ns, t0 - ck.op_from);
+	if (!roll) {
+		if (!ck.upgrade)
+			merge();
+		post(ck.page, AVR_END);
+		ck.open = 0;
+		STAT_ADD(avr_commits, 1);
+		STAT_ADD(avr_res_ns, mono_ns() - t0);
+		return 0;
+	}
+	for (size_t i = 0; i < ck.ntwins; i++)
+		memcpy(dsm_page_alias(ck.twin_of[i]), ck.twins + i * dsm.page_size, dsm.page_size);
+	memcpy(dsm_page_alias(ck.page), ck.ptwin, dsm.page_size);
+	post(ck.page, AVR_END | AVR_ROLLBACK);
+	ck.open = 0;
+	STAT_ADD(avr_rollbacks[roll - 1], 1);
+	STAT_ADD(avr_rol_ns, mono_ns() - t0);
+	if (uc) {
+		restore_into(uc);
+		return 1;
+	}
+	ck.rollback_pending = 1;
+	ck.busy = 0;	/* the interval is closed: a nudge now does nothing */
+	raise(SIGTRAP); /* the handler resumes the checkpoint: no return here */
+	dsm_fatal("avr: a rollback returned to the call that asked for it");
+}
+
+/* Log one access to P and let it run for one instruction. */
+static int log_access(char *addr, int write, ucontext_t *uc)
+{
+	if (ld_acquire(&avr.reply))
+		return resolve(uc, WHY_REPLY), 1;
+	if (write && !ck.write_ok)
+		return resolve(uc, WHY_FAULT), 1;
+	if (++ck.faults >= dsm.cfg.avr_deadlock && ld_acquire(&avr.held))
+		return resolve(uc, WHY_DEADLOCK), 1;
+	unsigned w = access_window((const uint8_t *)uc->uc_mcontext.gregs[REG_RIP]);
+	if (!w)
+		return resolve(uc, WHY_UNSIZED), 1;
+	size_t off = (size_t)(addr - ck.view);
+	size_t end = off + w < dsm.page_size ? off + w : dsm.page_size;
+	set_bits(write ? ck.wbits : ck.rbits, off, end);
+	STAT_ADD(avr_logged, 1);
+	mprotect(ck.view, dsm.page_size, write ? PROT_READ | PROT_WRITE : PROT_READ);
+	uc->uc_mcontext.gregs[REG_EFL] |= (greg_t)TRAP_FLAG;
+	ck.stepping = 1;
+	return 1;
+}
+
+/* First write in the interval to a page this node may write: twin it. */
+static int twin(size_t page)
+{
+	avr_lock();
+	if (!(avr.state[page] & AVR_PROT)) {
+		avr_unlock();
+		return 0; /* the protocol took it meanwhile: an ordinary fault */
+	}
+	if (ck.ntwins == TWIN_PAGES) {
+		avr_unlock();
+		return -1;
+	}
+	memcpy(ck.twins + ck.ntwins * dsm.page_size, dsm_page_alias(page), dsm.page_size);
+	ck.twin_of[ck.ntwins++] = page;
+	avr.state[page] = (uint8_t)((avr.state[page] & ~AVR_PROT) | AVR_TWIN);
+	dsm_region_protect(page, 1, PROT_READ | PROT_WRITE);
+	avr_unlock();
+	STAT_ADD(avr_twins, 1);
+	return 1;
+}
+
+static int ensure_stack_buf(size_t len)
+{
+	if (len <= ck.stack_cap)
+		return 0;
+	size_t cap = ck.stack_cap ? ck.stack_cap : 1u << 20;
+	while (cap < len)
+		cap *= 2;
+	void *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED)
+		return -1;
+	if (ck.stack_buf)
+		munmap(ck.stack_buf, ck.stack_cap);
+	ck.stack_buf = b;
+	ck.stack_cap = cap;
+	return 0;
+}
+
+/* Phase 1: checkpoint, ask, and run on. Returns 1 when the fault is dealt
+   with, 0 when the caller resolves it as sc. */
+static int open_interval(size_t page, char *addr, int write, ucontext_t *uc)
+{
+	uint64_t t0 = mono_ns();
+	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+	uintptr_t lo = (sp - 128) & ~(uintptr_t)7; /* the red zone is live */
+	if (lo < ck.stack_lo || sp >= ck.stack_hi || ck.stack_hi - lo > STACK_MAX ||
+	    ensure_stack_buf(ck.stack_hi - lo) != 0) {
+		STAT_ADD(avr_sc[LOCUS_DSM_AVR_SC_OTHER], 1);
+		return 0;
+	}
+	ck.sp_lo = lo;
+	ck.stack_len = ck.stack_hi - lo;
+	raw_copy(ck.stack_buf, (void *)lo, ck.stack_len);
+	memcpy(ck.gregs, uc->uc_mcontext.gregs, sizeof(ck.gregs));
+	ck.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
+	ck.fp_len = 0;
+	if (uc->uc_mcontext.fpregs) {
+		ck.fp_len = fp_size(uc->uc_mcontext.fpregs);
+		memcpy(ck.fp, uc->uc_mcontext.fpregs, ck.fp_len);
+	}
+	ck.mask = uc->uc_sigmask;
+
+	struct dsm_stall st;
+	dsm_stall_begin(&st, STALL_FAULT);
+	int res = post(page, (write ? AVR_WRITE : 0) | AVR_OPEN);
+	uint64_t t1 = mono_ns();
+	if (res < AVR_OPENED) { /* sc resolved it */
+		t1 = dsm_stall_end(&st, t1, res);
+		st_release(&dsm.resume_ns[page], t1);
+		return 1;
+	}
+	dsm_stall_end(&st, t1, DSM_LOCAL);
+	ck.open = 1;
+	ck.page = page;
+	ck.view = dsm.app + page * dsm.page_size;
+	ck.upgrade = res == AVR_OPENED_UPGRADE;
+	ck.write_ok = res != AVR_OPENED;
+	ck.faults = 0;
+	ck.ntwins = 0;
+	memset(ck.rbits, 0, dsm.page_size / 8);
+	memset(ck.wbits, 0, dsm.page_size / 8);
+	memcpy(ck.ptwin, dsm_page_alias(page), dsm.page_size);
+	STAT_ADD(avr_checkpoints[ck.upgrade ? LOCUS_DSM_AVR_CKPT_UPGRADE
+				 : write    ? LOCUS_DSM_AVR_CKPT_WRITE
+					    : LOCUS_DSM_AVR_CKPT_READ],
+		 1);
+	ck.op_from = mono_ns();
+	STAT_ADD(avr_cp_ns, ck.op_from - t0);
+	if (ck.upgrade)
+		return 1;
+	return log_access(addr, write, uc);
+}
+
+static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc);
+
+int dsm_avr_fault(size_t page, char *addr, int write, void *uctx)
+{
+	if (!ck.ready)
+		return 0;
+	ck.busy = 1;
+	int r = avr_fault(page, addr, write, uctx);
+	ck.busy = 0;
+	return r;
+}
+
+static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
+{
+	if (!ck_thread || dsm_self.team > 1) {
+		STAT_ADD(avr_sc[LOCUS_DSM_AVR_SC_THREADS], 1);
+		return 0;
+	}
+	if (ck.open) {
+		if (page == ck.page && !ck.upgrade)
+			return log_access(addr, write, uc);
+		if (write && (ld_relaxed(&avr.state[page]) & AVR_PROT)) {
+			int t = twin(page);
+			if (t > 0)
+				return 1;
+			if (t < 0)
+				return resolve(uc, WHY_FULL), 1;
+		}
+		if (post(page, (write ? AVR_WRITE : 0) | AVR_LOCAL) != AVR_REMOTE)
+			return 1; /* resolved here; the interval goes on */
+		if (resolve(uc, WHY_FAULT))
+			return 1;
+	}
+	if (dsm_self.locks > 0) {
+		STAT_ADD(avr_sc[LOCUS_DSM_AVR_SC_LOCK], 1);
+		return 0;
+	}
+	if (dsm_self.avr_paused > 0) {
+		STAT_ADD(avr_sc[LOCUS_DSM_AVR_SC_PAUSED], 1);
+		return 0;
+	}
+	return open_interval(page, addr, write, uc);
+}
+
+void dsm_avr_sync(void)
+{
+	if (ck_thread && ck.open) {
+		ck.busy = 1;
+		resolve(NULL, WHY_SYNC);
+		ck.busy = 0;
+	}
+}
+
+static void on_nudge(int sig, siginfo_t *si, void *uctx)
+{
+	(void)sig;
+	(void)si;
+	if (!ck_thread || !ck.open || ck.busy || ck.stepping || !ld_acquire(&avr.reply))
+		return;
+	int saved_errno = errno;
+	ck.busy = 1;
+	resolve(uctx, WHY_NUDGE);
+	ck.busy = 0;
+	errno = saved_errno;
+}
+
+/* The main program's executable segment (the first object listed). */
+static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			ck.text_lo = info->dlpi_addr + ph->p_vaddr;
+			ck.text_hi = ck.text_lo + ph->p_memsz;
+			break;
+		}
+	}
+	return 1;
+}
+
+static void on_trap(int sig, siginfo_t *si, void *uctx)
+{
+	ucontext_t *uc = uctx;
+	int saved_errno = errno;
+	if (ck_thread && ck.rollback_pending) {
+		ck.rollback_pending = 0;
+		restore_into(uc);
+	} else if (ck_thread && ck.stepping) {
+		ck.stepping = 0;
+		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
+		if (ck.open && !ck.upgrade)
+			mprotect(ck.view, dsm.page_size, PROT_NONE);
+	} else {
+		/* Not ours: what was there before handles it (or the default
+		   action ends the process, as it would have). */
+		sigaction(SIGTRAP, &ck.old_trap, NULL);
+		if (si->si_code <= 0)
+			raise(sig);
+	}
+	errno = saved_errno;
+}
+
+int dsm_avr_init(void)
+{
+	pthread_attr_t a;
+	void *addr;
+	size_t size;
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return -1;
+	int rc = pthread_attr_getstack(&a, &addr, &size);
+	pthread_attr_destroy(&a);
+	if (rc != 0)
+		return -1;
+	ck.stack_lo = (uintptr_t)addr;
+	ck.stack_hi = (uintptr_t)addr + size;
+	size_t ps = dsm.page_size;
+	ck.altstack =
+		mmap(NULL, ALTSTACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck.ptwin = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck.twins = mmap(NULL, (size_t)TWIN_PAGES * ps, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	ck.rbits = calloc(ps / 64, sizeof(uint64_t));
+	ck.wbits = calloc(ps / 64, sizeof(uint64_t));
+	if (ck.altstack == MAP_FAILED || ck.ptwin == MAP_FAILED || ck.twins == MAP_FAILED ||
+	    !ck.rbits || !ck.wbits || ensure_stack_buf(1) != 0)
+		return -1;
+	stack_t ss = {.ss_sp = ck.altstack, .ss_size = ALTSTACK};
+	if (sigaltstack(&ss, NULL) != 0)
+		return -1;
+	dl_iterate_phdr(find_text, NULL);
+	avr.thread = pthread_self();
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_trap;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, AVR_NUDGE_SIGNAL);
+	if (sigaction(SIGTRAP, &sa, &ck.old_trap) != 0)
+		return -1;
+	sa.sa_sigaction = on_nudge;
+	if (sigaction(AVR_NUDGE_SIGNAL, &sa, &ck.old_nudge) != 0)
+		return -1;
+	ck_thread = 1;
+	ck.ready = 1;
+	return 0;
+}
+
+void dsm_avr_fini(void)
+{
+	if (!ck.ready)
+		return;
+	ck.ready = 0;
+	ck_thread = 0;
+	sigaction(SIGTRAP, &ck.old_trap, NULL);
+	sigaction(AVR_NUDGE_SIGNAL, &ck.old_nudge, NULL);
+	stack_t ss = {.ss_flags = SS_DISABLE};
+	sigaltstack(&ss, NULL);
+}
+
+void locus_dsm_avr_pause(void)
+{
+	dsm_avr_sync();
+	dsm_self.avr_paused++;
+}
+
+void locus_dsm_avr_resume(void)
+{
+	if (dsm_self.avr_paused > 0)
+		dsm_self.avr_paused--;
+}

@@ -1,0 +1,265 @@
+/*
+ * avr, the communication thread's half: sc (proto_sc.c) with one interval
+ * of optimism at a time (seed 004 §2.3). The application thread's half —
+ * checkpoint, access log, resolution, rollback — is avr_ckpt.c; what the two
+ * share, and who writes what, is in avr.h.
+ *
+ * Opening (a fault with AVR_OPEN that sc cannot resolve here): the request
+ * goes out as sc sends it, with nobody waiting; every page writable here is
+ * made read-only in the application's view so that its first write in the
+ * interval twins it (state AVR_PROT); the checkpoint page P is made
+ * inaccessible, so that every access to it is logged — or, for an upgrade
+ * (a write to a read-only copy this node owns), read-write at once: no other
+ * node can change an owned page, so only its invalidations are awaited.
+ *
+ * While open:
+ *   - P's contents, when they come, go to avr.arrived, not to the page;
+ *     avr.reply is set when sc would have completed the fault;
+ *   - requests for P and for the pages twinned in the interval are held
+ *     (seed §2.3.5's protocol queue): they would expose values that may yet
+ *     be rolled back. sc_tick serves them after the interval;
+ *   - a page that becomes writable is write-protected like the others;
+ *   - a page other than P that this node could read and loses its access
+ *     (invalidated, or taken by a writer) sets avr.conflict: the interval
+ *     may have read it, and what it read may be older than what P's
+ *     reply reflects. The seed compares only P's log with P's reply; that
+ *     alone lets store buffering's two reads both see the old values (each
+ *     node's optimistic write is still unseen when the other reads), which
+ *     sequential consistency forbids. Rolling back on such a loss closes it.
+ *
+ * Nudging: once P's reply is in and a request waits for the interval, the
+ * speculating thread is sent AVR_NUDGE_SIGNAL (again every
+ * AVR_NUDGE_EVERY_NS while it waits): a thread that spins on a page it may
+ * write takes no fault that would end the interval.
+ *
+ * Closing (AVR_END): every page still writable gets its access back, P gets
+ * the access sc gave it (and, after a rollback, the contents that came).
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "avr.h"
+#include "common/futex.h"
+#include "internal.h"
+#include "sc.h"
+
+#define AVR_LISTED 4 /* in ckpt_pages */
+#define AVR_HELD   8 /* a request for it was held (counted once) */
+
+struct avr_shared avr;
+static size_t *ckpt_pages, ckpt_count;
+
+static void protect_for_interval(size_t q)
+{
+	if (!(avr.state[q] & AVR_LISTED))
+		ckpt_pages[ckpt_count++] = q;
+	avr.state[q] = (uint8_t)((avr.state[q] & AVR_HELD) | AVR_PROT | AVR_LISTED);
+	dsm_region_protect(q, 1, PROT_READ);
+	STAT_ADD(avr_protected, 1);
+}
+
+static int avr_access(size_t p, uint8_t from, uint8_t to)
+{
+	if (!avr.open)
+		return 1;
+	if (p == avr.page)
+		return 0; /* the application thread keeps P's view until the end */
+	if (to == ACC_NONE && from != ACC_NONE)
+		st_release(&avr.conflict, 1);
+	if (to == ACC_WRITE) {
+		avr_lock();
+		protect_for_interval(p);
+		avr_unlock();
+		return 0;
+	}
+	return 1;
+}
+
+static void nudge(uint64_t now)
+{
+	if (!avr.open || !ld_relaxed(&avr.waiting) || !ld_acquire(&avr.reply) ||
+	    now - avr.nudged_ns < AVR_NUDGE_EVERY_NS)
+		return;
+	avr.nudged_ns = now;
+	pthread_kill(avr.thread, AVR_NUDGE_SIGNAL);
+}
+
+/*
+ * Hold a request for p? sc asks right before it would give p away (and
+ * again at every tick while the request waits). A page not twinned is
+ * claimed (no longer AVR_PROT), so that it cannot be twinned between this
+ * answer and the give. A request held behind a twinned page is what the
+ * deadlock counter watches: two nodes can each hold what the other's
+ * interval waits for. One for P itself cannot: P's reply does not depend on
+ * anything this node holds.
+ */
+static int avr_hold(size_t p)
+{
+	if (!avr.open)
+		return 0;
+	if (p != avr.page) {
+		avr_lock();
+		uint8_t s = avr.state[p];
+		if (!(s & AVR_TWIN))
+			avr.state[p] = (uint8_t)(s & ~AVR_PROT);
+		avr_unlock();
+		if (!(s & AVR_TWIN))
+			return 0;
+		st_release(&avr.held, 1);
+	}
+	if (!(avr.state[p] & AVR_HELD)) {
+		avr.state[p] |= AVR_HELD;
+		if (p != avr.page && !(avr.state[p] & AVR_LISTED)) {
+			avr.state[p] |= AVR_LISTED;
+			ckpt_pages[ckpt_count++] = p;
+		}
+		STAT_ADD(avr_deferrals, 1);
+	}
+	st_relaxed(&avr.waiting, 1);
+	nudge(mono_ns());
+	return 1;
+}
+
+static int avr_arrived(size_t p, const void *data, size_t len)
+{
+	if (!avr.open || p != avr.page)
+		return 0;
+	memcpy(avr.arrived, data, len);
+	avr.arrived_in = 1;
+	return 1;
+}
+
+static void avr_resolved(size_t p)
+{
+	if (!avr.open || p != avr.page)
+		return;
+	st_release(&avr.reply, 1);
+	futex_wake(&avr.reply, 1);
+	nudge(mono_ns());
+}
+
+static const struct sc_hooks hooks = {
+	.access = avr_access,
+	.hold = avr_hold,
+	.arrived = avr_arrived,
+	.resolved = avr_resolved,
+};
+
+static int avr_init(void)
+{
+	if (sc_init() != 0)
+		return -1;
+	avr.state = calloc(dsm.npages, 1);
+	avr.arrived = malloc(dsm.page_size);
+	ckpt_pages = calloc(dsm.npages, sizeof(*ckpt_pages));
+	if (!avr.state || !avr.arrived || !ckpt_pages)
+		return -1;
+	sc_hooks = &hooks;
+	return 0;
+}
+
+static void open_interval(size_t p, int upgrade)
+{
+	avr.open = 1;
+	avr.page = p;
+	avr.arrived_in = 0;
+	st_release(&avr.reply, 0);
+	st_release(&avr.conflict, 0);
+	st_release(&avr.held, 0);
+	st_relaxed(&avr.waiting, 0);
+	avr.nudged_ns = 0;
+	for (size_t i = 0; i < sc_rw_count; i++)
+		if (sc_rw[i] != p)
+			protect_for_interval(sc_rw[i]);
+	dsm_region_protect(p, 1, upgrade ? PROT_READ | PROT_WRITE : PROT_NONE);
+}
+
+static void close_interval(int rolled_back)
+{
+	for (size_t i = 0; i < ckpt_count; i++) {
+		size_t q = ckpt_pages[i];
+		if ((avr.state[q] & (AVR_PROT | AVR_TWIN)) && sc_pages[q].access == ACC_WRITE)
+			dsm_region_protect(q, 1, PROT_READ | PROT_WRITE);
+		avr.state[q] = 0;
+	}
+	ckpt_count = 0;
+	size_t p = avr.page;
+	struct sc_page *pg = &sc_pages[p];
+	if (rolled_back && avr.arrived_in)
+		memcpy(dsm_page_alias(p), avr.arrived, dsm.page_size);
+	avr.open = 0;
+	avr.state[p] = 0;
+	dsm_region_protect(p, 1, sc_prot[pg->access]);
+	if (!pg->pending) { /* delta counts from the interval's end */
+		uint64_t now = mono_ns();
+		pg->installed_ns = now;
+		st_release(&dsm.resume_ns[p], now);
+	}
+}
+
+static void avr_fault(struct dsm_req *r)
+{
+	uint32_t f = (uint32_t)r->b;
+	size_t p = r->a;
+	int write = (f & AVR_WRITE) != 0;
+	if (p >= dsm.npages)
+		dsm_fatal("fault on page %zu of %zu", p, dsm.npages);
+	if (f & AVR_END) {
+		if (!avr.open)
+			dsm_fatal("avr: closing an interval that is not open");
+		close_interval((f & AVR_ROLLBACK) != 0);
+		dsm_req_done(r, DSM_LOCAL);
+		return;
+	}
+	r->b = (uint64_t)write;
+	if (f & AVR_LOCAL) {
+		if (sc_local(p, write))
+			sc_fault(r);
+		else
+			dsm_req_done(r, AVR_REMOTE);
+		return;
+	}
+	struct sc_page *pg = &sc_pages[p];
+	/* As sc: not asked for optimism, resolvable here, or a write behind
+	   this node's read request (the copy that comes will be read-only). */
+	if (!(f & AVR_OPEN) || avr.open || sc_local(p, write) || (write && pg->pending == 1)) {
+		sc_fault(r);
+		return;
+	}
+	int upgrade = write && pg->owner;
+	int asks_write = write || pg->pending == 2;
+	open_interval(p, upgrade);
+	if (pg->pending) {
+		STAT_ADD(faults[LOCUS_DSM_FAULT_COMBINED], 1);
+	} else {
+		STAT_ADD(faults[upgrade ? LOCUS_DSM_FAULT_UPGRADE
+				: write ? LOCUS_DSM_FAULT_WRITE
+					: LOCUS_DSM_FAULT_READ],
+			 1);
+		sc_request(p, write);
+	}
+	dsm_req_done(r, upgrade ? AVR_OPENED_UPGRADE : asks_write ? AVR_OPENED_WRITE : AVR_OPENED);
+}
+
+static uint64_t avr_tick(uint64_t now)
+{
+	uint64_t next = sc_tick(now);
+	if (avr.open && ld_relaxed(&avr.waiting) && ld_acquire(&avr.reply)) {
+		nudge(now);
+		uint64_t again = avr.nudged_ns + AVR_NUDGE_EVERY_NS;
+		if (again < next)
+			next = again;
+	}
+	return next;
+}
+
+const struct dsm_proto dsm_proto_avr = {
+	.name = "avr",
+	.init = avr_init,
+	.fault = avr_fault,
+	.message = sc_message,
+	.tick = avr_tick,
+	.prefetch = sc_prefetch,
+};

@@ -1,0 +1,63 @@
+/*
+ * The sc protocol's page table and entry points, for the protocols built on
+ * it (avr). Communication thread only, like every protocol's state.
+ */
+#ifndef LOCUS_DSM_SC_H
+#define LOCUS_DSM_SC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+enum { ACC_NONE = 0, ACC_READ = 1, ACC_WRITE = 2 };
+
+struct deferred;
+
+struct sc_page {
+	uint64_t copyset; /* owner only */
+	uint64_t installed_ns;
+	struct dsm_req *waiters;
+	struct deferred *fwd, *fwd_tail; /* wait for ownership and delta */
+	struct deferred *inv, *inv_tail; /* wait for delta only */
+	size_t rw_at;			 /* index in sc_rw while writable */
+	uint16_t acks_left;
+	uint8_t access;
+	uint8_t owner;
+	uint8_t pending;    /* 0, or 1 + write */
+	uint8_t listed;	    /* in the deferred list */
+	uint8_t prefetched; /* by locus_dsm_prefetch, no fault on it since */
+};
+
+/*
+ * What a protocol built on sc changes in it. access: p's access changes
+ * from -> to (the state is already set); return 0 when the hook has set the
+ * application's view itself. hold: keep a request for p, owned here, until
+ * later (sc_tick asks again). arrived: p's contents came; return 1 when the
+ * hook took them (sc then leaves the page's memory alone). resolved: p's
+ * request has completed.
+ */
+struct sc_hooks {
+	int (*access)(size_t p, uint8_t from, uint8_t to);
+	int (*hold)(size_t p);
+	int (*arrived)(size_t p, const void *data, size_t len);
+	void (*resolved)(size_t p);
+};
+
+extern struct sc_page *sc_pages;
+extern const struct sc_hooks *sc_hooks;
+extern size_t *sc_rw, sc_rw_count; /* the pages writable here, in no order */
+extern const int sc_prot[3];	   /* ACC_* -> PROT_* */
+
+int sc_init(void);
+void sc_fault(struct dsm_req *r);
+void sc_message(const struct dsm_hdr *h, const void *payload, size_t len);
+uint64_t sc_tick(uint64_t now);
+void sc_prefetch(size_t first, size_t count, int write);
+/* Could a fault on p be resolved here, without messages? */
+int sc_local(size_t p, int write);
+/* Ask for p (and a walk's next pages) as a fault would, with nobody waiting:
+   sc_hooks->resolved says when it is done. Returns 0 if already asked. */
+int sc_request(size_t p, int write);
+
+#endif

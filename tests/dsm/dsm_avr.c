@@ -1,0 +1,332 @@
+/*
+ * avr (LOCUS_DSM_PROTOCOL=avr): optimism that must fail, optimism that must
+ * succeed, and rollbacks that must restore everything a thread had.
+ *
+ *   true R    true sharing: the nodes take turns (a turn word they spin on)
+ *             to increment one counter on the same page; the count is exact
+ *             and some interval was rolled back (what a spinning node read
+ *             was overwritten)
+ *   false R   false sharing: every node increments its own word of one page
+ *             (64 bytes apart), computing between the read and the write;
+ *             the counts are exact, intervals opened, none was rolled back
+ *   regs R    node 0 writes x each round; the others read it inside an asm
+ *             block that keeps a value in xmm8 across the load and updates
+ *             it after: the rollback must restore xmm8 (the FP/SSE state)
+ *   deep R    a fault 24 frames deep (~72 KB of stack) resolved, and rolled
+ *             back, after returning to main; and a fault in main rolled back
+ *             from a fault 24 frames deep
+ *   signal R  the application's own SIGUSR1 handler reads shared memory:
+ *             the interval opens inside the handler and is rolled back
+ *             after the handler has returned
+ *
+ * Results are checked with avr paused (a check must not print twice). Every
+ * node leaves with node 0's verdict; exit 0 when every check held.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "locus/dsm.h"
+
+#define PAGE  4096
+#define DEPTH 24
+
+static int me, nodes;
+static long bad;
+static volatile uint64_t *verdicts; /* [node] */
+
+static void fail(const char *what, long round, long got, long want)
+{
+	if (bad++ < 10)
+		fprintf(stderr, "dsm_avr: node %d: %s, round %ld: got %ld, expected %ld\n", me,
+			what, round, got, want);
+}
+
+static uint64_t rollbacks(void)
+{
+	locus_dsm_stats s;
+	locus_dsm_stats_get(&s);
+	uint64_t n = 0;
+	for (int k = 0; k < LOCUS_DSM_AVR_ROLL_KINDS; k++)
+		n += s.avr_rollbacks[k];
+	return n;
+}
+
+static uint64_t checkpoints(void)
+{
+	locus_dsm_stats s;
+	locus_dsm_stats_get(&s);
+	uint64_t n = 0;
+	for (int k = 0; k < LOCUS_DSM_AVR_CKPT_KINDS; k++)
+		n += s.avr_checkpoints[k];
+	return n;
+}
+
+/* Sum of every node's value (a collective; avr paused by the caller). */
+static uint64_t sum_over_nodes(volatile uint64_t *slots, uint64_t mine)
+{
+	slots[me * 8] = mine;
+	locus_dsm_barrier();
+	uint64_t s = 0;
+	for (int n = 0; n < nodes; n++)
+		s += slots[n * 8];
+	locus_dsm_barrier();
+	return s;
+}
+
+static void spin_work(unsigned n)
+{
+	for (volatile unsigned i = 0; i < n; i++)
+		;
+}
+
+static void true_sharing(long rounds)
+{
+	volatile uint64_t *t = locus_dsm_alloc(PAGE), *slots = locus_dsm_alloc(PAGE);
+	locus_dsm_barrier();
+	for (long r = 0; r < rounds; r++) {
+		while (t[0] != (uint64_t)me)
+			;
+		t[8] = t[8] + 1;
+		t[0] = (uint64_t)((me + 1) % nodes);
+	}
+	locus_dsm_barrier();
+	locus_dsm_avr_pause();
+	if (t[8] != (uint64_t)(rounds * nodes))
+		fail("true sharing: count", rounds, (long)t[8], rounds * nodes);
+	uint64_t rolled = sum_over_nodes(slots, rollbacks());
+	if (me == 0) {
+		printf("dsm_avr true: %d nodes x %ld turns, count %llu, %llu rollbacks\n", nodes,
+		       rounds, (unsigned long long)t[8], (unsigned long long)rolled);
+		if (rolled == 0)
+			fail("true sharing: no interval was rolled back", rounds, 0, 1);
+	}
+	locus_dsm_avr_resume();
+}
+
+static void false_sharing(long rounds)
+{
+	volatile uint64_t *w = locus_dsm_alloc(PAGE);
+	locus_dsm_barrier();
+	uint64_t c0 = checkpoints(), r0 = rollbacks();
+	unsigned seed = 99u + (unsigned)me;
+	for (long r = 0; r < rounds; r++) {
+		uint64_t v = w[me * 8];
+		spin_work((unsigned)(rand_r(&seed) % 20000));
+		w[me * 8] = v + 1;
+	}
+	uint64_t c = checkpoints() - c0, rolled = rollbacks() - r0;
+	locus_dsm_barrier();
+	locus_dsm_avr_pause();
+	for (int n = 0; n < nodes; n++)
+		if (w[n * 8] != (uint64_t)rounds)
+			fail("false sharing: a node's word", rounds, (long)w[n * 8], rounds);
+	if (c == 0)
+		fail("false sharing: no interval opened", rounds, 0, 1);
+	if (rolled != 0)
+		fail("false sharing: rollbacks", rounds, (long)rolled, 0);
+	if (me == 0)
+		printf("dsm_avr false: %d nodes x %ld increments: node 0 opened %llu intervals, "
+		       "rolled back %llu\n",
+		       nodes, rounds, (unsigned long long)c, (unsigned long long)rolled);
+	locus_dsm_avr_resume();
+}
+
+#define REG_K 1000.0
+
+/* xmm8 = K; rax = *x (the fault); xmm8 = 2 * xmm8 + rax; return xmm8. */
+static double fp_across(volatile uint64_t *x)
+{
+	double k = REG_K, out;
+	__asm__ volatile("movsd %[k], %%xmm8\n\t"
+			 "mov (%[x]), %%rax\n\t"
+			 "cvtsi2sd %%rax, %%xmm9\n\t"
+			 "addsd %%xmm8, %%xmm8\n\t"
+			 "addsd %%xmm9, %%xmm8\n\t"
+			 "movsd %%xmm8, %[out]\n\t"
+			 : [out] "=m"(out)
+			 : [k] "m"(k), [x] "r"(x)
+			 : "rax", "xmm8", "xmm9", "memory");
+	return out;
+}
+
+static void regs(long rounds)
+{
+	volatile uint64_t *x = locus_dsm_alloc(PAGE), *slots = locus_dsm_alloc(PAGE);
+	(void)x[0];
+	locus_dsm_barrier();
+	uint64_t r0 = rollbacks();
+	for (long r = 0; r < rounds; r++) {
+		if (me == 0)
+			x[0] = (uint64_t)r + 1;
+		locus_dsm_barrier();
+		double got = me ? fp_across(x) : 0;
+		locus_dsm_barrier(); /* resolves here: the copy read was stale */
+		locus_dsm_avr_pause();
+		if (me && got != 2 * REG_K + (double)(r + 1))
+			fail("xmm8 across a rollback", r, (long)got, (long)(2 * REG_K) + r + 1);
+		locus_dsm_avr_resume();
+	}
+	locus_dsm_avr_pause();
+	uint64_t rolled = sum_over_nodes(slots, rollbacks() - r0);
+	if (me == 0) {
+		printf("dsm_avr regs: %ld rounds, %llu rollbacks\n", rounds,
+		       (unsigned long long)rolled);
+		if (rolled == 0 && nodes > 1)
+			fail("regs: no interval was rolled back", rounds, 0, 1);
+	}
+	locus_dsm_avr_resume();
+}
+
+/* Each frame keeps 3 KB of its own, checked on the way out. */
+static __attribute__((noinline)) uint64_t deep_read(volatile uint64_t *p, int depth)
+{
+	volatile unsigned char pad[3000];
+	for (size_t i = 0; i < sizeof(pad); i += 64)
+		pad[i] = (unsigned char)(depth + i / 64);
+	uint64_t v = depth == 0 ? *p : deep_read(p, depth - 1);
+	for (size_t i = 0; i < sizeof(pad); i += 64)
+		if (pad[i] != (unsigned char)(depth + i / 64))
+			return UINT64_MAX; /* a frame came back changed */
+	return v;
+}
+
+static void deep(long rounds)
+{
+	volatile uint64_t *a = locus_dsm_alloc(PAGE), *b = locus_dsm_alloc(PAGE);
+	volatile uint64_t *slots = locus_dsm_alloc(PAGE);
+	(void)a[0];
+	(void)b[0];
+	locus_dsm_barrier();
+	uint64_t r0 = rollbacks();
+	for (long r = 0; r < rounds; r++) {
+		if (me == 0) {
+			a[0] = (uint64_t)r + 1;
+			b[0] = (uint64_t)r + 1;
+		}
+		locus_dsm_barrier();
+		uint64_t deep_v = 0, shallow_v = 0, then_deep = 0;
+		if (me) {
+			/* Deep fault, resolved at the barrier in this frame. */
+			deep_v = deep_read(a, DEPTH);
+		}
+		locus_dsm_barrier();
+		if (me == 0) {
+			a[0] = (uint64_t)r + 1000;
+			b[0] = (uint64_t)r + 1000;
+		}
+		locus_dsm_barrier();
+		if (me) {
+			/* Shallow fault, resolved at a fault 24 frames deeper. */
+			shallow_v = a[0];
+			then_deep = deep_read(b, DEPTH);
+		}
+		locus_dsm_barrier();
+		locus_dsm_avr_pause();
+		if (me && deep_v != (uint64_t)r + 1)
+			fail("deep fault rolled back in main", r, (long)deep_v, r + 1);
+		if (me && shallow_v != (uint64_t)r + 1000)
+			fail("main's fault rolled back from deep", r, (long)shallow_v, r + 1000);
+		if (me && then_deep != (uint64_t)r + 1000)
+			fail("deep read after the rollback", r, (long)then_deep, r + 1000);
+		locus_dsm_avr_resume();
+	}
+	locus_dsm_avr_pause();
+	uint64_t rolled = sum_over_nodes(slots, rollbacks() - r0);
+	if (me == 0) {
+		printf("dsm_avr deep: %ld rounds, %llu rollbacks\n", rounds,
+		       (unsigned long long)rolled);
+		if (rolled == 0 && nodes > 1)
+			fail("deep: no interval was rolled back", rounds, 0, 1);
+	}
+	locus_dsm_avr_resume();
+}
+
+static volatile uint64_t *sig_x;
+static volatile uint64_t sig_seen;
+static volatile int sig_runs;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	sig_runs++;
+	sig_seen = *sig_x;
+}
+
+static void signal_handler(long rounds)
+{
+	sig_x = locus_dsm_alloc(PAGE);
+	volatile uint64_t *slots = locus_dsm_alloc(PAGE);
+	(void)sig_x[0];
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	locus_dsm_barrier();
+	uint64_t r0 = rollbacks();
+	for (long r = 0; r < rounds; r++) {
+		if (me == 0)
+			sig_x[0] = (uint64_t)r + 1;
+		locus_dsm_barrier();
+		if (me)
+			raise(SIGUSR1);
+		locus_dsm_barrier();
+		locus_dsm_avr_pause();
+		if (me && sig_seen != (uint64_t)r + 1)
+			fail("read in the application's signal handler", r, (long)sig_seen, r + 1);
+		locus_dsm_avr_resume();
+	}
+	locus_dsm_avr_pause();
+	uint64_t rolled = sum_over_nodes(slots, rollbacks() - r0);
+	if (me == 0)
+		printf("dsm_avr signal: %ld rounds, %llu rollbacks\n", rounds,
+		       (unsigned long long)rolled);
+	if (me && sig_runs < rounds)
+		fail("signal handler runs", rounds, sig_runs, rounds);
+	locus_dsm_avr_resume();
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s true|false|regs|deep|signal [rounds]\n", argv[0]);
+		return 2;
+	}
+	const char *mode = argv[1];
+	long rounds = argc > 2 ? atol(argv[2]) : 100;
+	if (locus_dsm_init(&argc, &argv) != 0)
+		return 1;
+	me = locus_dsm_node();
+	nodes = locus_dsm_nodes();
+	verdicts = locus_dsm_alloc(PAGE);
+	if (strcmp(locus_dsm_protocol(), "avr") != 0) {
+		if (me == 0)
+			fprintf(stderr, "dsm_avr: run with LOCUS_DSM_PROTOCOL=avr\n");
+		bad = 1;
+	} else if (!strcmp(mode, "true")) {
+		true_sharing(rounds);
+	} else if (!strcmp(mode, "false")) {
+		false_sharing(rounds);
+	} else if (!strcmp(mode, "regs")) {
+		regs(rounds);
+	} else if (!strcmp(mode, "deep")) {
+		deep(rounds);
+	} else if (!strcmp(mode, "signal")) {
+		signal_handler(rounds);
+	} else {
+		if (me == 0)
+			fprintf(stderr, "dsm_avr: unknown mode %s\n", mode);
+		bad = 1;
+	}
+	locus_dsm_avr_pause();
+	verdicts[me * 8] = (uint64_t)(bad != 0);
+	locus_dsm_barrier();
+	int any = 0;
+	for (int n = 0; n < nodes; n++)
+		any |= verdicts[n * 8] != 0;
+	locus_dsm_finalize();
+	return any;
+}
