@@ -23,7 +23,7 @@
  *                another request to end the run; a thread spinning on P
  *                would then never see the value it waits for);
  *              - the deadlock counter: LOCUS_DSM_AVR_DEADLOCK faults on P
- *                while a request for one of this interval's pages waits —
+ *                while a request for a page twinned in the interval waits —
  *                rolled back at once if the reply is not in;
  *              - an access whose size cannot be bounded (a string
  *                instruction, an x87/XSAVE state save);
@@ -34,7 +34,10 @@
  *                stands or is rolled back there — rolled back only when the
  *                thread is in the program's own code, not in a library
  *                that may hold a lock (else the next nudge tries again).
- *   resolve  wait for the reply; any logged byte whose value in the reply
+ *   resolve  wait for the reply — unless a request for a page twinned here
+ *            waits too (two nodes can each hold a page the other's reply
+ *            needs: the seed's deadlock counter covers only the run, not
+ *            this wait), then roll back at once; any logged byte whose value in the reply
  *            differs from P's twin, or a readable page lost meanwhile
  *            (proto_avr.c), means the run read something another node has
  *            since changed: roll back. Otherwise P becomes the reply with
@@ -266,17 +269,22 @@ static int resolve(ucontext_t *uc, int why)
 	}
 	int roll = 0; /* 1 + LOCUS_DSM_AVR_ROLL_* */
 	if (!ld_acquire(&avr.reply)) {
-		if (why == WHY_DEADLOCK) {
+		/* Waiting while another node waits for a page twinned here could
+		   be waiting for each other: give way (the communication thread
+		   wakes this wait when it starts holding such a request). */
+		if (why == WHY_DEADLOCK || ld_acquire(&avr.held)) {
 			roll = 1 + LOCUS_DSM_AVR_ROLL_DEADLOCK;
 		} else {
 			struct dsm_stall st;
 			dsm_stall_begin(&st, STALL_FAULT);
-			while (!ld_acquire(&avr.reply))
+			while (!ld_acquire(&avr.reply) && !ld_acquire(&avr.held))
 				futex_wait(&avr.reply, 0);
 			uint64_t t1 = mono_ns();
 			dsm_stall_end(&st, t1, DSM_LOCAL);
 			STAT_ADD(avr_wait_ns, t1 - t0);
 			t0 = t1;
+			if (!ld_acquire(&avr.reply))
+				roll = 1 + LOCUS_DSM_AVR_ROLL_DEADLOCK;
 		}
 	}
 	if (!roll && ld_acquire(&avr.conflict))

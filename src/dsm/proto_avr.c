@@ -8,9 +8,10 @@
  * goes out as sc sends it, with nobody waiting; every page writable here is
  * made read-only in the application's view so that its first write in the
  * interval twins it (state AVR_PROT); the checkpoint page P is made
- * inaccessible, so that every access to it is logged — or, for an upgrade
- * (a write to a read-only copy this node owns), read-write at once: no other
- * node can change an owned page, so only its invalidations are awaited.
+ * inaccessible, so that every access to it is logged — or, when this node
+ * owns P (a write to its read-only copy, or a page whose contents came and
+ * whose invalidations are still out), read-write at once: no other node can
+ * change an owned page, so only the invalidations are awaited.
  *
  * While open:
  *   - P's contents, when they come, go to avr.arrived, not to the page;
@@ -107,7 +108,10 @@ static int avr_hold(size_t p)
 		avr_unlock();
 		if (!(s & AVR_TWIN))
 			return 0;
-		st_release(&avr.held, 1);
+		if (!ld_relaxed(&avr.held)) {
+			st_release(&avr.held, 1);
+			futex_wake(&avr.reply, 1); /* a resolution waiting gives way */
+		}
 	}
 	if (!(avr.state[p] & AVR_HELD)) {
 		avr.state[p] |= AVR_HELD;
@@ -228,7 +232,10 @@ static void avr_fault(struct dsm_req *r)
 		sc_fault(r);
 		return;
 	}
-	int upgrade = write && pg->owner;
+	/* Owned here (a read-only copy to upgrade, or a page whose contents came
+	   and whose invalidations are still out): the contents are current and
+	   no other node can change them, so the interval needs no log. */
+	int upgrade = pg->owner;
 	int asks_write = write || pg->pending == 2;
 	open_interval(p, upgrade);
 	if (pg->pending) {

@@ -267,6 +267,7 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 	st_release(&gate, GATE_RUN);
 	futex_wake(&gate, FUTEX_WAKE_ALL);
 	fn(0, arg);
+	dsm_avr_sync(); /* what follows frees: it must not run twice */
 	struct dsm_stall st;
 	dsm_stall_begin(&st, STALL_OTHER);
 	for (int i = 1; i < threads; i++)
