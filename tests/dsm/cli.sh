@@ -84,6 +84,18 @@ for v in -5 12q 99999999999g; do
 done
 expect 0 "protocol lrc" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_RUN=1 LOCUS_DSM_GC_BYTES=4k \
 	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 3
+for v in 0 -1 x 1000001; do
+	expect 1 "LOCUS_DSM_AVR_DEADLOCK=$v" env LOCUS_DSM_PROTOCOL=avr LOCUS_DSM_AVR_DEADLOCK=$v \
+		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
+for v in 0 2 8 y; do
+	expect 1 "LOCUS_DSM_AVR_PENDING=$v" env LOCUS_DSM_PROTOCOL=avr LOCUS_DSM_AVR_PENDING=$v \
+		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
+expect 1 "LOCUS_DSM_AVR_DEADLOK: unknown variable" env LOCUS_DSM_PROTOCOL=avr \
+	LOCUS_DSM_AVR_DEADLOK=5 "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+expect 0 "protocol avr" env LOCUS_DSM_PROTOCOL=avr LOCUS_DSM_AVR_DEADLOCK=5 LOCUS_DSM_AVR_PENDING=1 \
+	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 3
 expect 1 "LOCUS_DSM_PROTOCOL" env LOCUS_DSM_PROTOCOL=nosuch "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 expect 1 "LOCUS_DSM_SIZE differs between nodes" "$MPIEXEC" -n 1 -env LOCUS_DSM_SIZE 64m \
 	"$APPS/locus-jacobi" -n 16 -i 1 : -n 1 -env LOCUS_DSM_SIZE 128m "$APPS/locus-jacobi" -n 16 -i 1
