@@ -11,9 +11,9 @@
  *     invalidated while the interval is open;
  *   - the application thread logs accesses to the checkpoint page, twins a
  *     page at its first write, and resolves (compares, merges or rolls back).
- *   - `state` (which pages are write-protected for the interval, which are
- *     twinned) changes under `lock` on both sides: a page is twinned only
- *     while the protocol still lets this node write it.
+ *   - `state` (which pages are tracked, read, twinned) changes under `lock`
+ *     on both sides: a page is twinned only while the protocol still lets
+ *     this node write it, and marked read only while this node may read it.
  */
 #ifndef LOCUS_DSM_AVR_H
 #define LOCUS_DSM_AVR_H
@@ -25,7 +25,18 @@
 
 #include "common/atomic.h"
 
-enum { AVR_PROT = 1, AVR_TWIN = 2 };
+/* Page states while an interval is open (avr.state). A page readable here
+   when the interval opened is tracked: inaccessible until the interval's
+   first access to it. */
+enum {
+	AVR_PROT = 1,	  /* tracked, writable here: a write twins it */
+	AVR_TWIN = 2,	  /* twinned: written in the interval */
+	AVR_LISTED = 4,	  /* in the interval's page list */
+	AVR_HELD = 8,	  /* a request for it was held (counted once) */
+	AVR_RO = 16,	  /* tracked, a read-only copy */
+	AVR_SEEN = 32,	  /* read (or written) in the interval */
+	AVR_TRACKED = 64, /* readable only through a fault that sets AVR_SEEN */
+};
 
 /* Flags of a DSM_REQ_FAULT's b under avr (bit 0 is the access kind). */
 #define AVR_WRITE    1u

@@ -345,25 +345,34 @@ static int log_access(char *addr, int write, ucontext_t *uc)
 	return 1;
 }
 
-/* First write in the interval to a page this node may write: twin it. */
-static int twin(size_t page)
+/* The interval's first access to a tracked page: a read marks it read and
+   lets it be read; a write to a page this node may write twins it. Returns
+   1 when done, 0 when the page is not (or no longer) tracked for this
+   access, -1 when there is no room for another twin. */
+static int track(size_t page, int write)
 {
+	int done = 0;
 	avr_lock();
-	if (!(avr.state[page] & AVR_PROT)) {
-		avr_unlock();
-		return 0; /* the protocol took it meanwhile: an ordinary fault */
+	uint8_t s = avr.state[page];
+	if (write && (s & AVR_PROT)) {
+		if (ck.ntwins == TWIN_PAGES) {
+			done = -1;
+		} else {
+			memcpy(ck.twins + ck.ntwins * dsm.page_size, dsm_page_alias(page),
+			       dsm.page_size);
+			ck.twin_of[ck.ntwins++] = page;
+			avr.state[page] = (uint8_t)((s & ~AVR_PROT) | AVR_TWIN | AVR_SEEN);
+			dsm_region_protect(page, 1, PROT_READ | PROT_WRITE);
+			STAT_ADD(avr_twins, 1);
+			done = 1;
+		}
+	} else if (!write && (s & (AVR_PROT | AVR_RO))) {
+		avr.state[page] = (uint8_t)(s | AVR_SEEN);
+		dsm_region_protect(page, 1, PROT_READ);
+		done = 1;
 	}
-	if (ck.ntwins == TWIN_PAGES) {
-		avr_unlock();
-		return -1;
-	}
-	memcpy(ck.twins + ck.ntwins * dsm.page_size, dsm_page_alias(page), dsm.page_size);
-	ck.twin_of[ck.ntwins++] = page;
-	avr.state[page] = (uint8_t)((avr.state[page] & ~AVR_PROT) | AVR_TWIN);
-	dsm_region_protect(page, 1, PROT_READ | PROT_WRITE);
 	avr_unlock();
-	STAT_ADD(avr_twins, 1);
-	return 1;
+	return done;
 }
 
 static int ensure_stack_buf(size_t len)
@@ -459,8 +468,8 @@ static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 	if (ck.open) {
 		if (page == ck.page && !ck.upgrade)
 			return log_access(addr, write, uc);
-		if (write && (ld_relaxed(&avr.state[page]) & AVR_PROT)) {
-			int t = twin(page);
+		if (ld_relaxed(&avr.state[page]) & (AVR_PROT | AVR_RO)) {
+			int t = track(page, write);
 			if (t > 0)
 				return 1;
 			if (t < 0)

@@ -62,7 +62,8 @@ static int avr_config(struct dsm_config *c)
 			ok |= strlen(known[i]) == n && !strncmp(*e, known[i], n);
 		if (!ok) {
 			fprintf(stderr,
-				"locus-dsm: %.*s: unknown variable; avr reads LOCUS_DSM_AVR_DEADLOCK "
+				"locus-dsm: %.*s: unknown variable; avr reads "
+				"LOCUS_DSM_AVR_DEADLOCK "
 				"and LOCUS_DSM_AVR_PENDING\n",
 				(int)n, *e);
 			return -1;

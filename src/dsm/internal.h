@@ -290,7 +290,7 @@ void dsm_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 
 /* sync.c: locks, barriers, finalize handshake (communication thread) */
 void dsm_sync_request(struct dsm_req *r);
 void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len);
-int dsm_sync_done(void); /* goodbye said and heard from every node */
+int dsm_sync_done(void);	  /* goodbye said and heard from every node */
 void dsm_sync_barrier_done(void); /* a barrier_leave that returned 0 has finished */
 
 #endif

@@ -46,36 +46,75 @@
 #include "internal.h"
 #include "sc.h"
 
-#define AVR_LISTED 4 /* in ckpt_pages */
-#define AVR_HELD   8 /* a request for it was held (counted once) */
-
 struct avr_shared avr;
 static size_t *ckpt_pages, ckpt_count;
+static size_t *runs; /* scratch: pages to protect alike */
 
-static void protect_for_interval(size_t q)
+static int by_page(const void *a, const void *b)
 {
-	if (!(avr.state[q] & AVR_LISTED))
-		ckpt_pages[ckpt_count++] = q;
-	avr.state[q] = (uint8_t)((avr.state[q] & AVR_HELD) | AVR_PROT | AVR_LISTED);
-	dsm_region_protect(q, 1, PROT_READ);
-	STAT_ADD(avr_protected, 1);
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
 }
 
+/* One mprotect per run of consecutive pages (a node's pages of an array are
+   mostly consecutive: a checkpoint then costs a few calls, not one a page).
+   The same runs make the close cheap. */
+static void protect_runs(size_t *pages, size_t n, int prot)
+{
+	qsort(pages, n, sizeof(*pages), by_page);
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		while (j < n && pages[j] == pages[j - 1] + 1)
+			j++;
+		dsm_region_protect(pages[i], j - i, prot);
+		i = j;
+	}
+}
+
+static void list_page(size_t q)
+{
+	if (!(avr.state[q] & AVR_LISTED)) {
+		avr.state[q] |= AVR_LISTED;
+		ckpt_pages[ckpt_count++] = q;
+	}
+}
+
+/*
+ * p's access changes from -> to while an interval is open (sc has set its
+ * state). P's view is the application thread's until the end. Otherwise:
+ *   - lost (to none): a conflict if the interval may have read p — it read
+ *     it, or p was readable untracked (it came during the interval);
+ *   - writable now: tracked and inaccessible, like the pages writable when
+ *     the interval opened (its first write twins it);
+ *   - read-only now, not yet read: stays tracked.
+ */
 static int avr_access(size_t p, uint8_t from, uint8_t to)
 {
 	if (!avr.open)
 		return 1;
 	if (p == avr.page)
-		return 0; /* the application thread keeps P's view until the end */
-	if (to == ACC_NONE && from != ACC_NONE)
-		st_release(&avr.conflict, 1);
-	if (to == ACC_WRITE) {
-		avr_lock();
-		protect_for_interval(p);
-		avr_unlock();
 		return 0;
+	int keep_view = 0;
+	avr_lock();
+	uint8_t s = avr.state[p];
+	int unseen = (s & AVR_TRACKED) && !(s & (AVR_SEEN | AVR_TWIN));
+	if (to == ACC_NONE) {
+		if (from != ACC_NONE && !unseen)
+			st_release(&avr.conflict, 1);
+		avr.state[p] = (uint8_t)(s & ~(AVR_PROT | AVR_RO));
+	} else if (to == ACC_WRITE) {
+		avr.state[p] = (uint8_t)((s & ~AVR_RO) | AVR_PROT | AVR_TRACKED);
+		list_page(p);
+		dsm_region_protect(p, 1, (s & AVR_SEEN) ? PROT_READ : PROT_NONE);
+		keep_view = 1;
+	} else if (unseen) { /* read-only, not read yet: keep tracking it */
+		avr.state[p] = (uint8_t)((s & ~AVR_PROT) | AVR_RO);
+		keep_view = 1;
+	} else {
+		avr.state[p] = (uint8_t)(s & ~(AVR_PROT | AVR_TRACKED));
 	}
-	return 1;
+	avr_unlock();
+	return !keep_view;
 }
 
 static void nudge(uint64_t now)
@@ -115,10 +154,8 @@ static int avr_hold(size_t p)
 	}
 	if (!(avr.state[p] & AVR_HELD)) {
 		avr.state[p] |= AVR_HELD;
-		if (p != avr.page && !(avr.state[p] & AVR_LISTED)) {
-			avr.state[p] |= AVR_LISTED;
-			ckpt_pages[ckpt_count++] = p;
-		}
+		if (p != avr.page)
+			list_page(p);
 		STAT_ADD(avr_deferrals, 1);
 	}
 	st_relaxed(&avr.waiting, 1);
@@ -158,7 +195,8 @@ static int avr_init(void)
 	avr.state = calloc(dsm.npages, 1);
 	avr.arrived = malloc(dsm.page_size);
 	ckpt_pages = calloc(dsm.npages, sizeof(*ckpt_pages));
-	if (!avr.state || !avr.arrived || !ckpt_pages)
+	runs = calloc(dsm.npages, sizeof(*runs));
+	if (!avr.state || !avr.arrived || !ckpt_pages || !runs)
 		return -1;
 	sc_hooks = &hooks;
 	return 0;
@@ -174,19 +212,36 @@ static void open_interval(size_t p, int upgrade)
 	st_release(&avr.held, 0);
 	st_relaxed(&avr.waiting, 0);
 	avr.nudged_ns = 0;
-	for (size_t i = 0; i < sc_rw_count; i++)
-		if (sc_rw[i] != p)
-			protect_for_interval(sc_rw[i]);
+	size_t n = 0;
+	for (int acc = ACC_READ; acc <= ACC_WRITE; acc++)
+		for (size_t i = 0; i < sc_count[acc]; i++) {
+			size_t q = sc_list[acc][i];
+			if (q == p)
+				continue;
+			ckpt_pages[ckpt_count++] = q;
+			avr.state[q] = (uint8_t)((acc == ACC_WRITE ? AVR_PROT : AVR_RO) |
+						 AVR_TRACKED | AVR_LISTED);
+			runs[n++] = q;
+		}
+	protect_runs(runs, n, PROT_NONE);
+	STAT_ADD(avr_protected, n);
 	dsm_region_protect(p, 1, upgrade ? PROT_READ | PROT_WRITE : PROT_NONE);
 }
 
 static void close_interval(int rolled_back)
 {
-	for (size_t i = 0; i < ckpt_count; i++) {
-		size_t q = ckpt_pages[i];
-		if ((avr.state[q] & (AVR_PROT | AVR_TWIN)) && sc_pages[q].access == ACC_WRITE)
-			dsm_region_protect(q, 1, PROT_READ | PROT_WRITE);
-		avr.state[q] = 0;
+	/* Every listed page gets the view its access says, a run at a time. */
+	for (size_t i = 0; i < ckpt_count; i++)
+		avr.state[ckpt_pages[i]] = 0;
+	qsort(ckpt_pages, ckpt_count, sizeof(*ckpt_pages), by_page);
+	for (size_t i = 0; i < ckpt_count;) {
+		size_t j = i + 1;
+		uint8_t acc = sc_pages[ckpt_pages[i]].access;
+		while (j < ckpt_count && ckpt_pages[j] == ckpt_pages[j - 1] + 1 &&
+		       sc_pages[ckpt_pages[j]].access == acc)
+			j++;
+		dsm_region_protect(ckpt_pages[i], j - i, sc_prot[acc]);
+		i = j;
 	}
 	ckpt_count = 0;
 	size_t p = avr.page;

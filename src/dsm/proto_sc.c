@@ -58,7 +58,7 @@ struct deferred {
 
 struct sc_page *sc_pages;
 const struct sc_hooks *sc_hooks;
-size_t *sc_rw, sc_rw_count;
+size_t *sc_list[3], sc_count[3];
 #define pages sc_pages
 static uint8_t *mgr_owner; /* by p / nodes, for pages managed here */
 static size_t *deferred_list;
@@ -71,8 +71,9 @@ int sc_init(void)
 	pages = calloc(dsm.npages, sizeof(*pages));
 	mgr_owner = calloc(dsm.npages / (size_t)dsm.nodes + 1, 1);
 	deferred_list = calloc(dsm.npages, sizeof(*deferred_list));
-	sc_rw = calloc(dsm.npages, sizeof(*sc_rw));
-	if (!pages || !mgr_owner || !deferred_list || !sc_rw)
+	sc_list[ACC_READ] = calloc(dsm.npages, sizeof(size_t));
+	sc_list[ACC_WRITE] = calloc(dsm.npages, sizeof(size_t));
+	if (!pages || !mgr_owner || !deferred_list || !sc_list[ACC_READ] || !sc_list[ACC_WRITE])
 		return -1;
 	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += (size_t)dsm.nodes) {
 		pages[p].owner = 1;
@@ -85,20 +86,22 @@ int sc_init(void)
 const int sc_prot[3] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE};
 
 /* The access the protocol grants p, in its state and (unless a hook keeps
-   the view as it is) in the application's view; sc_rw lists the writable. */
+   the view as it is) in the application's view; sc_list[] lists the pages
+   of each access but none. */
 static void set_access(size_t p, uint8_t acc)
 {
 	struct sc_page *pg = &pages[p];
 	uint8_t from = pg->access;
 	if (from == acc)
 		return;
-	if (acc == ACC_WRITE) {
-		pg->rw_at = sc_rw_count;
-		sc_rw[sc_rw_count++] = p;
-	} else if (from == ACC_WRITE) {
-		size_t last = sc_rw[--sc_rw_count];
-		sc_rw[pg->rw_at] = last;
-		pages[last].rw_at = pg->rw_at;
+	if (from != ACC_NONE) {
+		size_t last = sc_list[from][--sc_count[from]];
+		sc_list[from][pg->list_at] = last;
+		pages[last].list_at = pg->list_at;
+	}
+	if (acc != ACC_NONE) {
+		pg->list_at = sc_count[acc];
+		sc_list[acc][sc_count[acc]++] = p;
 	}
 	pg->access = acc;
 	if (sc_hooks && !sc_hooks->access(p, from, acc))

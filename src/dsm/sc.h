@@ -20,7 +20,7 @@ struct sc_page {
 	struct dsm_req *waiters;
 	struct deferred *fwd, *fwd_tail; /* wait for ownership and delta */
 	struct deferred *inv, *inv_tail; /* wait for delta only */
-	size_t rw_at;			 /* index in sc_rw while writable */
+	size_t list_at;			 /* index in sc_list[access] */
 	uint16_t acks_left;
 	uint8_t access;
 	uint8_t owner;
@@ -46,8 +46,8 @@ struct sc_hooks {
 
 extern struct sc_page *sc_pages;
 extern const struct sc_hooks *sc_hooks;
-extern size_t *sc_rw, sc_rw_count; /* the pages writable here, in no order */
-extern const int sc_prot[3];	   /* ACC_* -> PROT_* */
+extern size_t *sc_list[3], sc_count[3]; /* by ACC_READ, ACC_WRITE: the pages, in no order */
+extern const int sc_prot[3];		/* ACC_* -> PROT_* */
 
 int sc_init(void);
 void sc_fault(struct dsm_req *r);

@@ -147,8 +147,7 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		"\"meta_peak_bytes\": %llu",
 		s->prefetch_s, (unsigned long long)s->prefetch_unneeded,
 		(unsigned long long)s->prefetch_late, (unsigned long long)s->prefetch_lost,
-		(unsigned long long)s->run_ahead,
-		(unsigned long long)s->intervals,
+		(unsigned long long)s->run_ahead, (unsigned long long)s->intervals,
 		(unsigned long long)s->twins, (unsigned long long)s->diffs,
 		(unsigned long long)s->diff_bytes, (unsigned long long)s->gcs,
 		(unsigned long long)s->meta_bytes, (unsigned long long)s->meta_peak_bytes);
@@ -160,7 +159,8 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		"\"avr_sc_paused\": %llu, \"avr_sc_threads\": %llu, \"avr_sc_other\": %llu, "
 		"\"avr_cp_s\": %.6f, \"avr_op_s\": %.6f, \"avr_res_s\": %.6f, "
 		"\"avr_rol_s\": %.6f, \"avr_wait_s\": %.6f}\n",
-		(unsigned long long)s->avr_checkpoints[0], (unsigned long long)s->avr_checkpoints[1],
+		(unsigned long long)s->avr_checkpoints[0],
+		(unsigned long long)s->avr_checkpoints[1],
 		(unsigned long long)s->avr_checkpoints[2], (unsigned long long)s->avr_commits,
 		(unsigned long long)s->avr_rollbacks[0], (unsigned long long)s->avr_rollbacks[1],
 		(unsigned long long)s->avr_rollbacks[2], (unsigned long long)s->avr_logged,

@@ -145,8 +145,10 @@ static void hand_over(struct lockst *l, int node, uint64_t token, const void *as
 	else if (from == dsm.node)
 		pass_here(l->id, node, token, ask, len);
 	else {
-		struct dsm_hdr h = {
-			.kind = LOCUS_DSM_MSG_LOCK_PASS, .a = l->id, .b = token, .c = (uint64_t)node};
+		struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_LOCK_PASS,
+				    .a = l->id,
+				    .b = token,
+				    .c = (uint64_t)node};
 		dsm_send(from, &h, ask, len);
 	}
 }
