@@ -113,6 +113,7 @@ enum {
 	LOCUS_DSM_AVR_SC_PAUSED,   /* between locus_dsm_avr_pause and _resume */
 	LOCUS_DSM_AVR_SC_THREADS,  /* a team runs, or not the init thread */
 	LOCUS_DSM_AVR_SC_OTHER,	   /* the stack cannot be saved (not the thread's own) */
+	LOCUS_DSM_AVR_SC_NOCOPY,   /* no copy of the page was ever here: nothing to run on */
 	LOCUS_DSM_AVR_SC_KINDS
 };
 

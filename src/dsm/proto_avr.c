@@ -287,6 +287,13 @@ static void avr_fault(struct dsm_req *r)
 		sc_fault(r);
 		return;
 	}
+	/* Never held here: the page is zeros, not a stale copy — a run on it
+	   would be rolled back whenever the page is not all zeros. */
+	if (!pg->had) {
+		STAT_ADD(avr_sc[LOCUS_DSM_AVR_SC_NOCOPY], 1);
+		sc_fault(r);
+		return;
+	}
 	/* Owned here (a read-only copy to upgrade, or a page whose contents came
 	   and whose invalidations are still out): the contents are current and
 	   no other node can change them, so the interval needs no log. */

@@ -77,6 +77,7 @@ int sc_init(void)
 		return -1;
 	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += (size_t)dsm.nodes) {
 		pages[p].owner = 1;
+		pages[p].had = 1;
 		pages[p].copyset = BIT(dsm.node);
 		mgr_owner[p / (size_t)dsm.nodes] = (uint8_t)dsm.node;
 	}
@@ -424,6 +425,7 @@ static void page_arrived(size_t p, int write, uint64_t cs, const void *data, siz
 	if (!sc_hooks || !sc_hooks->arrived(p, data, len))
 		memcpy(dsm_page_alias(p), data, len);
 	pg->owner = 1;
+	pg->had = 1;
 	pg->copyset = cs | BIT(dsm.node);
 	if (write) {
 		invalidate_others(p);
