@@ -77,7 +77,6 @@ int sc_init(void)
 		return -1;
 	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += (size_t)dsm.nodes) {
 		pages[p].owner = 1;
-		pages[p].had = 1;
 		pages[p].copyset = BIT(dsm.node);
 		mgr_owner[p / (size_t)dsm.nodes] = (uint8_t)dsm.node;
 	}
@@ -105,6 +104,8 @@ static void set_access(size_t p, uint8_t acc)
 		sc_list[acc][sc_count[acc]++] = p;
 	}
 	pg->access = acc;
+	if (acc == ACC_WRITE)
+		pg->had = 1;
 	if (sc_hooks && !sc_hooks->access(p, from, acc))
 		return;
 	dsm_region_protect(p, 1, sc_prot[acc]);

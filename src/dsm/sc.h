@@ -27,7 +27,8 @@ struct sc_page {
 	uint8_t pending;    /* 0, or 1 + write */
 	uint8_t listed;	    /* in the deferred list */
 	uint8_t prefetched; /* by locus_dsm_prefetch, no fault on it since */
-	uint8_t had;	    /* this node has held the page's contents (they may be stale) */
+	uint8_t had;	    /* contents came here, or were written here (they may be stale
+			       since; a manager's first zero page does not count) */
 };
 
 /*

@@ -17,7 +17,7 @@
  *   deep R    a fault 24 frames deep (~72 KB of stack) resolved, and rolled
  *             back, after returning to main; and a fault in main rolled back
  *             from a fault 24 frames deep
- *   signal R  the application's own SIGUSR1 handler reads shared memory:
+ *   signal R  the application's own SIGUSR2 handler reads shared memory:
  *             the interval opens inside the handler and is rolled back
  *             after the handler has returned
  *
@@ -253,7 +253,7 @@ static volatile uint64_t *sig_x;
 static volatile uint64_t sig_seen;
 static volatile int sig_runs;
 
-static void on_usr1(int sig)
+static void on_usr2(int sig)
 {
 	(void)sig;
 	sig_runs++;
@@ -267,9 +267,9 @@ static void signal_handler(long rounds)
 	(void)sig_x[0];
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_usr1;
+	sa.sa_handler = on_usr2;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	locus_dsm_barrier();
 	uint64_t r0 = rollbacks();
 	for (long r = 0; r < rounds; r++) {
@@ -277,7 +277,7 @@ static void signal_handler(long rounds)
 			sig_x[0] = (uint64_t)r + 1;
 		locus_dsm_barrier();
 		if (me)
-			raise(SIGUSR1);
+			raise(SIGUSR2);
 		locus_dsm_barrier();
 		locus_dsm_avr_pause();
 		if (me && sig_seen != (uint64_t)r + 1)
