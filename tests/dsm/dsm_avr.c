@@ -19,7 +19,9 @@
  *             from a fault 24 frames deep
  *   signal R  the application's own SIGUSR2 handler reads shared memory:
  *             the interval opens inside the handler and is rolled back
- *             after the handler has returned
+ *             after the handler has returned; the handler's read is right
+ *
+ * regs, deep and signal also fail if no interval was rolled back.
  *
  * Results are checked with avr paused (a check must not print twice). Every
  * node leaves with node 0's verdict; exit 0 when every check held.
@@ -76,6 +78,19 @@ static uint64_t sum_over_nodes(volatile uint64_t *slots, uint64_t mine)
 		s += slots[n * 8];
 	locus_dsm_barrier();
 	return s;
+}
+
+/* Every node's rollbacks since r0, summed; node 0 prints them and fails the
+   test if a run on more than one node had none (avr paused by the caller). */
+static void report_rollbacks(const char *mode, long rounds, volatile uint64_t *slots, uint64_t r0)
+{
+	uint64_t rolled = sum_over_nodes(slots, rollbacks() - r0);
+	if (me == 0) {
+		printf("dsm_avr %s: %ld rounds, %llu rollbacks\n", mode, rounds,
+		       (unsigned long long)rolled);
+		if (rolled == 0 && nodes > 1)
+			fail("no interval was rolled back", rounds, 0, 1);
+	}
 }
 
 static void spin_work(unsigned n)
@@ -175,13 +190,7 @@ static void regs(long rounds)
 		locus_dsm_avr_resume();
 	}
 	locus_dsm_avr_pause();
-	uint64_t rolled = sum_over_nodes(slots, rollbacks() - r0);
-	if (me == 0) {
-		printf("dsm_avr regs: %ld rounds, %llu rollbacks\n", rounds,
-		       (unsigned long long)rolled);
-		if (rolled == 0 && nodes > 1)
-			fail("regs: no interval was rolled back", rounds, 0, 1);
-	}
+	report_rollbacks("regs", rounds, slots, r0);
 	locus_dsm_avr_resume();
 }
 
@@ -239,13 +248,7 @@ static void deep(long rounds)
 		locus_dsm_avr_resume();
 	}
 	locus_dsm_avr_pause();
-	uint64_t rolled = sum_over_nodes(slots, rollbacks() - r0);
-	if (me == 0) {
-		printf("dsm_avr deep: %ld rounds, %llu rollbacks\n", rounds,
-		       (unsigned long long)rolled);
-		if (rolled == 0 && nodes > 1)
-			fail("deep: no interval was rolled back", rounds, 0, 1);
-	}
+	report_rollbacks("deep", rounds, slots, r0);
 	locus_dsm_avr_resume();
 }
 
@@ -285,10 +288,7 @@ static void signal_handler(long rounds)
 		locus_dsm_avr_resume();
 	}
 	locus_dsm_avr_pause();
-	uint64_t rolled = sum_over_nodes(slots, rollbacks() - r0);
-	if (me == 0)
-		printf("dsm_avr signal: %ld rounds, %llu rollbacks\n", rounds,
-		       (unsigned long long)rolled);
+	report_rollbacks("signal", rounds, slots, r0);
 	if (me && sig_runs < rounds)
 		fail("signal handler runs", rounds, sig_runs, rounds);
 	locus_dsm_avr_resume();
