@@ -4,10 +4,11 @@
  * checkpoint, access log, resolution, rollback — is avr_ckpt.c; what the two
  * share, and who writes what, is in avr.h.
  *
- * Opening (a fault with AVR_OPEN that sc cannot resolve here): the request
- * goes out as sc sends it, with nobody waiting; every page writable here is
- * made read-only in the application's view so that its first write in the
- * interval twins it (state AVR_PROT); the checkpoint page P is made
+ * Opening (a fault with AVR_OPEN that sc cannot resolve here, on a page this
+ * node has had): the request goes out as sc sends it, with nobody waiting;
+ * every other page readable here becomes inaccessible — tracked (AVR_RO,
+ * AVR_PROT for the writable): the interval's first read of one marks it
+ * AVR_SEEN, its first write twins it (avr_ckpt.c); the checkpoint page P is made
  * inaccessible, so that every access to it is logged — or, when this node
  * owns P (a write to its read-only copy, or a page whose contents came and
  * whose invalidations are still out), read-write at once: no other node can
@@ -19,11 +20,11 @@
  *   - requests for P and for the pages twinned in the interval are held
  *     (seed §2.3.5's protocol queue): they would expose values that may yet
  *     be rolled back. sc_tick serves them after the interval;
- *   - a page that becomes writable is write-protected like the others;
- *   - a page other than P that this node could read and loses its access
- *     (invalidated, or taken by a writer) sets avr.conflict: the interval
- *     may have read it, and what it read may be older than what P's
- *     reply reflects. The seed compares only P's log with P's reply; that
+ *   - a page that becomes writable is tracked like the others;
+ *   - a page other than P that the interval read (or could read untracked:
+ *     it came during the interval) and that loses its access (invalidated,
+ *     or taken by a writer) sets avr.conflict: what the interval read may be
+ *     older than what P's reply reflects. The seed compares only P's log with P's reply; that
  *     alone lets store buffering's two reads both see the old values (each
  *     node's optimistic write is still unseen when the other reads), which
  *     sequential consistency forbids. Rolling back on such a loss closes it.
@@ -33,7 +34,7 @@
  * AVR_NUDGE_EVERY_NS while it waits): a thread that spins on a page it may
  * write takes no fault that would end the interval.
  *
- * Closing (AVR_END): every page still writable gets its access back, P gets
+ * Closing (AVR_END): every page listed gets the view its access says, P gets
  * the access sc gave it (and, after a rollback, the contents that came).
  */
 #define _GNU_SOURCE
