@@ -606,6 +606,14 @@ void dsm_avr_fini(void)
 	sigaction(AVR_NUDGE_SIGNAL, &ck.old_nudge, NULL);
 	stack_t ss = {.ss_flags = SS_DISABLE};
 	sigaltstack(&ss, NULL);
+	/* A later locus_dsm_init starts from nothing. */
+	munmap(ck.altstack, ALTSTACK);
+	munmap(ck.ptwin, dsm.page_size);
+	munmap(ck.twins, (size_t)TWIN_PAGES * dsm.page_size);
+	munmap(ck.stack_buf, ck.stack_cap);
+	free(ck.rbits);
+	free(ck.wbits);
+	memset(&ck, 0, sizeof(ck));
 }
 
 void locus_dsm_avr_pause(void)

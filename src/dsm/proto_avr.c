@@ -49,7 +49,6 @@
 
 struct avr_shared avr;
 static size_t *ckpt_pages, ckpt_count;
-static size_t *runs; /* scratch: pages to protect alike */
 
 static int by_page(const void *a, const void *b)
 {
@@ -57,17 +56,21 @@ static int by_page(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One mprotect per run of consecutive pages (a node's pages of an array are
-   mostly consecutive: a checkpoint then costs a few calls, not one a page).
-   The same runs make the close cheap. */
+#define PROT_OWN (-1) /* protect_runs: each page as its access says */
+
+/* One mprotect per run of consecutive pages given the same protection (a
+   node's pages of an array are mostly consecutive: opening or closing an
+   interval then costs a few calls, not one a page). Sorts pages. */
 static void protect_runs(size_t *pages, size_t n, int prot)
 {
 	qsort(pages, n, sizeof(*pages), by_page);
 	for (size_t i = 0; i < n;) {
+		uint8_t acc = sc_pages[pages[i]].access;
 		size_t j = i + 1;
-		while (j < n && pages[j] == pages[j - 1] + 1)
+		while (j < n && pages[j] == pages[j - 1] + 1 &&
+		       (prot != PROT_OWN || sc_pages[pages[j]].access == acc))
 			j++;
-		dsm_region_protect(pages[i], j - i, prot);
+		dsm_region_protect(pages[i], j - i, prot == PROT_OWN ? sc_prot[acc] : prot);
 		i = j;
 	}
 }
@@ -196,8 +199,7 @@ static int avr_init(void)
 	avr.state = calloc(dsm.npages, 1);
 	avr.arrived = malloc(dsm.page_size);
 	ckpt_pages = calloc(dsm.npages, sizeof(*ckpt_pages));
-	runs = calloc(dsm.npages, sizeof(*runs));
-	if (!avr.state || !avr.arrived || !ckpt_pages || !runs)
+	if (!avr.state || !avr.arrived || !ckpt_pages)
 		return -1;
 	sc_hooks = &hooks;
 	return 0;
@@ -213,7 +215,6 @@ static void open_interval(size_t p, int upgrade)
 	st_release(&avr.held, 0);
 	st_relaxed(&avr.waiting, 0);
 	avr.nudged_ns = 0;
-	size_t n = 0;
 	for (int acc = ACC_READ; acc <= ACC_WRITE; acc++)
 		for (size_t i = 0; i < sc_count[acc]; i++) {
 			size_t q = sc_list[acc][i];
@@ -222,28 +223,18 @@ static void open_interval(size_t p, int upgrade)
 			ckpt_pages[ckpt_count++] = q;
 			avr.state[q] = (uint8_t)((acc == ACC_WRITE ? AVR_PROT : AVR_RO) |
 						 AVR_TRACKED | AVR_LISTED);
-			runs[n++] = q;
 		}
-	protect_runs(runs, n, PROT_NONE);
-	STAT_ADD(avr_protected, n);
+	protect_runs(ckpt_pages, ckpt_count, PROT_NONE);
+	STAT_ADD(avr_protected, ckpt_count);
 	dsm_region_protect(p, 1, upgrade ? PROT_READ | PROT_WRITE : PROT_NONE);
 }
 
 static void close_interval(int rolled_back)
 {
-	/* Every listed page gets the view its access says, a run at a time. */
+	/* Every listed page gets the view its access says. */
 	for (size_t i = 0; i < ckpt_count; i++)
 		avr.state[ckpt_pages[i]] = 0;
-	qsort(ckpt_pages, ckpt_count, sizeof(*ckpt_pages), by_page);
-	for (size_t i = 0; i < ckpt_count;) {
-		size_t j = i + 1;
-		uint8_t acc = sc_pages[ckpt_pages[i]].access;
-		while (j < ckpt_count && ckpt_pages[j] == ckpt_pages[j - 1] + 1 &&
-		       sc_pages[ckpt_pages[j]].access == acc)
-			j++;
-		dsm_region_protect(ckpt_pages[i], j - i, sc_prot[acc]);
-		i = j;
-	}
+	protect_runs(ckpt_pages, ckpt_count, PROT_OWN);
 	ckpt_count = 0;
 	size_t p = avr.page;
 	struct sc_page *pg = &sc_pages[p];

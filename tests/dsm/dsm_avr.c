@@ -48,24 +48,27 @@ static void fail(const char *what, long round, long got, long want)
 			what, round, got, want);
 }
 
-static uint64_t rollbacks(void)
+/* This node's intervals rolled back (rolled = 1) or opened (0) so far. */
+static uint64_t avr_count(int rolled)
 {
 	locus_dsm_stats s;
 	locus_dsm_stats_get(&s);
+	const uint64_t *c = rolled ? s.avr_rollbacks : s.avr_checkpoints;
+	int kinds = rolled ? LOCUS_DSM_AVR_ROLL_KINDS : LOCUS_DSM_AVR_CKPT_KINDS;
 	uint64_t n = 0;
-	for (int k = 0; k < LOCUS_DSM_AVR_ROLL_KINDS; k++)
-		n += s.avr_rollbacks[k];
+	for (int k = 0; k < kinds; k++)
+		n += c[k];
 	return n;
+}
+
+static uint64_t rollbacks(void)
+{
+	return avr_count(1);
 }
 
 static uint64_t checkpoints(void)
 {
-	locus_dsm_stats s;
-	locus_dsm_stats_get(&s);
-	uint64_t n = 0;
-	for (int k = 0; k < LOCUS_DSM_AVR_CKPT_KINDS; k++)
-		n += s.avr_checkpoints[k];
-	return n;
+	return avr_count(0);
 }
 
 /* Sum of every node's value (a collective; avr paused by the caller). */
