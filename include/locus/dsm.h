@@ -38,10 +38,10 @@
  *                             gives way only during lock, barrier and team waits
  *   LOCUS_DSM_RUN             pages fetched per miss of a node walking in order (32)
  *   LOCUS_DSM_GC_BYTES        lrc: collect at a barrier once a node keeps more (32m)
- *   LOCUS_DSM_AVR_DEADLOCK    avr: faults on the checkpoint page, while a request for
- *                             one of the interval's pages waits, before giving way (30)
- *   LOCUS_DSM_AVR_PENDING     avr: outstanding pages per checkpoint (1, the only value
- *                             this version accepts)
+ *   LOCUS_DSM_AVR_DEADLOCK    avr: faults on awaited pages, while a request for one
+ *                             of the interval's pages waits, before giving way (30)
+ *   LOCUS_DSM_AVR_PENDING     avr: pages one interval may await, 1 to 8 (1: a fault
+ *                             on a second page ends the run, as in seed 004)
  */
 #ifndef LOCUS_DSM_H
 #define LOCUS_DSM_H
@@ -206,10 +206,12 @@ typedef struct locus_dsm_stats {
 	uint64_t avr_commits;			       /* intervals that stood */
 	uint64_t avr_rollbacks[LOCUS_DSM_AVR_ROLL_KINDS];
 	uint64_t avr_sc[LOCUS_DSM_AVR_SC_KINDS];      /* faults resolved as sc, by why */
-	uint64_t avr_logged;	/* accesses to checkpoint pages logged */
+	uint64_t avr_logged;	/* accesses to awaited pages logged */
 	uint64_t avr_twins;	/* pages twinned at their first write in an interval */
 	uint64_t avr_protected; /* writable pages write-protected for an interval */
 	uint64_t avr_deferrals; /* pages whose requests waited for an interval's end */
+	uint64_t avr_added;	/* pages awaited by an interval besides its first
+				   (faults the run went on through, LOCUS_DSM_AVR_PENDING > 1) */
 	double avr_cp_s, avr_op_s, avr_res_s, avr_rol_s, avr_wait_s;
 } locus_dsm_stats;
 

@@ -321,6 +321,7 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->avr_twins = d.avr_twins;
 	s->avr_protected = d.avr_protected;
 	s->avr_deferrals = d.avr_deferrals;
+	s->avr_added = d.avr_added;
 	s->avr_cp_s = (double)d.avr_cp_ns * 1e-9;
 	s->avr_op_s = (double)d.avr_op_ns * 1e-9;
 	s->avr_res_s = (double)d.avr_res_ns * 1e-9;

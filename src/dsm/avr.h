@@ -3,12 +3,17 @@
  * communication thread's protocol (proto_avr.c) share while an interval is
  * open. Seed 004 ch. 2; docs/dsm.md "Protocol avr" says what it does.
  *
+ * An interval awaits up to LOCUS_DSM_AVR_PENDING pages: the checkpoint
+ * page (slot 0) and the pages whose faults the run went on through (slots
+ * 1, 2, ... in the order they were added).
+ *
  * Who writes what:
  *   - the communication thread opens and closes an interval (requests with
- *     AVR_OPEN and AVR_END), keeps the page table, stores the checkpoint
- *     page's contents in `arrived` when they come and then sets `reply`, and
- *     sets `conflict` when a page this node could read is taken or
- *     invalidated while the interval is open;
+ *     AVR_OPEN and AVR_END) and adds awaited pages to it (AVR_ADD), keeps
+ *     the page table, stores an awaited page's contents in its `arrived`
+ *     slot when they come and then counts it in `reply`, and sets `conflict`
+ *     when a page this node could read is taken or invalidated while the
+ *     interval is open;
  *   - the application thread logs accesses to the checkpoint page, twins a
  *     page at its first write, and resolves (compares, merges or rolls back).
  *   - `state` (which pages are tracked, read, twinned) changes under `lock`
@@ -36,7 +41,10 @@ enum {
 	AVR_RO = 16,	  /* tracked, a read-only copy */
 	AVR_SEEN = 32,	  /* read (or written) in the interval */
 	AVR_TRACKED = 64, /* readable only through a fault that sets AVR_SEEN */
+	AVR_AWAIT = 128,  /* awaited: its view is the application thread's */
 };
+
+#define AVR_MAX_PENDING 8 /* LOCUS_DSM_AVR_PENDING's largest value */
 
 /* Flags of a DSM_REQ_FAULT's b under avr (bit 0 is the access kind). */
 #define AVR_WRITE    1u
@@ -44,33 +52,42 @@ enum {
 #define AVR_LOCAL    4u	 /* resolve here, or answer AVR_REMOTE without sending */
 #define AVR_END	     8u	 /* close the interval */
 #define AVR_ROLLBACK 16u /* ... and it was rolled back */
+#define AVR_ADD	     32u /* with AVR_LOCAL: or await page a too, if it can be */
 
 /* Results beyond DSM_LOCAL, DSM_REMOTE and DSM_COMBINED. */
 enum { AVR_OPENED = 16, AVR_OPENED_WRITE = 17, AVR_OPENED_UPGRADE = 18, AVR_REMOTE = 19 };
 
 struct avr_shared {
 	uint32_t lock;	    /* guards state[] between the two threads */
-	uint32_t reply;	    /* futex word: the checkpoint page's request completed */
+	uint32_t reply;	    /* futex word: how many awaited pages' requests completed */
+	uint32_t done;	    /* bit i: slot i's request completed */
+	uint32_t npages;    /* awaited pages (slots in use) */
 	uint32_t conflict;  /* a readable page lost its access in the interval */
 	uint32_t held;	    /* requests held for the interval's twinned pages */
 	uint32_t waiting;   /* requests held for any of the interval's pages */
 	uint32_t open;	    /* communication thread's view: an interval is open */
-	size_t page;	    /* its checkpoint page */
-	uint8_t *state;	    /* per page: AVR_PROT, AVR_TWIN or 0 */
-	char *arrived;	    /* the checkpoint page as it came */
-	int arrived_in;	    /* communication thread: arrived holds it */
+	size_t page[AVR_MAX_PENDING]; /* by slot: the awaited pages */
+	uint8_t *state;		      /* per page: AVR_* flags, 0 outside an interval */
+	char *arrived;		      /* slot i's page as it came, at i * page size */
+	uint32_t arrived_in;	      /* communication thread: bit i, slot i's came */
 	pthread_t thread;   /* the thread that may speculate */
 	uint64_t nudged_ns; /* communication thread: when it last nudged */
 };
 
 /* The signal with which the communication thread asks the speculating
-   thread to resolve: a request waits for the interval and the reply is in
+   thread to resolve: a request waits for the interval and every reply is in
    (a thread spinning on a page it may write takes no fault that would end
    the interval). */
 #define AVR_NUDGE_SIGNAL   (SIGRTMAX - 2)
 #define AVR_NUDGE_EVERY_NS 500000ull
 
 extern struct avr_shared avr;
+
+/* Every awaited page's request has completed. */
+static inline int avr_all_in(void)
+{
+	return ld_acquire(&avr.reply) >= ld_acquire(&avr.npages);
+}
 
 static inline void avr_lock(void)
 {

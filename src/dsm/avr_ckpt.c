@@ -14,17 +14,22 @@
  *            (with the FP/SSE/AVX state the kernel saved in the signal
  *            frame) and the stack from the interrupted stack pointer (less
  *            the red zone) to the stack's top; ask; twin P.
- *   run      every fault on P grants the access for one instruction (the
- *            trap flag) and logs the bytes it may touch; the SIGTRAP after
- *            it takes the access away again. A first write to another page
- *            twins it. The run ends at:
- *              - a fault on another page that sc cannot resolve here;
- *              - a fault on P once its reply is in (the seed waits for
- *                another request to end the run; a thread spinning on P
- *                would then never see the value it waits for);
- *              - the deadlock counter: LOCUS_DSM_AVR_DEADLOCK faults on P
- *                while a request for a page twinned in the interval waits —
- *                rolled back at once if the reply is not in;
+ *   run      every fault on an awaited page (P, and the pages added below)
+ *            grants the access for one instruction (the trap flag) and logs
+ *            the bytes it may touch; the SIGTRAP after it takes the access
+ *            away again. A first write to another page twins it. A fault on
+ *            another page that sc cannot resolve here adds it to the
+ *            awaited pages — its twin, log and reply slot — while fewer
+ *            than LOCUS_DSM_AVR_PENDING are (beyond the seed, its §4.2).
+ *            The run ends at:
+ *              - a fault on another page that cannot be added;
+ *              - a fault on an awaited page once its reply is in (the seed
+ *                waits for another request to end the run; a thread
+ *                spinning on P would then never see the value it waits for);
+ *              - the deadlock counter: LOCUS_DSM_AVR_DEADLOCK faults on
+ *                awaited pages while a request held here may be what another
+ *                node's interval waits for — rolled back at once if a reply
+ *                is not in;
  *              - an access whose size cannot be bounded (a string
  *                instruction, an x87/XSAVE state save);
  *              - a write to P when P's request asks for a read-only copy;
@@ -34,16 +39,18 @@
  *                stands or is rolled back there — rolled back only when the
  *                thread is in the program's own code, not in a library
  *                that may hold a lock (else the next nudge tries again).
- *   resolve  wait for the reply — unless a request for a page twinned here
- *            waits too (two nodes can each hold a page the other's reply
- *            needs: the seed's deadlock counter covers only the run, not
- *            this wait), then roll back at once; any logged byte whose value in the reply
- *            differs from P's twin, or a readable page lost meanwhile
+ *   resolve  wait for every reply — unless a request held here may be what
+ *            another node's interval waits for (two nodes can each hold a
+ *            page the other's reply needs: the seed's deadlock counter
+ *            covers only the run, not this wait), then roll back at once;
+ *            any logged byte whose value in its page's reply differs from
+ *            that page's twin, or a readable page lost meanwhile
  *            (proto_avr.c), means the run read something another node has
- *            since changed: roll back. Otherwise P becomes the reply with
- *            this node's changes (the bytes that differ from the twin) on
- *            top, and the run stands.
- *   rollback every twin back over its page, P as it came (or as it was), the
+ *            since changed: roll back. Otherwise each awaited page becomes
+ *            its reply with this node's changes (the bytes that differ from
+ *            the twin) on top, and the run stands.
+ *   rollback every twin back over its page, each awaited page as it came (or
+ *            as it was), the
  *            stack copied back and the saved registers resumed: the thread
  *            runs the faulting access again, as if the interval never
  *            happened.
@@ -107,10 +114,15 @@ static struct {
 	uintptr_t text_lo, text_hi; /* the program's own code */
 	volatile int busy;	    /* in a handler or a resolution: no nudge */
 	/* the open interval */
-	int open, upgrade, write_ok, stepping, rollback_pending;
-	size_t page;
-	char *view; /* P in the application's view */
-	uint32_t faults;
+	int open, stepping, rollback_pending;
+	struct {
+		size_t page;
+		char *view;	   /* in the application's view */
+		int upgrade;	   /* owned here: read-write, no log */
+		int write_ok;	   /* its request asks for ownership */
+	} slot[AVR_MAX_PENDING];   /* the awaited pages, as avr.page[] */
+	unsigned nslots, step_slot; /* slots in use; the one the trap flag steps */
+	uint32_t faults;	    /* on awaited pages, for the deadlock counter */
 	uint64_t op_from; /* when the run (user work) began */
 	/* the checkpoint */
 	gregset_t gregs;
@@ -120,11 +132,12 @@ static struct {
 	size_t stack_len, stack_cap;
 	char *stack_buf;
 	_Alignas(64) char fp[FP_MAX];
-	/* twins: P's, then the pages written in the interval */
-	char *ptwin;
+	/* twins: each awaited page's, then the pages written in the interval */
+	char *ptwin; /* slot i's at i * page size */
 	char *twins;
 	size_t twin_of[TWIN_PAGES], ntwins;
-	uint64_t *rbits, *wbits; /* bytes of P the run may have read / written */
+	uint64_t *rbits, *wbits; /* bytes the run may have read / written, slot i's
+				    at i * page size / 64 words */
 } ck;
 
 static __thread int ck_thread; /* this thread may speculate (the init thread) */
@@ -214,14 +227,19 @@ static void restore_into(ucontext_t *uc)
 	uc->uc_sigmask = ck.mask;
 }
 
-/* Did the run read (or write over) a byte that the reply changed? */
-static int read_conflict(void)
+static size_t bit_words(void)
 {
-	const unsigned char *tw = (const unsigned char *)ck.ptwin;
-	const unsigned char *ar = (const unsigned char *)avr.arrived;
-	size_t words = dsm.page_size / 64;
-	for (size_t w = 0; w < words; w++) {
-		uint64_t m = ck.rbits[w] | ck.wbits[w];
+	return dsm.page_size / 64;
+}
+
+/* Did the run read (or write over) a byte of slot's page that its reply changed? */
+static int read_conflict(unsigned slot)
+{
+	const unsigned char *tw = (const unsigned char *)ck.ptwin + slot * dsm.page_size;
+	const unsigned char *ar = (const unsigned char *)avr.arrived + slot * dsm.page_size;
+	const uint64_t *rb = ck.rbits + slot * bit_words(), *wb = ck.wbits + slot * bit_words();
+	for (size_t w = 0; w < bit_words(); w++) {
+		uint64_t m = rb[w] | wb[w];
 		while (m) {
 			size_t i = w * 64 + (size_t)__builtin_ctzll(m);
 			m &= m - 1;
@@ -232,11 +250,12 @@ static int read_conflict(void)
 	return 0;
 }
 
-/* P := the reply, with this node's changes since the twin on top. */
-static void merge(void)
+/* slot's page := its reply, with this node's changes since the twin on top. */
+static void merge(unsigned slot)
 {
-	uint64_t *cur = (uint64_t *)dsm_page_alias(ck.page);
-	const uint64_t *tw = (const uint64_t *)ck.ptwin, *ar = (const uint64_t *)avr.arrived;
+	uint64_t *cur = (uint64_t *)dsm_page_alias(ck.slot[slot].page);
+	const uint64_t *tw = (const uint64_t *)(ck.ptwin + slot * dsm.page_size);
+	const uint64_t *ar = (const uint64_t *)(avr.arrived + slot * dsm.page_size);
 	for (size_t i = 0; i < dsm.page_size / 8; i++) {
 		uint64_t c = cur[i], t = tw[i], a = ar[i];
 		if (c == t) {
@@ -268,29 +287,31 @@ static int resolve(ucontext_t *uc, int why)
 			uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
 	}
 	int roll = 0; /* 1 + LOCUS_DSM_AVR_ROLL_* */
-	if (!ld_acquire(&avr.reply)) {
-		/* Waiting while another node waits for a page twinned here could
-		   be waiting for each other: give way (the communication thread
+	if (!avr_all_in()) {
+		/* Waiting while another node waits for a page held here could be
+		   waiting for each other: give way (the communication thread
 		   wakes this wait when it starts holding such a request). */
 		if (why == WHY_DEADLOCK || ld_acquire(&avr.held)) {
 			roll = 1 + LOCUS_DSM_AVR_ROLL_DEADLOCK;
 		} else {
 			struct dsm_stall st;
 			dsm_stall_begin(&st, STALL_FAULT);
-			while (!ld_acquire(&avr.reply) && !ld_acquire(&avr.held))
-				futex_wait(&avr.reply, 0);
+			for (uint32_t n; (n = ld_acquire(&avr.reply)) < ck.nslots &&
+					 !ld_acquire(&avr.held);)
+				futex_wait(&avr.reply, n);
 			uint64_t t1 = mono_ns();
 			dsm_stall_end(&st, t1, DSM_LOCAL);
 			STAT_ADD(avr_wait_ns, t1 - t0);
 			t0 = t1;
-			if (!ld_acquire(&avr.reply))
+			if (!avr_all_in())
 				roll = 1 + LOCUS_DSM_AVR_ROLL_DEADLOCK;
 		}
 	}
 	if (!roll && ld_acquire(&avr.conflict))
 		roll = 1 + LOCUS_DSM_AVR_ROLL_TAKEN;
-	if (!roll && !ck.upgrade && read_conflict())
-		roll = 1 + LOCUS_DSM_AVR_ROLL_READ;
+	for (unsigned i = 0; !roll && i < ck.nslots; i++)
+		if (!ck.slot[i].upgrade && read_conflict(i))
+			roll = 1 + LOCUS_DSM_AVR_ROLL_READ;
 	if (roll && why == WHY_NUDGE) {
 		uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 		if (ip < ck.text_lo || ip >= ck.text_hi)
@@ -298,9 +319,10 @@ static int resolve(ucontext_t *uc, int why)
 	}
 	STAT_ADD(avr_op_ns, t0 - ck.op_from);
 	if (!roll) {
-		if (!ck.upgrade)
-			merge();
-		post(ck.page, AVR_END);
+		for (unsigned i = 0; i < ck.nslots; i++)
+			if (!ck.slot[i].upgrade)
+				merge(i);
+		post(ck.slot[0].page, AVR_END);
 		ck.open = 0;
 		STAT_ADD(avr_commits, 1);
 		STAT_ADD(avr_res_ns, mono_ns() - t0);
@@ -308,8 +330,10 @@ static int resolve(ucontext_t *uc, int why)
 	}
 	for (size_t i = 0; i < ck.ntwins; i++)
 		memcpy(dsm_page_alias(ck.twin_of[i]), ck.twins + i * dsm.page_size, dsm.page_size);
-	memcpy(dsm_page_alias(ck.page), ck.ptwin, dsm.page_size);
-	post(ck.page, AVR_END | AVR_ROLLBACK);
+	for (unsigned i = 0; i < ck.nslots; i++)
+		memcpy(dsm_page_alias(ck.slot[i].page), ck.ptwin + i * dsm.page_size,
+		       dsm.page_size);
+	post(ck.slot[0].page, AVR_END | AVR_ROLLBACK);
 	ck.open = 0;
 	STAT_ADD(avr_rollbacks[roll - 1], 1);
 	STAT_ADD(avr_rol_ns, mono_ns() - t0);
@@ -323,25 +347,28 @@ static int resolve(ucontext_t *uc, int why)
 	dsm_fatal("avr: a rollback returned to the call that asked for it");
 }
 
-/* Log one access to P and let it run for one instruction. */
-static int log_access(char *addr, int write, ucontext_t *uc)
+/* Log one access to slot i's page and let it run for one instruction. Its
+   reply in ends the run: a thread spinning on the page would otherwise
+   never see the value it waits for. */
+static int log_access(unsigned i, char *addr, int write, ucontext_t *uc)
 {
-	if (ld_acquire(&avr.reply))
+	if (avr_all_in() || ((ld_acquire(&avr.done) >> i) & 1))
 		return resolve(uc, WHY_REPLY), 1;
-	if (write && !ck.write_ok)
+	if (write && !ck.slot[i].write_ok)
 		return resolve(uc, WHY_FAULT), 1;
 	if (++ck.faults >= dsm.cfg.avr_deadlock && ld_acquire(&avr.held))
 		return resolve(uc, WHY_DEADLOCK), 1;
 	unsigned w = access_window((const uint8_t *)uc->uc_mcontext.gregs[REG_RIP]);
 	if (!w)
 		return resolve(uc, WHY_UNSIZED), 1;
-	size_t off = (size_t)(addr - ck.view);
+	size_t off = (size_t)(addr - ck.slot[i].view);
 	size_t end = off + w < dsm.page_size ? off + w : dsm.page_size;
-	set_bits(write ? ck.wbits : ck.rbits, off, end);
+	set_bits((write ? ck.wbits : ck.rbits) + i * bit_words(), off, end);
 	STAT_ADD(avr_logged, 1);
-	mprotect(ck.view, dsm.page_size, write ? PROT_READ | PROT_WRITE : PROT_READ);
+	mprotect(ck.slot[i].view, dsm.page_size, write ? PROT_READ | PROT_WRITE : PROT_READ);
 	uc->uc_mcontext.gregs[REG_EFL] |= (greg_t)TRAP_FLAG;
 	ck.stepping = 1;
+	ck.step_slot = i;
 	return 1;
 }
 
@@ -373,6 +400,37 @@ static int track(size_t page, int write)
 	}
 	avr_unlock();
 	return done;
+}
+
+static int is_opened(int res)
+{
+	return res == AVR_OPENED || res == AVR_OPENED_WRITE || res == AVR_OPENED_UPGRADE;
+}
+
+/* The communication thread awaits page (res says how): its slot, with an
+   empty log and its twin, the page as the run begins on it. */
+static unsigned await_slot(size_t page, int res)
+{
+	unsigned i = ck.nslots++;
+	if (avr.page[i] != page)
+		dsm_fatal("avr: page %zu awaited in slot %u, not %zu", avr.page[i], i, page);
+	ck.slot[i].page = page;
+	ck.slot[i].view = dsm.app + page * dsm.page_size;
+	ck.slot[i].upgrade = res == AVR_OPENED_UPGRADE;
+	ck.slot[i].write_ok = res != AVR_OPENED;
+	memset(ck.rbits + i * bit_words(), 0, dsm.page_size / 8);
+	memset(ck.wbits + i * bit_words(), 0, dsm.page_size / 8);
+	memcpy(ck.ptwin + i * dsm.page_size, dsm_page_alias(page), dsm.page_size);
+	return i;
+}
+
+/* The slot of an awaited page, or -1. */
+static int slot_of(size_t page)
+{
+	for (unsigned i = 0; i < ck.nslots; i++)
+		if (ck.slot[i].page == page)
+			return (int)i;
+	return -1;
 }
 
 static int ensure_stack_buf(size_t len)
@@ -420,31 +478,26 @@ static int open_interval(size_t page, char *addr, int write, ucontext_t *uc)
 	dsm_stall_begin(&st, STALL_FAULT);
 	int res = post(page, (write ? AVR_WRITE : 0) | AVR_OPEN);
 	uint64_t t1 = mono_ns();
-	if (res < AVR_OPENED) { /* sc resolved it */
+	if (!is_opened(res)) { /* sc resolved it */
 		t1 = dsm_stall_end(&st, t1, res);
 		st_release(&dsm.resume_ns[page], t1);
 		return 1;
 	}
 	dsm_stall_end(&st, t1, DSM_LOCAL);
 	ck.open = 1;
-	ck.page = page;
-	ck.view = dsm.app + page * dsm.page_size;
-	ck.upgrade = res == AVR_OPENED_UPGRADE;
-	ck.write_ok = res != AVR_OPENED;
+	ck.nslots = 0;
 	ck.faults = 0;
 	ck.ntwins = 0;
-	memset(ck.rbits, 0, dsm.page_size / 8);
-	memset(ck.wbits, 0, dsm.page_size / 8);
-	memcpy(ck.ptwin, dsm_page_alias(page), dsm.page_size);
-	STAT_ADD(avr_checkpoints[ck.upgrade ? LOCUS_DSM_AVR_CKPT_UPGRADE
-				 : write    ? LOCUS_DSM_AVR_CKPT_WRITE
-					    : LOCUS_DSM_AVR_CKPT_READ],
+	unsigned i = await_slot(page, res);
+	STAT_ADD(avr_checkpoints[ck.slot[i].upgrade ? LOCUS_DSM_AVR_CKPT_UPGRADE
+				 : write	    ? LOCUS_DSM_AVR_CKPT_WRITE
+						    : LOCUS_DSM_AVR_CKPT_READ],
 		 1);
 	ck.op_from = mono_ns();
 	STAT_ADD(avr_cp_ns, ck.op_from - t0);
-	if (ck.upgrade)
+	if (ck.slot[i].upgrade)
 		return 1;
-	return log_access(addr, write, uc);
+	return log_access(i, addr, write, uc);
 }
 
 static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc);
@@ -466,8 +519,9 @@ static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 		return 0;
 	}
 	if (ck.open) {
-		if (page == ck.page && !ck.upgrade)
-			return log_access(addr, write, uc);
+		int i = slot_of(page);
+		if (i >= 0 && !ck.slot[i].upgrade)
+			return log_access((unsigned)i, addr, write, uc);
 		if (ld_relaxed(&avr.state[page]) & (AVR_PROT | AVR_RO)) {
 			int t = track(page, write);
 			if (t > 0)
@@ -475,7 +529,15 @@ static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 			if (t < 0)
 				return resolve(uc, WHY_FULL), 1;
 		}
-		if (post(page, (write ? AVR_WRITE : 0) | AVR_LOCAL) != AVR_REMOTE)
+		uint32_t flags = (write ? AVR_WRITE : 0) | AVR_LOCAL;
+		if (i < 0 && ck.nslots < dsm.cfg.avr_pending)
+			flags |= AVR_ADD;
+		int res = post(page, flags);
+		if (is_opened(res)) { /* awaited too: the run goes on */
+			i = (int)await_slot(page, res);
+			return ck.slot[i].upgrade ? 1 : log_access((unsigned)i, addr, write, uc);
+		}
+		if (res != AVR_REMOTE)
 			return 1; /* resolved here; the interval goes on */
 		if (resolve(uc, WHY_FAULT))
 			return 1;
@@ -504,7 +566,7 @@ static void on_nudge(int sig, siginfo_t *si, void *uctx)
 {
 	(void)sig;
 	(void)si;
-	if (!ck_thread || !ck.open || ck.busy || ck.stepping || !ld_acquire(&avr.reply))
+	if (!ck_thread || !ck.open || ck.busy || ck.stepping || !avr_all_in())
 		return;
 	int saved_errno = errno;
 	ck.busy = 1;
@@ -539,8 +601,8 @@ static void on_trap(int sig, siginfo_t *si, void *uctx)
 	} else if (ck_thread && ck.stepping) {
 		ck.stepping = 0;
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
-		if (ck.open && !ck.upgrade)
-			mprotect(ck.view, dsm.page_size, PROT_NONE);
+		if (ck.open && !ck.slot[ck.step_slot].upgrade)
+			mprotect(ck.slot[ck.step_slot].view, dsm.page_size, PROT_NONE);
 	} else {
 		/* Not ours: what was there before handles it (or the default
 		   action ends the process, as it would have). */
@@ -567,11 +629,12 @@ int dsm_avr_init(void)
 	size_t ps = dsm.page_size;
 	ck.altstack =
 		mmap(NULL, ALTSTACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ck.ptwin = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t k = dsm.cfg.avr_pending;
+	ck.ptwin = mmap(NULL, k * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ck.twins = mmap(NULL, (size_t)TWIN_PAGES * ps, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	ck.rbits = calloc(ps / 64, sizeof(uint64_t));
-	ck.wbits = calloc(ps / 64, sizeof(uint64_t));
+	ck.rbits = calloc(k * (ps / 64), sizeof(uint64_t));
+	ck.wbits = calloc(k * (ps / 64), sizeof(uint64_t));
 	if (ck.altstack == MAP_FAILED || ck.ptwin == MAP_FAILED || ck.twins == MAP_FAILED ||
 	    !ck.rbits || !ck.wbits || ensure_stack_buf(1) != 0)
 		return -1;
@@ -608,7 +671,7 @@ void dsm_avr_fini(void)
 	sigaltstack(&ss, NULL);
 	/* A later locus_dsm_init starts from nothing. */
 	munmap(ck.altstack, ALTSTACK);
-	munmap(ck.ptwin, dsm.page_size);
+	munmap(ck.ptwin, (size_t)dsm.cfg.avr_pending * dsm.page_size);
 	munmap(ck.twins, (size_t)TWIN_PAGES * dsm.page_size);
 	munmap(ck.stack_buf, ck.stack_cap);
 	free(ck.rbits);

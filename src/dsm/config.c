@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "avr.h"
 #include "common/parse.h"
 #include "internal.h"
 
@@ -80,14 +81,15 @@ static int avr_config(struct dsm_config *c)
 			getenv("LOCUS_DSM_AVR_DEADLOCK"));
 		return -1;
 	}
-	if (pending != 1) {
+	if (pending < 1 || pending > AVR_MAX_PENDING) {
 		fprintf(stderr,
-			"locus-dsm: LOCUS_DSM_AVR_PENDING=%s: this version keeps one outstanding "
-			"page per checkpoint; only 1 is accepted\n",
-			getenv("LOCUS_DSM_AVR_PENDING"));
+			"locus-dsm: LOCUS_DSM_AVR_PENDING=%s: pages one interval may await must "
+			"be from 1 to %d\n",
+			getenv("LOCUS_DSM_AVR_PENDING"), AVR_MAX_PENDING);
 		return -1;
 	}
 	c->avr_deadlock = (uint32_t)deadlock;
+	c->avr_pending = (uint32_t)pending;
 	return 0;
 }
 

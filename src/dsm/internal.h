@@ -83,7 +83,7 @@ struct dsm_counters {
 	uint64_t lrc_intervals, lrc_twins, lrc_diffs, lrc_diff_bytes, lrc_gcs;
 	uint64_t avr_checkpoints[LOCUS_DSM_AVR_CKPT_KINDS], avr_commits;
 	uint64_t avr_rollbacks[LOCUS_DSM_AVR_ROLL_KINDS], avr_sc[LOCUS_DSM_AVR_SC_KINDS];
-	uint64_t avr_logged, avr_twins, avr_protected, avr_deferrals;
+	uint64_t avr_logged, avr_twins, avr_protected, avr_deferrals, avr_added;
 	uint64_t avr_cp_ns, avr_op_ns, avr_res_ns, avr_rol_ns, avr_wait_ns;
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
@@ -110,7 +110,8 @@ struct dsm_config {
 	uint64_t gc_bytes;     /* lrc: collect at a barrier when a node keeps more */
 	uint32_t run;	       /* pages fetched per miss of a node walking in order */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
-	uint32_t avr_deadlock; /* avr: faults on the checkpoint page before giving way */
+	uint32_t avr_deadlock; /* avr: faults on awaited pages before giving way */
+	uint32_t avr_pending;  /* avr: pages one interval may await (1..AVR_MAX_PENDING) */
 };
 
 struct dsm_runtime {

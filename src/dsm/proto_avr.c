@@ -1,6 +1,7 @@
 /*
  * avr, the communication thread's half: sc (proto_sc.c) with one interval
- * of optimism at a time (seed 004 §2.3). The application thread's half —
+ * of optimism at a time (seed 004 §2.3), awaiting up to
+ * LOCUS_DSM_AVR_PENDING pages (seed §4.2's future work; 1 is the seed). The application thread's half —
  * checkpoint, access log, resolution, rollback — is avr_ckpt.c; what the two
  * share, and who writes what, is in avr.h.
  *
@@ -14,12 +15,22 @@
  * whose invalidations are still out), read-write at once: no other node can
  * change an owned page, so only the invalidations are awaited.
  *
+ * Adding (a fault in the run with AVR_ADD, on a page sc cannot resolve here,
+ * that this node has had, while fewer pages than LOCUS_DSM_AVR_PENDING are
+ * awaited and nothing has conflicted yet): the page is asked for and
+ * awaited like P — its own slot, logged or (owned) read-write — and the run
+ * goes on instead of ending there.
+ *
  * While open:
- *   - P's contents, when they come, go to avr.arrived, not to the page;
- *     avr.reply is set when sc would have completed the fault;
- *   - requests for P and for the pages twinned in the interval are held
+ *   - an awaited page's contents, when they come, go to its avr.arrived
+ *     slot, not to the page; avr.reply counts the awaited pages whose
+ *     requests sc would have completed;
+ *   - requests for awaited pages and for the pages twinned in the interval are held
  *     (seed §2.3.5's protocol queue): they would expose values that may yet
- *     be rolled back. sc_tick serves them after the interval;
+ *     be rolled back. sc_tick serves them after the interval. One held for
+ *     an awaited page while another awaited page's reply is still out counts
+ *     for the deadlock rules like one for a twinned page: two nodes can each
+ *     hold an awaited page the other's interval waits for;
  *   - a page that becomes writable is tracked like the others;
  *   - a page other than P that the interval read (or could read untracked:
  *     it came during the interval) and that loses its access (invalidated,
@@ -28,14 +39,18 @@
  *     alone lets store buffering's two reads both see the old values (each
  *     node's optimistic write is still unseen when the other reads), which
  *     sequential consistency forbids. Rolling back on such a loss closes it.
+ *     So does an awaited page's loss before the last reply is in (its
+ *     reply was current when it came, but the run stands as of the last
+ *     one), or after the interval read it while it was only tracked.
  *
- * Nudging: once P's reply is in and a request waits for the interval, the
+ * Nudging: once every reply is in and a request waits for the interval, the
  * speculating thread is sent AVR_NUDGE_SIGNAL (again every
  * AVR_NUDGE_EVERY_NS while it waits): a thread that spins on a page it may
  * write takes no fault that would end the interval.
  *
- * Closing (AVR_END): every page listed gets the view its access says, P gets
- * the access sc gave it (and, after a rollback, the contents that came).
+ * Closing (AVR_END): every page listed gets the view its access says, every
+ * awaited page the access sc gave it (and, after a rollback, the contents
+ * that came).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -83,9 +98,22 @@ static void list_page(size_t q)
 	}
 }
 
+/* p's slot among the awaited pages, or -1. */
+static int slot_of(size_t p)
+{
+	if (!(avr.state[p] & AVR_AWAIT))
+		return -1;
+	for (uint32_t i = 0; i < avr.npages; i++)
+		if (avr.page[i] == p)
+			return (int)i;
+	return -1;
+}
+
 /*
  * p's access changes from -> to while an interval is open (sc has set its
- * state). P's view is the application thread's until the end. Otherwise:
+ * state). An awaited page's view is the application thread's until the end;
+ * its loss is a conflict when the run read it while it was tracked, or when
+ * its reply is in and another's is not. Otherwise:
  *   - lost (to none): a conflict if the interval may have read p — it read
  *     it, or p was readable untracked (it came during the interval);
  *   - writable now: tracked and inaccessible, like the pages writable when
@@ -96,13 +124,17 @@ static int avr_access(size_t p, uint8_t from, uint8_t to)
 {
 	if (!avr.open)
 		return 1;
-	if (p == avr.page)
-		return 0;
 	int keep_view = 0;
 	avr_lock();
 	uint8_t s = avr.state[p];
 	int unseen = (s & AVR_TRACKED) && !(s & (AVR_SEEN | AVR_TWIN));
-	if (to == ACC_NONE) {
+	if (s & AVR_AWAIT) {
+		int i = slot_of(p);
+		int came = (ld_relaxed(&avr.done) >> i) & 1;
+		if (to == ACC_NONE && from != ACC_NONE && ((s & AVR_SEEN) || (came && !avr_all_in())))
+			st_release(&avr.conflict, 1);
+		keep_view = 1;
+	} else if (to == ACC_NONE) {
 		if (from != ACC_NONE && !unseen)
 			st_release(&avr.conflict, 1);
 		avr.state[p] = (uint8_t)(s & ~(AVR_PROT | AVR_RO));
@@ -123,7 +155,7 @@ static int avr_access(size_t p, uint8_t from, uint8_t to)
 
 static void nudge(uint64_t now)
 {
-	if (!avr.open || !ld_relaxed(&avr.waiting) || !ld_acquire(&avr.reply) ||
+	if (!avr.open || !ld_relaxed(&avr.waiting) || !avr_all_in() ||
 	    now - avr.nudged_ns < AVR_NUDGE_EVERY_NS)
 		return;
 	avr.nudged_ns = now;
@@ -132,33 +164,35 @@ static void nudge(uint64_t now)
 
 /*
  * Hold a request for p? sc asks right before it would give p away (and
- * again at every tick while the request waits). A page not twinned is
- * claimed (no longer AVR_PROT), so that it cannot be twinned between this
- * answer and the give. A request held behind a twinned page is what the
- * deadlock counter watches: two nodes can each hold what the other's
- * interval waits for. One for P itself cannot: P's reply does not depend on
- * anything this node holds.
+ * again at every tick while the request waits). A page neither twinned nor
+ * awaited is claimed (no longer AVR_PROT), so that it cannot be twinned
+ * between this answer and the give. What the deadlock rules watch (avr.held)
+ * is a request held that another node's interval may be waiting for while
+ * this node's waits for a reply: one behind a twinned page, or behind an
+ * awaited page while another awaited page's reply is out. One for the only
+ * awaited page, or once every reply is in, cannot be part of such a cycle:
+ * no reply this node waits for depends on it.
  */
 static int avr_hold(size_t p)
 {
 	if (!avr.open)
 		return 0;
-	if (p != avr.page) {
-		avr_lock();
-		uint8_t s = avr.state[p];
-		if (!(s & AVR_TWIN))
-			avr.state[p] = (uint8_t)(s & ~AVR_PROT);
-		avr_unlock();
-		if (!(s & AVR_TWIN))
-			return 0;
-		if (!ld_relaxed(&avr.held)) {
-			st_release(&avr.held, 1);
-			futex_wake(&avr.reply, 1); /* a resolution waiting gives way */
-		}
+	avr_lock();
+	uint8_t s = avr.state[p];
+	int keep = (s & (AVR_TWIN | AVR_AWAIT)) != 0;
+	if (!keep)
+		avr.state[p] = (uint8_t)(s & ~AVR_PROT);
+	else
+		avr.state[p] = (uint8_t)(s | AVR_HELD);
+	avr_unlock();
+	if (!keep)
+		return 0;
+	if (((s & AVR_TWIN) || !avr_all_in()) && !ld_relaxed(&avr.held)) {
+		st_release(&avr.held, 1);
+		futex_wake(&avr.reply, 1); /* a resolution waiting gives way */
 	}
-	if (!(avr.state[p] & AVR_HELD)) {
-		avr.state[p] |= AVR_HELD;
-		if (p != avr.page)
+	if (!(s & AVR_HELD)) {
+		if (!(s & AVR_AWAIT))
 			list_page(p);
 		STAT_ADD(avr_deferrals, 1);
 	}
@@ -169,20 +203,29 @@ static int avr_hold(size_t p)
 
 static int avr_arrived(size_t p, const void *data, size_t len)
 {
-	if (!avr.open || p != avr.page)
+	if (!avr.open)
 		return 0;
-	memcpy(avr.arrived, data, len);
-	avr.arrived_in = 1;
+	int i = slot_of(p);
+	if (i < 0)
+		return 0;
+	memcpy(avr.arrived + (size_t)i * dsm.page_size, data, len);
+	avr.arrived_in |= 1u << i;
 	return 1;
 }
 
 static void avr_resolved(size_t p)
 {
-	if (!avr.open || p != avr.page)
+	if (!avr.open)
 		return;
-	st_release(&avr.reply, 1);
-	futex_wake(&avr.reply, 1);
-	nudge(mono_ns());
+	int i = slot_of(p);
+	if (i < 0 || (ld_relaxed(&avr.done) >> i) & 1)
+		return;
+	st_release(&avr.done, ld_relaxed(&avr.done) | 1u << i);
+	st_release(&avr.reply, ld_relaxed(&avr.reply) + 1);
+	if (avr_all_in()) {
+		futex_wake(&avr.reply, 1);
+		nudge(mono_ns());
+	}
 }
 
 static const struct sc_hooks hooks = {
@@ -197,7 +240,7 @@ static int avr_init(void)
 	if (sc_init() != 0)
 		return -1;
 	avr.state = calloc(dsm.npages, 1);
-	avr.arrived = malloc(dsm.page_size);
+	avr.arrived = malloc((size_t)dsm.cfg.avr_pending * dsm.page_size);
 	ckpt_pages = calloc(dsm.npages, sizeof(*ckpt_pages));
 	if (!avr.state || !avr.arrived || !ckpt_pages)
 		return -1;
@@ -205,11 +248,45 @@ static int avr_init(void)
 	return 0;
 }
 
-static void open_interval(size_t p, int upgrade)
+/*
+ * Await p in the open interval (its first page or another): ask for it as
+ * sc would, with nobody waiting, and give the application thread its view —
+ * inaccessible, so that every access is logged, or read-write at once when
+ * this node owns p (a write to its read-only copy, or a page whose contents
+ * came and whose invalidations are still out): the contents are current and
+ * no other node can change them, so the run needs no log of it. Returns the
+ * fault's result.
+ */
+static int await_page(size_t p, int write)
+{
+	struct sc_page *pg = &sc_pages[p];
+	int upgrade = pg->owner;
+	int asks_write = write || pg->pending == 2;
+	uint32_t i = avr.npages;
+	avr.page[i] = p;
+	avr_lock();
+	avr.state[p] = (uint8_t)((avr.state[p] & (AVR_LISTED | AVR_SEEN | AVR_HELD)) | AVR_AWAIT);
+	avr_unlock();
+	st_release(&avr.npages, i + 1);
+	dsm_region_protect(p, 1, upgrade ? PROT_READ | PROT_WRITE : PROT_NONE);
+	if (pg->pending) {
+		STAT_ADD(faults[LOCUS_DSM_FAULT_COMBINED], 1);
+	} else {
+		STAT_ADD(faults[upgrade ? LOCUS_DSM_FAULT_UPGRADE
+				: write ? LOCUS_DSM_FAULT_WRITE
+					: LOCUS_DSM_FAULT_READ],
+			 1);
+		sc_request(p, write);
+	}
+	return upgrade ? AVR_OPENED_UPGRADE : asks_write ? AVR_OPENED_WRITE : AVR_OPENED;
+}
+
+static void open_interval(size_t p)
 {
 	avr.open = 1;
-	avr.page = p;
 	avr.arrived_in = 0;
+	st_release(&avr.npages, 0);
+	st_release(&avr.done, 0);
 	st_release(&avr.reply, 0);
 	st_release(&avr.conflict, 0);
 	st_release(&avr.held, 0);
@@ -226,7 +303,6 @@ static void open_interval(size_t p, int upgrade)
 		}
 	protect_runs(ckpt_pages, ckpt_count, PROT_NONE);
 	STAT_ADD(avr_protected, ckpt_count);
-	dsm_region_protect(p, 1, upgrade ? PROT_READ | PROT_WRITE : PROT_NONE);
 }
 
 static void close_interval(int rolled_back)
@@ -236,18 +312,29 @@ static void close_interval(int rolled_back)
 		avr.state[ckpt_pages[i]] = 0;
 	protect_runs(ckpt_pages, ckpt_count, PROT_OWN);
 	ckpt_count = 0;
-	size_t p = avr.page;
-	struct sc_page *pg = &sc_pages[p];
-	if (rolled_back && avr.arrived_in)
-		memcpy(dsm_page_alias(p), avr.arrived, dsm.page_size);
-	avr.open = 0;
-	avr.state[p] = 0;
-	dsm_region_protect(p, 1, sc_prot[pg->access]);
-	if (!pg->pending) { /* delta counts from the interval's end */
-		uint64_t now = mono_ns();
-		pg->installed_ns = now;
-		st_release(&dsm.resume_ns[p], now);
+	uint64_t now = mono_ns();
+	for (uint32_t i = 0; i < avr.npages; i++) {
+		size_t p = avr.page[i];
+		struct sc_page *pg = &sc_pages[p];
+		if (rolled_back && ((avr.arrived_in >> i) & 1))
+			memcpy(dsm_page_alias(p), avr.arrived + (size_t)i * dsm.page_size,
+			       dsm.page_size);
+		avr.state[p] = 0;
+		dsm_region_protect(p, 1, sc_prot[pg->access]);
+		if (!pg->pending) { /* delta counts from the interval's end */
+			pg->installed_ns = now;
+			st_release(&dsm.resume_ns[p], now);
+		}
 	}
+	avr.open = 0;
+}
+
+/* Can the open interval await p too, rather than end at this fault? */
+static int can_add(size_t p, int write)
+{
+	struct sc_page *pg = &sc_pages[p];
+	return avr.npages < dsm.cfg.avr_pending && !(avr.state[p] & AVR_AWAIT) &&
+	       !ld_acquire(&avr.conflict) && pg->had && !(write && pg->pending == 1);
 }
 
 static void avr_fault(struct dsm_req *r)
@@ -266,10 +353,14 @@ static void avr_fault(struct dsm_req *r)
 	}
 	r->b = (uint64_t)write;
 	if (f & AVR_LOCAL) {
-		if (sc_local(p, write))
+		if (sc_local(p, write)) {
 			sc_fault(r);
-		else
+		} else if ((f & AVR_ADD) && avr.open && can_add(p, write)) {
+			STAT_ADD(avr_added, 1);
+			dsm_req_done(r, await_page(p, write));
+		} else {
 			dsm_req_done(r, AVR_REMOTE);
+		}
 		return;
 	}
 	struct sc_page *pg = &sc_pages[p];
@@ -286,28 +377,14 @@ static void avr_fault(struct dsm_req *r)
 		sc_fault(r);
 		return;
 	}
-	/* Owned here (a read-only copy to upgrade, or a page whose contents came
-	   and whose invalidations are still out): the contents are current and
-	   no other node can change them, so the interval needs no log. */
-	int upgrade = pg->owner;
-	int asks_write = write || pg->pending == 2;
-	open_interval(p, upgrade);
-	if (pg->pending) {
-		STAT_ADD(faults[LOCUS_DSM_FAULT_COMBINED], 1);
-	} else {
-		STAT_ADD(faults[upgrade ? LOCUS_DSM_FAULT_UPGRADE
-				: write ? LOCUS_DSM_FAULT_WRITE
-					: LOCUS_DSM_FAULT_READ],
-			 1);
-		sc_request(p, write);
-	}
-	dsm_req_done(r, upgrade ? AVR_OPENED_UPGRADE : asks_write ? AVR_OPENED_WRITE : AVR_OPENED);
+	open_interval(p);
+	dsm_req_done(r, await_page(p, write));
 }
 
 static uint64_t avr_tick(uint64_t now)
 {
 	uint64_t next = sc_tick(now);
-	if (avr.open && ld_relaxed(&avr.waiting) && ld_acquire(&avr.reply)) {
+	if (avr.open && ld_relaxed(&avr.waiting) && avr_all_in()) {
 		nudge(now);
 		uint64_t again = avr.nudged_ns + AVR_NUDGE_EVERY_NS;
 		if (again < next)

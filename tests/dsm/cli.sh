@@ -88,7 +88,7 @@ for v in 0 -1 x 1000001; do
 	expect 1 "LOCUS_DSM_AVR_DEADLOCK=$v" env LOCUS_DSM_PROTOCOL=avr LOCUS_DSM_AVR_DEADLOCK=$v \
 		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
-for v in 0 2 8 y; do
+for v in 0 9 -1 y; do
 	expect 1 "LOCUS_DSM_AVR_PENDING=$v" env LOCUS_DSM_PROTOCOL=avr LOCUS_DSM_AVR_PENDING=$v \
 		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done

@@ -20,6 +20,14 @@
  *   signal R  the application's own SIGUSR2 handler reads shared memory:
  *             the interval opens inside the handler and is rolled back
  *             after the handler has returned; the handler's read is right
+ *   pending R several pages per run (LOCUS_DSM_AVR_PENDING): every node
+ *             reads its own word of each of 4 pages, computes, then writes
+ *             them all (false sharing across pages), and then the nodes take
+ *             turns to increment a counter on each of the 4 pages (true
+ *             sharing: rollbacks of intervals awaiting several pages, each
+ *             page restored). Every count is exact, some interval was rolled
+ *             back, and with LOCUS_DSM_AVR_PENDING > 1 on more than one node
+ *             some run went on through a fault on another page (none with 1)
  *
  * regs, deep and signal also fail if no interval was rolled back.
  *
@@ -297,10 +305,78 @@ static void signal_handler(long rounds)
 	locus_dsm_avr_resume();
 }
 
+#define NPAGES 4
+
+static uint64_t added(void)
+{
+	locus_dsm_stats s;
+	locus_dsm_stats_get(&s);
+	return s.avr_added;
+}
+
+static void pending(long rounds)
+{
+	volatile uint64_t *pg[NPAGES];
+	for (int j = 0; j < NPAGES; j++)
+		pg[j] = locus_dsm_alloc(PAGE);
+	volatile uint64_t *t = locus_dsm_alloc(PAGE), *slots = locus_dsm_alloc(PAGE);
+	const char *e = getenv("LOCUS_DSM_AVR_PENDING");
+	long k = e ? atol(e) : 1;
+	locus_dsm_barrier();
+
+	/* False sharing across pages: a run reads all four words, then writes. */
+	uint64_t a0 = added(), r0 = rollbacks();
+	unsigned seed = 7u + (unsigned)me;
+	for (long r = 0; r < rounds; r++) {
+		uint64_t v[NPAGES];
+		for (int j = 0; j < NPAGES; j++)
+			v[j] = pg[j][8 + me * 8];
+		spin_work((unsigned)(rand_r(&seed) % 20000));
+		for (int j = 0; j < NPAGES; j++)
+			pg[j][8 + me * 8] = v[j] + 1;
+	}
+	locus_dsm_barrier();
+	locus_dsm_avr_pause();
+	for (int j = 0; j < NPAGES; j++)
+		for (int n = 0; n < nodes; n++)
+			if (pg[j][8 + n * 8] != (uint64_t)rounds)
+				fail("pending: a node's word", rounds, (long)pg[j][8 + n * 8], rounds);
+	locus_dsm_avr_resume();
+
+	/* True sharing across pages: turns, a counter on each page. */
+	locus_dsm_barrier();
+	for (long r = 0; r < rounds; r++) {
+		while (t[0] != (uint64_t)me)
+			;
+		for (int j = 0; j < NPAGES; j++)
+			pg[j][0] = pg[j][0] + 1;
+		t[0] = (uint64_t)((me + 1) % nodes);
+	}
+	locus_dsm_barrier();
+	locus_dsm_avr_pause();
+	for (int j = 0; j < NPAGES; j++)
+		if (pg[j][0] != (uint64_t)(rounds * nodes))
+			fail("pending: a page's counter", rounds, (long)pg[j][0], rounds * nodes);
+	uint64_t n_added = sum_over_nodes(slots, added() - a0);
+	if (me == 0) {
+		printf("dsm_avr pending: %d nodes x %ld rounds over %d pages, "
+		       "LOCUS_DSM_AVR_PENDING=%ld: %llu pages added to open intervals\n",
+		       nodes, rounds, NPAGES, k, (unsigned long long)n_added);
+		if (k > 1 && nodes > 1 && n_added == 0)
+			fail("pending: no run went on through a fault on another page", rounds,
+			     0, 1);
+		if (k == 1 && n_added != 0)
+			fail("pending: pages added with LOCUS_DSM_AVR_PENDING=1", rounds,
+			     (long)n_added, 0);
+	}
+	report_rollbacks("pending", rounds, slots, r0);
+	locus_dsm_avr_resume();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s true|false|regs|deep|signal [rounds]\n", argv[0]);
+		fprintf(stderr, "usage: %s true|false|regs|deep|signal|pending [rounds]\n", argv[0]);
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -324,6 +400,8 @@ int main(int argc, char **argv)
 		deep(rounds);
 	} else if (!strcmp(mode, "signal")) {
 		signal_handler(rounds);
+	} else if (!strcmp(mode, "pending")) {
+		pending(rounds);
 	} else {
 		if (me == 0)
 			fprintf(stderr, "dsm_avr: unknown mode %s\n", mode);
