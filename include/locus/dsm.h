@@ -169,19 +169,19 @@ typedef struct locus_dsm_stats {
 	uint64_t comm_sleeps; /* times the communication thread slept */
 	double comm_sleep_s;  /* and for how long */
 	/* Threads per node (seed 001 §4 and Table 2). */
-	uint64_t threads;	/* largest team of the interval (1 without teams) */
-	uint64_t stalls;	/* application-thread stalls of any kind */
-	double stall_s;		/* their wall time, summed over threads */
-	double run_s;		/* CPU time threads ran between stalls, summed */
-	uint64_t switches;	/* stalls while another thread of the node could run */
-	uint64_t remote_misses; /* faults that sent a request */
-	double remote_miss_s;	/* their stall time */
-	uint64_t remote_locks;	/* acquires granted by a message from another node */
-	double remote_lock_s;	/* their stall time */
-	uint64_t lock_handoffs; /* locks passed between threads of this node */
-	uint64_t barrier_waits; /* threads' barrier calls */
-	double barrier_wait_s;	/* their stall time */
-	uint64_t prefetches;	/* pages locus_dsm_prefetch asked for */
+	uint64_t threads;	    /* largest team of the interval (1 without teams) */
+	uint64_t stalls;	    /* application-thread stalls of any kind */
+	double stall_s;		    /* their wall time, summed over threads */
+	double run_s;		    /* CPU time threads ran between stalls, summed */
+	uint64_t switches;	    /* stalls while another thread of the node could run */
+	uint64_t remote_misses;	    /* faults that sent a request */
+	double remote_miss_s;	    /* their stall time */
+	uint64_t remote_locks;	    /* acquires granted by a message from another node */
+	double remote_lock_s;	    /* their stall time */
+	uint64_t lock_handoffs;	    /* locks passed between threads of this node */
+	uint64_t barrier_waits;	    /* threads' barrier calls */
+	double barrier_wait_s;	    /* their stall time */
+	uint64_t prefetches;	    /* pages locus_dsm_prefetch asked for */
 	uint64_t prefetch_unneeded; /* pages prefetch found valid or already coming */
 	uint64_t run_ahead;	    /* pages fetched with a miss of a walk (LOCUS_DSM_RUN) */
 	double prefetch_s;	    /* threads' wall time in prefetch calls (part of other) */
@@ -203,10 +203,10 @@ typedef struct locus_dsm_stats {
 	   (compare and merge) or Rol (roll back); wait is the part of the
 	   resolution spent waiting for the reply (not in Res or Rol). */
 	uint64_t avr_checkpoints[LOCUS_DSM_AVR_CKPT_KINDS];
-	uint64_t avr_commits;			       /* intervals that stood */
+	uint64_t avr_commits; /* intervals that stood */
 	uint64_t avr_rollbacks[LOCUS_DSM_AVR_ROLL_KINDS];
-	uint64_t avr_sc[LOCUS_DSM_AVR_SC_KINDS];      /* faults resolved as sc, by why */
-	uint64_t avr_logged;	/* accesses to awaited pages logged */
+	uint64_t avr_sc[LOCUS_DSM_AVR_SC_KINDS]; /* faults resolved as sc, by why */
+	uint64_t avr_logged;			 /* accesses to awaited pages logged */
 	uint64_t avr_twins;	/* pages twinned at their first write in an interval */
 	uint64_t avr_protected; /* writable pages write-protected for an interval */
 	uint64_t avr_deferrals; /* pages whose requests waited for an interval's end */

@@ -58,20 +58,20 @@ enum {
 enum { AVR_OPENED = 16, AVR_OPENED_WRITE = 17, AVR_OPENED_UPGRADE = 18, AVR_REMOTE = 19 };
 
 struct avr_shared {
-	uint32_t lock;	    /* guards state[] between the two threads */
-	uint32_t reply;	    /* futex word: how many awaited pages' requests completed */
-	uint32_t done;	    /* bit i: slot i's request completed */
-	uint32_t npages;    /* awaited pages (slots in use) */
-	uint32_t conflict;  /* a readable page lost its access in the interval */
-	uint32_t held;	    /* requests held for the interval's twinned pages */
-	uint32_t waiting;   /* requests held for any of the interval's pages */
-	uint32_t open;	    /* communication thread's view: an interval is open */
+	uint32_t lock;		      /* guards state[] between the two threads */
+	uint32_t reply;		      /* futex word: how many awaited pages' requests completed */
+	uint32_t done;		      /* bit i: slot i's request completed */
+	uint32_t npages;	      /* awaited pages (slots in use) */
+	uint32_t conflict;	      /* a readable page lost its access in the interval */
+	uint32_t held;		      /* a request held here may close a cycle (avr_hold) */
+	uint32_t waiting;	      /* requests held for any of the interval's pages */
+	uint32_t open;		      /* communication thread's view: an interval is open */
 	size_t page[AVR_MAX_PENDING]; /* by slot: the awaited pages */
 	uint8_t *state;		      /* per page: AVR_* flags, 0 outside an interval */
 	char *arrived;		      /* slot i's page as it came, at i * page size */
 	uint32_t arrived_in;	      /* communication thread: bit i, slot i's came */
-	pthread_t thread;   /* the thread that may speculate */
-	uint64_t nudged_ns; /* communication thread: when it last nudged */
+	pthread_t thread;	      /* the thread that may speculate */
+	uint64_t nudged_ns;	      /* communication thread: when it last nudged */
 };
 
 /* The signal with which the communication thread asks the speculating

@@ -117,14 +117,14 @@ static struct {
 	int open, stepping, rollback_pending;
 	struct {
 		size_t page;
-		char *view;	   /* in the application's view */
-		int upgrade;	   /* owned here: read-write, no log */
-		int write_ok;	   /* its request asks for ownership */
-	} slot[AVR_MAX_PENDING];   /* the awaited pages, as avr.page[] */
+		char *view;	    /* in the application's view */
+		int upgrade;	    /* owned here: read-write, no log */
+		int write_ok;	    /* its request asks for ownership */
+	} slot[AVR_MAX_PENDING];    /* the awaited pages, as avr.page[] */
 	unsigned nslots, step_slot; /* slots in use; the one the trap flag steps */
 	unsigned narrow;	    /* await one page only: the last interval gave way */
 	uint32_t faults;	    /* on awaited pages, for the deadlock counter */
-	uint64_t op_from; /* when the run (user work) began */
+	uint64_t op_from;	    /* when the run (user work) began */
 	/* the checkpoint */
 	gregset_t gregs;
 	sigset_t mask;
@@ -297,8 +297,8 @@ static int resolve(ucontext_t *uc, int why)
 		} else {
 			struct dsm_stall st;
 			dsm_stall_begin(&st, STALL_FAULT);
-			for (uint32_t n; (n = ld_acquire(&avr.reply)) < ck.nslots &&
-					 !ld_acquire(&avr.held);)
+			for (uint32_t n;
+			     (n = ld_acquire(&avr.reply)) < ck.nslots && !ld_acquire(&avr.held);)
 				futex_wait(&avr.reply, n);
 			uint64_t t1 = mono_ns();
 			dsm_stall_end(&st, t1, DSM_LOCAL);

@@ -1,9 +1,10 @@
 /*
  * avr, the communication thread's half: sc (proto_sc.c) with one interval
  * of optimism at a time (seed 004 §2.3), awaiting up to
- * LOCUS_DSM_AVR_PENDING pages (seed §4.2's future work; 1 is the seed). The application thread's half —
- * checkpoint, access log, resolution, rollback — is avr_ckpt.c; what the two
- * share, and who writes what, is in avr.h.
+ * LOCUS_DSM_AVR_PENDING pages (seed §4.2's future work; 1 is the seed).
+ * The application thread's half — checkpoint, access log, resolution,
+ * rollback — is avr_ckpt.c; what the two share, and who writes what, is in
+ * avr.h.
  *
  * Opening (a fault with AVR_OPEN that sc cannot resolve here, on a page this
  * node has had): the request goes out as sc sends it, with nobody waiting;
@@ -25,8 +26,8 @@
  *   - an awaited page's contents, when they come, go to its avr.arrived
  *     slot, not to the page; avr.reply counts the awaited pages whose
  *     requests sc would have completed;
- *   - requests for awaited pages and for the pages twinned in the interval are held
- *     (seed §2.3.5's protocol queue): they would expose values that may yet
+ *   - requests for awaited pages and for the pages twinned in the interval
+ *     are held (seed §2.3.5's protocol queue): they would expose values that may yet
  *     be rolled back. sc_tick serves them after the interval. One held for
  *     an awaited page while another awaited page's reply is still out counts
  *     for the deadlock rules like one for a twinned page: two nodes can each
@@ -131,7 +132,8 @@ static int avr_access(size_t p, uint8_t from, uint8_t to)
 	if (s & AVR_AWAIT) {
 		int i = slot_of(p);
 		int came = (ld_relaxed(&avr.done) >> i) & 1;
-		if (to == ACC_NONE && from != ACC_NONE && ((s & AVR_SEEN) || (came && !avr_all_in())))
+		if (to == ACC_NONE && from != ACC_NONE &&
+		    ((s & AVR_SEEN) || (came && !avr_all_in())))
 			st_release(&avr.conflict, 1);
 		keep_view = 1;
 	} else if (to == ACC_NONE) {

@@ -340,7 +340,8 @@ static void pending(long rounds)
 	for (int j = 0; j < NPAGES; j++)
 		for (int n = 0; n < nodes; n++)
 			if (pg[j][8 + n * 8] != (uint64_t)rounds)
-				fail("pending: a node's word", rounds, (long)pg[j][8 + n * 8], rounds);
+				fail("pending: a node's word", rounds, (long)pg[j][8 + n * 8],
+				     rounds);
 	locus_dsm_avr_resume();
 
 	/* True sharing across pages: turns, a counter on each page. */
@@ -363,8 +364,8 @@ static void pending(long rounds)
 		       "LOCUS_DSM_AVR_PENDING=%ld: %llu pages added to open intervals\n",
 		       nodes, rounds, NPAGES, k, (unsigned long long)n_added);
 		if (k > 1 && nodes > 1 && n_added == 0)
-			fail("pending: no run went on through a fault on another page", rounds,
-			     0, 1);
+			fail("pending: no run went on through a fault on another page", rounds, 0,
+			     1);
 		if (k == 1 && n_added != 0)
 			fail("pending: pages added with LOCUS_DSM_AVR_PENDING=1", rounds,
 			     (long)n_added, 0);
@@ -376,7 +377,8 @@ static void pending(long rounds)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s true|false|regs|deep|signal|pending [rounds]\n", argv[0]);
+		fprintf(stderr, "usage: %s true|false|regs|deep|signal|pending [rounds]\n",
+			argv[0]);
 		return 2;
 	}
 	const char *mode = argv[1];
