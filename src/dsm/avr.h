@@ -83,6 +83,18 @@ struct avr_shared {
 
 extern struct avr_shared avr;
 
+/* p's slot among the open interval's awaited pages, or -1. Either thread:
+   the application thread's requests are what add slots. */
+static inline int avr_slot_of(size_t p)
+{
+	if (!(ld_relaxed(&avr.state[p]) & AVR_AWAIT))
+		return -1;
+	for (uint32_t i = 0, n = ld_acquire(&avr.npages); i < n; i++)
+		if (avr.page[i] == p)
+			return (int)i;
+	return -1;
+}
+
 /* Every awaited page's request has completed. */
 static inline int avr_all_in(void)
 {

@@ -116,15 +116,13 @@ static struct {
 	/* the open interval */
 	int open, stepping, rollback_pending;
 	struct {
-		size_t page;
-		char *view;	    /* in the application's view */
-		int upgrade;	    /* owned here: read-write, no log */
-		int write_ok;	    /* its request asks for ownership */
-	} slot[AVR_MAX_PENDING];    /* the awaited pages, as avr.page[] */
-	unsigned nslots, step_slot; /* slots in use; the one the trap flag steps */
-	unsigned narrow;	    /* await one page only: the last interval gave way */
-	uint32_t faults;	    /* on awaited pages, for the deadlock counter */
-	uint64_t op_from;	    /* when the run (user work) began */
+		int upgrade;	 /* owned here: read-write, no log */
+		int write_ok;	 /* its request asks for ownership */
+	} slot[AVR_MAX_PENDING]; /* by slot of avr.page[], avr.npages in use */
+	unsigned step_slot;	 /* the one the trap flag steps */
+	unsigned narrow;	 /* await one page only: the last interval gave way */
+	uint32_t faults;	 /* on awaited pages, for the deadlock counter */
+	uint64_t op_from;	 /* when the run (user work) began */
 	/* the checkpoint */
 	gregset_t gregs;
 	sigset_t mask;
@@ -233,6 +231,17 @@ static size_t bit_words(void)
 	return dsm.page_size / 64;
 }
 
+static unsigned nslots(void)
+{
+	return ld_acquire(&avr.npages);
+}
+
+/* Slot i's page in the application's view. */
+static char *view(unsigned i)
+{
+	return dsm.app + avr.page[i] * dsm.page_size;
+}
+
 /* Did the run read (or write over) a byte of slot's page that its reply changed? */
 static int read_conflict(unsigned slot)
 {
@@ -254,7 +263,7 @@ static int read_conflict(unsigned slot)
 /* slot's page := its reply, with this node's changes since the twin on top. */
 static void merge(unsigned slot)
 {
-	uint64_t *cur = (uint64_t *)dsm_page_alias(ck.slot[slot].page);
+	uint64_t *cur = (uint64_t *)dsm_page_alias(avr.page[slot]);
 	const uint64_t *tw = (const uint64_t *)(ck.ptwin + slot * dsm.page_size);
 	const uint64_t *ar = (const uint64_t *)(avr.arrived + slot * dsm.page_size);
 	for (size_t i = 0; i < dsm.page_size / 8; i++) {
@@ -298,7 +307,7 @@ static int resolve(ucontext_t *uc, int why)
 			struct dsm_stall st;
 			dsm_stall_begin(&st, STALL_FAULT);
 			for (uint32_t n;
-			     (n = ld_acquire(&avr.reply)) < ck.nslots && !ld_acquire(&avr.held);)
+			     (n = ld_acquire(&avr.reply)) < nslots() && !ld_acquire(&avr.held);)
 				futex_wait(&avr.reply, n);
 			uint64_t t1 = mono_ns();
 			dsm_stall_end(&st, t1, DSM_LOCAL);
@@ -310,7 +319,7 @@ static int resolve(ucontext_t *uc, int why)
 	}
 	if (!roll && ld_acquire(&avr.conflict))
 		roll = 1 + LOCUS_DSM_AVR_ROLL_TAKEN;
-	for (unsigned i = 0; !roll && i < ck.nslots; i++)
+	for (unsigned i = 0; !roll && i < nslots(); i++)
 		if (!ck.slot[i].upgrade && read_conflict(i))
 			roll = 1 + LOCUS_DSM_AVR_ROLL_READ;
 	if (roll && why == WHY_NUDGE) {
@@ -320,10 +329,10 @@ static int resolve(ucontext_t *uc, int why)
 	}
 	STAT_ADD(avr_op_ns, t0 - ck.op_from);
 	if (!roll) {
-		for (unsigned i = 0; i < ck.nslots; i++)
+		for (unsigned i = 0; i < nslots(); i++)
 			if (!ck.slot[i].upgrade)
 				merge(i);
-		post(ck.slot[0].page, AVR_END);
+		post(avr.page[0], AVR_END);
 		ck.open = 0;
 		ck.narrow = 0;
 		STAT_ADD(avr_commits, 1);
@@ -332,10 +341,9 @@ static int resolve(ucontext_t *uc, int why)
 	}
 	for (size_t i = 0; i < ck.ntwins; i++)
 		memcpy(dsm_page_alias(ck.twin_of[i]), ck.twins + i * dsm.page_size, dsm.page_size);
-	for (unsigned i = 0; i < ck.nslots; i++)
-		memcpy(dsm_page_alias(ck.slot[i].page), ck.ptwin + i * dsm.page_size,
-		       dsm.page_size);
-	post(ck.slot[0].page, AVR_END | AVR_ROLLBACK);
+	for (unsigned i = 0; i < nslots(); i++)
+		memcpy(dsm_page_alias(avr.page[i]), ck.ptwin + i * dsm.page_size, dsm.page_size);
+	post(avr.page[0], AVR_END | AVR_ROLLBACK);
 	ck.open = 0;
 	STAT_ADD(avr_rollbacks[roll - 1], 1);
 	/* Gave way to another node: run the access again awaiting one page,
@@ -370,11 +378,11 @@ static int log_access(unsigned i, char *addr, int write, ucontext_t *uc)
 	unsigned w = access_window((const uint8_t *)uc->uc_mcontext.gregs[REG_RIP]);
 	if (!w)
 		return resolve(uc, WHY_UNSIZED), 1;
-	size_t off = (size_t)(addr - ck.slot[i].view);
+	size_t off = (size_t)(addr - view(i));
 	size_t end = off + w < dsm.page_size ? off + w : dsm.page_size;
 	set_bits((write ? ck.wbits : ck.rbits) + i * bit_words(), off, end);
 	STAT_ADD(avr_logged, 1);
-	mprotect(ck.slot[i].view, dsm.page_size, write ? PROT_READ | PROT_WRITE : PROT_READ);
+	mprotect(view(i), dsm.page_size, write ? PROT_READ | PROT_WRITE : PROT_READ);
 	uc->uc_mcontext.gregs[REG_EFL] |= (greg_t)TRAP_FLAG;
 	ck.stepping = 1;
 	ck.step_slot = i;
@@ -416,30 +424,17 @@ static int is_opened(int res)
 	return res == AVR_OPENED || res == AVR_OPENED_WRITE || res == AVR_OPENED_UPGRADE;
 }
 
-/* The communication thread awaits page (res says how): its slot, with an
-   empty log and its twin, the page as the run begins on it. */
-static unsigned await_slot(size_t page, int res)
+/* The communication thread has awaited a page in the last slot (res says
+   how): an empty log, and its twin, the page as the run begins on it. */
+static unsigned await_slot(int res)
 {
-	unsigned i = ck.nslots++;
-	if (avr.page[i] != page)
-		dsm_fatal("avr: page %zu awaited in slot %u, not %zu", avr.page[i], i, page);
-	ck.slot[i].page = page;
-	ck.slot[i].view = dsm.app + page * dsm.page_size;
+	unsigned i = nslots() - 1;
 	ck.slot[i].upgrade = res == AVR_OPENED_UPGRADE;
 	ck.slot[i].write_ok = res != AVR_OPENED;
 	memset(ck.rbits + i * bit_words(), 0, dsm.page_size / 8);
 	memset(ck.wbits + i * bit_words(), 0, dsm.page_size / 8);
-	memcpy(ck.ptwin + i * dsm.page_size, dsm_page_alias(page), dsm.page_size);
+	memcpy(ck.ptwin + i * dsm.page_size, dsm_page_alias(avr.page[i]), dsm.page_size);
 	return i;
-}
-
-/* The slot of an awaited page, or -1. */
-static int slot_of(size_t page)
-{
-	for (unsigned i = 0; i < ck.nslots; i++)
-		if (ck.slot[i].page == page)
-			return (int)i;
-	return -1;
 }
 
 static int ensure_stack_buf(size_t len)
@@ -494,10 +489,9 @@ static int open_interval(size_t page, char *addr, int write, ucontext_t *uc)
 	}
 	dsm_stall_end(&st, t1, DSM_LOCAL);
 	ck.open = 1;
-	ck.nslots = 0;
 	ck.faults = 0;
 	ck.ntwins = 0;
-	unsigned i = await_slot(page, res);
+	unsigned i = await_slot(res);
 	STAT_ADD(avr_checkpoints[ck.slot[i].upgrade ? LOCUS_DSM_AVR_CKPT_UPGRADE
 				 : write	    ? LOCUS_DSM_AVR_CKPT_WRITE
 						    : LOCUS_DSM_AVR_CKPT_READ],
@@ -528,7 +522,7 @@ static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 		return 0;
 	}
 	if (ck.open) {
-		int i = slot_of(page);
+		int i = avr_slot_of(page);
 		if (i >= 0 && !ck.slot[i].upgrade)
 			return log_access((unsigned)i, addr, write, uc);
 		if (ld_relaxed(&avr.state[page]) & (AVR_PROT | AVR_RO)) {
@@ -539,11 +533,11 @@ static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 				return resolve(uc, WHY_FULL), 1;
 		}
 		uint32_t flags = (write ? AVR_WRITE : 0) | AVR_LOCAL;
-		if (i < 0 && !ck.narrow && ck.nslots < dsm.cfg.avr_pending)
+		if (i < 0 && !ck.narrow && nslots() < dsm.cfg.avr_pending)
 			flags |= AVR_ADD;
 		int res = post(page, flags);
 		if (is_opened(res)) { /* awaited too: the run goes on */
-			i = (int)await_slot(page, res);
+			i = (int)await_slot(res);
 			return ck.slot[i].upgrade ? 1 : log_access((unsigned)i, addr, write, uc);
 		}
 		if (res != AVR_REMOTE)
@@ -611,7 +605,7 @@ static void on_trap(int sig, siginfo_t *si, void *uctx)
 		ck.stepping = 0;
 		uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
 		if (ck.open && !ck.slot[ck.step_slot].upgrade)
-			mprotect(ck.slot[ck.step_slot].view, dsm.page_size, PROT_NONE);
+			mprotect(view(ck.step_slot), dsm.page_size, PROT_NONE);
 	} else {
 		/* Not ours: what was there before handles it (or the default
 		   action ends the process, as it would have). */

@@ -99,17 +99,6 @@ static void list_page(size_t q)
 	}
 }
 
-/* p's slot among the awaited pages, or -1. */
-static int slot_of(size_t p)
-{
-	if (!(avr.state[p] & AVR_AWAIT))
-		return -1;
-	for (uint32_t i = 0; i < avr.npages; i++)
-		if (avr.page[i] == p)
-			return (int)i;
-	return -1;
-}
-
 /*
  * p's access changes from -> to while an interval is open (sc has set its
  * state). An awaited page's view is the application thread's until the end;
@@ -130,7 +119,7 @@ static int avr_access(size_t p, uint8_t from, uint8_t to)
 	uint8_t s = avr.state[p];
 	int unseen = (s & AVR_TRACKED) && !(s & (AVR_SEEN | AVR_TWIN));
 	if (s & AVR_AWAIT) {
-		int i = slot_of(p);
+		int i = avr_slot_of(p);
 		int came = (ld_relaxed(&avr.done) >> i) & 1;
 		if (to == ACC_NONE && from != ACC_NONE &&
 		    ((s & AVR_SEEN) || (came && !avr_all_in())))
@@ -207,7 +196,7 @@ static int avr_arrived(size_t p, const void *data, size_t len)
 {
 	if (!avr.open)
 		return 0;
-	int i = slot_of(p);
+	int i = avr_slot_of(p);
 	if (i < 0)
 		return 0;
 	memcpy(avr.arrived + (size_t)i * dsm.page_size, data, len);
@@ -219,7 +208,7 @@ static void avr_resolved(size_t p)
 {
 	if (!avr.open)
 		return;
-	int i = slot_of(p);
+	int i = avr_slot_of(p);
 	if (i < 0 || (ld_relaxed(&avr.done) >> i) & 1)
 		return;
 	st_release(&avr.done, ld_relaxed(&avr.done) | 1u << i);
