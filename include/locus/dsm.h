@@ -42,6 +42,8 @@
  *                             of the interval's pages waits, before giving way (30)
  *   LOCUS_DSM_AVR_PENDING     avr: pages one interval may await, 1 to 8 (1: a fault
  *                             on a second page ends the run, as in seed 004)
+ *   LOCUS_DSM_AVR_ASK         avr: 1 asks for the page that ended a run at once,
+ *                             before the wait (1); 0 after the interval, as the seed
  */
 #ifndef LOCUS_DSM_H
 #define LOCUS_DSM_H
@@ -212,6 +214,8 @@ typedef struct locus_dsm_stats {
 	uint64_t avr_deferrals; /* pages whose requests waited for an interval's end */
 	uint64_t avr_added;	/* pages awaited by an interval besides its first
 				   (faults the run went on through, LOCUS_DSM_AVR_PENDING > 1) */
+	uint64_t avr_asked;	/* pages asked for as the fault that ended a run was
+				   taken (LOCUS_DSM_AVR_ASK=1), before the wait */
 	double avr_cp_s, avr_op_s, avr_res_s, avr_rol_s, avr_wait_s;
 } locus_dsm_stats;
 

@@ -322,6 +322,7 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->avr_protected = d.avr_protected;
 	s->avr_deferrals = d.avr_deferrals;
 	s->avr_added = d.avr_added;
+	s->avr_asked = d.avr_asked;
 	s->avr_cp_s = (double)d.avr_cp_ns * 1e-9;
 	s->avr_op_s = (double)d.avr_op_ns * 1e-9;
 	s->avr_res_s = (double)d.avr_res_ns * 1e-9;

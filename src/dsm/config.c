@@ -53,7 +53,8 @@ static int parse_u64(const char *name, uint64_t *out, int suffixes)
 static int avr_config(struct dsm_config *c)
 {
 	extern char **environ;
-	static const char *const known[] = {"LOCUS_DSM_AVR_DEADLOCK", "LOCUS_DSM_AVR_PENDING"};
+	static const char *const known[] = {"LOCUS_DSM_AVR_DEADLOCK", "LOCUS_DSM_AVR_PENDING",
+					    "LOCUS_DSM_AVR_ASK"};
 	for (char **e = environ; e && *e; e++) {
 		if (strncmp(*e, "LOCUS_DSM_AVR_", 14) != 0)
 			continue;
@@ -64,15 +65,16 @@ static int avr_config(struct dsm_config *c)
 		if (!ok) {
 			fprintf(stderr,
 				"locus-dsm: %.*s: unknown variable; avr reads "
-				"LOCUS_DSM_AVR_DEADLOCK "
-				"and LOCUS_DSM_AVR_PENDING\n",
+				"LOCUS_DSM_AVR_DEADLOCK, "
+				"LOCUS_DSM_AVR_PENDING and LOCUS_DSM_AVR_ASK\n",
 				(int)n, *e);
 			return -1;
 		}
 	}
-	uint64_t deadlock = 30, pending = 1;
+	uint64_t deadlock = 30, pending = 1, ask = 1;
 	if (parse_u64("LOCUS_DSM_AVR_DEADLOCK", &deadlock, 0) ||
-	    parse_u64("LOCUS_DSM_AVR_PENDING", &pending, 0))
+	    parse_u64("LOCUS_DSM_AVR_PENDING", &pending, 0) ||
+	    parse_u64("LOCUS_DSM_AVR_ASK", &ask, 0))
 		return -1;
 	if (deadlock < 1 || deadlock > 1000000) {
 		fprintf(stderr,
@@ -88,7 +90,15 @@ static int avr_config(struct dsm_config *c)
 			getenv("LOCUS_DSM_AVR_PENDING"), AVR_MAX_PENDING);
 		return -1;
 	}
+	if (ask > 1) {
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_AVR_ASK=%s: must be 1 (ask for the page that ends "
+			"a run at once) or 0 (after the interval, as the seed does)\n",
+			getenv("LOCUS_DSM_AVR_ASK"));
+		return -1;
+	}
 	c->avr_deadlock = (uint32_t)deadlock;
+	c->avr_ask = (uint32_t)ask;
 	c->avr_pending = (uint32_t)pending;
 	return 0;
 }

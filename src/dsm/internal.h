@@ -83,7 +83,7 @@ struct dsm_counters {
 	uint64_t lrc_intervals, lrc_twins, lrc_diffs, lrc_diff_bytes, lrc_gcs;
 	uint64_t avr_checkpoints[LOCUS_DSM_AVR_CKPT_KINDS], avr_commits;
 	uint64_t avr_rollbacks[LOCUS_DSM_AVR_ROLL_KINDS], avr_sc[LOCUS_DSM_AVR_SC_KINDS];
-	uint64_t avr_logged, avr_twins, avr_protected, avr_deferrals, avr_added;
+	uint64_t avr_logged, avr_twins, avr_protected, avr_deferrals, avr_added, avr_asked;
 	uint64_t avr_cp_ns, avr_op_ns, avr_res_ns, avr_rol_ns, avr_wait_ns;
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
@@ -112,6 +112,7 @@ struct dsm_config {
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
 	uint32_t avr_deadlock; /* avr: faults on awaited pages before giving way */
 	uint32_t avr_pending;  /* avr: pages one interval may await (1..AVR_MAX_PENDING) */
+	uint32_t avr_ask;      /* avr: ask for the page that ends a run before the wait */
 };
 
 struct dsm_runtime {

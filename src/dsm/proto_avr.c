@@ -22,6 +22,15 @@
  * awaited like P — its own slot, logged or (owned) read-write — and the run
  * goes on instead of ending there.
  *
+ * Asking (a fault in the run with AVR_LOCAL that neither sc resolves here
+ * nor the interval can await, LOCUS_DSM_AVR_ASK=1): the run ends there, but
+ * the page's request (and its read-ahead, as sc's fault sends it) goes out at
+ * once with nobody waiting, instead of after the interval: its round trip
+ * overlaps the wait for the awaited replies, and the fault made again after
+ * the interval waits for what is already coming. It is a non-binding
+ * prefetch (proto_sc.c): what comes is an ordinary copy, tracked like any
+ * page that comes during the interval.
+ *
  * While open:
  *   - an awaited page's contents, when they come, go to its avr.arrived
  *     slot, not to the page; avr.reply counts the awaited pages whose
@@ -350,6 +359,10 @@ static void avr_fault(struct dsm_req *r)
 			STAT_ADD(avr_added, 1);
 			dsm_req_done(r, await_page(p, write));
 		} else {
+			/* The run ends here: ask now, so that this page's
+			   round trip overlaps the wait for the awaited ones. */
+			if (dsm.cfg.avr_ask && sc_request(p, write))
+				STAT_ADD(avr_asked, 1);
 			dsm_req_done(r, AVR_REMOTE);
 		}
 		return;

@@ -81,9 +81,8 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 			"dsm node %d: avr: %llu intervals (read %llu, write %llu, upgrade %llu), "
 			"%llu stood, %llu rolled back (read conflict %llu, page taken %llu, "
 			"deadlock %llu); %llu accesses logged, %llu twins, %llu pages protected, "
-			"%llu held, %llu added; as sc: lock %llu, paused %llu, threads %llu, no "
-			"copy %llu, "
-			"other %llu; "
+			"%llu held, %llu added, %llu asked at a run's end; as sc: lock %llu, "
+			"paused %llu, threads %llu, no copy %llu, other %llu; "
 			"Cp %.3f s (avg %.0f us), Op %.3f s, Res %.3f s, Rol %.3f s, wait %.3f s\n",
 			node, (unsigned long long)opened,
 			(unsigned long long)s->avr_checkpoints[LOCUS_DSM_AVR_CKPT_READ],
@@ -95,7 +94,7 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 			(unsigned long long)s->avr_rollbacks[LOCUS_DSM_AVR_ROLL_DEADLOCK],
 			(unsigned long long)s->avr_logged, (unsigned long long)s->avr_twins,
 			(unsigned long long)s->avr_protected, (unsigned long long)s->avr_deferrals,
-			(unsigned long long)s->avr_added,
+			(unsigned long long)s->avr_added, (unsigned long long)s->avr_asked,
 			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_LOCK],
 			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_PAUSED],
 			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_THREADS],
@@ -160,6 +159,7 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		"\"avr_commits\": %llu, \"avr_roll_read\": %llu, \"avr_roll_taken\": %llu, "
 		"\"avr_roll_deadlock\": %llu, \"avr_logged\": %llu, \"avr_twins\": %llu, "
 		"\"avr_protected\": %llu, \"avr_deferrals\": %llu, \"avr_added\": %llu, "
+		"\"avr_asked\": %llu, "
 		"\"avr_sc_lock\": %llu, "
 		"\"avr_sc_paused\": %llu, \"avr_sc_threads\": %llu, \"avr_sc_other\": %llu, "
 		"\"avr_sc_nocopy\": %llu, "
@@ -172,8 +172,8 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		(unsigned long long)s->avr_rollbacks[2], (unsigned long long)s->avr_logged,
 		(unsigned long long)s->avr_twins, (unsigned long long)s->avr_protected,
 		(unsigned long long)s->avr_deferrals, (unsigned long long)s->avr_added,
-		(unsigned long long)s->avr_sc[0], (unsigned long long)s->avr_sc[1],
-		(unsigned long long)s->avr_sc[2], (unsigned long long)s->avr_sc[3],
-		(unsigned long long)s->avr_sc[4], s->avr_cp_s, s->avr_op_s, s->avr_res_s,
-		s->avr_rol_s, s->avr_wait_s);
+		(unsigned long long)s->avr_asked, (unsigned long long)s->avr_sc[0],
+		(unsigned long long)s->avr_sc[1], (unsigned long long)s->avr_sc[2],
+		(unsigned long long)s->avr_sc[3], (unsigned long long)s->avr_sc[4], s->avr_cp_s,
+		s->avr_op_s, s->avr_res_s, s->avr_rol_s, s->avr_wait_s);
 }

@@ -92,9 +92,14 @@ for v in 0 9 -1 y; do
 	expect 1 "LOCUS_DSM_AVR_PENDING=$v" env LOCUS_DSM_PROTOCOL=avr LOCUS_DSM_AVR_PENDING=$v \
 		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
+for v in 2 -1 yes; do
+	expect 1 "LOCUS_DSM_AVR_ASK=$v" env LOCUS_DSM_PROTOCOL=avr LOCUS_DSM_AVR_ASK=$v \
+		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
 expect 1 "LOCUS_DSM_AVR_DEADLOK: unknown variable" env LOCUS_DSM_PROTOCOL=avr \
 	LOCUS_DSM_AVR_DEADLOK=5 "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 expect 0 "protocol avr" env LOCUS_DSM_PROTOCOL=avr LOCUS_DSM_AVR_DEADLOCK=5 LOCUS_DSM_AVR_PENDING=1 \
+	LOCUS_DSM_AVR_ASK=0 \
 	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 3
 expect 1 "LOCUS_DSM_PROTOCOL" env LOCUS_DSM_PROTOCOL=nosuch "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 expect 1 "LOCUS_DSM_SIZE differs between nodes" "$MPIEXEC" -n 1 -env LOCUS_DSM_SIZE 64m \

@@ -314,6 +314,13 @@ static uint64_t added(void)
 	return s.avr_added;
 }
 
+static uint64_t asked(void)
+{
+	locus_dsm_stats s;
+	locus_dsm_stats_get(&s);
+	return s.avr_asked;
+}
+
 static void pending(long rounds)
 {
 	volatile uint64_t *pg[NPAGES];
@@ -322,10 +329,12 @@ static void pending(long rounds)
 	volatile uint64_t *t = locus_dsm_alloc(PAGE), *slots = locus_dsm_alloc(PAGE);
 	const char *e = getenv("LOCUS_DSM_AVR_PENDING");
 	long k = e ? atol(e) : 1;
+	e = getenv("LOCUS_DSM_AVR_ASK");
+	int ask = !e || atol(e) != 0;
 	locus_dsm_barrier();
 
 	/* False sharing across pages: a run reads all four words, then writes. */
-	uint64_t a0 = added(), r0 = rollbacks();
+	uint64_t a0 = added(), q0 = asked(), r0 = rollbacks();
 	unsigned seed = 7u + (unsigned)me;
 	for (long r = 0; r < rounds; r++) {
 		uint64_t v[NPAGES];
@@ -359,10 +368,19 @@ static void pending(long rounds)
 		if (pg[j][0] != (uint64_t)(rounds * nodes))
 			fail("pending: a page's counter", rounds, (long)pg[j][0], rounds * nodes);
 	uint64_t n_added = sum_over_nodes(slots, added() - a0);
+	uint64_t n_asked = sum_over_nodes(slots, asked() - q0);
 	if (me == 0) {
 		printf("dsm_avr pending: %d nodes x %ld rounds over %d pages, "
-		       "LOCUS_DSM_AVR_PENDING=%ld: %llu pages added to open intervals\n",
-		       nodes, rounds, NPAGES, k, (unsigned long long)n_added);
+		       "LOCUS_DSM_AVR_PENDING=%ld, LOCUS_DSM_AVR_ASK=%d: %llu pages added to "
+		       "open intervals, %llu asked for at a run's end\n",
+		       nodes, rounds, NPAGES, k, ask, (unsigned long long)n_added,
+		       (unsigned long long)n_asked);
+		/* With one page awaited, the run ends at the second of the four. */
+		if (ask && k == 1 && nodes > 1 && n_asked == 0)
+			fail("pending: no page asked for at a run's end", rounds, 0, 1);
+		if (!ask && n_asked != 0)
+			fail("pending: pages asked for with LOCUS_DSM_AVR_ASK=0", rounds,
+			     (long)n_asked, 0);
 		if (k > 1 && nodes > 1 && n_added == 0)
 			fail("pending: no run went on through a fault on another page", rounds, 0,
 			     1);
