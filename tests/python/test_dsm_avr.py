@@ -79,15 +79,20 @@ def test_bad_arguments_are_refused():
         assert p.returncode == 2 and "error" in p.stderr
 
 
-def test_real_run_under_both_protocols(tmp_path):
-    if not (BUILD / "apps/locus-matmul").exists() or not shutil.which("mpiexec"):
-        pytest.fail("build/release/apps/locus-matmul or mpiexec missing: run `make release`")
-    p = subprocess.run([sys.executable, str(SCRIPT), "--build", str(BUILD), "--out",
-                        str(tmp_path), "--apps", "jacobi", "--nodes", "2", "--delays", "200",
-                        "--pending", "1,4", "--ask", "1"],
+def _jacobi_runs(out, pending, ask):
+    """tools/dsm-avr on a 2-node jacobi at 200 us; its records."""
+    if not (BUILD / "apps/locus-jacobi").exists() or not shutil.which("mpiexec"):
+        pytest.fail("build/release/apps/locus-jacobi or mpiexec missing: run `make release`")
+    p = subprocess.run([sys.executable, str(SCRIPT), "--build", str(BUILD), "--out", str(out),
+                        "--apps", "jacobi", "--nodes", "2", "--delays", "200",
+                        "--pending", pending, "--ask", ask],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
-    recs = json.loads((tmp_path / "results.json").read_text())
+    return json.loads((out / "results.json").read_text())
+
+
+def test_real_run_under_both_protocols(tmp_path):
+    recs = _jacobi_runs(tmp_path, "1,4", "1")
     assert sorted(r["protocol"] for r in recs) == ["avr", "avr", "sc"]
     assert all(r["ok"] and r["time_s"] > 0 for r in recs)
     by_k = {r["pending"]: r for r in recs if r["protocol"] == "avr"}
@@ -103,14 +108,7 @@ def test_real_run_under_both_protocols(tmp_path):
 
 
 def test_real_run_in_the_seeds_order_asks_for_nothing(tmp_path):
-    if not (BUILD / "apps/locus-jacobi").exists() or not shutil.which("mpiexec"):
-        pytest.fail("build/release/apps/locus-jacobi or mpiexec missing: run `make release`")
-    p = subprocess.run([sys.executable, str(SCRIPT), "--build", str(BUILD), "--out",
-                        str(tmp_path), "--apps", "jacobi", "--nodes", "2", "--delays", "200",
-                        "--pending", "1", "--ask", "0"],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
-    recs = json.loads((tmp_path / "results.json").read_text())
+    recs = _jacobi_runs(tmp_path, "1", "0")
     seed = [r for r in recs if r["protocol"] == "avr"]
     assert len(seed) == 1 and seed[0]["env"]["LOCUS_DSM_AVR_ASK"] == "0"
     assert seed[0]["ok"] and sum(seed[0].get("sum_avr_ckpt_" + k, 0)
