@@ -43,7 +43,7 @@
  *   LOCUS_DSM_AVR_PENDING     avr: pages one interval may await, 1 to 8 (1: a fault
  *                             on a second page ends the run, as in seed 004)
  *   LOCUS_DSM_AVR_ASK         avr: 1 asks for the page that ended a run at once,
- *                             before the wait (1); 0 after the interval, as the seed
+ *                             before the wait (1); 0 after the interval, as the seed does
  */
 #ifndef LOCUS_DSM_H
 #define LOCUS_DSM_H

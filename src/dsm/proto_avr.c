@@ -114,9 +114,12 @@ static void list_page(size_t q)
  * its loss is a conflict when the run read it while it was tracked, or when
  * its reply is in and another's is not. Otherwise:
  *   - lost (to none): a conflict if the interval may have read p — it read
- *     it, or p was readable untracked (it came during the interval);
+ *     it, or p was readable untracked;
  *   - writable now: tracked and inaccessible, like the pages writable when
  *     the interval opened (its first write twins it);
+ *   - a read-only copy come now (a read-ahead, or asked for at the run's
+ *     end): tracked, like the pages readable when the interval opened, so
+ *     that losing it again unread rolls nothing back;
  *   - read-only now, not yet read: stays tracked.
  */
 static int avr_access(size_t p, uint8_t from, uint8_t to)
@@ -142,6 +145,11 @@ static int avr_access(size_t p, uint8_t from, uint8_t to)
 		avr.state[p] = (uint8_t)((s & ~AVR_RO) | AVR_PROT | AVR_TRACKED);
 		list_page(p);
 		dsm_region_protect(p, 1, (s & AVR_SEEN) ? PROT_READ : PROT_NONE);
+		keep_view = 1;
+	} else if (from == ACC_NONE && !(s & AVR_SEEN)) { /* a copy come: track it */
+		avr.state[p] = (uint8_t)((s & ~AVR_PROT) | AVR_RO | AVR_TRACKED);
+		list_page(p);
+		dsm_region_protect(p, 1, PROT_NONE);
 		keep_view = 1;
 	} else if (unseen) { /* read-only, not read yet: keep tracking it */
 		avr.state[p] = (uint8_t)((s & ~AVR_PROT) | AVR_RO);
