@@ -117,9 +117,11 @@ static void list_page(size_t q)
  *     it, or p was readable untracked;
  *   - writable now: tracked and inaccessible, like the pages writable when
  *     the interval opened (its first write twins it);
- *   - a read-only copy come now (a read-ahead, or asked for at the run's
- *     end): tracked, like the pages readable when the interval opened, so
- *     that losing it again unread rolls nothing back;
+ *   - readable now, from no access (a copy come — a read-ahead, or asked
+ *     for at the run's end — or one granted here by a fault in the run):
+ *     tracked, like the pages readable when the interval opened, so that
+ *     losing it again unread rolls nothing back (a granted one takes one
+ *     more fault, which marks it read);
  *   - read-only now, not yet read: stays tracked.
  */
 static int avr_access(size_t p, uint8_t from, uint8_t to)

@@ -56,7 +56,7 @@ def test_the_seeds_order_is_the_reference_when_it_ran():
     assert "| sc | avr K=1 ask=0 | avr K=1 | avr K=4 | sc / avr K=1 ask=0 |" in t
     assert "| sor | 1400 | 4 | 2.000 | 2.500 | 1.000 | 1.600 | 0.80 | K=1 | 2.00 | yes |" in t
     seed = avr.avr_row(_rec("sor", "avr", 4, 2.5, pending=1, ask=0, sum_avr_asked=0))
-    assert seed.startswith("| sor | 1400 | 4 | 1, ask=0 | 0 |")
+    assert seed.startswith("| sor | 1400 | 4 | 1 ask=0 | 0 |")
 
 
 def test_interval_row_sums_and_per_node_segments():
