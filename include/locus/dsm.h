@@ -20,13 +20,30 @@
  * threads are counted in the time breakdown. Only the runtime's communication
  * thread calls MPI. Collective calls (init, alloc, stats_reset, finalize) are
  * made by the thread that called init, outside any team, in the same order on
- * every node.
+ * every node; barriers too, in the same number. Calls that break these rules,
+ * calls before init or after finalize, finalize with a lock held, and a
+ * deadlock between nodes end the run with a message naming the mistake
+ * (docs/dsm.md, "What the runtime checks").
+ *
+ * SIGSEGV: the runtime takes its page faults as SIGSEGV. A program may still
+ * install its own SIGSEGV handler, before init or after, with sigaction or
+ * signal (this library defines both, and passes other signals on): faults
+ * inside the shared region are the runtime's, every other SIGSEGV goes to the
+ * program's handler with sigaction's semantics.
+ *
+ * fork: a child of fork() is not a node. The region is detached in the child;
+ * it may exec or exit, and ends with LOCUS_DSM_EXIT_CHILD and a message if it
+ * touches the region or calls locus-dsm.
  *
  * Environment (read by locus_dsm_init; see docs/dsm.md):
  *   LOCUS_DSM_PROTOCOL        protocol name: sc, lrc or avr (sc)
- *   LOCUS_DSM_SIZE            shared region size in bytes, suffix k/m/g (256m)
- *   LOCUS_DSM_ADDR            where the region is mapped on every node (0x7e9000000000)
- *   LOCUS_DSM_DELAY_US        emulated transport delay per message, microseconds (0)
+ *   LOCUS_DSM_SIZE            shared region size in bytes, suffix k/m/g (256m): whole
+ *                             pages, up to 16384g; a node's memory grows with the
+ *                             pages it touches, not with this size
+ *   LOCUS_DSM_ADDR            where the region is mapped on every node (0x7e9000000000;
+ *                             a region above 384g ends at 0x7ef000000000), at or above 4g
+ *   LOCUS_DSM_DELAY_US        emulated transport delay per message, microseconds (0;
+ *                             with a page's per-byte delay, under half the peer timeout)
  *   LOCUS_DSM_DELAY_NS_PER_BYTE  emulated transport delay per payload byte, ns (0)
  *   LOCUS_DSM_DELTA_US        minimum residence of a page after a fault (50)
  *   LOCUS_DSM_STATS           statistics at finalize: 0 none, 1 table (default), json
@@ -59,6 +76,9 @@ LOCUS_BEGIN_DECLS
 #define LOCUS_DSM_EXIT_PEER 3
 /* Exit status of a node that exits without locus_dsm_finalize. */
 #define LOCUS_DSM_EXIT_EARLY 4
+/* Exit status of a child of fork() that touched the shared region or made a
+   locus-dsm call (a child of fork() is not a node). */
+#define LOCUS_DSM_EXIT_CHILD 5
 
 /* Most application threads one node's team may have. */
 #define LOCUS_DSM_MAX_THREADS 1024
@@ -168,8 +188,10 @@ typedef struct locus_dsm_stats {
 	uint64_t pingpong_deferrals; /* requests held back by the minimum residence time */
 	uint64_t lock_acquires;
 	uint64_t barriers;
-	uint64_t comm_sleeps; /* times the communication thread slept */
-	double comm_sleep_s;  /* and for how long */
+	uint64_t lock_records; /* locks this node keeps state for now: 0 once every lock is
+				  released (under lrc, and two barriers have passed) */
+	uint64_t comm_sleeps;  /* times the communication thread slept */
+	double comm_sleep_s;   /* and for how long */
 	/* Threads per node (seed 001 §4 and Table 2). */
 	uint64_t threads;	    /* largest team of the interval (1 without teams) */
 	uint64_t stalls;	    /* application-thread stalls of any kind */
@@ -239,7 +261,9 @@ LOCUS_API const char *locus_dsm_protocol(void);
 /*
  * Collective: every node calls it with the same size, in the same order, and
  * gets the same pointer. Blocks are page-aligned and zero-filled. Returns NULL
- * (on every node) if the region is full or the sizes differ between nodes.
+ * (on every node, node 0 saying why) if the region has not that much left
+ * (a size near SIZE_MAX, such as a negative int, never fits) or the sizes
+ * differ between nodes.
  */
 LOCUS_API void *locus_dsm_alloc(size_t size);
 
@@ -281,7 +305,9 @@ LOCUS_API int locus_dsm_threads(void);
  * Distributed locks, any 32-bit id; at most one holder system-wide. A lock
  * released while another thread of the same node waits for it passes to that
  * thread without messages, at most LOCUS_DSM_LOCK_HANDOFF times in a row;
- * then it goes back to its manager, behind any other node's request.
+ * then it goes back to its manager, behind any other node's request. A lock
+ * released with nobody waiting costs no memory (under lrc, from two barriers
+ * after its release). Release every lock before locus_dsm_finalize.
  */
 LOCUS_API void locus_dsm_lock(uint32_t id);
 LOCUS_API void locus_dsm_unlock(uint32_t id);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "avr.h"
@@ -10,6 +11,9 @@
 
 struct dsm_runtime dsm;
 static int started;
+int dsm_phase = DSM_BEFORE;
+int dsm_forked;
+static pid_t node_pid; /* the process that called init */
 
 /* The start of the statistics interval (init or reset): a snapshot of the
    counters and clocks, subtracted from theirs at every read. */
@@ -51,16 +55,69 @@ static void stats_mark(void)
  */
 static void exit_without_finalize(void)
 {
-	if (!started)
+	if (!started || dsm_forked)
 		return;
 	dprintf(2, "locus-dsm: node %d: exit without locus_dsm_finalize\n", dsm.node);
 	_exit(LOCUS_DSM_EXIT_EARLY);
 }
 
+void dsm_require_running(const char *call)
+{
+	if (dsm_forked) {
+		char what[80];
+		snprintf(what, sizeof(what), "called %s", call);
+		dsm_fatal_child(what);
+	}
+	if (dsm_phase == DSM_RUNNING)
+		return;
+	fprintf(stderr,
+		"locus-dsm: %s called %s: the runtime runs from locus_dsm_init to "
+		"locus_dsm_finalize\n",
+		call,
+		dsm_phase == DSM_BEFORE ? "before locus_dsm_init" : "after locus_dsm_finalize");
+	exit(1);
+}
+
+/* A child of fork() is not a node: its copy of the region would be the
+   parent's memory (a shared mapping), and nobody answers its requests.
+   Detach it: the application view becomes an inaccessible private mapping
+   (a touch faults, and the fault handler says why), the alias goes. */
+static void forked_child(void)
+{
+	if (dsm_phase != DSM_RUNNING || getpid() == node_pid)
+		return;
+	dsm_forked = 1;
+	if (dsm.app)
+		mmap(dsm.app, dsm.size, PROT_NONE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	if (dsm.alias)
+		munmap(dsm.alias, dsm.size);
+	dsm.alias = NULL;
+}
+
+void dsm_fatal_child(const char *what)
+{
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg),
+			 "locus-dsm: pid %d, a child of node %d (pid %d) made by fork(), %s: a "
+			 "child of fork() is not a node (it may exec, or exit); exiting\n",
+			 (int)getpid(), dsm.node, (int)node_pid, what);
+	if (n > 0 && write(2, msg, (size_t)n) < 0)
+		_exit(LOCUS_DSM_EXIT_CHILD);
+	_exit(LOCUS_DSM_EXIT_CHILD);
+}
+
 int locus_dsm_init(int *argc, char ***argv)
 {
+	if (dsm_forked)
+		dsm_fatal_child("called locus_dsm_init");
 	if (started) {
 		fprintf(stderr, "locus-dsm: locus_dsm_init called twice\n");
+		return -1;
+	}
+	if (dsm_phase == DSM_AFTER) {
+		fprintf(stderr, "locus-dsm: locus_dsm_init after locus_dsm_finalize: MPI, which "
+				"the runtime runs on, starts once per process\n");
 		return -1;
 	}
 	memset(&dsm, 0, sizeof(dsm));
@@ -81,7 +138,13 @@ int locus_dsm_init(int *argc, char ***argv)
 	if (dsm.proto == &dsm_proto_avr && dsm_avr_init() != 0)
 		dsm_fatal("avr: cannot set up checkpointing (stack, alternate signal stack)");
 	started = 1;
-	atexit(exit_without_finalize);
+	dsm_phase = DSM_RUNNING;
+	node_pid = getpid();
+	static int hooks;
+	if (!hooks++) {
+		atexit(exit_without_finalize);
+		pthread_atfork(NULL, NULL, forked_child);
+	}
 	/* This thread is the node's first counted application thread. */
 	dsm.t0_ns = mono_ns();
 	dsm.team_size = 1;
@@ -106,17 +169,30 @@ static void print_all(void)
 	fflush(stdout);
 }
 
+/* A barrier that names its collective call (sync.c checks that every node
+   entered the same one). */
+static int64_t collective(uint64_t kind, uint64_t value, uint64_t threads, int stall)
+{
+	struct dsm_req r = {.kind = DSM_REQ_BARRIER, .a = value, .b = threads, .c = kind};
+	call_timed(&r, stall);
+	return r.result;
+}
+
 void locus_dsm_finalize(void)
 {
+	if (dsm_forked)
+		dsm_fatal_child("called locus_dsm_finalize");
 	if (!started)
 		return;
+	dsm_avr_sync();
 	dsm_outside_team("locus_dsm_finalize");
-	locus_dsm_barrier(); /* resolves an open avr interval */
+	collective(DSM_BAR_FINALIZE, 0, 1, STALL_BARRIER);
 	locus_dsm_stats mine;
 	locus_dsm_stats_get(&mine);
 	struct dsm_req r = {.kind = DSM_REQ_STATS, .a = (uint64_t)(uintptr_t)&mine};
 	dsm_call(&r);
-	locus_dsm_barrier(); /* every node's statistics are at node 0 now */
+	/* every node's statistics are at node 0 after this */
+	collective(DSM_BAR_FINALIZE_STATS, 0, 1, STALL_BARRIER);
 	if (dsm.node == 0 && dsm.cfg.stats)
 		print_all();
 	struct dsm_req leave = {.kind = DSM_REQ_LEAVE};
@@ -125,12 +201,13 @@ void locus_dsm_finalize(void)
 	dsm_avr_fini();
 	dsm_fault_uninstall();
 	dsm_region_unmap();
-	free(dsm.resume_ns);
+	dsm_table_free(dsm.resume_ns, dsm.npages, sizeof(uint64_t));
 	free(dsm.all_stats);
 	dsm.resume_ns = NULL;
 	dsm.all_stats = NULL;
 	dsm_self.counted = 0;
 	started = 0;
+	dsm_phase = DSM_AFTER;
 }
 
 int locus_dsm_node(void)
@@ -150,20 +227,35 @@ const char *locus_dsm_protocol(void)
 
 void *locus_dsm_alloc(size_t size)
 {
+	dsm_require_running("locus_dsm_alloc");
 	dsm_avr_sync();
 	dsm_outside_team("locus_dsm_alloc");
-	size_t bytes = (size + dsm.page_size - 1) / dsm.page_size * dsm.page_size;
-	if (!bytes)
-		bytes = dsm.page_size;
-	int fits = dsm.alloc_next + bytes <= dsm.size;
+	/* Compared before rounding: a size near SIZE_MAX (a negative int passed
+	   as size_t) must not wrap to a small block. */
+	size_t left = dsm.size - dsm.alloc_next;
+	int fits = size <= left;
+	size_t bytes = 0;
+	if (fits) {
+		bytes = size ? (size - 1) / dsm.page_size * dsm.page_size + dsm.page_size
+			     : dsm.page_size;
+		fits = bytes <= left;
+	}
 	/* Every node must ask for the same size in the same order. */
-	struct dsm_req r = {
-		.kind = DSM_REQ_BARRIER, .a = fits ? (uint64_t)size * 2 + 1 : 0, .b = 1};
-	call_timed(&r, STALL_OTHER);
-	if (r.result != 0 || !fits) {
-		if (dsm.node == 0)
-			fprintf(stderr, "locus-dsm: alloc of %zu bytes: %s\n", size,
-				fits ? "nodes asked for different sizes" : "region full");
+	int64_t differ =
+		collective(DSM_BAR_ALLOC, fits ? (uint64_t)size : UINT64_MAX, 1, STALL_OTHER);
+	if (differ || !fits) {
+		if (dsm.node == 0 && differ)
+			fprintf(stderr,
+				"locus-dsm: alloc of %zu bytes: nodes asked for different "
+				"sizes (every node calls locus_dsm_alloc with the same size, "
+				"in the same order)\n",
+				size);
+		else if (dsm.node == 0)
+			fprintf(stderr,
+				"locus-dsm: alloc of %zu bytes: region full (%zu of %zu bytes "
+				"left%s; LOCUS_DSM_SIZE sets the region's size)\n",
+				size, left, dsm.size,
+				size > SIZE_MAX / 2 ? "; a negative size passed as size_t?" : "");
 		return NULL;
 	}
 	void *p = dsm.app + dsm.alloc_next;
@@ -173,21 +265,24 @@ void *locus_dsm_alloc(size_t size)
 
 void locus_dsm_barrier(void)
 {
+	dsm_require_running("locus_dsm_barrier");
 	dsm_avr_sync();
-	struct dsm_req r = {.kind = DSM_REQ_BARRIER, .b = (uint64_t)locus_dsm_threads()};
-	call_timed(&r, STALL_BARRIER);
+	dsm_team_count_barrier(0);
+	collective(DSM_BAR_BARRIER, 0, (uint64_t)locus_dsm_threads(), STALL_BARRIER);
 }
 
 void locus_dsm_lock(uint32_t id)
 {
+	dsm_require_running("locus_dsm_lock");
 	dsm_avr_sync();
-	struct dsm_req r = {.kind = DSM_REQ_LOCK, .a = id};
+	struct dsm_req r = {.kind = DSM_REQ_LOCK, .a = id, .c = (uint64_t)dsm_self.counted};
 	call_timed(&r, STALL_LOCK);
 	dsm_self.locks++;
 }
 
 void locus_dsm_unlock(uint32_t id)
 {
+	dsm_require_running("locus_dsm_unlock");
 	dsm_avr_sync();
 	struct dsm_req r = {.kind = DSM_REQ_UNLOCK, .a = id};
 	call_timed(&r, STALL_OTHER);
@@ -198,6 +293,8 @@ void locus_dsm_unlock(uint32_t id)
 static void prefetch(const void *addr, size_t len, int write)
 {
 	const char *a = addr;
+	if (dsm_phase != DSM_RUNNING || dsm_forked)
+		return; /* a hint: nothing to do */
 	dsm_avr_sync();
 	if (!dsm.proto || !dsm.proto->prefetch || !len || a < dsm.app || a >= dsm.app + dsm.size)
 		return;
@@ -230,9 +327,10 @@ double locus_dsm_now(void)
 
 void locus_dsm_stats_reset(void)
 {
+	dsm_require_running("locus_dsm_stats_reset");
 	dsm_avr_sync();
 	dsm_outside_team("locus_dsm_stats_reset");
-	locus_dsm_barrier();
+	collective(DSM_BAR_RESET, 0, 1, STALL_BARRIER);
 	stats_mark();
 }
 
@@ -310,6 +408,7 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->gcs = d.lrc_gcs;
 	s->meta_bytes = ld_relaxed(&dsm.meta_bytes);
 	s->meta_peak_bytes = ld_relaxed(&dsm.meta_peak);
+	s->lock_records = ld_relaxed(&dsm.lock_records);
 	for (int k = 0; k < LOCUS_DSM_AVR_CKPT_KINDS; k++)
 		s->avr_checkpoints[k] = d.avr_checkpoints[k];
 	for (int k = 0; k < LOCUS_DSM_AVR_ROLL_KINDS; k++)

@@ -70,6 +70,7 @@ struct peer {
 
 static MPI_Comm comm;
 static pthread_t comm_thread;
+static int comm_up; /* MPI is set up: messages can be sent */
 static struct peer peers[DSM_MAX_NODES];
 static struct outmsg *inflight;
 static int leaving;
@@ -80,14 +81,30 @@ static volatile sig_atomic_t launcher_said_failure;
 static int watch_stop = -1; /* eventfd that ends the peer watcher */
 static pthread_t watcher;
 
+uint64_t dsm_progress;
+static int stopping; /* dsm_fatal has started on this thread */
+static int abort_peers(const char *msg);
+static void exit_after_grace(void) __attribute__((noreturn));
+
+/*
+ * A fatal error: say it, and when the communication thread finds it, tell
+ * every other node why the run stops (ABORT), so that each names the cause
+ * instead of only "node N exited". Application threads exit at once; the
+ * others learn of it from the exit.
+ */
 void dsm_fatal(const char *fmt, ...)
 {
-	char msg[512];
+	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	dprintf(2, "locus-dsm: node %d: fatal: %s\n", dsm.node, msg);
+	if (pthread_equal(pthread_self(), comm_thread) && !stopping) {
+		stopping = 1;
+		if (abort_peers(msg))
+			exit_after_grace();
+	}
 	_exit(1);
 }
 
@@ -95,6 +112,8 @@ void dsm_fatal(const char *fmt, ...)
 
 void dsm_call(struct dsm_req *r)
 {
+	if (dsm_forked)
+		dsm_fatal_child("made a locus-dsm call");
 	r->done = 0;
 	struct dsm_req *top = ld_relaxed(&dsm.posted);
 	do
@@ -224,8 +243,49 @@ static int pending_sends(void)
 	return 0;
 }
 
+/* The launcher's default clean-up kills every node once one exits: a node
+   that stops the run, or hears that it stops, waits this long before it
+   exits, so that every node has said why first. */
+static void exit_after_grace(void)
+{
+	struct timespec grace = {.tv_sec = 1, .tv_nsec = 0};
+	nanosleep(&grace, NULL);
+	_exit(1);
+}
+
+static void on_abort(int src, const char *text, size_t len)
+{
+	st_release(&leaving, 1); /* the exits that follow are not failures to report */
+	dprintf(2, "locus-dsm: node %d: stopping: node %d stopped the run: %.*s\n", dsm.node, src,
+		(int)len, text);
+	exit_after_grace();
+}
+
+/* Messages that move the run (not heartbeats or the watchdog's own) not yet
+   delivered. */
+static int moving(const struct outmsg *m)
+{
+	uint16_t kind = ((const struct dsm_hdr *)m->buf)->kind;
+	return kind != LOCUS_DSM_MSG_HEARTBEAT && kind != DSM_MSG_PROBE && kind != DSM_MSG_STATUS;
+}
+
+int dsm_comm_pending(void)
+{
+	for (const struct outmsg *m = inflight; m; m = m->next)
+		if (moving(m))
+			return 1;
+	for (int i = 0; i < dsm.nodes; i++)
+		for (const struct outmsg *m = peers[i].qhead; m; m = m->next)
+			if (moving(m))
+				return 1;
+	return 0;
+}
+
 static void dispatch(const struct dsm_hdr *h, const void *payload, size_t len)
 {
+	if (h->kind != LOCUS_DSM_MSG_HEARTBEAT && h->kind != DSM_MSG_PROBE &&
+	    h->kind != DSM_MSG_STATUS)
+		dsm_progress++;
 	switch (h->kind) {
 	case LOCUS_DSM_MSG_PAGE_REQ:
 	case LOCUS_DSM_MSG_PAGE_FWD:
@@ -238,6 +298,10 @@ static void dispatch(const struct dsm_hdr *h, const void *payload, size_t len)
 		dsm.proto->message(h, payload, len);
 		break;
 	case LOCUS_DSM_MSG_HEARTBEAT:
+		break;
+	case DSM_MSG_PROBE:
+	case DSM_MSG_STATUS:
+		dsm_watch_message(h, payload, len);
 		break;
 	default:
 		dsm_sync_message(h, payload, len);
@@ -271,6 +335,8 @@ static int receive(uint64_t now)
 		if ((size_t)count < sizeof(*h) || h->src != src)
 			dsm_fatal("malformed message from node %d", src);
 		struct peer *p = &peers[src];
+		if (h->kind == DSM_MSG_ABORT) /* may overtake messages still delayed */
+			on_abort(src, rxbuf + sizeof(*h), (size_t)count - sizeof(*h));
 		if (h->seq != p->recv_seq + 1)
 			dsm_fatal("message %u from node %d out of sequence (expected %u)", h->seq,
 				  src, p->recv_seq + 1);
@@ -303,6 +369,7 @@ static int take_requests(void)
 		fifo = r->next;
 		r->next = NULL;
 		outstanding++;
+		dsm_progress++;
 		switch (r->kind) {
 		case DSM_REQ_FAULT:
 			dsm.proto->fault(r);
@@ -350,6 +417,48 @@ static size_t put_int(char *buf, size_t at, size_t cap, long v)
 	while (n > 0 && at + 1 < cap)
 		buf[at++] = tmp[--n];
 	return at;
+}
+
+/*
+ * Tell every other node that this one stops, and why: straight to MPI (no
+ * emulated delay), then wait a moment for the sends to leave; a node that
+ * gets it prints the reason and exits.
+ */
+static int abort_peers(const char *msg)
+{
+	if (!comm_up || ld_acquire(&leaving))
+		return 0;
+	st_release(&leaving, 1);
+	size_t len = strnlen(msg, 1024);
+	MPI_Request req[DSM_MAX_NODES];
+	char *buf[DSM_MAX_NODES];
+	int n = 0;
+	for (int i = 0; i < dsm.nodes; i++) {
+		if (i == dsm.node || !(buf[n] = malloc(sizeof(struct dsm_hdr) + len)))
+			continue;
+		struct dsm_hdr h = {.kind = DSM_MSG_ABORT,
+				    .src = (uint16_t)dsm.node,
+				    .seq = ++peers[i].send_seq};
+		memcpy(buf[n], &h, sizeof(h));
+		memcpy(buf[n] + sizeof(h), msg, len);
+		if (MPI_Isend(buf[n], (int)(sizeof(h) + len), MPI_BYTE, i, DSM_TAG, comm,
+			      &req[n]) == MPI_SUCCESS)
+			n++;
+		else
+			free(buf[n]);
+	}
+	/* The buffers stay: the process exits next. */
+	uint64_t until = mono_ns() + 1000000000ull;
+	MPI_Status st[DSM_MAX_NODES];
+	for (int done = n == 0; !done && mono_ns() < until;) {
+		if (MPI_Testall(n, req, &done, st) != MPI_SUCCESS)
+			break;
+		if (!done) {
+			struct timespec ts = {0, 1000000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	return n > 0;
 }
 
 static int announced; /* the failure message has been printed */
@@ -505,6 +614,7 @@ static void comm_loop(void)
 			next = t;
 		if (now >= next_liveness || launcher_said_failure) {
 			check_liveness(now);
+			dsm_watch_tick(now);
 			next_liveness = now + LIVENESS_EVERY_NS;
 		}
 		worked = progress;
@@ -609,7 +719,7 @@ static int comm_setup(void)
 	if (ok && dsm_region_map() != 0)
 		ok = 0;
 	if (ok) {
-		dsm.resume_ns = calloc(dsm.npages, sizeof(uint64_t));
+		dsm.resume_ns = dsm_table_new(dsm.npages, sizeof(uint64_t));
 		if (!dsm.resume_ns || dsm.proto->init() != 0)
 			ok = 0;
 	}
@@ -639,10 +749,12 @@ static void *comm_main(void *arg)
 	watch_stop = eventfd(0, EFD_CLOEXEC);
 	if (watch_stop < 0 || pthread_create(&watcher, NULL, watch_peers, NULL) != 0)
 		dsm_fatal("cannot start the peer watcher");
+	comm_up = 1;
 	st_release(&dsm.ready, 1);
 	futex_wake(&dsm.ready, FUTEX_WAKE_ALL);
 
 	comm_loop();
+	comm_up = 0;
 	pthread_join(watcher, NULL);
 	close(watch_stop);
 	watch_stop = -1;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "avr.h"
 #include "common/parse.h"
@@ -11,6 +12,10 @@
    ThreadSanitizer (0x7e8000000000..) and AddressSanitizer (high memory), and
    far below where the kernel places libraries and stacks. */
 #define DSM_DEFAULT_ADDR 0x7e9000000000ull
+/* A region too large to fit between the default address and where the kernel
+   places libraries and stacks (no lower than 0x7eff... with address-space randomization) ends below
+   it instead. */
+#define DSM_DEFAULT_TOP 0x7ef000000000ull
 
 static int parse_u64(const char *name, uint64_t *out, int suffixes)
 {
@@ -46,6 +51,48 @@ static int parse_u64(const char *name, uint64_t *out, int suffixes)
 		return -1;
 	}
 	*out = v << shift;
+	return 0;
+}
+
+/*
+ * The region [addr, addr + size) must be whole pages, and must lie in user
+ * space well away from address 0: near it, a program's NULL-pointer
+ * accesses (p->field with p NULL) would land in shared memory and be served
+ * as DSM accesses instead of crashing.
+ */
+#define ADDR_MIN (1ull << 32)
+#define ADDR_END (1ull << 47) /* x86-64 user space, 4-level page tables */
+
+static uint64_t default_addr(uint64_t size)
+{
+	if (size <= DSM_DEFAULT_TOP - DSM_DEFAULT_ADDR)
+		return DSM_DEFAULT_ADDR;
+	return (DSM_DEFAULT_TOP - size) & ~((1ull << 30) - 1);
+}
+
+static int place_region(uint64_t size, uint64_t addr)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (size % page) {
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_SIZE=%s: not a whole number of %llu-byte pages "
+			"(e.g. %llu or %llu)\n",
+			getenv("LOCUS_DSM_SIZE"), (unsigned long long)page,
+			(unsigned long long)(size / page * page),
+			(unsigned long long)((size / page + 1) * page));
+		return -1;
+	}
+	if (addr % page || addr < ADDR_MIN || addr > ADDR_END || size > ADDR_END - addr) {
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_ADDR=%s: the region (%llu bytes) must start on a "
+			"page boundary at or above 0x%llx (farther from address 0, where "
+			"NULL-pointer accesses land) and end by 0x%llx, the top of user space "
+			"(the default is 0x%llx)\n",
+			getenv("LOCUS_DSM_ADDR") ? getenv("LOCUS_DSM_ADDR") : "(default)",
+			(unsigned long long)size, ADDR_MIN, ADDR_END,
+			(unsigned long long)default_addr(size));
+		return -1;
+	}
 	return 0;
 }
 
@@ -108,7 +155,7 @@ int dsm_config_read(struct dsm_config *c)
 	memset(c, 0, sizeof(*c));
 	const char *p = getenv("LOCUS_DSM_PROTOCOL");
 	snprintf(c->protocol, sizeof(c->protocol), "%s", p && *p ? p : "sc");
-	uint64_t size = 256ull << 20, addr = DSM_DEFAULT_ADDR, delay_us = 0, per_byte = 0;
+	uint64_t size = 256ull << 20, addr = 0, delay_us = 0, per_byte = 0;
 	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, gc_bytes = 32ull << 20, run = 32;
 	if (parse_u64("LOCUS_DSM_SIZE", &size, 1) || parse_u64("LOCUS_DSM_ADDR", &addr, 0) ||
 	    parse_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
@@ -159,6 +206,27 @@ int dsm_config_read(struct dsm_config *c)
 			"locus-dsm: LOCUS_DSM_SIZE=%s: the shared region must be from 4k to 16384g "
 			"bytes (e.g. LOCUS_DSM_SIZE=256m)\n",
 			getenv("LOCUS_DSM_SIZE"));
+		return -1;
+	}
+	const char *addr_env = getenv("LOCUS_DSM_ADDR");
+	if (!addr_env || !*addr_env)
+		addr = default_addr(size);
+	if (place_region(size, addr) != 0)
+		return -1;
+	uint64_t timeout_ns = (timeout_s ? timeout_s : 1) * 1000000000ull;
+	uint64_t page_delay_ns = delay_us * 1000 + per_byte * 4096;
+	if (page_delay_ns >= timeout_ns / 2) {
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_DELAY_US=%s%s%s: a page would take %.3f s to arrive, "
+			"and a node silent for LOCUS_DSM_PEER_TIMEOUT_S=%llu s is declared dead: "
+			"keep the delay under half the timeout (raise LOCUS_DSM_PEER_TIMEOUT_S "
+			"above %.0f s, or lower the delay)\n",
+			getenv("LOCUS_DSM_DELAY_US") ? getenv("LOCUS_DSM_DELAY_US") : "0",
+			per_byte ? " with LOCUS_DSM_DELAY_NS_PER_BYTE=" : "",
+			per_byte ? getenv("LOCUS_DSM_DELAY_NS_PER_BYTE") : "",
+			(double)page_delay_ns * 1e-9,
+			(unsigned long long)(timeout_ns / 1000000000ull),
+			(double)page_delay_ns * 2e-9 + 1);
 		return -1;
 	}
 	c->size = size;

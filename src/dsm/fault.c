@@ -1,10 +1,12 @@
 /*
  * Page faults: SIGSEGV with SA_SIGINFO. A fault inside the shared region is
  * handed to the communication thread and the faulting thread sleeps until the
- * protocol has made the access legal; the instruction then runs again. A fault
- * anywhere else is a real crash: it is reported and the previous disposition
- * is restored, so returning re-executes the access and the process dies of
- * the same SIGSEGV (or the sanitizer that was there first reports it).
+ * protocol has made the access legal; the instruction then runs again. Any
+ * other SIGSEGV (a fault elsewhere, or one sent by kill) goes to the program's
+ * own disposition, installed before init or after (sigchain.c); when that is
+ * the default, a wild access is reported and the process dies of it as it
+ * would have. In a child of fork() the region is detached, and touching it
+ * ends the child with a message.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,8 +18,8 @@
 
 #include "avr.h"
 #include "internal.h"
+#include "sigchain.h"
 
-static struct sigaction old_segv;
 static int installed;
 
 /* x86-64 page-fault error code: bit 1 set for a write access. */
@@ -46,13 +48,16 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 {
 	int saved_errno = errno;
 	char *addr = si->si_addr;
-	if (!dsm.app || addr < dsm.app || addr >= dsm.app + dsm.size) {
-		report_outside(addr);
-		sigaction(SIGSEGV, &old_segv, NULL);
-		installed = 0;
+	int fault = si->si_code > 0; /* raised by the kernel, not sent */
+	if (!fault || !dsm.app || addr < dsm.app || addr >= dsm.app + dsm.size) {
+		if (fault && dsm_sigchain_default())
+			report_outside(addr);
+		dsm_sigchain_pass(sig, si, uctx);
 		errno = saved_errno;
 		return;
 	}
+	if (dsm_forked)
+		dsm_fatal_child("touched the shared region");
 	size_t page = (size_t)(addr - dsm.app) / dsm.page_size;
 	int write = fault_is_write(uctx);
 	if (dsm_avr_fault(page, addr, write, uctx)) {
@@ -77,7 +82,7 @@ int dsm_fault_install(void)
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK; /* avr: an alternate stack */
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, AVR_NUDGE_SIGNAL);
-	if (sigaction(SIGSEGV, &sa, &old_segv) != 0) {
+	if (dsm_sigchain_own(&sa) != 0) {
 		perror("locus-dsm: sigaction(SIGSEGV)");
 		return -1;
 	}
@@ -88,6 +93,6 @@ int dsm_fault_install(void)
 void dsm_fault_uninstall(void)
 {
 	if (installed)
-		sigaction(SIGSEGV, &old_segv, NULL);
+		dsm_sigchain_release();
 	installed = 0;
 }

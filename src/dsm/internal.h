@@ -33,10 +33,10 @@
 /* Application thread -> communication thread. */
 enum dsm_req_kind {
 	DSM_REQ_FAULT,	  /* a = page, b = 1 for write */
-	DSM_REQ_LOCK,	  /* a = lock id */
+	DSM_REQ_LOCK,	  /* a = lock id, c = 1 from a counted thread */
 	DSM_REQ_UNLOCK,	  /* a = lock id */
 	DSM_REQ_BARRIER,  /* a = value every node must agree on, b = threads of this
-			     node that enter (the node's team) */
+			     node that enter (the node's team), c = DSM_BAR_* */
 	DSM_REQ_STATS,	  /* a = struct locus_dsm_stats * to send to node 0 */
 	DSM_REQ_LEAVE,	  /* the last barrier has passed: say goodbye, stop */
 	DSM_REQ_PREFETCH, /* a = first page, b = page count, result = 1 for write (in) */
@@ -52,8 +52,18 @@ struct dsm_req {
 	struct dsm_req *wnext; /* waiters on one page or lock */
 	uint32_t kind;
 	uint32_t done; /* futex word */
-	uint64_t a, b;
+	uint64_t a, b, c;
 	int64_t result;
+};
+
+/* The collective calls, which every node makes in the same order: a barrier
+   names its call, and node 0 stops the run when they differ. */
+enum dsm_bar_kind {
+	DSM_BAR_BARRIER,
+	DSM_BAR_ALLOC,
+	DSM_BAR_RESET,
+	DSM_BAR_FINALIZE,
+	DSM_BAR_FINALIZE_STATS,
 };
 
 /* Wire header of every message; a page or statistics payload follows it. */
@@ -65,7 +75,10 @@ struct dsm_hdr {
 };
 
 /* Runtime-internal message kinds beyond the public statistics kinds. */
-#define DSM_MSG_BYE LOCUS_DSM_MSG_KINDS
+#define DSM_MSG_BYE    LOCUS_DSM_MSG_KINDS
+#define DSM_MSG_ABORT  (LOCUS_DSM_MSG_KINDS + 1) /* a fatal error: payload, its text */
+#define DSM_MSG_PROBE  (LOCUS_DSM_MSG_KINDS + 2) /* watchdog: node 0 asks a = round */
+#define DSM_MSG_STATUS (LOCUS_DSM_MSG_KINDS + 3) /* watchdog: the answer (watch.c) */
 
 /* Counters: written by one thread, read by any (relaxed atomics). All
    uint64_t: a snapshot is subtracted element by element (stats reset). */
@@ -137,6 +150,7 @@ struct dsm_runtime {
 
 	struct dsm_counters cnt;
 	uint64_t meta_bytes, meta_peak; /* lrc: records, notices, diffs, twins kept */
+	uint64_t lock_records;		/* lock records kept (sync.c) */
 	/* Application threads counted in the breakdown: running count in the low
 	   TEAM_RUN_BITS, and in the bits above, when it last fell to 0 (ns since
 	   t0, wrapping). One word, so that the thread ending a stall of the whole
@@ -221,6 +235,7 @@ struct dsm_thread {
 	uint64_t resumed_cpu_ns; /* its CPU clock when it last left a stall */
 	int locks;		 /* locus-dsm locks it holds (avr resolves as sc inside) */
 	int avr_paused;		 /* locus_dsm_avr_pause depth */
+	uint64_t bars[2];	 /* in a team: its barrier and team-barrier calls */
 };
 extern __thread struct dsm_thread dsm_self __attribute__((tls_model("initial-exec")));
 
@@ -261,9 +276,27 @@ uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how);
 
 /* Refuse a call that must not come from inside a team. */
 void dsm_outside_team(const char *call);
+/* A team thread enters a barrier (k = 0) or team barrier (k = 1): stop the
+   node if a thread of its team has returned without entering as many. */
+void dsm_team_count_barrier(int k);
+
+/* Where the runtime is in its life (api.c): calls are refused, with a
+   message naming the call, before init, after finalize and in a child of
+   fork(), which is not a node. */
+enum { DSM_BEFORE, DSM_RUNNING, DSM_AFTER };
+extern int dsm_phase;
+extern int dsm_forked; /* this process is a child of fork() of a node */
+void dsm_require_running(const char *call);
+/* A child of fork() made a DSM call or touched the region (what): say so, exit. */
+void dsm_fatal_child(const char *what) __attribute__((noreturn));
 
 /* config.c */
 int dsm_config_read(struct dsm_config *c);
+
+/* table.c: per-page tables, zero until written and paid for by the pages
+   written, not by the region's size. */
+void *dsm_table_new(size_t count, size_t size);
+void dsm_table_free(void *t, size_t count, size_t size);
 
 /* region.c */
 int dsm_region_map(void);
@@ -287,12 +320,22 @@ void dsm_req_done(struct dsm_req *r, int64_t result);
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len);
 void dsm_comm_leaving(void);	/* past the last barrier: peers may exit now */
 uint64_t dsm_comm_cpu_ns(void); /* CPU time of the communication thread */
+int dsm_comm_pending(void);	/* messages not yet delivered (delayed or in MPI) */
 void dsm_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
 /* sync.c: locks, barriers, finalize handshake (communication thread) */
 void dsm_sync_request(struct dsm_req *r);
 void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len);
-int dsm_sync_done(void);	  /* goodbye said and heard from every node */
+int dsm_sync_done(void); /* goodbye said and heard from every node */
+/* What this node waits for and holds, as text for the watchdog; returns 0
+   when a thread the runtime does not count holds a lock (it may be running). */
+int dsm_sync_describe(char *buf, size_t cap);
+
+/* watch.c: the deadlock watchdog (communication thread) */
+void dsm_watch_tick(uint64_t now);
+void dsm_watch_message(const struct dsm_hdr *h, const void *payload, size_t len);
+extern uint64_t dsm_progress;	  /* requests taken and messages handled, all kinds but
+				     the watchdog's own and heartbeats */
 void dsm_sync_barrier_done(void); /* a barrier_leave that returned 0 has finished */
 
 #endif

@@ -47,6 +47,7 @@ struct lrc_page {
 	uint8_t hot, idle;	     /* diffed at every interval end; intervals unwritten */
 	uint8_t prefetched;	     /* by locus_dsm_prefetch, no fault on it since */
 	uint8_t want_write;	     /* a write prefetch: writable (hot) when it arrives */
+	uint8_t live;		     /* in lrc.live (lrc_page) */
 };
 
 /* A page written in two intervals at most this far apart is hot: at every
@@ -74,8 +75,9 @@ struct interval {
 };
 
 struct lrc_state {
-	size_t nodes; /* dsm.nodes */
-	struct lrc_page *pg;
+	size_t nodes;	      /* dsm.nodes */
+	struct lrc_page *pg;  /* a table (dsm_table_new): zero until a page is used */
+	size_t *live, nlive;  /* the pages whose record was ever used (lrc_page) */
 	uint32_t *vt;	      /* intervals seen, per node */
 	uint32_t *base;	      /* per node: intervals up to base were collected */
 	struct interval **iv; /* per node, iv[n][i] is interval base[n] + 1 + i */
@@ -113,6 +115,19 @@ static inline void *lrc_xrealloc(void *p, size_t n)
 	if (!p)
 		dsm_fatal("lrc: out of memory (%zu bytes)", n);
 	return p;
+}
+
+/* Page p's record, for a change: the page joins lrc.live, the list that
+   collection walks instead of the whole table. (Reading a record needs no
+   call: an unused one is zero, the state of a page nobody has touched.) */
+static inline struct lrc_page *lrc_page(size_t p)
+{
+	struct lrc_page *pg = &lrc.pg[p];
+	if (!pg->live) {
+		pg->live = 1;
+		lrc.live[lrc.nlive++] = p;
+	}
+	return pg;
 }
 
 /* Is page p managed here (page % nodes)? Managers are never dropped. */

@@ -35,7 +35,7 @@ void lrc_batch_send(void)
    dropped at a collection, the whole page. */
 void lrc_start_fetch(size_t p)
 {
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	pg->nflight = pg->npend;
 	pg->replies_left = 0;
 	lrc_batch_begin();
@@ -88,7 +88,7 @@ static int applied_cmp(const void *a, const void *b)
 /* Every reply is in: write the page, then the diffs in happens-before order. */
 static void fetch_done(size_t p)
 {
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	size_t nd = 0;
 	for (struct rx *x = pg->rx; x; x = x->next) {
 		if (x->node == WHOLE) {
@@ -171,7 +171,7 @@ static void fetch_done(size_t p)
 
 void lrc_reply_arrived(size_t p, uint32_t node, const void *data, size_t len)
 {
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	if (!pg->replies_left)
 		dsm_fatal("lrc: unexpected reply for page %zu from node %u", p, node);
 	struct rx *x = lrc_xmalloc(sizeof(*x) + len);

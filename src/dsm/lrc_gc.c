@@ -8,9 +8,10 @@ void lrc_gc_start(void)
 	STAT_ADD(lrc_gcs, 1);
 	lrc.gc_reported = 0;
 	lrc_batch_begin();
-	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += lrc.nodes) {
+	for (size_t k = 0; k < lrc.nlive; k++) {
+		size_t p = lrc.live[k];
 		struct lrc_page *pg = &lrc.pg[p];
-		if (pg->npend && !pg->replies_left)
+		if (lrc_manages(p) && pg->npend && !pg->replies_left)
 			lrc_start_fetch(p);
 	}
 	lrc_batch_send();
@@ -38,7 +39,8 @@ void lrc_gc_free(void)
 		for (int n = 1; n < dsm.nodes; n++)
 			lrc_send(n, LOCUS_DSM_MSG_GC, 0, 2, NULL, 0);
 	}
-	for (size_t p = 0; p < dsm.npages; p++) {
+	for (size_t k = 0; k < lrc.nlive; k++) {
+		size_t p = lrc.live[k];
 		struct lrc_page *pg = &lrc.pg[p];
 		if (pg->replies_left || (pg->dirty && !pg->hot))
 			dsm_fatal("lrc: collecting page %zu while it is in use", p);

@@ -249,9 +249,9 @@ static int avr_init(void)
 {
 	if (sc_init() != 0)
 		return -1;
-	avr.state = calloc(dsm.npages, 1);
+	avr.state = dsm_table_new(dsm.npages, 1);
 	avr.arrived = malloc((size_t)dsm.cfg.avr_pending * dsm.page_size);
-	ckpt_pages = calloc(dsm.npages, sizeof(*ckpt_pages));
+	ckpt_pages = dsm_table_new(dsm.npages, sizeof(*ckpt_pages));
 	if (!avr.state || !avr.arrived || !ckpt_pages)
 		return -1;
 	sc_hooks = &hooks;
@@ -269,7 +269,7 @@ static int avr_init(void)
  */
 static int await_page(size_t p, int write)
 {
-	struct sc_page *pg = &sc_pages[p];
+	struct sc_page *pg = sc_page(p);
 	int upgrade = pg->owner;
 	int asks_write = write || pg->pending == 2;
 	uint32_t i = avr.npages;
@@ -325,7 +325,7 @@ static void close_interval(int rolled_back)
 	uint64_t now = mono_ns();
 	for (uint32_t i = 0; i < avr.npages; i++) {
 		size_t p = avr.page[i];
-		struct sc_page *pg = &sc_pages[p];
+		struct sc_page *pg = sc_page(p);
 		if (rolled_back && ((avr.arrived_in >> i) & 1))
 			memcpy(dsm_page_alias(p), avr.arrived + (size_t)i * dsm.page_size,
 			       dsm.page_size);
@@ -342,7 +342,7 @@ static void close_interval(int rolled_back)
 /* Can the open interval await p too, rather than end at this fault? */
 static int can_add(size_t p, int write)
 {
-	struct sc_page *pg = &sc_pages[p];
+	struct sc_page *pg = sc_page(p);
 	return avr.npages < dsm.cfg.avr_pending && !(avr.state[p] & AVR_AWAIT) &&
 	       !ld_acquire(&avr.conflict) && pg->had && !(write && pg->pending == 1);
 }
@@ -377,7 +377,7 @@ static void avr_fault(struct dsm_req *r)
 		}
 		return;
 	}
-	struct sc_page *pg = &sc_pages[p];
+	struct sc_page *pg = sc_page(p);
 	/* As sc: not asked for optimism, resolvable here, or a write behind
 	   this node's read request (the copy that comes will be read-only). */
 	if (!(f & AVR_OPEN) || avr.open || sc_local(p, write) || (write && pg->pending == 1)) {

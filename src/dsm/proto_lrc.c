@@ -74,13 +74,14 @@ void lrc_mem_add(int64_t d)
 static int lrc_init(void)
 {
 	lrc.nodes = (size_t)dsm.nodes;
-	lrc.pg = calloc(dsm.npages, sizeof(*lrc.pg));
+	lrc.pg = dsm_table_new(dsm.npages, sizeof(*lrc.pg));
+	lrc.live = dsm_table_new(dsm.npages, sizeof(size_t));
 	lrc.vt = calloc(lrc.nodes, sizeof(uint32_t));
 	lrc.base = calloc(lrc.nodes, sizeof(uint32_t));
 	lrc.iv = calloc(lrc.nodes, sizeof(*lrc.iv));
 	lrc.ivcap = calloc(lrc.nodes, sizeof(uint32_t));
-	lrc.dirty = calloc(dsm.npages, sizeof(size_t));
-	lrc.inval = calloc(dsm.npages, sizeof(size_t));
+	lrc.dirty = dsm_table_new(dsm.npages, sizeof(size_t));
+	lrc.inval = dsm_table_new(dsm.npages, sizeof(size_t));
 	lrc.arrived = calloc(lrc.nodes, sizeof(void *));
 	lrc.arrived_len = calloc(lrc.nodes, sizeof(size_t));
 	lrc.bq = calloc(lrc.nodes, sizeof(uint32_t *));
@@ -88,12 +89,10 @@ static int lrc_init(void)
 	lrc.bqcap = calloc(lrc.nodes, sizeof(size_t));
 	lrc.bqpages = calloc(lrc.nodes, sizeof(size_t));
 	lrc.scratch = malloc(dsm_diff_max(dsm.page_size));
-	if (!lrc.pg || !lrc.vt || !lrc.base || !lrc.iv || !lrc.ivcap || !lrc.dirty || !lrc.inval ||
-	    !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap || !lrc.bqpages ||
+	if (!lrc.pg || !lrc.live || !lrc.vt || !lrc.base || !lrc.iv || !lrc.ivcap || !lrc.dirty ||
+	    !lrc.inval || !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap || !lrc.bqpages ||
 	    !lrc.arrived_len || !lrc.scratch)
 		return -1;
-	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += lrc.nodes)
-		lrc.pg[p].have = HAVE_COPY; /* managers are never dropped */
 	return 0;
 }
 
@@ -101,7 +100,7 @@ static const int prot_of[] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE};
 
 void lrc_set_access(size_t p, uint8_t acc)
 {
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	if (pg->access == acc)
 		return;
 	dsm_region_protect(p, 1, prot_of[acc]);
@@ -123,7 +122,7 @@ static void protect_runs(const size_t *list, size_t n, uint8_t from, uint8_t to)
 			j++;
 		dsm_region_protect(list[i], j - i, prot_of[to]);
 		for (size_t k = i; k < j; k++)
-			lrc.pg[list[k]].access = to;
+			lrc_page(list[k])->access = to;
 		i = j;
 	}
 }
@@ -155,7 +154,7 @@ uint64_t lrc_vt_sum(const uint32_t *vt)
    interval idx's, an empty one too when keep_empty. Returns its length. */
 static size_t keep_diff(size_t p, uint32_t idx, int keep_empty)
 {
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	size_t n = dsm_diff_make(dsm_page_alias(p), pg->twin, dsm.page_size, lrc.scratch);
 	if (!n && !keep_empty)
 		return 0;
@@ -175,7 +174,7 @@ static size_t keep_diff(size_t p, uint32_t idx, int keep_empty)
 /* The twin's interval is over: encode its diff, keep it, drop the twin. */
 static void make_diff(size_t p)
 {
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	if (pg->access == ACC_WRITE)
 		dsm_fatal("lrc: diff of page %zu while it is writable", p);
 	keep_diff(p, pg->twin_iv, 1);
@@ -186,7 +185,7 @@ static void make_diff(size_t p)
 
 const struct owndiff *lrc_find_diff(size_t p, uint32_t idx)
 {
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	if (pg->twin && pg->twin_iv == idx)
 		make_diff(p);
 	uint32_t lo = 0, hi = pg->ndiffs; /* diffs are made in interval order */
@@ -208,7 +207,7 @@ const struct owndiff *lrc_find_diff(size_t p, uint32_t idx)
    renew the twin. Returns whether it changed. The page is not writable. */
 static int diff_now(size_t p, uint32_t idx)
 {
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	if (!keep_diff(p, idx, 0))
 		return 0;
 	memcpy(pg->twin, dsm_page_alias(p), dsm.page_size);
@@ -217,7 +216,7 @@ static int diff_now(size_t p, uint32_t idx)
 
 static void drop_twin(size_t p)
 {
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	free(pg->twin);
 	pg->twin = NULL;
 	pg->hot = 0;
@@ -242,7 +241,7 @@ static void close_interval(void)
 	protect_runs(lrc.dirty, lrc.ndirty, ACC_WRITE, ACC_READ); /* no write lands in a diff */
 	for (size_t i = 0; i < lrc.ndirty; i++) {
 		size_t p = lrc.dirty[i];
-		struct lrc_page *pg = &lrc.pg[p];
+		struct lrc_page *pg = lrc_page(p);
 		int valid = pg->access != ACC_NONE;
 		if (!pg->hot) {
 			pg->dirty = 0;
@@ -327,7 +326,7 @@ static size_t encode_since(const uint32_t *seen, unsigned char **buf, size_t len
    invalidate the copy (listed in lrc.inval; take_records protects them all). */
 static void add_notice(size_t p, uint32_t node, uint32_t idx)
 {
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	if (pg->twin && pg->twin_iv != lrc.vt[dsm.node] + 1)
 		make_diff(p); /* a closed interval's twin */
 	/* A hot page's twin belongs to the open interval: it stays, and what is
@@ -427,7 +426,7 @@ static size_t take_records(const void *payload, size_t len)
    program says it writes the page every interval (a write prefetch). */
 void lrc_make_writable(size_t p, int hot)
 {
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	uint32_t cur = lrc.vt[dsm.node] + 1;
 	pg->have = HAVE_COPY; /* the zero page, or a current copy */
 	if (pg->twin && pg->twin_iv != cur)
@@ -455,7 +454,7 @@ static void lrc_fault(struct dsm_req *r)
 	int write = (int)r->b;
 	if (p >= dsm.npages)
 		dsm_fatal("fault on page %zu of %zu", p, dsm.npages);
-	struct lrc_page *pg = &lrc.pg[p];
+	struct lrc_page *pg = lrc_page(p);
 	uint8_t need = write ? ACC_WRITE : ACC_READ;
 	if (pg->access >= need) {
 		STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
@@ -523,7 +522,7 @@ static void lrc_prefetch(size_t first, size_t count, int write)
 {
 	lrc_batch_begin();
 	for (size_t p = first; p < first + count && p < dsm.npages; p++) {
-		struct lrc_page *pg = &lrc.pg[p];
+		struct lrc_page *pg = lrc_page(p);
 		if (write && !lrc_stale(p) && !pg->replies_left && pg->access != ACC_WRITE) {
 			/* Every node may write a valid page: make it writable now, and
 			   keep it so from interval to interval (hot). */
@@ -556,7 +555,7 @@ static void lrc_message(const struct dsm_hdr *h, const void *payload, size_t len
 		dsm_fatal("message about page %zu of %zu", p, dsm.npages);
 	switch (h->kind) {
 	case LOCUS_DSM_MSG_PAGE_REQ:
-		if (!lrc_manages(p) || lrc.pg[p].have != HAVE_COPY)
+		if (!lrc_manages(p) || lrc.pg[p].have == HAVE_NONE) /* managers are never dropped */
 			dsm_fatal(
 				"lrc: node %d asked node %d for page %zu, which it does not manage",
 				h->src, dsm.node, p);

@@ -60,27 +60,36 @@ struct sc_page *sc_pages;
 const struct sc_hooks *sc_hooks;
 size_t *sc_list[3], sc_count[3];
 #define pages sc_pages
-static uint8_t *mgr_owner; /* by p / nodes, for pages managed here */
+/* By p / nodes, for pages managed here: 1 + the probable owner, 0 for this
+   node (the initial owner), so that the table starts as zeros. */
+static uint8_t *mgr_owner;
 static size_t *deferred_list;
 static size_t deferred_count;
 
 #define BIT(n) (1ull << (n))
 
+/* Tables over the region's pages (dsm_table_new): nothing is set up for a
+   page until it is first used (sc_page). */
 int sc_init(void)
 {
-	pages = calloc(dsm.npages, sizeof(*pages));
-	mgr_owner = calloc(dsm.npages / (size_t)dsm.nodes + 1, 1);
-	deferred_list = calloc(dsm.npages, sizeof(*deferred_list));
-	sc_list[ACC_READ] = calloc(dsm.npages, sizeof(size_t));
-	sc_list[ACC_WRITE] = calloc(dsm.npages, sizeof(size_t));
+	pages = dsm_table_new(dsm.npages, sizeof(*pages));
+	mgr_owner = dsm_table_new(dsm.npages / (size_t)dsm.nodes + 1, 1);
+	deferred_list = dsm_table_new(dsm.npages, sizeof(*deferred_list));
+	sc_list[ACC_READ] = dsm_table_new(dsm.npages, sizeof(size_t));
+	sc_list[ACC_WRITE] = dsm_table_new(dsm.npages, sizeof(size_t));
 	if (!pages || !mgr_owner || !deferred_list || !sc_list[ACC_READ] || !sc_list[ACC_WRITE])
 		return -1;
-	for (size_t p = (size_t)dsm.node; p < dsm.npages; p += (size_t)dsm.nodes) {
-		pages[p].owner = 1;
-		pages[p].copyset = BIT(dsm.node);
-		mgr_owner[p / (size_t)dsm.nodes] = (uint8_t)dsm.node;
-	}
 	return 0;
+}
+
+void sc_page_born(size_t p)
+{
+	struct sc_page *pg = &sc_pages[p];
+	pg->born = 1;
+	if (p % (size_t)dsm.nodes == (size_t)dsm.node) {
+		pg->owner = 1;
+		pg->copyset = BIT(dsm.node);
+	}
 }
 
 const int sc_prot[3] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE};
@@ -90,7 +99,7 @@ const int sc_prot[3] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE};
    of each access but none. */
 static void set_access(size_t p, uint8_t acc)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	uint8_t from = pg->access;
 	if (from == acc)
 		return;
@@ -114,7 +123,7 @@ static void set_access(size_t p, uint8_t acc)
 /* Is p inside its minimum residence time? *until: when to look again. */
 static int in_delta(size_t p, uint64_t now, uint64_t *until)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	if (!dsm.cfg.delta_ns || !pg->installed_ns)
 		return 0;
 	uint64_t resumed = ld_acquire(&dsm.resume_ns[p]);
@@ -135,7 +144,7 @@ static int in_delta(size_t p, uint64_t now, uint64_t *until)
 
 static void defer(size_t p, uint16_t kind, uint16_t from, uint8_t write)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	struct deferred *d = malloc(sizeof(*d));
 	if (!d)
 		dsm_fatal("out of memory deferring a message");
@@ -166,7 +175,7 @@ static void send_to(int dst, uint16_t kind, uint64_t a, uint64_t b, uint64_t c, 
    about to run the access that delta protects. */
 static void resolved(size_t p)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	pg->pending = 0;
 	pg->installed_ns = pg->waiters ? mono_ns() : 0;
 	while (pg->waiters) {
@@ -180,7 +189,7 @@ static void resolved(size_t p)
 
 static void write_granted(size_t p)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	pg->copyset = BIT(dsm.node);
 	set_access(p, ACC_WRITE);
 	resolved(p);
@@ -189,7 +198,7 @@ static void write_granted(size_t p)
 /* Invalidate every other holder of a copy; write_granted when all answered. */
 static void invalidate_others(size_t p)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	uint64_t others = pg->copyset & ~BIT(dsm.node);
 	if (!others) {
 		write_granted(p);
@@ -204,7 +213,7 @@ static void invalidate_others(size_t p)
 /* Owner: hand the page and ownership to the requester. */
 static void give(size_t p, int write, int requester)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	uint64_t cs;
 	if (write) {
 		set_access(p, ACC_NONE);
@@ -231,7 +240,7 @@ static void give(size_t p, int write, int requester)
 
 static void serve(size_t p, int write, int requester)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	uint64_t until;
 	if (!pg->owner && !pg->pending)
 		dsm_fatal("page %zu forwarded from node %d to a node that neither owns "
@@ -257,8 +266,8 @@ static void serve(size_t p, int write, int requester)
 static void manage(size_t p, int write, int requester)
 {
 	size_t i = p / (size_t)dsm.nodes;
-	int cur = mgr_owner[i];
-	mgr_owner[i] = (uint8_t)requester;
+	int cur = mgr_owner[i] ? mgr_owner[i] - 1 : dsm.node;
+	mgr_owner[i] = (uint8_t)(requester + 1);
 	if (cur == requester)
 		dsm_fatal("node %d requested page %zu, which it owns", requester, p);
 	if (cur == dsm.node)
@@ -270,7 +279,7 @@ static void manage(size_t p, int write, int requester)
 
 static void invalidated(size_t p, int from)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	if (pg->owner)
 		dsm_fatal("node %d invalidated page %zu, owned here", from, p);
 	if (pg->access != ACC_NONE) {
@@ -288,7 +297,7 @@ static int prefetch_one(size_t p, int write);
 
 int sc_local(size_t p, int write)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	if (pg->access >= (write ? ACC_WRITE : ACC_READ))
 		return 1;
 	if (pg->pending || !pg->owner)
@@ -302,7 +311,7 @@ void sc_fault(struct dsm_req *r)
 	int write = (int)r->b;
 	if (p >= dsm.npages)
 		dsm_fatal("fault on page %zu of %zu", p, dsm.npages);
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	uint8_t need = write ? ACC_WRITE : ACC_READ;
 	if (pg->access >= need) {
 		STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
@@ -385,7 +394,7 @@ int sc_request(size_t p, int write)
 
 static int prefetch_one(size_t p, int write)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	uint8_t need = write ? ACC_WRITE : ACC_READ;
 	if (pg->access >= need || pg->pending)
 		return 0; /* here already, or coming */
@@ -412,7 +421,7 @@ void sc_prefetch(size_t first, size_t count, int write)
 	for (size_t p = first; p < first + count && p < dsm.npages; p++)
 		if (prefetch_one(p, write)) {
 			STAT_ADD(prefetches, 1);
-			pages[p].prefetched = 1;
+			sc_page(p)->prefetched = 1;
 		} else {
 			STAT_ADD(prefetch_unneeded, 1);
 		}
@@ -420,7 +429,7 @@ void sc_prefetch(size_t first, size_t count, int write)
 
 static void page_arrived(size_t p, int write, uint64_t cs, const void *data, size_t len)
 {
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	if (!pg->pending || pg->owner || len != dsm.page_size)
 		dsm_fatal("unexpected contents of page %zu", p);
 	if (!sc_hooks || !sc_hooks->arrived(p, data, len))
@@ -442,7 +451,7 @@ void sc_message(const struct dsm_hdr *h, const void *payload, size_t len)
 	size_t p = h->a;
 	if (p >= dsm.npages)
 		dsm_fatal("message about page %zu of %zu", p, dsm.npages);
-	struct sc_page *pg = &pages[p];
+	struct sc_page *pg = sc_page(p);
 	uint64_t until;
 	switch (h->kind) {
 	case LOCUS_DSM_MSG_PAGE_REQ:
@@ -479,7 +488,7 @@ uint64_t sc_tick(uint64_t now)
 	size_t keep = 0;
 	for (size_t i = 0; i < deferred_count; i++) {
 		size_t p = deferred_list[i];
-		struct sc_page *pg = &pages[p];
+		struct sc_page *pg = sc_page(p);
 		uint64_t until = UINT64_MAX;
 		if (!in_delta(p, now, &until)) {
 			while (pg->inv) {

@@ -29,6 +29,7 @@ struct sc_page {
 	uint8_t prefetched; /* by locus_dsm_prefetch, no fault on it since */
 	uint8_t had;	    /* contents came here, or were written here (they may be stale
 			       since; a manager's first zero page does not count) */
+	uint8_t born;	    /* set up (sc_page): the table starts as zeros */
 };
 
 /*
@@ -52,6 +53,17 @@ extern size_t *sc_list[3], sc_count[3]; /* by ACC_READ, ACC_WRITE: the pages, in
 extern const int sc_prot[3];		/* ACC_* -> PROT_* */
 
 int sc_init(void);
+void sc_page_born(size_t p);
+
+/* Page p's record, set up at its first use: a page managed here starts
+   owned here (the zero page, not mapped), with this node its copy set. */
+static inline struct sc_page *sc_page(size_t p)
+{
+	struct sc_page *pg = &sc_pages[p];
+	if (!pg->born)
+		sc_page_born(p);
+	return pg;
+}
 void sc_fault(struct dsm_req *r);
 void sc_message(const struct dsm_hdr *h, const void *payload, size_t len);
 uint64_t sc_tick(uint64_t now);

@@ -37,9 +37,12 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 	fprintf(f, "dsm node %d: faults", node);
 	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
 		fprintf(f, " %s=%llu", fault_names[k], (unsigned long long)s->faults[k]);
-	fprintf(f, "; invalidations=%llu pingpong_deferrals=%llu locks=%llu barriers=%llu\n",
+	fprintf(f,
+		"; invalidations=%llu pingpong_deferrals=%llu locks=%llu (%llu kept) "
+		"barriers=%llu\n",
 		(unsigned long long)s->invalidations, (unsigned long long)s->pingpong_deferrals,
-		(unsigned long long)s->lock_acquires, (unsigned long long)s->barriers);
+		(unsigned long long)s->lock_acquires, (unsigned long long)s->lock_records,
+		(unsigned long long)s->barriers);
 	fprintf(f, "dsm node %d: sent", node);
 	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++)
 		if (s->msgs_sent[k])
@@ -125,12 +128,13 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 	}
 	fprintf(f,
 		", \"msgs\": %llu, \"bytes\": %llu, \"invalidations\": %llu, "
-		"\"pingpong_deferrals\": %llu, \"locks\": %llu, \"barriers\": %llu, "
-		"\"comm_sleeps\": %llu, \"comm_sleep_s\": %.6f",
+		"\"pingpong_deferrals\": %llu, \"locks\": %llu, \"lock_records\": %llu, "
+		"\"barriers\": %llu, \"comm_sleeps\": %llu, \"comm_sleep_s\": %.6f",
 		(unsigned long long)msgs, (unsigned long long)bytes,
 		(unsigned long long)s->invalidations, (unsigned long long)s->pingpong_deferrals,
-		(unsigned long long)s->lock_acquires, (unsigned long long)s->barriers,
-		(unsigned long long)s->comm_sleeps, s->comm_sleep_s);
+		(unsigned long long)s->lock_acquires, (unsigned long long)s->lock_records,
+		(unsigned long long)s->barriers, (unsigned long long)s->comm_sleeps,
+		s->comm_sleep_s);
 	fprintf(f,
 		", \"threads\": %llu, \"stalls\": %llu, \"stall_s\": %.6f, \"run_s\": %.6f, "
 		"\"switches\": %llu, \"remote_misses\": %llu, \"remote_miss_s\": %.6f, "

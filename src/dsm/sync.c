@@ -56,23 +56,103 @@ struct lockst {
 	uint32_t id;
 	/* Manager side (id % nodes == this node). */
 	int held;
-	int last; /* the node last granted the lock, -1 for none */
+	int last;	  /* the node last granted the lock, -1 for none */
+	uint64_t rel_bar; /* barriers its last releaser had entered when it released */
 	struct waiter *head, *tail;
 	/* This node's side. */
 	int local;			   /* LOCAL_* */
+	int uncounted;			   /* held by a thread outside the counted ones */
 	uint32_t handoffs;		   /* consecutive local hand-offs */
 	struct dsm_req *lw_head, *lw_tail; /* threads waiting on this node (wnext) */
 };
 
-#define LOCK_BUCKETS 256
-static struct lockst *locks[LOCK_BUCKETS];
+/*
+ * The lock records: a chained hash table that grows and shrinks with the
+ * number of records, so that a lookup stays short whatever ids a program
+ * uses. A record exists while either side of its lock is in use, and under
+ * a passing protocol (lrc) while the manager must remember the last holder;
+ * lock_tidy frees it after that, so released, uncontended locks cost nothing.
+ */
+#define LOCK_BUCKETS_MIN 64
+static struct lockst **locks;
+static size_t lock_buckets, lock_count;
+
+static size_t lock_bucket(uint32_t id, size_t buckets)
+{
+	return (size_t)((id * 2654435761u) >> 7) & (buckets - 1);
+}
+
+static void lock_rehash(size_t buckets)
+{
+	struct lockst **nb = calloc(buckets, sizeof(*nb));
+	if (!nb)
+		dsm_fatal("out of memory for %zu lock buckets", buckets);
+	for (size_t b = 0; b < lock_buckets; b++)
+		for (struct lockst *l = locks[b], *n; l; l = n) {
+			n = l->next;
+			size_t k = lock_bucket(l->id, buckets);
+			l->next = nb[k];
+			nb[k] = l;
+		}
+	free(locks);
+	locks = nb;
+	lock_buckets = buckets;
+}
+
+static struct lockst *lock_find(uint32_t id)
+{
+	if (!locks)
+		lock_rehash(LOCK_BUCKETS_MIN);
+	struct lockst **b = &locks[lock_bucket(id, lock_buckets)];
+	for (struct lockst *l = *b; l; l = l->next)
+		if (l->id == id)
+			return l;
+	struct lockst *l = calloc(1, sizeof(*l));
+	if (!l)
+		dsm_fatal("out of memory for lock %u", id);
+	l->id = id;
+	l->last = -1;
+	l->next = *b;
+	*b = l;
+	st_relaxed(&dsm.lock_records, ++lock_count);
+	if (lock_count > lock_buckets)
+		lock_rehash(lock_buckets * 2);
+	return l;
+}
+
+static int lock_idle(const struct lockst *l)
+{
+	return !l->held && !l->head && l->local == LOCAL_FREE && !l->lw_head;
+}
+
+/* Free l if nothing about it needs remembering (keep: its manager must name
+   the last holder to the next asker, under a passing protocol). */
+static void lock_tidy(struct lockst *l, int keep)
+{
+	if (!lock_idle(l) || keep)
+		return;
+	struct lockst **pp = &locks[lock_bucket(l->id, lock_buckets)];
+	while (*pp != l)
+		pp = &(*pp)->next;
+	*pp = l->next;
+	free(l);
+	st_relaxed(&dsm.lock_records, --lock_count);
+}
+
+/* After freeing records (never while walking the table). */
+static void lock_shrink(void)
+{
+	if (lock_buckets > LOCK_BUCKETS_MIN && lock_count < lock_buckets / 8)
+		lock_rehash(lock_buckets / 2);
+}
 
 static struct dsm_req *bar_reqs; /* this node's threads in the barrier (wnext) */
 static uint64_t bar_local;	 /* how many */
-static uint64_t bar_epoch;
+static uint64_t bar_epoch;	 /* barriers this node has entered */
 static int arrivals[2];
 static uint64_t bar_value[2];
 static int bar_mismatch[2];
+static uint8_t bar_kind[2][DSM_MAX_NODES]; /* node 0: the call each node entered */
 
 static int bar_ok; /* the barrier being left: every node agreed */
 
@@ -90,20 +170,29 @@ static int passing(void)
 	return dsm.proto->lock_pass != NULL;
 }
 
-static struct lockst *lock_find(uint32_t id)
+/* Whether the manager must still remember l's last holder: under a passing
+   protocol, until every node is known to have its notices. */
+static int lock_keep(const struct lockst *l)
 {
-	struct lockst **b = &locks[id % LOCK_BUCKETS];
-	for (struct lockst *l = *b; l; l = l->next)
-		if (l->id == id)
-			return l;
-	struct lockst *l = calloc(1, sizeof(*l));
-	if (!l)
-		dsm_fatal("out of memory for lock %u", id);
-	l->id = id;
-	l->last = -1;
-	l->next = *b;
-	*b = l;
-	return l;
+	return passing() && l->last >= 0;
+}
+
+/*
+ * Under lrc a barrier carries every interval its nodes ended before they
+ * entered it. When this node leaves barrier e, a free lock whose last
+ * release came before its releaser entered barrier e-1 has nothing to pass
+ * that an asker lacks: every node has left e-1 (all have entered e), so any
+ * later request was sent after its node took in e-1's notices. Forget it.
+ */
+static void lock_forget_released(uint64_t epoch)
+{
+	for (size_t b = 0; b < lock_buckets; b++)
+		for (struct lockst *l = locks[b], *n; l; l = n) {
+			n = l->next;
+			if (lock_idle(l) && epoch >= 2 && l->rel_bar < epoch - 1)
+				lock_tidy(l, 0);
+		}
+	lock_shrink();
 }
 
 static void lock_granted(uint32_t id, uint64_t token, const void *payload, size_t len)
@@ -111,11 +200,13 @@ static void lock_granted(uint32_t id, uint64_t token, const void *payload, size_
 	struct lockst *l = lock_find(id);
 	if (l->local != LOCAL_ASKED)
 		dsm_fatal("lock %u granted to node %d, which did not ask for it", id, dsm.node);
+	struct dsm_req *r = (struct dsm_req *)(uintptr_t)token;
 	l->local = LOCAL_HELD;
+	l->uncounted = !r->c;
 	l->handoffs = 0;
 	if (dsm.proto->acquire)
 		dsm.proto->acquire(id, payload, len);
-	dsm_req_done((struct dsm_req *)(uintptr_t)token, in_message ? DSM_REMOTE : DSM_LOCAL);
+	dsm_req_done(r, in_message ? DSM_REMOTE : DSM_LOCAL);
 }
 
 static void grant(uint32_t id, int node, uint64_t token, const void *payload, size_t len)
@@ -174,14 +265,18 @@ static void mgr_acquire(uint32_t id, int node, uint64_t token, const void *ask, 
 	l->tail = w;
 }
 
-static void mgr_release(uint32_t id, int node)
+/* rel_bar: the barriers the releasing node had entered when it released. */
+static void mgr_release(uint32_t id, int node, uint64_t rel_bar)
 {
 	struct lockst *l = lock_find(id);
 	if (!l->held)
 		dsm_fatal("node %d released lock %u, which is free", node, id);
+	l->rel_bar = rel_bar;
 	struct waiter *w = l->head;
 	if (!w) {
 		l->held = 0;
+		lock_tidy(l, lock_keep(l));
+		lock_shrink();
 		return;
 	}
 	l->head = w->next;
@@ -211,11 +306,46 @@ static void bar_leave(uint64_t epoch, int ok, const void *payload, size_t len)
 		dsm_fatal("barrier %llu left while in %llu", (unsigned long long)epoch,
 			  (unsigned long long)bar_epoch);
 	bar_ok = ok;
+	if (passing())
+		lock_forget_released(epoch);
 	if (!dsm.proto->barrier_leave || dsm.proto->barrier_leave(payload, len))
 		dsm_sync_barrier_done();
 }
 
-static void bar_arrive(uint64_t epoch, uint64_t value, int node, const void *payload, size_t len)
+static const char *bar_kind_name(uint64_t kind)
+{
+	static const char *const names[] = {
+		[DSM_BAR_BARRIER] = "locus_dsm_barrier",
+		[DSM_BAR_ALLOC] = "locus_dsm_alloc",
+		[DSM_BAR_RESET] = "locus_dsm_stats_reset",
+		[DSM_BAR_FINALIZE] = "locus_dsm_finalize",
+		[DSM_BAR_FINALIZE_STATS] = "locus_dsm_finalize",
+	};
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
+}
+
+/* Node 0: every node must have entered the same call; say which did not. */
+static void bar_check_kinds(uint64_t epoch, const uint8_t *kind)
+{
+	int odd = -1;
+	for (int n = 1; n < dsm.nodes && odd < 0; n++)
+		if (kind[n] != kind[0])
+			odd = n;
+	if (odd < 0)
+		return;
+	char list[400];
+	size_t at = 0;
+	for (int n = 0; n < dsm.nodes && at < sizeof(list); n++)
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%snode %d in %s",
+				       n ? ", " : "", n, bar_kind_name(kind[n]));
+	dsm_fatal("collective call %llu does not match across nodes: %s. Every node makes "
+		  "the same collective calls (locus_dsm_barrier, locus_dsm_alloc, "
+		  "locus_dsm_stats_reset, locus_dsm_finalize) in the same order",
+		  (unsigned long long)epoch, list);
+}
+
+static void bar_arrive(uint64_t epoch, uint64_t value, uint64_t kind, int node, const void *payload,
+		       size_t len)
 {
 	if (dsm.proto->barrier_arrive)
 		dsm.proto->barrier_arrive(node, payload, len);
@@ -226,9 +356,11 @@ static void bar_arrive(uint64_t epoch, uint64_t value, int node, const void *pay
 	} else if (bar_value[s] != value) {
 		bar_mismatch[s] = 1;
 	}
+	bar_kind[s][node] = (uint8_t)kind;
 	if (++arrivals[s] < dsm.nodes)
 		return;
 	arrivals[s] = 0;
+	bar_check_kinds(epoch, bar_kind[s]);
 	int ok = !bar_mismatch[s];
 	void *mine = NULL;
 	size_t mine_len = 0;
@@ -246,14 +378,83 @@ static void bar_arrive(uint64_t epoch, uint64_t value, int node, const void *pay
 	free(mine);
 }
 
+/* Up to max ids of the locks this node holds (held) or waits for, as text. */
+static size_t lock_list(char *buf, size_t cap, int held, int max)
+{
+	size_t at = 0;
+	int n = 0;
+	buf[0] = '\0';
+	for (size_t b = 0; b < lock_buckets; b++)
+		for (struct lockst *l = locks[b]; l; l = l->next) {
+			int match = held ? l->local == LOCAL_HELD
+					 : l->local == LOCAL_ASKED ||
+						    (l->local == LOCAL_HELD && l->lw_head);
+			if (!match)
+				continue;
+			if (n < max && at < cap)
+				at += (size_t)snprintf(buf + at, cap - at, "%s%u", n ? ", " : "",
+						       l->id);
+			n++;
+		}
+	if (n > max && at < cap)
+		at += (size_t)snprintf(buf + at, cap - at, " and %d more", n - max);
+	return (size_t)n;
+}
+
+/* Finalize with a lock held: whoever waits for it would wait forever. */
+static void finalize_check_locks(void)
+{
+	char ids[160];
+	if (lock_list(ids, sizeof(ids), 1, 8))
+		dsm_fatal("locus_dsm_finalize while this node holds lock %s: release every lock "
+			  "before locus_dsm_finalize (a node waiting for it would wait forever)",
+			  ids);
+	if (lock_list(ids, sizeof(ids), 0, 8))
+		dsm_fatal("locus_dsm_finalize while threads of this node wait for lock %s: "
+			  "every thread is done with the runtime before locus_dsm_finalize",
+			  ids);
+}
+
+int dsm_sync_describe(char *buf, size_t cap)
+{
+	size_t at = 0;
+	int sure = 1;
+	if (bar_reqs)
+		at += (size_t)snprintf(
+			buf + at, cap - at, "in %s (collective call %llu), %llu of %llu threads in",
+			bar_kind_name(bar_reqs->c),
+			(unsigned long long)(bar_epoch + (bar_local >= bar_reqs->b ? 0 : 1)),
+			(unsigned long long)bar_local, (unsigned long long)bar_reqs->b);
+	char ids[160];
+	if (lock_list(ids, sizeof(ids), 1, 6) && at < cap)
+		at += (size_t)snprintf(buf + at, cap - at, "%sholds lock %s", at ? "; " : "", ids);
+	if (lock_list(ids, sizeof(ids), 0, 6) && at < cap)
+		at += (size_t)snprintf(buf + at, cap - at, "%swaits for lock %s", at ? "; " : "",
+				       ids);
+	for (size_t b = 0; b < lock_buckets; b++)
+		for (struct lockst *l = locks[b]; l; l = l->next)
+			if (l->local == LOCAL_HELD && l->uncounted)
+				sure = 0; /* a thread the runtime cannot see may be running */
+	if (!at)
+		snprintf(buf, cap, "no barrier or lock");
+	return sure;
+}
+
 /* A thread of this node enters the barrier; the last of its team sends. */
 static void bar_enter_local(struct dsm_req *r)
 {
+	if (bar_reqs && bar_local >= bar_reqs->b)
+		dsm_fatal("two threads of this node are in %s at once outside a team: outside "
+			  "locus_dsm_parallel, one thread at a time makes the node's barrier "
+			  "calls (the collective calls: the thread that called locus_dsm_init)",
+			  bar_kind_name(r->c));
 	if (bar_reqs && bar_reqs->b != r->b)
 		dsm_fatal("barrier entered by a team of %llu threads and one of %llu at once",
 			  (unsigned long long)bar_reqs->b, (unsigned long long)r->b);
 	if (bar_reqs && bar_reqs->a != r->a)
 		r->a = UINT64_MAX; /* threads of the node disagree: nodes will too */
+	if (r->c == DSM_BAR_FINALIZE)
+		finalize_check_locks();
 	r->wnext = bar_reqs;
 	bar_reqs = r;
 	if (++bar_local < r->b)
@@ -264,10 +465,13 @@ static void bar_enter_local(struct dsm_req *r)
 	if (dsm.proto->barrier_enter)
 		len = dsm.proto->barrier_enter(&out);
 	bar_epoch++;
-	if (dsm.node == 0)
-		bar_arrive(bar_epoch, r->a, 0, out, len);
-	else
-		send_to(0, LOCUS_DSM_MSG_BAR_ENTER, bar_epoch, r->a, out, len);
+	if (dsm.node == 0) {
+		bar_arrive(bar_epoch, r->a, r->c, 0, out, len);
+	} else {
+		struct dsm_hdr h = {
+			.kind = LOCUS_DSM_MSG_BAR_ENTER, .a = bar_epoch, .b = r->a, .c = r->c};
+		dsm_send(0, &h, out, len);
+	}
 	free(out);
 }
 
@@ -307,6 +511,7 @@ static void unlock_local(struct lockst *l)
 		if (!l->lw_head)
 			l->lw_tail = NULL;
 		l->handoffs++;
+		l->uncounted = !next->c;
 		STAT_ADD(lock_handoffs, 1);
 		dsm_req_done(next, DSM_LOCAL);
 		return;
@@ -314,17 +519,22 @@ static void unlock_local(struct lockst *l)
 	if (dsm.proto->release)
 		dsm.proto->release(l->id);
 	l->local = LOCAL_FREE;
-	int mgr = (int)(l->id % (uint32_t)dsm.nodes);
-	if (mgr == dsm.node)
-		mgr_release(l->id, dsm.node);
-	else
-		send_to(mgr, LOCUS_DSM_MSG_LOCK_REL, l->id, 0, NULL, 0);
-	if (next) { /* ask again, for the first local waiter */
+	l->uncounted = 0;
+	if (next) { /* ask again below, for the first local waiter */
 		l->lw_head = next->wnext;
 		if (!l->lw_head)
 			l->lw_tail = NULL;
-		lock_local(l, next);
 	}
+	uint32_t id = l->id;
+	int mgr = (int)(id % (uint32_t)dsm.nodes);
+	if (mgr == dsm.node)
+		mgr_release(id, dsm.node, bar_epoch); /* may free l */
+	else
+		send_to(mgr, LOCUS_DSM_MSG_LOCK_REL, id, bar_epoch, NULL, 0);
+	if (next)
+		lock_local(lock_find(id), next);
+	else if (mgr != dsm.node)
+		lock_tidy(l, 0), lock_shrink();
 }
 
 void dsm_sync_request(struct dsm_req *r)
@@ -380,10 +590,10 @@ void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len)
 		pass_here((uint32_t)h->a, (int)h->c, h->b, payload, len);
 		break;
 	case LOCUS_DSM_MSG_LOCK_REL:
-		mgr_release((uint32_t)h->a, h->src);
+		mgr_release((uint32_t)h->a, h->src, h->b);
 		break;
 	case LOCUS_DSM_MSG_BAR_ENTER:
-		bar_arrive(h->a, h->b, h->src, payload, len);
+		bar_arrive(h->a, h->b, h->c, h->src, payload, len);
 		break;
 	case LOCUS_DSM_MSG_BAR_LEAVE:
 		bar_leave(h->a, (int)h->b, payload, len);

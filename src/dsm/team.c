@@ -169,6 +169,73 @@ void dsm_outside_team(const char *call)
 			  call, dsm_self.id, dsm_self.team);
 }
 
+/*
+ * Every thread of a team makes the same number of locus_dsm_barrier calls,
+ * and of locus_dsm_team_barrier calls: a thread that returns from the
+ * team's function with fewer than another has entered leaves that one
+ * waiting forever. Each thread counts its calls (dsm_self.bars); whichever
+ * of the two events comes second, the call or the return, sees the first
+ * under the lock and stops the node with a message.
+ */
+static const char *const bar_call[2] = {"locus_dsm_barrier", "locus_dsm_team_barrier"};
+static struct {
+	pthread_mutex_t mu;
+	uint64_t entered_max[2]; /* the most calls any thread has entered */
+	int entered_by[2];
+	uint64_t returned_min[2]; /* the fewest calls of a thread that returned */
+	int returned_by[2], returned;
+} tc = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void team_check_reset(void)
+{
+	pthread_mutex_lock(&tc.mu);
+	for (int k = 0; k < 2; k++)
+		tc.entered_max[k] = tc.returned_min[k] = 0;
+	tc.returned = 0;
+	pthread_mutex_unlock(&tc.mu);
+}
+
+static void never_reached(int k, int returned, uint64_t calls, int waiter, uint64_t call)
+{
+	dsm_fatal("thread %d of the team returned from its function after %llu %s calls while "
+		  "thread %d waits in its call %llu: every thread of a team makes the same "
+		  "number of %s calls (the others would wait forever)",
+		  returned, (unsigned long long)calls, bar_call[k], waiter,
+		  (unsigned long long)call, bar_call[k]);
+}
+
+void dsm_team_count_barrier(int k)
+{
+	if (dsm_self.team <= 1)
+		return;
+	pthread_mutex_lock(&tc.mu);
+	uint64_t n = ++dsm_self.bars[k];
+	if (tc.returned && tc.returned_min[k] < n)
+		never_reached(k, tc.returned_by[k], tc.returned_min[k], dsm_self.id, n);
+	if (n > tc.entered_max[k]) {
+		tc.entered_max[k] = n;
+		tc.entered_by[k] = dsm_self.id;
+	}
+	pthread_mutex_unlock(&tc.mu);
+}
+
+/* The calling team thread has returned from the team's function. */
+static void team_returned(void)
+{
+	pthread_mutex_lock(&tc.mu);
+	for (int k = 0; k < 2; k++) {
+		uint64_t n = dsm_self.bars[k];
+		if (tc.entered_max[k] > n)
+			never_reached(k, dsm_self.id, n, tc.entered_by[k], tc.entered_max[k]);
+		if (!tc.returned || n < tc.returned_min[k]) {
+			tc.returned_min[k] = n;
+			tc.returned_by[k] = dsm_self.id;
+		}
+	}
+	tc.returned = 1;
+	pthread_mutex_unlock(&tc.mu);
+}
+
 enum { GATE_WAIT, GATE_RUN, GATE_ABORT };
 
 struct member {
@@ -198,6 +265,7 @@ static void *member_main(void *p)
 	uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	dsm_self.resumed_cpu_ns = cpu0;
 	m->fn(m->id, m->arg);
+	team_returned();
 	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	STAT_ADD(run_ns, cpu - dsm_self.resumed_cpu_ns);
 	STAT_ADD(team_cpu_ns, cpu - cpu0);
@@ -216,6 +284,7 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 			threads, LOCUS_DSM_MAX_THREADS, fn ? "" : " and a function");
 		return -1;
 	}
+	dsm_require_running("locus_dsm_parallel");
 	dsm_avr_sync();
 	if (dsm_self.team > 1 || !dsm_self.counted) {
 		fprintf(stderr, "locus-dsm: locus_dsm_parallel is called by the thread that "
@@ -228,6 +297,8 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 		return -1;
 	}
 	uint32_t gate = GATE_WAIT;
+	team_check_reset();
+	dsm_self.bars[0] = dsm_self.bars[1] = 0;
 	for (int i = 0; i < threads; i++)
 		m[i] = (struct member){
 			.id = i, .team = threads, .fn = fn, .arg = arg, .gate = &gate};
@@ -268,6 +339,7 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 	futex_wake(&gate, FUTEX_WAKE_ALL);
 	fn(0, arg);
 	dsm_avr_sync(); /* what follows frees: it must not run twice */
+	team_returned();
 	struct dsm_stall st;
 	dsm_stall_begin(&st, STALL_OTHER);
 	for (int i = 1; i < threads; i++)
@@ -290,6 +362,7 @@ void locus_dsm_team_barrier(void)
 	int team = dsm_self.team > 1 ? dsm_self.team : 1;
 	if (team == 1)
 		return;
+	dsm_team_count_barrier(1);
 	struct dsm_stall st;
 	dsm_stall_begin(&st, STALL_OTHER);
 	uint32_t gen = ld_acquire(&tb_generation);

@@ -75,6 +75,27 @@ for var in LOCUS_DSM_DELAY_US LOCUS_DSM_PEER_TIMEOUT_S LOCUS_DSM_DELTA_US LOCUS_
 	expect 1 "$var=-5" env "$var=-5" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 	expect 1 "$var=99999999999" env "$var=99999999999" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
+# Sizes that are not whole pages, regions near address 0 or off a page boundary
+# or past the top of user space, and delays that make every node look dead.
+for v in 100000 4097; do
+	expect 1 "LOCUS_DSM_SIZE=$v: not a whole number of 4096-byte pages" env LOCUS_DSM_SIZE=$v \
+		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
+for v in 0x1000 0 0x7e9000000001 0x7fffffff0000 0xffffffffffff0000; do
+	expect 1 "LOCUS_DSM_ADDR=$v: the region" env LOCUS_DSM_ADDR=$v \
+		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
+expect 1 "LOCUS_DSM_DELAY_US=100000000: a page would take 100.000 s" \
+	env LOCUS_DSM_DELAY_US=100000000 "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+expect 1 "LOCUS_DSM_PEER_TIMEOUT_S=10 s" \
+	env LOCUS_DSM_DELAY_US=5000000 "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+expect 1 "with LOCUS_DSM_DELAY_NS_PER_BYTE=2000000" env LOCUS_DSM_DELAY_NS_PER_BYTE=2000000 \
+	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+# ... the bound moves with the timeout, and a delay under it runs.
+expect 1 "LOCUS_DSM_PEER_TIMEOUT_S=1 s" env LOCUS_DSM_DELAY_US=500000 LOCUS_DSM_PEER_TIMEOUT_S=1 \
+	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+expect 0 "verification passed" env LOCUS_DSM_DELAY_US=100000 LOCUS_DSM_PEER_TIMEOUT_S=1 \
+	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 expect 1 "LOCUS_DSM_SWITCH=some" env LOCUS_DSM_SWITCH=some "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 for v in 0 1025 -5 99999999999; do
 	expect 1 "LOCUS_DSM_RUN=$v" env LOCUS_DSM_RUN=$v "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
