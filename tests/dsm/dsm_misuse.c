@@ -202,6 +202,7 @@ static void share(volatile uint64_t *words, int rounds)
 				die("round %d: page %d holds %llu", r, w,
 				    (unsigned long long)words[w * (PAGE / 8)]);
 		locus_dsm_avr_resume();
+		locus_dsm_barrier(); /* no node's next turn before every node has checked */
 	}
 }
 

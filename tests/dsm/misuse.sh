@@ -87,6 +87,7 @@ for when in before after signal; do
 	works 2 sc segv-$when
 done
 works 2 lrc segv-after
+works 2 avr segv-before
 # 3. Memory grows with the pages a program touches, not the region's size:
 #    peak resident size with a 64g and a 16384g region within 10 MB of 256m.
 #    (Under AddressSanitizer the sizes only have to run: its shadow memory
