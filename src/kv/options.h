@@ -50,13 +50,31 @@ struct kv_settings {
 	int nkept;
 };
 
-/* The value given with -o name=..., or dflt. */
-const char *kv_setting_kept(const struct kv_settings *s, const char *name, const char *dflt);
+/* The value given with -o name=..., else memcached's default for name (stats settings). */
+const char *kv_setting_kept(const struct kv_settings *s, const char *name);
 
 void kv_options_parse(int argc, char **argv, struct kv_settings *s);
 void kv_options_free(struct kv_settings *s);
 
 /* Print "locus-kv: <message>" on stderr and exit 64 (EX_USAGE). */
 __attribute__((noreturn, format(printf, 1, 2))) void kv_die(const char *fmt, ...);
+
+/*
+ * Between options.c (the command line) and options_extended.c (-o's names):
+ * a command line being read, and what both kinds of option use.
+ */
+struct kv_parse {
+	struct kv_settings *s;
+	int tcp_given;	 /* -p (else -U sets the TCP port too, as memcached) */
+	int item_given;	 /* -I */
+	int chunk_given; /* -o slab_chunk_max */
+};
+
+/* -o's comma-separated names (options_extended.c). */
+void kv_options_extended(struct kv_parse *p, const char *arg);
+/* Add a note for -v to print, once however often it is added (notes are compared by address). */
+void kv_options_note(struct kv_settings *s, const char *text);
+/* 0 and *out if s is a number strtol reads whole, within [lo, hi]; -1 otherwise. */
+int kv_options_long(const char *s, long lo, long hi, long *out);
 
 #endif
