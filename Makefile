@@ -136,8 +136,8 @@ figures: release python
 	$(PY) tools/reproduce report --out $(BUILD)/figures --dest docs/results && exit $$status
 
 format:
-	clang-format -i include/locus/*.h src/*/*.[ch] bench/*.[ch] tests/*.[ch] tests/fuzz/*.c \
-	apps/*.[ch] tests/dsm/*.c
+	clang-format -i include/locus/*.h src/*/*.[ch] src/kv/*/*.[ch] bench/*.[ch] tests/*.[ch] \
+	tests/fuzz/*.c apps/*.[ch] tests/dsm/*.c
 
 clean:
 	rm -rf $(BUILD)

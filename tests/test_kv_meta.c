@@ -1,5 +1,5 @@
 /*
- * locus-kv's meta-protocol command-line parser (src/kv/meta.h): every
+ * locus-kv's meta-protocol command-line parser (src/kv/protocol/meta.h): every
  * command, every flag and its value, every error reply memcached 1.6.18 sends
  * for a bad line and their precedence, base64 keys, the boundaries (250/251
  * byte keys, 17/18 flags, opaque 31/32 bytes, int32/uint32/uint64 numbers),
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kv/meta.h"
+#include "kv/protocol/meta.h"
 #include "testutil.h"
 
 /* The copy the last parse() read from; spans point into it. */

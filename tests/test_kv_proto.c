@@ -1,5 +1,5 @@
 /*
- * locus-kv's text-protocol command-line parser (src/kv/proto.h): every
+ * locus-kv's text-protocol command-line parser (src/kv/protocol/proto.h): every
  * command's fields, every error reply memcached sends for a bad line, the
  * boundaries (key 250/251 bytes, 32-bit flags, int32 lengths, 64-bit cas and
  * delta), multi-key get batches, framing helpers, and a randomized run over
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kv/proto.h"
+#include "kv/protocol/proto.h"
 #include "testutil.h"
 
 /* The copy the last parse() read from; its keys point into it. */

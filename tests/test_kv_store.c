@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kv/store.h"
+#include "kv/store/store.h"
 #include "testutil.h"
 
 static kv_store *open_store(const char *sync, size_t mem_mb)
@@ -57,8 +57,8 @@ static char *fetch(kv_store *st, struct kv_counts *cnt, const char *key, uint64_
 	unsigned flags, bytes;
 	uint64_t c;
 	int hdr;
-	ck_assert_int_eq(sscanf(b.p, "VALUE %255s %u %u %" SCNu64 "\r\n%n", k, &flags, &bytes, &c, &hdr),
-			 4);
+	ck_assert_int_eq(
+		sscanf(b.p, "VALUE %255s %u %u %" SCNu64 "\r\n%n", k, &flags, &bytes, &c, &hdr), 4);
 	ck_assert_str_eq(k, key);
 	ck_assert_uint_eq(b.len - 1, (size_t)hdr + bytes + 2);
 	ck_assert(memcmp(b.p + hdr + bytes, "\r\n", 2) == 0);
@@ -234,7 +234,8 @@ START_TEST(sync_parse)
 	struct kv_store_config c;
 	kv_store_config_default(&c);
 	char err[512];
-	ck_assert_int_eq(kv_sync_parse(&c, "hash=ttas:spin,spins=64,alloc=mcs", err, sizeof(err)), 0);
+	ck_assert_int_eq(kv_sync_parse(&c, "hash=ttas:spin,spins=64,alloc=mcs", err, sizeof(err)),
+			 0);
 	ck_assert_str_eq(c.sync[KV_SEC_HASH], "ttas:spin,spins=64");
 	ck_assert_str_eq(c.sync[KV_SEC_ALLOC], "mcs");
 	ck_assert_str_eq(c.sync[KV_SEC_SLABS], "mutex");
@@ -264,7 +265,8 @@ static const char *const configs[] = {
 	"hash=mcs,alloc=mpsc,slabs=ttas,stats=mutex",
 #ifdef LOCUS_HAVE_STM
 	"all=stm",
-	/* The stats section has transactional clones (src/kv/counts.c): real transactions. */
+	/* The stats section has transactional clones (src/kv/store/stats_counts.c): real
+	   transactions. */
 	"hash=ttas,alloc=mutex,slabs=mutex,stats=stm:ml_wt",
 #endif
 };
@@ -278,7 +280,7 @@ struct shared {
 	uint64_t torn;
 };
 
-#define KEYS 4
+#define KEYS	   4
 #define CHURN_KEYS 8000 /* about 16 MB of values: twice the store's -m */
 
 static void *incr_worker(void *arg)
@@ -365,7 +367,8 @@ static void run_threads(int n, void *(*fn)(void *), struct shared *sh)
 	for (int i = 0; i < n; i++)
 		test_start_thread(&t[i], fn, &sh[i]);
 	for (int i = 0; i < n; i++)
-		ck_assert_msg(test_join_within(t[i], 300 * TEST_SLOWDOWN) == 0, "thread %d hung", i);
+		ck_assert_msg(test_join_within(t[i], 300 * TEST_SLOWDOWN) == 0, "thread %d hung",
+			      i);
 }
 
 START_TEST(concurrent_invariants)

@@ -1,5 +1,5 @@
 /*
- * locus-kv's UDP framing (src/kv/udp.h), against what memcached 1.6.18 does
+ * locus-kv's UDP framing (src/kv/protocol/udp.h), against what memcached 1.6.18 does
  * on the wire: which request headers it processes and which it ignores, the
  * byte order, how a reply is cut into datagrams of at most 1400 bytes and
  * numbered, the bare header of an empty reply, and the total field's cap at
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kv/udp.h"
+#include "kv/protocol/udp.h"
 #include "testutil.h"
 
 /* A heap copy of exactly n bytes (1 if n is 0, never read). */

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the meta protocol parser (src/kv/meta.h). Any broken
+ * libFuzzer target for the meta protocol parser (src/kv/protocol/meta.h). Any broken
  * invariant aborts: spans inside the input, errors from the known set, flags
  * consistent with their mask, values within their ranges, base64 keys that
  * re-encode and decode back, and kv_meta_is_meta agreeing with the parse.
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kv/meta.h"
+#include "kv/protocol/meta.h"
 
 static void require(int ok)
 {

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the classic text protocol parser (src/kv/proto.h):
+ * libFuzzer target for the classic text protocol parser (src/kv/protocol/proto.h):
  * kv_parse, every kv_parse_more batch, kv_data_chunk_ok and
  * kv_line_is_get_prefix. Any broken invariant aborts, which libFuzzer reports
  * as a crash with the input that caused it.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kv/proto.h"
+#include "kv/protocol/proto.h"
 
 static void require(int ok)
 {

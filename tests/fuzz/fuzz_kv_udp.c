@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for locus-kv's UDP framing (src/kv/udp.h): any datagram
+ * libFuzzer target for locus-kv's UDP framing (src/kv/protocol/udp.h): any datagram
  * is either dropped or split into a header and a payload inside it; and the
  * payload, framed back as a reply, comes out of the datagrams whole, in
  * order, each datagram within the size limit and numbered.
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kv/udp.h"
+#include "kv/protocol/udp.h"
 
 #define CHECK(c)                                                                                   \
 	do {                                                                                       \

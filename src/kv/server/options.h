@@ -1,0 +1,80 @@
+/*
+ * locus-kv's command line: every memcached 1.6 option, and locus-kv's own.
+ *
+ * kv_options_parse() fills struct kv_settings or exits: 0 after --help,
+ * --version or --mechanisms, 64 (EX_USAGE) with a message naming the option
+ * for a bad value or an option locus-kv cannot honour. Options memcached has
+ * and locus-kv accepts without acting on them are listed in `notes`, which the
+ * server prints under -v once it runs.
+ */
+#ifndef LOCUS_KV_OPTIONS_H
+#define LOCUS_KV_OPTIONS_H
+
+#include "kv/store/store.h"
+
+#define KV_NOTES_MAX 16
+#define KV_KEPT_MAX  16
+
+struct kv_settings {
+	int port;	    /* -p: TCP port, 0 for none */
+	int udp_port;	    /* -U: UDP port, 0 for none */
+	char *listen;	    /* -l: comma-separated addresses, NULL for all */
+	int backlog;	    /* -b */
+	char *unix_path;    /* -s: a Unix socket instead of TCP */
+	unsigned unix_mask; /* -a: the socket file's permissions (octal, default 0700) */
+	int threads;	    /* -t */
+	int maxconns;	    /* -c */
+	int reqs_per_event; /* -R */
+	int verbose;	 /* -v (atomic: the verbosity command changes it while workers read it) */
+	char *user;	 /* -u: switch to this user after binding, when started as root */
+	char *pidfile;	 /* -P */
+	int daemonize;	 /* -d */
+	int coredumps;	 /* -r: raise the core file limit */
+	int lock_memory; /* -k: mlockall */
+	int shutdown_enabled; /* -A: the shutdown command */
+	int flush_disabled;   /* -F: flush_all refused */
+	int debug_commands;   /* --debug-commands */
+	int slab_reassign;    /* page moves allowed (-o no_slab_reassign: 0) */
+	int dump_disabled;    /* -X: no cachedump, no metadump */
+	int watch_disabled;   /* -W: no watch */
+	int idle_timeout;     /* -o idle_timeout: close connections idle this long (s; 0: never) */
+	int watcher_buf_kb;   /* -o watcher_logbuf_size: each watcher's buffer */
+	int napi_ids;	      /* -N */
+	struct kv_store_config store;
+	const char *notes[KV_NOTES_MAX]; /* accepted, not acted on (printed under -v) */
+	int nnotes;
+	/* -o values memcached checks and locus-kv only shows (stats settings) */
+	struct {
+		char name[32], value[32];
+	} kept[KV_KEPT_MAX];
+	int nkept;
+};
+
+/* The value given with -o name=..., else memcached's default for name (stats settings). */
+const char *kv_setting_kept(const struct kv_settings *s, const char *name);
+
+void kv_options_parse(int argc, char **argv, struct kv_settings *s);
+void kv_options_free(struct kv_settings *s);
+
+/* Print "locus-kv: <message>" on stderr and exit 64 (EX_USAGE). */
+__attribute__((noreturn, format(printf, 1, 2))) void kv_die(const char *fmt, ...);
+
+/*
+ * Between options.c (the command line) and options_extended.c (-o's names):
+ * a command line being read, and what both kinds of option use.
+ */
+struct kv_parse {
+	struct kv_settings *s;
+	int tcp_given;	 /* -p (else -U sets the TCP port too, as memcached) */
+	int item_given;	 /* -I */
+	int chunk_given; /* -o slab_chunk_max */
+};
+
+/* -o's comma-separated names (options_extended.c). */
+void kv_options_extended(struct kv_parse *p, const char *arg);
+/* Add a note for -v to print, once however often it is added (notes are compared by address). */
+void kv_options_note(struct kv_settings *s, const char *text);
+/* 0 and *out if s is a number strtol reads whole, within [lo, hi]; -1 otherwise. */
+int kv_options_long(const char *s, long lo, long hi, long *out);
+
+#endif

@@ -1,0 +1,200 @@
+/*
+ * locus-kv's server: what its files share. The threads, what each owns and
+ * the sections they run are written down in docs/kv.md ("Threads").
+ *
+ *   server.c         main(): options, sockets, workers, the once-a-second tick, stop
+ *   listen.c         listening sockets (TCP, Unix, UDP) and accepting connections
+ *   conn.c           a connection: reading, running its commands, writing, closing
+ *   dgram.c          a worker's UDP reader: a datagram in, one message per reply out
+ *   commands.c       the text protocol's commands (meta_exec.c: the meta ones)
+ *   stats_command.c  the stats command
+ *   admin.c          the administrative commands (watch.c: watch)
+ *   options.c        the command line (options_extended.c: -o's names)
+ *   process.c        process-wide setup: limits, user, daemon, pid file
+ */
+#ifndef LOCUS_KV_SERVER_H
+#define LOCUS_KV_SERVER_H
+
+#define LOCUS_KV_VERSION "0.1.0"
+/*
+ * What "version" answers: the memcached release whose text and meta protocol
+ * locus-kv follows, then its own version. Clients (libmemcached's among them)
+ * read the leading numbers to decide which protocol behaviour to expect.
+ */
+#define LOCUS_KV_PROTOCOL_VERSION "1.6.18"
+#define LOCUS_KV_VERSION_REPLY	  LOCUS_KV_PROTOCOL_VERSION "-locus-kv-" LOCUS_KV_VERSION
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "kv/protocol/proto.h"
+#include "kv/server/meta_exec.h"
+#include "kv/server/options.h"
+#include "kv/server/watch.h"
+#include "kv/store/store.h"
+
+struct event;
+struct event_base;
+
+#define READ_CHUNK   16384
+#define OUT_HIGH     (64u << 10) /* stop running commands while this much output waits */
+#define GET_LINE_MAX (8u << 20)	 /* a multi-key get line longer than this closes the connection */
+
+struct worker;
+
+enum conn_state { CONN_LINE, CONN_DATA, CONN_SWALLOW };
+
+/* UDP: where one response of a datagram ends in the output, and whether it was noreply. */
+struct udp_resp {
+	size_t end;
+	int quiet;
+};
+
+struct conn {
+	int fd;
+	struct worker *w;
+	struct event *ev;
+	short events; /* what ev waits for now */
+	struct kv_buf in;
+	size_t in_pos; /* bytes of in already consumed */
+	struct kv_buf out;
+	size_t out_pos; /* bytes of out already written */
+	enum conn_state state;
+	/* CONN_DATA: the item being filled; CONN_SWALLOW: bytes to drop, then reply. */
+	struct kv_item *item;
+	uint64_t need, got;
+	enum kv_store_mode mode;
+	uint64_t cas;
+	int noreply;
+	int quiet; /* the command being run said noreply (UDP: its response is not sent) */
+	const char *after_swallow; /* the reply once the data is dropped */
+	int meta;		   /* data for ms: reply with the meta formatter */
+	struct kv_meta_set ms;
+	/* A multi-key get paused with its output at OUT_HIGH: its line is still in
+	   `in` at get_off (not compacted away meanwhile), get.more its next key. */
+	int get_paused;
+	size_t get_off, get_len;
+	struct kv_cmd get;
+	int closing;	   /* close once the output is written */
+	int peer_eof;	   /* the client closed its side: run what it sent, reply, close */
+	int close_now;	   /* close without writing what is left */
+	int budget;	   /* commands it may still run before letting others have a turn (-R) */
+	int yielded;	   /* it stopped for that with commands left to run */
+	struct conn *next; /* the worker's list (under its lock) */
+	struct conn *prev;
+	/* For "stats conns" (read by other workers under this worker's lock). */
+	char addr[128];		 /* the peer, as memcached prints it (set before it is listed) */
+	char listen[128];	 /* the socket it came in on (likewise) */
+	uint32_t last_cmd;	 /* server time of its last command, or of its accept (atomic) */
+	int ran_cmd;		 /* it has run a command */
+	int activity;		 /* what it is doing, enum conn_activity (atomic) */
+	struct watcher *watcher; /* "watch": it receives log lines, its input is ignored */
+	/* UDP (dgram.c): a worker's reader of the UDP socket; not on the worker's list. */
+	int udp;
+	uint16_t udp_id;
+	int udp_sent; /* this datagram's reply has begun (its first response is out) */
+	struct sockaddr_storage from;
+	socklen_t fromlen;
+	struct udp_resp *resp;
+	size_t nresp, resp_cap;
+	size_t gets_keys; /* keys of the current get answered so far: each a response */
+	/* lru_crawler metadump in progress: the next stripe, and the classes asked for */
+	int dumping;
+	unsigned dump_stripe;
+	uint64_t dump_classes;
+};
+
+/* What "stats conns" says a connection is doing (memcached's conn_* states). */
+enum conn_activity { ACT_NEW, ACT_READ, ACT_NREAD, ACT_SWALLOW, ACT_WRITE, ACT_WATCH };
+
+struct worker {
+	int id;
+	pthread_t thread;
+	struct event_base *base;
+	int notify[2]; /* the listener writes accepted fds here */
+	struct event *notify_ev;
+	struct kv_counts cnt;
+	pthread_mutex_t lock; /* the list of conns, for other threads' "stats conns" */
+	struct conn *conns;
+	struct kv_buf scratch;
+	struct conn **udp; /* its reader of each UDP socket (dgram.c) */
+	int nudp;
+	struct event *idle_ev; /* -o idle_timeout: once a second, close the idle connections */
+};
+
+struct kv_server {
+	struct kv_settings set;
+	kv_store *st;
+	struct event_base *base;
+	int *lfds;
+	struct event **lev;
+	int nlisten;
+	int *ufds; /* UDP sockets: each worker reads every one (-U) */
+	int nudp;
+	struct worker *workers;
+	int next_worker;
+	/* These seven: atomic (common/atomic.h). */
+	int curr_conns;
+	uint64_t total_conns, rejected_conns;
+	uint64_t closed_conns;	      /* ever closed: accepting resumes when this moves */
+	uint64_t listen_disabled_num; /* times accepting stopped for want of descriptors */
+	uint64_t listen_disabled_us;  /* time spent so, up to the last resumption */
+	int accepting;		      /* 0 while not accepting (written by main) */
+	/* Main thread only: since when not accepting, closed_conns then, the timer. */
+	uint64_t paused_at_ns, paused_closed;
+	struct event *accept_retry;
+	struct kv_counts main_cnt;
+	int stopping;
+};
+
+extern struct kv_server kv_srv;
+
+/* Print a line on stderr if -v is at least level. */
+void kv_logv(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* conn.c */
+void kv_reply(struct conn *c, const char *s);
+void kv_replyf(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+size_t kv_out_pending(const struct conn *c);
+struct conn *kv_conn_new(struct worker *w, int fd);
+void kv_conn_close(struct conn *c);
+/* Run every complete command the input holds (stops early on output backing up). */
+void kv_conn_process(struct conn *c);
+/* Write what c has to write, and run what it can run: for events from elsewhere (watch). */
+void kv_conn_kick(struct conn *c);
+/* -o idle_timeout: close w's connections idle (waiting for a command) that long. */
+void kv_conn_close_idle(struct worker *w);
+
+/* commands.c */
+void kv_execute(struct conn *c, const char *line, size_t len);
+void kv_get_resume(struct conn *c);
+void kv_data_done(struct conn *c);
+const char *kv_result_text(enum kv_result r);
+
+/* stats_command.c */
+void kv_cmd_stats(struct conn *c, const struct kv_cmd *cmd);
+/* The peer's and the socket's addresses into c->addr and c->listen. */
+void kv_conn_addresses(struct conn *c);
+
+/* admin.c: cache_memlimit, slabs, lru_crawler, watch (1 if line was one of them). */
+int kv_admin_command(struct conn *c, const char *line, size_t len);
+/* lru_crawler metadump: the dump in progress on c, a piece at a time (1 while more is left). */
+int kv_metadump_continue(struct conn *c);
+
+/* listen.c: bind every socket the options ask for (exits with a message if one cannot be
+   had), then watch them on the main loop; stop closes them (workers may still look at the
+   list: "stats conns"), free forgets them once the workers are gone. */
+void kv_listen_open(void);
+void kv_listen_start(void);
+void kv_listen_stop(void);
+void kv_listen_free(void);
+
+/* dgram.c: the worker's reader of each UDP socket. */
+int kv_dgram_start(struct worker *w);
+void kv_dgram_stop(struct worker *w);
+/* The UDP reply so far ends a response here (a command's, or a get's key's). */
+void kv_dgram_mark(struct conn *c, int quiet);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * locus-kv's "watch" (memcached's logger): connections that have asked to
+ * watch receive a line for every event of the kinds they chose, from every
+ * worker, as it happens.
+ *
+ * Threads. Any worker (and the store, for evictions) logs an event: if a
+ * watcher wants that kind (one atomic load when nobody watches), the line
+ * is formatted once and appended, under the registry's lock, to the buffer
+ * of each watcher that wants it, and the watcher's worker is woken through
+ * an eventfd; that worker moves the lines into the connection's output. A
+ * watcher whose buffer (watcher_logbuf_size) is full loses lines, counted
+ * and reported to it as "skipped=<n>", as memcached does.
+ */
+#ifndef LOCUS_KV_WATCH_H
+#define LOCUS_KV_WATCH_H
+
+#include <stdint.h>
+
+#include "kv/protocol/proto.h"
+#include "kv/store/buf.h"
+#include "kv/store/item.h"
+
+#define KV_WATCHERS_MAX 20 /* memcached's limit */
+
+enum kv_watch_kind {
+	KV_WATCH_FETCHERS = 1,
+	KV_WATCH_MUTATIONS = 2,
+	KV_WATCH_EVICTIONS = 4,
+	KV_WATCH_OTHER = 8, /* rawcmds, sysevents, connevents, proxy*: accepted, never sent here */
+};
+
+struct conn;
+
+/* Is anyone watching these kinds? (One atomic load.) */
+int kv_watch_wanted(unsigned kinds);
+
+/*
+ * "watch [kinds...]" on c: "OK" and c becomes a watcher; or an error reply
+ * (memcached's words) and c stays as it was.
+ */
+void kv_watch_command(struct conn *c, const struct kv_span *t, int n);
+
+/* Events. status: found, not_found, flushed, expired (get); stored, ... (store). */
+void kv_watch_get(const char *key, size_t nkey, const char *status, unsigned cls, int cfd,
+		  uint32_t nbytes);
+void kv_watch_store(const char *key, size_t nkey, const char *status, const char *cmd, int64_t ttl,
+		    unsigned cls, int cfd, uint32_t nbytes);
+/* The store's eviction hook (kv_store_set_evict_hook). */
+void kv_watch_eviction(void *ctx, const struct kv_item *it, uint32_t now);
+
+/* The watcher's worker: move its waiting lines into c's output (while it has room). */
+void kv_watch_pull(struct conn *c);
+/* A watcher's connection closes. */
+void kv_watch_forget(struct conn *c);
+/* A thread that logged events ends: its line buffer goes. */
+void kv_watch_thread_exit(void);
+/* "stats": log_worker_dropped ... log_watchers. */
+void kv_watch_stats(struct kv_buf *b);
+
+#endif

@@ -1,0 +1,977 @@
+/*
+ * locus-kv's item operations (store.h): each one a short sequence of
+ * sections that never nest — typically one hash section for the key, then
+ * the alloc section for what it left to do in the LRU, then dropping
+ * references (which may free chunks through the slabs section).
+ *
+ * Every hash-section request starts with a struct hash_req: the key, the
+ * counts to add to, and what the section leaves for after it (items it
+ * unlinked, an item to bump). Functions named *_sec run inside the key's
+ * stripe's hash section, on the table (struct kv_assoc).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/atomic.h"
+#include "kv/store/store_impl.h"
+
+#define UPDATE_INTERVAL 60   /* seconds between LRU bumps of one item, as memcached */
+#define ALLOC_TRIES	32   /* rounds of reclaim or eviction before an allocation gives up */
+#define RETRY_LIMIT	1000 /* measure-again rounds of append and incr before giving up */
+
+struct hash_req {
+	kv_store *st;
+	struct kv_counts *cnt;
+	const char *key;
+	size_t nkey;
+	uint64_t hv;
+	struct kv_item *dropped; /* unlinked items whose hash reference is the caller's */
+	struct kv_item *bump;	 /* an item (referenced) for the caller to bump in the LRU */
+	enum kv_get_status miss; /* find_live: why it found nothing live */
+};
+
+static void req_init(struct hash_req *h, kv_store *st, struct kv_counts *cnt, const char *key,
+		     size_t nkey)
+{
+	memset(h, 0, sizeof(*h));
+	h->st = st;
+	h->cnt = cnt;
+	h->key = key;
+	h->nkey = nkey;
+	h->hv = key ? kv_hash(key, nkey) : 0;
+}
+
+/* Run fn in the stripe of h->hv on req (whose first member is h). */
+static uint64_t hash_run(struct hash_req *h, locus_fn fn, void *req)
+{
+	return kv_sec_run(kv_assoc_stripe(&h->st->assoc, h->hv), fn, req);
+}
+
+/* After a hash section: the bump it asked for, and the references of what it unlinked. */
+static void req_finish(struct hash_req *h)
+{
+	if (h->bump) {
+		kv_lru_bump(&h->st->alloc_sec, h->bump);
+		kv_item_release(h->st, h->bump);
+		h->bump = NULL;
+	}
+	kv_items_drop_unlinked(h->st, h->dropped);
+	h->dropped = NULL;
+}
+
+/* ---------- references ---------- */
+
+void kv_item_release(kv_store *st, struct kv_item *it)
+{
+	uint16_t held = fas_acqrel(&it->refs, 1);
+	if (held == 1) {
+		kv_slabs_free(&st->slabs_sec, it);
+	} else if (held == 0) {
+		/* A reference dropped twice: the chunk may already be someone else's. Stop here
+		   rather than corrupt the cache. */
+		fprintf(stderr, "locus-kv: item %.*s released more often than it was held\n",
+			(int)it->nkey, it->data);
+		abort();
+	}
+}
+
+void kv_items_drop_unlinked(kv_store *st, struct kv_item *list)
+{
+	if (!list)
+		return;
+	kv_lru_unlink_list(&st->alloc_sec, list);
+	while (list) {
+		struct kv_item *next = list->hnext;
+		if (list->lru_ref)
+			kv_item_release(st, list);
+		kv_item_release(st, list);
+		list = next;
+	}
+}
+
+/* ---------- helpers of the hash sections ---------- */
+
+/* The cas a client sees: 0 for every item under -C, as memcached. */
+static uint64_t shown_cas(const kv_store *st, const struct kv_item *it)
+{
+	return st->cfg.use_cas ? it->cas : 0;
+}
+
+static uint32_t now_of(const struct hash_req *h)
+{
+	return kv_clock_now(&h->st->clock);
+}
+
+static void count_store(struct hash_req *h, struct kv_item *it, int sign)
+{
+	h->cnt->curr_items += sign;
+	h->cnt->bytes += sign * (int64_t)kv_slabs_chunk_size(h->st->slabs, it->cls);
+}
+
+/* A dead item found at *pp: unlink it and count it reclaimed. */
+static void reap(struct hash_req *h, struct kv_item **pp, int flushed)
+{
+	struct kv_item *it = *pp;
+	if (!flushed && !kv_item_has(it, KV_IT_FETCHED)) {
+		h->cnt->expired_unfetched++;
+		kv_count_class(h->cnt, it->cls, KV_CC_EXPIRED_UNFETCHED);
+	}
+	h->cnt->reclaimed++;
+	kv_count_class(h->cnt, it->cls, KV_CC_RECLAIMED);
+	count_store(h, it, -1);
+	kv_assoc_unlink_at(&h->st->assoc, pp, &h->dropped);
+}
+
+/*
+ * The live item with h's key, or NULL; a dead one met there is unlinked
+ * (and, when count_get, counted as the get's expired or flushed miss).
+ */
+static struct kv_item *find_live(struct kv_assoc *a, struct hash_req *h, int count_get)
+{
+	struct kv_item **pp = kv_assoc_find(a, h->hv, h->key, h->nkey);
+	struct kv_item *it = *pp;
+	h->miss = KV_GET_NOT_FOUND;
+	if (!it)
+		return NULL;
+	int flushed;
+	if (kv_clock_item_dead(&h->st->clock, it, now_of(h), &flushed)) {
+		h->miss = flushed ? KV_GET_FLUSHED : KV_GET_EXPIRED;
+		if (count_get) {
+			if (flushed)
+				h->cnt->get_flushed++;
+			else
+				h->cnt->get_expired++;
+		}
+		reap(h, pp, flushed);
+		return NULL;
+	}
+	return it;
+}
+
+/* Ask the caller to bump it in the LRU (at most once a minute, as memcached), and
+   note the access time. */
+static void touch_item(struct hash_req *h, struct kv_item *it, int bump_allowed)
+{
+	if (!bump_allowed)
+		return;
+	uint32_t now = now_of(h);
+	if (it->atime + UPDATE_INTERVAL <= now && !h->bump) {
+		faa_relaxed(&it->refs, 1);
+		h->bump = it;
+	}
+	kv_item_set_atime(it, now);
+}
+
+/* A read of the item: bump it (unless told not to) and mark it fetched. */
+static void access_item(struct hash_req *h, struct kv_item *it, int bump_allowed)
+{
+	touch_item(h, it, bump_allowed);
+	if (!kv_item_has(it, KV_IT_FETCHED))
+		kv_item_set(it, KV_IT_FETCHED);
+}
+
+/* ---------- allocation ---------- */
+
+/*
+ * An item taken off its LRU list (the list's reference is ours): unlink it
+ * from the hash table if it is still there and, for a reclaim, still dead
+ * (the LRU's look was a hint). 1 if unlinked; the table's reference then
+ * goes onto h->dropped.
+ */
+struct unlink_req {
+	struct hash_req h;
+	struct kv_item *victim;
+	int only_if_dead;
+	int was_dead;
+};
+
+static uint64_t unlink_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct kv_assoc *as = state;
+	struct unlink_req *rq = KV_REQ(struct unlink_req, a);
+	struct kv_item **pp = kv_assoc_find_item(as, rq->victim, rq->h.hv);
+	if (!pp)
+		return 0;
+	int flushed;
+	rq->was_dead = kv_clock_item_dead(&rq->h.st->clock, rq->victim, now_of(&rq->h), &flushed);
+	if (rq->only_if_dead && !rq->was_dead)
+		return 0;
+	if (rq->was_dead) {
+		reap(&rq->h, pp, flushed);
+	} else {
+		count_store(&rq->h, rq->victim, -1);
+		kv_assoc_unlink_at(as, pp, &rq->h.dropped);
+	}
+	return 1;
+}
+
+/*
+ * Make room in class cls with an item the LRU gave up (kv_lru_pull): unlink
+ * it from the hash table, count it, drop its references (the last frees its
+ * chunk). A reclaim the hash section finds alive after all goes back to the
+ * LRU. 1 if a chunk may have been freed.
+ */
+static int make_room(kv_store *st, struct kv_counts *cnt, unsigned cls, int evict)
+{
+	enum kv_pull kind;
+	const char *lo, *hi;
+	kv_slabs_moving_page(st->slabs, cls, &lo, &hi);
+	struct kv_item *v = kv_lru_pull(&st->alloc_sec, cls, evict, lo, hi, &kind);
+	if (!v)
+		return 0;
+	struct unlink_req rq;
+	req_init(&rq.h, st, cnt, NULL, 0);
+	rq.h.hv = kv_item_hash(v);
+	rq.victim = v;
+	rq.only_if_dead = kind == KV_PULL_EXPIRED;
+	rq.was_dead = 0;
+	int unlinked = (int)hash_run(&rq.h, unlink_sec, &rq);
+	if (kind == KV_PULL_EXPIRED && !unlinked)
+		kv_lru_link(&st->alloc_sec,
+			    v); /* alive (touched meanwhile) or gone: back, if linked */
+	if (unlinked)
+		cnt->direct_reclaims++;
+	if (unlinked && kind == KV_PULL_EVICTED && !rq.was_dead) {
+		if (st->evict_hook)
+			st->evict_hook(st->evict_ctx, v, kv_clock_now(&st->clock));
+		cnt->evictions++;
+		if (!kv_item_has(v, KV_IT_FETCHED))
+			cnt->evicted_unfetched++;
+	}
+	req_finish(&rq.h);
+	kv_item_release(st, v); /* the LRU's reference */
+	return 1;
+}
+
+/*
+ * A chunk of class cls, in memcached's order: a free one; else an expired
+ * item at the tail of the class's LRU, before any new memory; else a new
+ * page within the limit; else the least recently used item, evicted.
+ */
+static struct kv_item *alloc_chunk(kv_store *st, struct kv_counts *cnt, unsigned cls)
+{
+	for (int tries = 0; tries < ALLOC_TRIES; tries++) {
+		int full = 0;
+		struct kv_item *it = kv_slabs_alloc(&st->slabs_sec, cls, 0, &full);
+		if (it)
+			return it;
+		if (make_room(st, cnt, cls, 0))
+			continue;
+		it = kv_slabs_alloc(&st->slabs_sec, cls, 1, &full);
+		if (it)
+			return it;
+		if (!full || !st->cfg.evict || !make_room(st, cnt, cls, 1))
+			return NULL;
+	}
+	return NULL;
+}
+
+struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			    uint32_t flags, uint32_t exptime, uint32_t nbytes, enum kv_result *why)
+{
+	/* memcached's limit and class, by its count of the item's size (item.h). */
+	uint64_t total = kv_mc_item_size(nkey, flags, nbytes);
+	unsigned cls = total <= st->cfg.item_size_max ? kv_slabs_class_for(st->slabs, total) : 0;
+	if (!cls) {
+		cnt->store_too_large++;
+		*why = KV_TOO_LARGE;
+		return NULL;
+	}
+	struct kv_item *it = alloc_chunk(st, cnt, cls);
+	if (!it) {
+		cnt->store_no_memory++;
+		*why = KV_NO_MEMORY;
+		return NULL;
+	}
+	memset(it, 0, sizeof(*it));
+	st_relaxed(&it->refs, 1);
+	it->cls = (uint8_t)cls;
+	it->nkey = (uint8_t)nkey;
+	it->nbytes = nbytes;
+	it->flags = flags;
+	it->exptime = exptime;
+	memcpy(it->data, key, nkey);
+	return it;
+}
+
+/* After a store: link the new item into the LRU; bump and drop what the section left. */
+static void after_store(kv_store *st, struct hash_req *h, struct kv_item *linked)
+{
+	if (linked)
+		kv_lru_link(&st->alloc_sec, linked);
+	req_finish(h);
+}
+
+/* ---------- store ---------- */
+
+#define KV_RETRY_ ((enum kv_result)100) /* internal: measure again */
+
+struct store_req {
+	struct hash_req h;
+	struct kv_item *item;
+	enum kv_store_mode mode;
+	uint64_t cas;		/* in: the client's (cas); out: the stored item's */
+	uint32_t add;		/* append/prepend: bytes of new data at the start of item's value */
+	uint32_t old_nbytes;	/* append/prepend: the old value's size, as measured */
+	uint64_t old_cas;	/* append/prepend: the old item's cas, as measured */
+	uint32_t stored_nbytes; /* append/prepend: the joined value's size */
+	enum kv_result result;
+};
+
+/* The old value and the new data into the new item (append/prepend). */
+static void compose(struct kv_item *it, struct kv_item *old, enum kv_store_mode mode, uint32_t add)
+{
+	char *v = kv_item_value(it);
+	if (mode == KV_APPEND) {
+		memmove(v + old->nbytes, v, add);
+		memcpy(v, kv_item_value(old), old->nbytes);
+	} else {
+		memcpy(v + add, kv_item_value(old), old->nbytes);
+	}
+	memcpy(v + it->nbytes, "\r\n", 2);
+	it->flags = old->flags;
+	it->exptime = old->exptime;
+}
+
+static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct kv_assoc *as = state;
+	struct store_req *rq = KV_REQ(struct store_req, a);
+	struct hash_req *h = &rq->h;
+	struct kv_item *it = rq->item;
+	struct kv_item **pp = kv_assoc_find(as, h->hv, it->data, it->nkey);
+	struct kv_item *old = *pp;
+	int flushed;
+	if (old && kv_clock_item_dead(&h->st->clock, old, now_of(h), &flushed)) {
+		reap(h, pp, flushed);
+		old = NULL;
+		pp = kv_assoc_find(as, h->hv, it->data, it->nkey);
+	}
+	switch (rq->mode) {
+	case KV_ADD:
+		if (old) {
+			/* memcached refreshes the existing item's place in the LRU. */
+			access_item(h, old, 1);
+			rq->result = KV_NOT_STORED;
+			return 0;
+		}
+		break;
+	case KV_REPLACE:
+	case KV_APPEND:
+	case KV_PREPEND:
+		if (!old) {
+			rq->result = KV_NOT_STORED;
+			return 0;
+		}
+		break;
+	case KV_CAS:
+	case KV_CAS_STALE:
+		if (!old) {
+			rq->result = KV_NOT_FOUND;
+			h->cnt->cas_misses++;
+			return 0;
+		}
+		if (shown_cas(h->st, old) != rq->cas || rq->cas == 0) {
+			if (rq->mode == KV_CAS_STALE && rq->cas < shown_cas(h->st, old)) {
+				/* an older writer's value: store it as stale */
+				it->mark = (uint8_t)((it->mark | KV_IT_STALE) & ~KV_IT_WON);
+				break;
+			}
+			rq->result = KV_EXISTS;
+			h->cnt->cas_badval++;
+			kv_count_class(h->cnt, old->cls, KV_CC_CAS_BADVAL);
+			return 0;
+		}
+		h->cnt->cas_hits++;
+		kv_count_class(h->cnt, old->cls, KV_CC_CAS_HITS);
+		break;
+	case KV_SET:
+		break;
+	}
+	if (rq->mode == KV_APPEND || rq->mode == KV_PREPEND) {
+		/* The caller sized `it` for the old value it measured; redo if it changed since. */
+		if (old->cas != rq->old_cas || old->nbytes != rq->old_nbytes) {
+			rq->result = KV_RETRY_;
+			return 0;
+		}
+		compose(it, old, rq->mode, rq->add);
+	}
+	it->cas = kv_clock_next_cas(&h->st->clock);
+	it->atime = now_of(h);
+	if (old) {
+		count_store(h, old, -1);
+		kv_assoc_unlink_at(&h->st->assoc, pp, &h->dropped);
+	}
+	kv_assoc_link(as, it, h->hv);
+	count_store(h, it, +1);
+	h->cnt->total_items++;
+	rq->cas = shown_cas(h->st, it);
+	rq->result = KV_STORED;
+	return 0;
+}
+
+struct peek_req {
+	struct hash_req h;
+	uint32_t nbytes, flags;
+	uint64_t cas;
+};
+
+/* The size and cas of the live item with this key (append/prepend measure first). */
+static uint64_t peek_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct peek_req *rq = KV_REQ(struct peek_req, a);
+	struct kv_item *it = find_live(state, &rq->h, 0);
+	if (!it)
+		return 0;
+	rq->nbytes = it->nbytes;
+	rq->flags = it->flags;
+	rq->cas = it->cas;
+	return 1;
+}
+
+/*
+ * append/prepend: the new value is old + data, in an item of that size;
+ * the store section composes it if the old item is still the one measured
+ * (same cas), else we measure again. Consumes the data item's reference.
+ */
+static enum kv_result store_joined(kv_store *st, struct kv_counts *cnt, struct kv_item *data,
+				   struct store_req *rq)
+{
+	for (int tries = 0; tries < RETRY_LIMIT; tries++) {
+		struct peek_req peek;
+		req_init(&peek.h, st, cnt, kv_item_key(data), data->nkey);
+		int found = (int)hash_run(&peek.h, peek_sec, &peek);
+		req_finish(&peek.h);
+		if (!found) {
+			kv_item_release(st, data);
+			return KV_NOT_STORED;
+		}
+		/* As memcached: sized with the old item's flags; no room (too large included)
+		   is NOT_STORED, and the old value stays. */
+		uint64_t total = (uint64_t)peek.nbytes + data->nbytes;
+		enum kv_result why;
+		struct kv_item *nw = total > UINT32_MAX
+					     ? NULL
+					     : kv_item_new(st, cnt, kv_item_key(data), data->nkey,
+							   peek.flags, 0, (uint32_t)total, &why);
+		if (!nw) {
+			kv_item_release(st, data);
+			return KV_NOT_STORED;
+		}
+		memcpy(kv_item_value(nw), kv_item_value(data), data->nbytes);
+		req_init(&rq->h, st, cnt, kv_item_key(nw), nw->nkey);
+		rq->item = nw;
+		rq->add = data->nbytes;
+		rq->old_cas = peek.cas;
+		rq->old_nbytes = peek.nbytes;
+		hash_run(&rq->h, store_sec, rq);
+		if (rq->result != KV_RETRY_) {
+			rq->stored_nbytes = nw->nbytes;
+			kv_item_release(st, data);
+			after_store(st, &rq->h, rq->result == KV_STORED ? nw : NULL);
+			kv_item_release(st, nw);
+			return rq->result;
+		}
+		req_finish(&rq->h);
+		kv_item_release(st, nw);
+	}
+	kv_item_release(st, data);
+	return KV_NOT_STORED;
+}
+
+enum kv_result kv_store_item(kv_store *st, struct kv_counts *cnt, struct kv_item *it,
+			     enum kv_store_mode mode, uint64_t cas, uint64_t *cas_out)
+{
+	return kv_store_item_info(st, cnt, it, mode, cas, cas_out, NULL);
+}
+
+enum kv_result kv_store_item_info(kv_store *st, struct kv_counts *cnt, struct kv_item *it,
+				  enum kv_store_mode mode, uint64_t cas, uint64_t *cas_out,
+				  struct kv_store_info *info)
+{
+	if (info)
+		*info = (struct kv_store_info){.cls = kv_slabs_shown_class(st->slabs, it->cls),
+					       .nbytes = it->nbytes,
+					       .exptime = it->exptime};
+	cnt->cmd_set++;
+	kv_count_class(cnt, it->cls, KV_CC_CMD_SET);
+	struct store_req rq = {.mode = mode, .cas = cas};
+	enum kv_result r;
+	if (mode == KV_APPEND || mode == KV_PREPEND) {
+		r = store_joined(st, cnt, it, &rq);
+		if (info && r == KV_STORED)
+			info->nbytes = rq.stored_nbytes;
+	} else {
+		req_init(&rq.h, st, cnt, kv_item_key(it), it->nkey);
+		rq.item = it;
+		hash_run(&rq.h, store_sec, &rq);
+		after_store(st, &rq.h, rq.result == KV_STORED ? it : NULL);
+		kv_item_release(st, it); /* the caller's; the hash table and LRU hold theirs */
+		r = rq.result;
+	}
+	if (cas_out)
+		*cas_out = rq.cas;
+	return r;
+}
+
+/* ---------- get, touch, delete ---------- */
+
+/* " <v>" in decimal at p; returns the bytes written (at most 21). */
+static size_t put_u64(char *p, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	p[0] = ' ';
+	for (size_t i = 0; i < n; i++)
+		p[1 + i] = tmp[n - 1 - i];
+	return n + 1;
+}
+
+/* Append "VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n" (inside the item's hash section). */
+static int add_value(struct kv_buf *out, struct kv_item *it, int with_cas, uint64_t cas)
+{
+	char hdr[72];
+	size_t n = put_u64(hdr, it->flags);
+	n += put_u64(hdr + n, it->nbytes);
+	if (with_cas)
+		n += put_u64(hdr + n, cas);
+	hdr[n++] = '\r';
+	hdr[n++] = '\n';
+	if (kv_buf_reserve(out, 6 + it->nkey + n + it->nbytes + 2) != 0)
+		return -1;
+	kv_buf_add(out, "VALUE ", 6);
+	kv_buf_add(out, it->data, it->nkey);
+	kv_buf_add(out, hdr, n);
+	kv_buf_add(out, kv_item_value(it), (size_t)it->nbytes + 2);
+	return 0;
+}
+
+struct get_req {
+	struct hash_req h;
+	int with_cas, touch;
+	uint32_t exptime;
+	struct kv_buf *out;
+	int oom;
+	unsigned cls;
+	uint32_t nbytes;
+};
+
+static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct get_req *rq = KV_REQ(struct get_req, a);
+	struct hash_req *h = &rq->h;
+	struct kv_item *it = find_live(state, h, 1);
+	if (!it) {
+		if (rq->touch)
+			h->cnt->touch_misses++;
+		h->cnt->get_misses++;
+		return 0;
+	}
+	if (rq->touch) {
+		kv_item_set_exptime(it, rq->exptime);
+		h->cnt->touch_hits++;
+		kv_count_class(h->cnt, it->cls, KV_CC_TOUCH_HITS);
+	}
+	h->cnt->get_hits++;
+	kv_count_class(h->cnt, it->cls, KV_CC_GET_HITS);
+	access_item(h, it, 1);
+	rq->cls = it->cls;
+	rq->nbytes = it->nbytes;
+	if (add_value(rq->out, it, rq->with_cas, shown_cas(h->st, it)) != 0)
+		rq->oom = 1;
+	return 1;
+}
+
+int kv_get_info(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
+		int touch, uint32_t exptime, struct kv_buf *out, struct kv_get_info *info)
+{
+	struct get_req rq = {.with_cas = with_cas, .touch = touch, .exptime = exptime, .out = out};
+	req_init(&rq.h, st, cnt, key, nkey);
+	cnt->cmd_get++;
+	if (touch)
+		cnt->cmd_touch++;
+	int hit = (int)hash_run(&rq.h, get_sec, &rq);
+	req_finish(&rq.h);
+	if (info)
+		*info = (struct kv_get_info){.status = hit ? KV_GET_FOUND : rq.h.miss,
+					     .cls = hit ? kv_slabs_shown_class(st->slabs, rq.cls)
+							: 0,
+					     .nbytes = hit ? rq.nbytes : 0};
+	return rq.oom ? -1 : hit;
+}
+
+int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
+	   int touch, uint32_t exptime, struct kv_buf *out)
+{
+	return kv_get_info(st, cnt, key, nkey, with_cas, touch, exptime, out, NULL);
+}
+
+struct touch_req {
+	struct hash_req h;
+	uint32_t exptime;
+	enum kv_result result;
+};
+
+static uint64_t touch_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct touch_req *rq = KV_REQ(struct touch_req, a);
+	struct kv_item *it = find_live(state, &rq->h, 0);
+	if (!it) {
+		rq->h.cnt->touch_misses++;
+		rq->result = KV_NOT_FOUND;
+		return 0;
+	}
+	kv_item_set_exptime(it, rq->exptime);
+	access_item(&rq->h, it, 1);
+	rq->h.cnt->touch_hits++;
+	kv_count_class(rq->h.cnt, it->cls, KV_CC_TOUCH_HITS);
+	rq->result = KV_TOUCHED;
+	return 0;
+}
+
+enum kv_result kv_touch(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			uint32_t exptime)
+{
+	struct touch_req rq = {.exptime = exptime};
+	req_init(&rq.h, st, cnt, key, nkey);
+	cnt->cmd_touch++;
+	hash_run(&rq.h, touch_sec, &rq);
+	req_finish(&rq.h);
+	return rq.result;
+}
+
+struct delete_req {
+	struct hash_req h;
+	uint64_t cas;	    /* 0: any */
+	int invalidate;	    /* meta: mark stale instead */
+	uint32_t stale_ttl; /* invalidate: the new exptime; UINT32_MAX keeps it */
+	enum kv_result result;
+};
+
+static uint64_t delete_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct kv_assoc *as = state;
+	struct delete_req *rq = KV_REQ(struct delete_req, a);
+	struct hash_req *h = &rq->h;
+	struct kv_item *it = find_live(as, h, 0);
+	if (!it) {
+		h->cnt->delete_misses++;
+		rq->result = KV_NOT_FOUND;
+		return 0;
+	}
+	if (rq->cas && shown_cas(h->st, it) != rq->cas) {
+		rq->result = KV_EXISTS;
+		return 0;
+	}
+	if (rq->invalidate) {
+		/* meta "md ... I": keep the item, marked stale, for stale_ttl. */
+		it->mark = (uint8_t)((it->mark | KV_IT_STALE) & ~KV_IT_WON);
+		if (rq->stale_ttl != UINT32_MAX)
+			kv_item_set_exptime(it, rq->stale_ttl);
+		kv_item_set_cas(it, kv_clock_next_cas(&h->st->clock));
+	} else {
+		count_store(h, it, -1);
+		kv_assoc_unlink_at(as, kv_assoc_find(as, h->hv, h->key, h->nkey), &h->dropped);
+	}
+	h->cnt->delete_hits++;
+	kv_count_class(h->cnt, it->cls, KV_CC_DELETE_HITS);
+	rq->result = KV_DELETED;
+	return 0;
+}
+
+enum kv_result kv_meta_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			      uint64_t cas, int invalidate, uint32_t stale_ttl)
+{
+	struct delete_req rq = {.cas = cas, .invalidate = invalidate, .stale_ttl = stale_ttl};
+	req_init(&rq.h, st, cnt, key, nkey);
+	hash_run(&rq.h, delete_sec, &rq);
+	req_finish(&rq.h);
+	return rq.result;
+}
+
+enum kv_result kv_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey)
+{
+	return kv_meta_delete(st, cnt, key, nkey, 0, 0, 0);
+}
+
+/* ---------- incr, decr ---------- */
+
+/* The number in an item's value, as memcached reads it: with strtoull (kv_num_u64). */
+static int parse_number(const char *p, uint32_t n, uint64_t *out)
+{
+	return n && kv_num_u64(p, n, out) ? 0 : -1;
+}
+
+struct arith_req {
+	struct hash_req h;
+	const struct kv_arith_req *in;
+	struct kv_item *item;	/* an item of `need` bytes the caller brought, or NULL */
+	uint32_t need;		/* out, with KV_RETRY_: the number needs this many bytes */
+	struct kv_item *linked; /* the caller's item, now in the table: for the LRU */
+	struct kv_arith_res res;
+	enum kv_result result;
+};
+
+static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct kv_assoc *as = state;
+	struct arith_req *rq = KV_REQ(struct arith_req, a);
+	struct hash_req *h = &rq->h;
+	const struct kv_arith_req *in = rq->in;
+	struct kv_item *it = find_live(as, h, 0);
+	if (!it) {
+		if (in->incr)
+			h->cnt->incr_misses++;
+		else
+			h->cnt->decr_misses++;
+		rq->result = KV_NOT_FOUND;
+		return 0;
+	}
+	if (in->compare_cas && shown_cas(h->st, it) != in->compare_cas) {
+		rq->result = KV_EXISTS;
+		return 0;
+	}
+	uint64_t v;
+	if (parse_number(kv_item_value(it), it->nbytes, &v) != 0) {
+		rq->result = KV_NON_NUMERIC;
+		return 0;
+	}
+	if (in->set_ttl)
+		kv_item_set_exptime(it, in->ttl);
+	if (in->incr)
+		v += in->delta;
+	else
+		v = v > in->delta ? v - in->delta : 0;
+	char num[24];
+	int n = snprintf(num, sizeof(num), "%" PRIu64, v);
+	struct kv_item *nw = rq->item;
+	if ((uint32_t)n <= it->nbytes) {
+		/* In place, padded with spaces as memcached does. */
+		char *val = kv_item_value(it);
+		memcpy(val, num, (size_t)n);
+		memset(val + n, ' ', it->nbytes - (uint32_t)n);
+		kv_item_set_cas(it, kv_clock_next_cas(&h->st->clock));
+	} else if (!nw || nw->nbytes != (uint32_t)n) {
+		rq->need = (uint32_t)n; /* the caller brings an item of this size and comes back */
+		rq->result = KV_RETRY_;
+		return 0;
+	} else {
+		memcpy(kv_item_value(nw), num, (size_t)n);
+		memcpy(kv_item_value(nw) + n, "\r\n", 2);
+		nw->flags = it->flags;
+		nw->exptime = it->exptime;
+		nw->cas = kv_clock_next_cas(&h->st->clock);
+		nw->atime = now_of(h);
+		count_store(h, it, -1);
+		kv_assoc_unlink_at(as, kv_assoc_find(as, h->hv, h->key, h->nkey), &h->dropped);
+		kv_assoc_link(as, nw, h->hv);
+		count_store(h, nw, +1);
+		rq->item = NULL;
+		rq->linked = nw;
+		it = nw;
+	}
+	if (in->incr)
+		h->cnt->incr_hits++;
+	else
+		h->cnt->decr_hits++;
+	kv_count_class(h->cnt, it->cls, in->incr ? KV_CC_INCR_HITS : KV_CC_DECR_HITS);
+	touch_item(h, it, it != rq->linked); /* memcached does not count incr as a fetch */
+	rq->res.value = v;
+	rq->res.cas = shown_cas(h->st, it);
+	rq->res.exptime = it->exptime;
+	rq->result = KV_OK;
+	return 0;
+}
+
+enum kv_result kv_arith_ex(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			   const struct kv_arith_req *in, struct kv_arith_res *res)
+{
+	struct kv_item *nw = NULL;
+	struct arith_req rq;
+	for (int tries = 0;; tries++) {
+		memset(&rq, 0, sizeof(rq));
+		req_init(&rq.h, st, cnt, key, nkey);
+		rq.in = in;
+		rq.item = nw;
+		hash_run(&rq.h, arith_sec, &rq);
+		if (rq.result != KV_RETRY_ || tries > RETRY_LIMIT)
+			break;
+		/* The number grew past the value's room: bring an item that fits. */
+		req_finish(&rq.h);
+		if (nw)
+			kv_item_release(st, nw);
+		enum kv_result why;
+		nw = kv_item_new(st, cnt, key, nkey, 0, 0, rq.need, &why);
+		if (!nw)
+			return KV_NO_MEMORY;
+	}
+	if (rq.result == KV_RETRY_)
+		rq.result = KV_NO_MEMORY;
+	after_store(st, &rq.h, rq.linked);
+	if (nw)
+		kv_item_release(st, nw); /* ours; linked or not */
+	if (rq.result == KV_OK)
+		*res = rq.res;
+	return rq.result;
+}
+
+enum kv_result kv_arith(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int incr,
+			uint64_t delta, uint64_t *value, uint64_t *cas_out)
+{
+	struct kv_arith_req in = {.incr = incr, .delta = delta};
+	struct kv_arith_res res;
+	enum kv_result r = kv_arith_ex(st, cnt, key, nkey, &in, &res);
+	if (r == KV_OK) {
+		*value = res.value;
+		if (cas_out)
+			*cas_out = res.cas;
+	}
+	return r;
+}
+
+/* ---------- flush ---------- */
+
+void kv_flush(kv_store *st, struct kv_counts *cnt, int64_t delay)
+{
+	cnt->cmd_flush++;
+	kv_clock_flush(&st->clock, delay);
+}
+
+/* ---------- meta get ---------- */
+
+struct meta_req {
+	struct hash_req h;
+	const struct kv_meta_req *in;
+	struct kv_meta_view *view;
+	struct kv_buf *value;
+	struct kv_item *item;	/* vivify: the empty item the caller brought */
+	struct kv_item *linked; /* vivify: that item, now in the table */
+	int oom;
+};
+
+static void view_of(struct kv_meta_view *v, const struct kv_item *it, const kv_store *st)
+{
+	v->flags = it->flags;
+	v->nbytes = it->nbytes;
+	v->exptime = it->exptime;
+	v->cas = shown_cas(st, it);
+	v->cls = (uint8_t)kv_slabs_shown_class(st->slabs, it->cls);
+	v->b64key = (it->mark & KV_IT_B64) != 0;
+}
+
+/* Autovivify on a miss: link the empty item the caller brought; this client wins. */
+static uint64_t vivify(struct kv_assoc *as, struct meta_req *rq)
+{
+	struct hash_req *h = &rq->h;
+	struct kv_item *nw = rq->item;
+	struct kv_meta_view *v = rq->view;
+	nw->cas = kv_clock_next_cas(&h->st->clock);
+	nw->atime = now_of(h);
+	nw->mark |= KV_IT_WON;
+	kv_assoc_link(as, nw, h->hv);
+	count_store(h, nw, +1);
+	h->cnt->total_items++;
+	rq->item = NULL;
+	rq->linked = nw;
+	v->found = 1;
+	v->win = 1;
+	view_of(v, nw, h->st);
+	v->exptime_before = nw->exptime;
+	v->nbytes = 0;
+	v->atime = nw->atime;
+	if (rq->in->want_value)
+		kv_buf_add(rq->value, "\r\n", 2);
+	return 1;
+}
+
+static uint64_t meta_get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct kv_assoc *as = state;
+	struct meta_req *rq = KV_REQ(struct meta_req, a);
+	struct hash_req *h = &rq->h;
+	const struct kv_meta_req *in = rq->in;
+	struct kv_meta_view *v = rq->view;
+	memset(v, 0, sizeof(*v));
+	struct kv_item *it = find_live(as, h, !in->peek);
+	if (in->peek) {
+		if (!it)
+			return 0;
+		v->found = 1;
+		v->fetched = kv_item_has(it, KV_IT_FETCHED);
+		v->atime = it->atime;
+		v->exptime_before = it->exptime;
+		view_of(v, it, h->st);
+		return 1;
+	}
+	if (!it) {
+		h->cnt->get_misses++;
+		return in->vivify && rq->item ? vivify(as, rq) : 0;
+	}
+	h->cnt->get_hits++;
+	kv_count_class(h->cnt, it->cls, KV_CC_GET_HITS);
+	v->found = 1;
+	v->fetched = kv_item_has(it, KV_IT_FETCHED);
+	v->atime = it->atime;
+	v->exptime_before = it->exptime;
+	if (in->set_ttl) {
+		kv_item_set_exptime(it, in->ttl);
+		h->cnt->touch_hits++;
+		kv_count_class(h->cnt, it->cls, KV_CC_TOUCH_HITS);
+	}
+	uint32_t now = now_of(h);
+	int stale = (it->mark & KV_IT_STALE) != 0;
+	if (stale || (in->recache && it->exptime != 0 && it->exptime - now < in->recache_below)) {
+		v->stale = stale;
+		if (!(it->mark & KV_IT_WON)) {
+			it->mark |= KV_IT_WON;
+			v->win = 1;
+		} else {
+			v->already_won = 1;
+		}
+	} else if (it->mark & KV_IT_WON) {
+		v->already_won = 1;
+	}
+	view_of(v, it, h->st);
+	access_item(h, it, !in->no_bump);
+	if (in->want_value && kv_buf_add(rq->value, kv_item_value(it), (size_t)it->nbytes + 2) != 0)
+		rq->oom = 1;
+	return 1;
+}
+
+int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *in,
+		struct kv_meta_view *v, struct kv_buf *value)
+{
+	struct kv_item *nw = NULL;
+	if (in->vivify) {
+		enum kv_result why;
+		nw = kv_item_new(st, cnt, in->key, in->nkey, 0, in->vivify_ttl, 0, &why);
+		if (nw) {
+			memcpy(kv_item_value(nw), "\r\n", 2);
+			if (in->b64key)
+				nw->mark |= KV_IT_B64;
+		}
+	}
+	struct meta_req rq = {.in = in, .view = v, .value = value, .item = nw};
+	req_init(&rq.h, st, cnt, in->key, in->nkey);
+	if (!in->peek)
+		cnt->cmd_get++;
+	if (in->set_ttl)
+		cnt->cmd_touch++;
+	hash_run(&rq.h, meta_get_sec, &rq);
+	after_store(st, &rq.h, rq.linked);
+	if (nw)
+		kv_item_release(st, nw);
+	return rq.oom ? -1 : 0;
+}
+
+void kv_store_set_evict_hook(kv_store *st, kv_evict_hook hook, void *ctx)
+{
+	st->evict_hook = hook;
+	st->evict_ctx = ctx;
+}

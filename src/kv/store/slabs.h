@@ -1,0 +1,97 @@
+/*
+ * locus-kv's slab allocator: the slabs section (memcached's slabs.c).
+ *
+ * Memory comes in 1 MB pages, each cut into the chunks of one class; the
+ * classes are memcached's (build_classes in slabs.c: from the item header
+ * plus -n, growing by -f, up to slab_chunk_max), and one of -I for larger
+ * items. Pages are taken within the -m limit; a class that has no memory
+ * at all when the limit is reached gets one small page past it (64 KB, or
+ * one chunk), so every item size stays storable however the pages were
+ * shared out.
+ *
+ * Pages move between classes (memcached's slab_reassign): a move takes one
+ * page of the source class out of use — its free chunks off the free list —
+ * and waits for the items still in it to be
+ * freed (items.c rescues or evicts them, kv_items_move_step); the last chunk
+ * freed hands the page to the destination class, or to the global pool of
+ * whole pages that any class takes before new memory (destination 0).
+ *
+ * The class table (sizes) is fixed when the allocator is made and read
+ * without a section; everything else is the slabs section's state.
+ */
+#ifndef LOCUS_KV_SLABS_H
+#define LOCUS_KV_SLABS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv/store/item.h"
+#include "kv/store/section.h"
+
+#define KV_CLASSES_MAX 63
+#define KV_PAGE_SIZE   (1u << 20) /* memcached's slab page */
+
+struct kv_slabs;
+
+/* NULL if out of memory. chunk_max: memcached's slab_chunk_max (build_classes in slabs.c). */
+struct kv_slabs *kv_slabs_new(size_t limit, size_t item_size_max, double factor, unsigned chunk_min,
+			      size_t chunk_max);
+/* Free every page: only once nothing uses the allocator any more. */
+void kv_slabs_delete(struct kv_slabs *s);
+
+/* The class table: fixed, read without a section. 0 if no class holds `total` bytes. */
+unsigned kv_slabs_class_for(const struct kv_slabs *s, size_t total);
+unsigned kv_slabs_nclasses(const struct kv_slabs *s);
+uint32_t kv_slabs_chunk_size(const struct kv_slabs *s, unsigned cls);
+size_t kv_slabs_page_size(const struct kv_slabs *s);
+/* The class as memcached would number it: the -I class (beyond slab_chunk_max) is memcached's
+   largest, whose chunks it stores such items in. */
+unsigned kv_slabs_shown_class(const struct kv_slabs *s, unsigned cls);
+
+/*
+ * A chunk of class cls, from its free list, or (grow) a new page: from the global pool, else new
+ * memory within the limit, else a small page for a class with no memory. NULL when none; then *full
+ * says whether that is because memory is at its limit (a new page could not be had; only an
+ * eviction can help) rather than because grow was 0.
+ */
+struct kv_item *kv_slabs_alloc(struct kv_sec *sec, unsigned cls, int grow, int *full);
+/* A chunk back to its class (or to the page being moved, when it is in it). */
+void kv_slabs_free(struct kv_sec *sec, struct kv_item *it);
+
+/* Start moving a page of class src to class dst (0: the global pool). */
+enum kv_move_result kv_slabs_move_start(struct kv_sec *sec, unsigned src, unsigned dst);
+
+/* The move under way: the page's bytes and its source class, for items.c to empty it. */
+struct kv_slabs_move {
+	int active;
+	unsigned src, dst;
+	const char *lo, *hi; /* the page: items with lo <= address < hi are in it */
+	uint32_t left;	     /* chunks of it still in use */
+};
+void kv_slabs_moving(struct kv_sec *sec, struct kv_slabs_move *out);
+/* The same, without the section (atomics the section publishes): the moving page of class cls,
+   or lo = hi = NULL. A hint: the move may end at any time. */
+void kv_slabs_moving_page(const struct kv_slabs *s, unsigned cls, const char **lo, const char **hi);
+
+/* cache_memlimit: a new limit; whole pages in the global pool above it are freed. */
+void kv_slabs_set_limit(struct kv_sec *sec, size_t limit);
+
+/* A copy of the allocator's figures, for stats and the automover. */
+struct kv_slabs_class_report {
+	uint32_t size, perpage;
+	uint64_t pages;	 /* whole pages */
+	uint64_t small;	 /* small pages past the limit */
+	uint64_t chunks; /* chunks in the class's pages */
+	uint64_t free;	 /* on the free list (a page goes there whole, as memcached's) */
+};
+struct kv_slabs_report {
+	unsigned ncls;
+	struct kv_slabs_class_report cls[KV_CLASSES_MAX + 1];
+	size_t malloced, limit;
+	uint64_t pool_pages; /* whole pages no class holds */
+	uint64_t moves;	     /* pages moved so far */
+	int moving;	     /* a move is under way */
+};
+void kv_slabs_report(struct kv_sec *sec, struct kv_slabs_report *out);
+
+#endif

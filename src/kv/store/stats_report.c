@@ -1,0 +1,191 @@
+/*
+ * locus-kv's statistics: the stats section (whose functions are in
+ * stats_counts.c, with transactional clones), and the text of "stats",
+ * "stats items", "stats slabs" and "stats sync" from every section's
+ * figures.
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv/store/stats_counts.h"
+#include "kv/store/store_impl.h"
+
+void kv_counts_flush(kv_store *st, struct kv_counts *cnt)
+{
+	/* The scalars, then only the class rows that were touched: a flush follows every read
+	   event, and the rows are 6 KB. */
+	static const struct kv_counts zero;
+	size_t scalars = offsetof(struct kv_counts, cls_touched);
+	if (cnt->cls_touched == 0 && memcmp(cnt, &zero, scalars) == 0)
+		return;
+	kv_sec_run(&st->stats_sec, kv_counts_add_fn, cnt);
+	memset(cnt, 0, scalars);
+	for (unsigned c = 0; c < KV_CLASSES; c++)
+		if (cnt->cls_touched & ((uint64_t)1 << c))
+			memset(cnt->cls[c], 0, sizeof(cnt->cls[c]));
+	cnt->cls_touched = 0;
+}
+
+void kv_counts_read(kv_store *st, struct kv_counts *out)
+{
+	kv_sec_run(&st->stats_sec, kv_counts_read_fn, out);
+}
+
+void kv_stats_reset(kv_store *st)
+{
+	kv_sec_run(&st->stats_sec, kv_counts_reset_fn, NULL);
+}
+
+void kv_store_figures(kv_store *st, struct kv_store_figures *f)
+{
+	memset(f, 0, sizeof(*f));
+	kv_counts_read(st, &f->c);
+	struct kv_slabs_report *sr = malloc(sizeof(*sr));
+	if (sr) {
+		kv_slabs_report(&st->slabs_sec, sr);
+		f->moving = sr->moving;
+		f->moves = sr->moves;
+		f->pool_pages = sr->pool_pages;
+		free(sr);
+	}
+	struct kv_lru_report *lr = malloc(sizeof(*lr));
+	if (lr) {
+		kv_lru_report(&st->alloc_sec, lr);
+		for (unsigned i = 1; i < KV_CLASSES; i++)
+			f->lrutail_reflocked += lr->cls[i].lrutail_reflocked;
+		free(lr);
+	}
+	f->limit = ld_relaxed(&st->cfg.mem_limit);
+	f->hashpower = st->assoc.hashpower;
+	f->hash_bytes = (size_t)st->assoc.nbuckets * sizeof(struct kv_item *);
+}
+
+/* "stats slabs": each class that has pages, memcached's fields in its order. */
+int kv_stats_slabs(kv_store *st, struct kv_buf *out)
+{
+	struct kv_slabs_report *r = malloc(sizeof(*r));
+	struct kv_counts *c = malloc(sizeof(*c));
+	if (!r || !c) {
+		free(r);
+		free(c);
+		return -1;
+	}
+	kv_slabs_report(&st->slabs_sec, r);
+	kv_counts_read(st, c);
+	static const struct {
+		const char *name;
+		enum kv_class_count k;
+	} ops[] = {
+		{"get_hits", KV_CC_GET_HITS},	    {"cmd_set", KV_CC_CMD_SET},
+		{"delete_hits", KV_CC_DELETE_HITS}, {"incr_hits", KV_CC_INCR_HITS},
+		{"decr_hits", KV_CC_DECR_HITS},	    {"cas_hits", KV_CC_CAS_HITS},
+		{"cas_badval", KV_CC_CAS_BADVAL},   {"touch_hits", KV_CC_TOUCH_HITS},
+	};
+	int e = 0, active = 0;
+	for (unsigned i = 1; i <= r->ncls; i++) {
+		struct kv_slabs_class_report *k = &r->cls[i];
+		if (k->pages + k->small == 0)
+			continue;
+		active++;
+		e |= kv_buf_addf(out, "STAT %u:chunk_size %u\r\n", i, k->size);
+		e |= kv_buf_addf(out, "STAT %u:chunks_per_page %u\r\n", i, k->perpage);
+		e |= kv_buf_addf(out, "STAT %u:total_pages %" PRIu64 "\r\n", i,
+				 k->pages + k->small);
+		e |= kv_buf_addf(out, "STAT %u:total_chunks %" PRIu64 "\r\n", i, k->chunks);
+		e |= kv_buf_addf(out, "STAT %u:used_chunks %" PRIu64 "\r\n", i,
+				 k->chunks - k->free);
+		e |= kv_buf_addf(out, "STAT %u:free_chunks %" PRIu64 "\r\n", i, k->free);
+		e |= kv_buf_addf(out, "STAT %u:free_chunks_end 0\r\n", i);
+		for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++)
+			e |= kv_buf_addf(out, "STAT %u:%s %" PRIu64 "\r\n", i, ops[o].name,
+					 c->cls[i][ops[o].k]);
+	}
+	e |= kv_buf_addf(out, "STAT active_slabs %d\r\n", active);
+	e |= kv_buf_addf(out, "STAT total_malloced %zu\r\n", r->malloced);
+	e |= kv_buf_add(out, "END\r\n", 5);
+	free(r);
+	free(c);
+	return e ? -1 : 0;
+}
+
+/*
+ * "stats items": each class holding items, memcached's fields in its order.
+ * memcached's LRU is segmented (hot, warm, cold, temporary); locus-kv has one
+ * list per class, which is reported as the cold one, the others empty.
+ */
+int kv_stats_items(kv_store *st, struct kv_buf *out)
+{
+	struct kv_lru_report *r = malloc(sizeof(*r));
+	struct kv_counts *c = malloc(sizeof(*c));
+	if (!r || !c) {
+		free(r);
+		free(c);
+		return -1;
+	}
+	kv_lru_report(&st->alloc_sec, r);
+	kv_counts_read(st, c);
+	int e = 0;
+	for (unsigned i = 1; i <= kv_slabs_nclasses(st->slabs); i++) {
+		struct kv_lru_class_report *l = &r->cls[i];
+		const uint64_t *k = c->cls[i];
+		if (l->items == 0)
+			continue;
+#define ITEM(name, fmt, v) e |= kv_buf_addf(out, "STAT items:%u:" name " %" fmt "\r\n", i, v)
+		ITEM("number", PRIu64, l->items);
+		ITEM("number_hot", "d", 0);
+		ITEM("number_warm", "d", 0);
+		ITEM("number_cold", PRIu64, l->items);
+		ITEM("age_hot", "d", 0);
+		ITEM("age_warm", "d", 0);
+		ITEM("age", PRIu32, l->age);
+		ITEM("mem_requested", PRIu64, l->mem_requested);
+		ITEM("evicted", PRIu64, l->evicted);
+		ITEM("evicted_nonzero", PRIu64, l->evicted_nonzero);
+		ITEM("evicted_time", PRIu32, l->evicted_time);
+		ITEM("outofmemory", PRIu64, l->outofmemory);
+		ITEM("tailrepairs", "d", 0);
+		ITEM("reclaimed", PRIu64, k[KV_CC_RECLAIMED]);
+		ITEM("expired_unfetched", PRIu64, k[KV_CC_EXPIRED_UNFETCHED]);
+		ITEM("evicted_unfetched", PRIu64, l->evicted_unfetched);
+		ITEM("evicted_active", "d", 0);
+		ITEM("crawler_reclaimed", PRIu64, k[KV_CC_CRAWLER_RECLAIMED]);
+		ITEM("crawler_items_checked", PRIu64, k[KV_CC_CRAWLER_CHECKED]);
+		ITEM("lrutail_reflocked", PRIu64, l->lrutail_reflocked);
+		ITEM("moves_to_cold", "d", 0);
+		ITEM("moves_to_warm", "d", 0);
+		ITEM("moves_within_lru", "d", 0);
+		ITEM("direct_reclaims", "d", 0);
+		ITEM("hits_to_hot", "d", 0);
+		ITEM("hits_to_warm", "d", 0);
+		ITEM("hits_to_cold", PRIu64, k[KV_CC_GET_HITS]);
+		ITEM("hits_to_temp", "d", 0);
+#undef ITEM
+	}
+	e |= kv_buf_add(out, "END\r\n", 5);
+	free(r);
+	free(c);
+	return e ? -1 : 0;
+}
+
+int kv_stats_sync(kv_store *st, struct kv_buf *out)
+{
+	struct kv_sectime_total t[KV_SECTIONS];
+	if (st->times)
+		kv_sectime_read(st->times, t);
+	int r = kv_buf_addf(out, "STAT section_stats %s\r\n", st->times ? "on" : "off");
+	for (int s = 0; s < KV_SECTIONS; s++) {
+		const char *n = kv_section_names[s];
+		r |= kv_buf_addf(out, "STAT %s:sync %s\r\n", n, st->spec[s]);
+		if (!st->times)
+			continue;
+		r |= kv_buf_addf(out, "STAT %s:runs %" PRIu64 "\r\n", n, t[s].runs);
+		r |= kv_buf_addf(out, "STAT %s:time_ns %" PRIu64 "\r\n", n, t[s].ns);
+		r |= kv_buf_addf(out, "STAT %s:avg_ns %" PRIu64 "\r\n", n,
+				 t[s].runs ? t[s].ns / t[s].runs : 0);
+		r |= kv_buf_addf(out, "STAT %s:max_ns %" PRIu64 "\r\n", n, t[s].max_ns);
+	}
+	r |= kv_buf_addf(out, "END\r\n");
+	return r ? -1 : 0;
+}

@@ -1,0 +1,392 @@
+/*
+ * locus-kv: the item store — slab memory, a striped hash table, per-class
+ * LRU lists and statistics, each behind its own locus_cs.
+ *
+ * Four kinds of critical section, each chosen by name (--sync):
+ *
+ *   hash   one executor per stripe of the hash table; owns the bucket chains
+ *          of its stripe and the contents of the items linked there
+ *          (value, flags, exptime, cas, access time). memcached's item locks.
+ *   alloc  item allocation's bookkeeping: the per-class LRU lists and the
+ *          choice of the victim to evict. memcached's cache_lock/LRU locks,
+ *          the section seed 000 moved to an asynchronous server.
+ *   slabs  the slab allocator: pages, per-class free chunks, the -m limit.
+ *   stats  the global counters, which workers add their own counts into.
+ *
+ * Sections never nest: no section runs another executor. Work that spans
+ * structures (store a new item, evict an old one) is a sequence of sections
+ * with the item kept alive between them by a reference count. This is what
+ * lets every kind of section run on any mechanism, delegation included — a
+ * delegation server that ran a section which waited on another section bound
+ * to the same server would wait for itself.
+ *
+ * Reference counts. An item's count is the number of holders: the hash table
+ * while it is linked there, the LRU while it is linked there, and any thread
+ * between sections. Sections only ever add a reference (to an item that is
+ * linked, so the count is at least 1) or hand the structure's reference over
+ * to the caller when they unlink; the caller drops references after the
+ * section, and whoever drops the last one frees the chunk through the slabs
+ * section. So a chunk is freed exactly once, never while reachable.
+ *
+ * Values are copied out inside the hash section (into the caller's buffer),
+ * so incr/decr may rewrite a value in place as memcached does.
+ */
+#ifndef LOCUS_KV_STORE_H
+#define LOCUS_KV_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv/protocol/proto.h"
+#include "kv/store/buf.h"
+#include "kv/store/item.h"
+
+enum kv_section { KV_SEC_HASH, KV_SEC_ALLOC, KV_SEC_SLABS, KV_SEC_STATS, KV_SECTIONS };
+extern const char *const kv_section_names[KV_SECTIONS];
+
+#define KV_SYNC_DEFAULT "hash=mutex,alloc=mutex,slabs=mutex,stats=mutex"
+
+struct kv_store_config {
+	size_t mem_limit;	  /* -m, bytes */
+	size_t item_size_max;	  /* -I, bytes */
+	double factor;		  /* chunk size growth factor (-f) */
+	unsigned chunk_min;	  /* smallest value+key room of the first class (-n) */
+	size_t slab_chunk_max;	  /* memcached's slab_chunk_max: the largest class below -I */
+	unsigned stripes;	  /* hash stripes (power of 2) */
+	int lru_crawler;	  /* run the background expiry crawler */
+	int evict;		  /* evict when memory is full (-M: 0, an error instead) */
+	int use_cas;		  /* cas values shown and compared (-C: 0, every cas is 0) */
+	int slab_automove;	  /* 0, 1 (default) or 2: see kv_automove_tick */
+	double automove_ratio;	  /* slab_automove_ratio (0.8) */
+	unsigned automove_window; /* slab_automove_window: seconds (30) */
+	int section_stats;	  /* time every section run for "stats sync" (stats_sectime.h) */
+	int track_sizes;	  /* stats sizes from the start (-o track_sizes) */
+	int detail;		  /* stats detail from the start (-D) */
+	char delimiter;		  /* stats detail's prefix delimiter (-D; ':') */
+	uint32_t crawler_sleep, crawler_tocrawl; /* lru_crawler sleep and tocrawl */
+	unsigned hashpower; /* -o hashpower: at least 2^hashpower buckets (0: from -m) */
+	/* One executor spec per section ("mutex", "mcs:spin", "async", ...). */
+	char sync[KV_SECTIONS][128];
+};
+
+/* Defaults: 64 MB, 1 MB items, factor 1.25, 48, 1024 stripes, crawler on, mutex everywhere. */
+void kv_store_config_default(struct kv_store_config *c);
+
+/*
+ * Parse a --sync value into c->sync: comma-separated section=spec pairs,
+ * section one of hash, alloc, slabs, stats or all (sets the four); a spec may
+ * itself hold commas ("hash=ttas:spin,backoff_max=64,alloc=async"): a comma
+ * starts a new pair only when a section name and '=' follow it. The specs
+ * are checked by opening an executor. 0, or -1 with a message in err.
+ */
+int kv_sync_parse(struct kv_store_config *c, const char *arg, char *err, size_t errlen);
+
+typedef struct kv_store kv_store;
+
+/* Slab class ids are below this (slabs.h: KV_CLASSES_MAX). */
+#define KV_CLASSES 64
+
+/* What is counted per slab class ("stats slabs" and "stats items" lines). */
+enum kv_class_count {
+	KV_CC_GET_HITS,
+	KV_CC_CMD_SET,
+	KV_CC_DELETE_HITS,
+	KV_CC_INCR_HITS,
+	KV_CC_DECR_HITS,
+	KV_CC_CAS_HITS,
+	KV_CC_CAS_BADVAL,
+	KV_CC_TOUCH_HITS,
+	KV_CC_RECLAIMED,
+	KV_CC_EXPIRED_UNFETCHED,
+	KV_CC_CRAWLER_RECLAIMED,
+	KV_CC_CRAWLER_CHECKED,
+	KV_CLASS_COUNTS
+};
+
+/*
+ * Counters a worker keeps to itself and adds into the store's under
+ * "stats" (kv_counts_flush). The per-class rows are added only for the
+ * classes whose bit is set in cls_touched.
+ */
+struct kv_counts {
+	uint64_t cmd_get, cmd_set, cmd_flush, cmd_touch, cmd_meta;
+	uint64_t get_hits, get_misses, get_expired, get_flushed;
+	uint64_t delete_hits, delete_misses, incr_hits, incr_misses, decr_hits, decr_misses;
+	uint64_t cas_hits, cas_misses, cas_badval, touch_hits, touch_misses;
+	uint64_t store_too_large, store_no_memory;
+	uint64_t bytes_read, bytes_written, total_items, evictions, reclaimed, expired_unfetched,
+		evicted_unfetched, oom;
+	uint64_t crawler_reclaimed, crawler_items_checked, direct_reclaims;
+	int64_t curr_items, bytes; /* deltas */
+	uint64_t total_connections, rejected_connections;
+	int64_t curr_connections;
+	uint64_t conn_yields; /* -R: a connection let the others have a turn */
+	uint64_t idle_kicks;  /* -o idle_timeout: idle connections closed */
+	/* slab page moves (automove.c) */
+	uint64_t slab_reassign_rescues, slab_reassign_evictions_nomem, slab_reassign_inline_reclaim,
+		slab_reassign_busy_items;
+	uint64_t lru_crawler_starts;
+	uint64_t cls_touched; /* bit c: cls[c] has counts to add */
+	uint64_t cls[KV_CLASSES][KV_CLASS_COUNTS];
+};
+
+static inline void kv_count_class(struct kv_counts *c, unsigned cls, enum kv_class_count what)
+{
+	c->cls[cls][what]++;
+	c->cls_touched |= (uint64_t)1 << cls;
+}
+
+/* NULL with a message on error (a bad spec, no memory). */
+kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errlen);
+void kv_store_close(kv_store *st);
+const struct kv_store_config *kv_store_config(const kv_store *st);
+/* The spec each section's executors run, defaults explicit. */
+const char *kv_store_sync_spec(const kv_store *st, enum kv_section s);
+
+/* Server clock: seconds since start (+ what debug_clock_advance added). */
+uint32_t kv_now(const kv_store *st);
+void kv_clock_tick(kv_store *st);		   /* re-read the wall clock */
+void kv_clock_advance(kv_store *st, int64_t secs); /* tests: move time forward */
+uint64_t kv_process_started(const kv_store *st);   /* Unix time of server time 0 */
+/* memcached's exptime rules: 0 never; <= 30 days relative; larger absolute; negative past. */
+uint32_t kv_exptime(const kv_store *st, int64_t exptime);
+
+/* Results of the operations below. */
+enum kv_result {
+	KV_STORED,
+	KV_NOT_STORED,
+	KV_EXISTS,
+	KV_NOT_FOUND,
+	KV_DELETED,
+	KV_TOUCHED,
+	KV_NON_NUMERIC,
+	KV_TOO_LARGE,
+	KV_NO_MEMORY,
+	KV_OK,
+};
+
+/*
+ * A new, unlinked item with room for nbytes of value and "\r\n", key copied,
+ * owned by the caller (one reference). NULL with *why = KV_TOO_LARGE or
+ * KV_NO_MEMORY. Evicts least recently used items of its class to make room.
+ */
+struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			    uint32_t flags, uint32_t exptime, uint32_t nbytes, enum kv_result *why);
+/* Drop one reference; the last frees the chunk. */
+void kv_item_release(kv_store *st, struct kv_item *it);
+
+/*
+ * KV_CAS_STALE: meta "ms ... C<cas> I": like KV_CAS, except that a cas older
+ * than the item's still stores, and the new item is marked stale (served with
+ * X, the first fetch winning W), as memcached does.
+ */
+enum kv_store_mode { KV_SET, KV_ADD, KV_REPLACE, KV_APPEND, KV_PREPEND, KV_CAS, KV_CAS_STALE };
+/*
+ * Store it (value already filled in) with the semantics of the command;
+ * consumes the caller's reference. For KV_CAS, cas is the client's unique.
+ * *cas_out (may be NULL) gets the stored item's cas. STORED, NOT_STORED,
+ * EXISTS, NOT_FOUND, or NO_MEMORY (append/prepend could not get room).
+ */
+enum kv_result kv_store_item(kv_store *st, struct kv_counts *cnt, struct kv_item *it,
+			     enum kv_store_mode mode, uint64_t cas, uint64_t *cas_out);
+/* kv_store_item, saying also the class and value size of what it stored (append: joined). */
+struct kv_store_info {
+	unsigned cls;
+	uint32_t nbytes, exptime;
+};
+enum kv_result kv_store_item_info(kv_store *st, struct kv_counts *cnt, struct kv_item *it,
+				  enum kv_store_mode mode, uint64_t cas, uint64_t *cas_out,
+				  struct kv_store_info *info);
+
+/* Called with every item evicted to make room, still readable, on the evicting thread. */
+typedef void (*kv_evict_hook)(void *ctx, const struct kv_item *it, uint32_t now);
+void kv_store_set_evict_hook(kv_store *st, kv_evict_hook hook, void *ctx);
+
+/*
+ * get/gets/gat/gats of one key: on a hit append "VALUE key flags bytes
+ * [cas]\r\n<data>\r\n" to out. touch: set the exptime to `exptime` (server
+ * time) first. 1 hit, 0 miss, -1 out of memory for the reply.
+ */
+int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
+	   int touch, uint32_t exptime, struct kv_buf *out);
+/* kv_get, saying also what it found (for watch fetchers). */
+enum kv_get_status { KV_GET_FOUND, KV_GET_NOT_FOUND, KV_GET_EXPIRED, KV_GET_FLUSHED };
+struct kv_get_info {
+	enum kv_get_status status;
+	unsigned cls;	 /* 0 when not found */
+	uint32_t nbytes; /* 0 when not found */
+};
+int kv_get_info(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
+		int touch, uint32_t exptime, struct kv_buf *out, struct kv_get_info *info);
+
+enum kv_result kv_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey);
+enum kv_result kv_touch(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			uint32_t exptime);
+/*
+ * incr/decr: NOT_FOUND, NON_NUMERIC, NO_MEMORY, or OK with *value the new
+ * number (incr wraps at 2^64, decr stops at 0). cas_out may be NULL.
+ */
+enum kv_result kv_arith(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int incr,
+			uint64_t delta, uint64_t *value, uint64_t *cas_out);
+
+/* ma: kv_arith with a cas to compare (0: none, EXISTS on a mismatch), a new exptime, the item's
+ * exptime out. */
+struct kv_arith_req {
+	int incr;
+	uint64_t delta;
+	uint64_t compare_cas;
+	int set_ttl;
+	uint32_t ttl;
+};
+struct kv_arith_res {
+	uint64_t value, cas;
+	uint32_t exptime;
+};
+enum kv_result kv_arith_ex(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			   const struct kv_arith_req *rq, struct kv_arith_res *res);
+
+/* flush_all: items stored before now (delay 0) or before now+delay become invalid. */
+void kv_flush(kv_store *st, struct kv_counts *cnt, int64_t delay);
+
+/*
+ * Meta access to one item. What the hash section found and did; the value
+ * (when want_value) is appended to `value`.
+ */
+struct kv_meta_req {
+	const char *key;
+	size_t nkey;
+	int want_value;
+	int no_bump; /* u */
+	int set_ttl; /* T: new exptime (server time) in ttl */
+	uint32_t ttl;
+	int vivify; /* N: on a miss, create an empty item with exptime vivify_ttl */
+	int b64key; /* b: the key was given in base64 (a vivified item remembers it) */
+	uint32_t vivify_ttl;
+	int recache; /* R: win if ttl remaining < recache_below */
+	uint32_t recache_below;
+	int peek; /* me: no side effect at all (no fetch mark, no bump, no stats) */
+};
+struct kv_meta_view {
+	int found;
+	uint32_t flags, nbytes, exptime, atime;
+	uint32_t exptime_before; /* exptime before this access's T changed it */
+	uint64_t cas;
+	int fetched;		     /* had been fetched before this access */
+	int b64key;		     /* stored with a base64 key */
+	int win, stale, already_won; /* W, X, Z */
+	uint8_t cls;		     /* the slab class, numbered as memcached numbers it */
+};
+/* 0, or -1 out of memory. */
+int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *rq,
+		struct kv_meta_view *v, struct kv_buf *value);
+/* md: delete, or with invalidate mark stale (stale_ttl: new exptime, UINT32_MAX keeps it); cas 0 =
+ * any. */
+enum kv_result kv_meta_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
+			      uint64_t cas, int invalidate, uint32_t stale_ttl);
+
+/* Text of "stats", "stats settings", "stats items", "stats slabs" (lines with "\r\n", then END). */
+/* The store's figures for "stats" (the server formats them with its own). */
+struct kv_store_figures {
+	struct kv_counts c;
+	size_t limit;
+	unsigned hashpower;
+	size_t hash_bytes;
+	int moving;		    /* a slab page move is under way */
+	uint64_t moves, pool_pages; /* pages moved so far; whole pages in the pool */
+	uint64_t lrutail_reflocked;
+};
+void kv_store_figures(kv_store *st, struct kv_store_figures *f);
+int kv_stats_items(kv_store *st, struct kv_buf *out);
+int kv_stats_slabs(kv_store *st, struct kv_buf *out);
+void kv_stats_reset(kv_store *st);
+/* Add a worker's counts into the store's and zero them. */
+void kv_counts_flush(kv_store *st, struct kv_counts *cnt);
+/* The store's counters (after every worker flushed). */
+void kv_counts_read(kv_store *st, struct kv_counts *out);
+/*
+ * "stats sync": section_stats on|off, then for each section its spec and,
+ * when timing is on, runs, time_ns (callers' time in the section, waiting
+ * included), avg_ns and max_ns, as "STAT <section>:<field> <value>". 0, or -1
+ * out of memory.
+ */
+int kv_stats_sync(kv_store *st, struct kv_buf *out);
+
+/* Remove expired (and flushed) items from every stripe now; returns how many. */
+uint64_t kv_crawl(kv_store *st, struct kv_counts *cnt);
+/* The same over `count` stripes from `first` (modulo the stripe count): a slice of a sweep. */
+uint64_t kv_crawl_part(kv_store *st, struct kv_counts *cnt, unsigned first, unsigned count);
+unsigned kv_store_stripes(const kv_store *st);
+
+/*
+ * The crawler thread (crawler.c): enable starts it (-1 if it is running,
+ * memcached's "failed to start"), disable asks it to stop; crawl asks it to
+ * crawl the classes whose bits are set (0 started, 1 busy with another,
+ * -1 not running); set changes lru_crawler sleep and tocrawl (a negative
+ * value leaves one alone).
+ */
+int kv_crawler_enable(kv_store *st);
+void kv_crawler_disable(kv_store *st);
+int kv_crawler_enabled(const kv_store *st);
+int kv_crawler_busy(const kv_store *st);
+int kv_crawler_crawl(kv_store *st, uint64_t classes);
+void kv_crawler_set(kv_store *st, int64_t sleep_us, int64_t tocrawl);
+void kv_crawler_get(const kv_store *st, uint32_t *sleep_us, uint32_t *tocrawl);
+
+/* stats detail (stats_prefix.c, stats_prefix.h): count one key's get (hit or not), set or delete.
+ */
+enum kv_prefix_op { KV_PREFIX_GET, KV_PREFIX_SET, KV_PREFIX_DEL };
+void kv_detail_count(kv_store *st, const char *key, size_t nkey, enum kv_prefix_op op, int hit);
+int kv_detail_dump(kv_store *st, struct kv_buf *out);
+void kv_detail_reset(kv_store *st);
+void kv_detail_set(kv_store *st, int on);
+int kv_detail_on(const kv_store *st);
+char kv_detail_delimiter(const kv_store *st);
+
+/* stats sizes (stats_sizes.h): 0, or -1 when cas is off (-C) or out of memory. */
+int kv_sizes_set(kv_store *st, int on);
+int kv_sizes_on(const kv_store *st);
+int kv_sizes_text(kv_store *st, struct kv_buf *out);
+
+/*
+ * Dumps. cachedump: "ITEM <key> [<bytes> b; <exptime> s]" lines of class
+ * cls, most recently used first, at most limit of them (0: all, up to 2 MB
+ * of text), then END. metadump: memcached's metadump line of each live item
+ * of the classes whose bits are set in one stripe of the hash table. 0, or
+ * -1 out of memory.
+ */
+int kv_cachedump(kv_store *st, unsigned cls, unsigned limit, struct kv_buf *out);
+int kv_metadump_stripe(kv_store *st, unsigned stripe, uint64_t classes, struct kv_buf *out);
+unsigned kv_store_classes(const kv_store *st);
+
+/*
+ * Moving slab pages between classes (automove.c; memcached's slab_reassign
+ * and slab_automove). kv_slabs_reassign starts moving one page of class src
+ * to class dst (0: the pool of whole pages any class takes first);
+ * kv_automove_tick, called KV_AUTOMOVE_HZ times a second, empties the page being moved
+ * (its items are copied to free chunks of their class, or evicted) and,
+ * unless automove is 0, chooses the next move: 1 moves a page from the
+ * class whose least recently used item is oldest to a class that evicts
+ * items much younger (memcached's slab_automove=1), 2 to any class that
+ * evicted since the last call.
+ */
+enum kv_move_result {
+	KV_MOVE_OK,
+	KV_MOVE_BUSY,	  /* a move is under way */
+	KV_MOVE_BADCLASS, /* no such class */
+	KV_MOVE_NOSPARE,  /* the source has fewer than 2 pages */
+	KV_MOVE_SAME,	  /* source and destination are the same */
+};
+/* src -1: any class with a page to spare, as memcached's. */
+enum kv_move_result kv_slabs_reassign(kv_store *st, int src, int dst);
+#define KV_AUTOMOVE_HZ 10 /* kv_automove_tick's calls a second */
+void kv_automove_tick(kv_store *st, struct kv_counts *cnt);
+void kv_automove_set(kv_store *st, int mode); /* 0, 1 or 2 */
+int kv_automove_get(const kv_store *st);
+void kv_automove_set_ratio(kv_store *st, double ratio);
+double kv_automove_ratio(const kv_store *st);
+/* memcached's slab_chunk_max as this store uses it. */
+size_t kv_store_chunk_max(const kv_store *st);
+/* cache_memlimit: the -m limit from now on (new pages only; pooled pages above it are freed). */
+void kv_store_set_limit(kv_store *st, size_t bytes);
+
+#endif
