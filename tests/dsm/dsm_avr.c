@@ -28,6 +28,15 @@
  *             page restored). Every count is exact, some interval was rolled
  *             back, and with LOCUS_DSM_AVR_PENDING > 1 on more than one node
  *             some run went on through a fault on another page (none with 1)
+ *   turns R   the nodes take turns, one barrier per turn, to increment one
+ *             word on each of 4 pages; after every round each node checks
+ *             the 4 counts, paused. First with a barrier after the check:
+ *             every count is exact. Then without it, as a program that
+ *             forgets it would: node 0's next turn may then run while a
+ *             slower node still checks, and sequential consistency lets that
+ *             node see node 0's next increment (sc shows it too), so there
+ *             a count may also be one more, except on node 0; the final
+ *             counts are exact. Some interval was rolled back
  *
  * regs, deep and signal also fail if no interval was rolled back.
  *
@@ -392,10 +401,56 @@ static void pending(long rounds)
 	locus_dsm_avr_resume();
 }
 
+/* One round of turns: every node increments the word on each page in its
+   turn, and each checks them all, paused. A count may be one more than
+   exact where node 0's next turn may already have run (slack). */
+static void turns_round(volatile uint64_t **pg, long r, int slack)
+{
+	for (int n = 0; n < nodes; n++) {
+		if (n == me)
+			for (int j = 0; j < NPAGES; j++)
+				pg[j][0] = pg[j][0] + 1;
+		locus_dsm_barrier();
+	}
+	uint64_t want = (uint64_t)(r + 1) * (uint64_t)nodes;
+	locus_dsm_avr_pause();
+	for (int j = 0; j < NPAGES; j++) {
+		uint64_t got = pg[j][0];
+		if (got != want && !(slack && me != 0 && got == want + 1))
+			fail("turns: a page's counter", r, (long)got, (long)want);
+	}
+	locus_dsm_avr_resume();
+}
+
+static void turns(long rounds)
+{
+	volatile uint64_t *pg[NPAGES];
+	for (int j = 0; j < NPAGES; j++)
+		pg[j] = locus_dsm_alloc(PAGE);
+	volatile uint64_t *slots = locus_dsm_alloc(PAGE);
+	locus_dsm_barrier();
+	uint64_t r0 = rollbacks();
+	for (long r = 0; r < rounds; r++) {
+		turns_round(pg, r, 0);
+		/* Node 0's next turn must not overtake another node's check. */
+		locus_dsm_barrier();
+	}
+	for (long r = rounds; r < 2 * rounds; r++)
+		turns_round(pg, r, 1);
+	locus_dsm_barrier();
+	locus_dsm_avr_pause();
+	for (int j = 0; j < NPAGES; j++)
+		if (pg[j][0] != (uint64_t)(2 * rounds * nodes))
+			fail("turns: a page's final counter", 2 * rounds, (long)pg[j][0],
+			     2 * rounds * nodes);
+	report_rollbacks("turns", 2 * rounds, slots, r0);
+	locus_dsm_avr_resume();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s true|false|regs|deep|signal|pending [rounds]\n",
+		fprintf(stderr, "usage: %s true|false|regs|deep|signal|pending|turns [rounds]\n",
 			argv[0]);
 		return 2;
 	}
@@ -422,6 +477,8 @@ int main(int argc, char **argv)
 		signal_handler(rounds);
 	} else if (!strcmp(mode, "pending")) {
 		pending(rounds);
+	} else if (!strcmp(mode, "turns")) {
+		turns(rounds);
 	} else {
 		if (me == 0)
 			fprintf(stderr, "dsm_avr: unknown mode %s\n", mode);
