@@ -234,13 +234,20 @@ int kv_crawler_enable(kv_store *st)
 	return e == 0 ? 0 : -1;
 }
 
+/* Returns once the thread has exited, as memcached's "lru_crawler disable"
+   does: an enable right after the answer then starts a new thread instead
+   of finding the old one still on its way out ("failed to start"). */
 void kv_crawler_disable(kv_store *st)
 {
 	struct kv_crawler *k = st->crawler;
 	pthread_mutex_lock(&k->lock);
 	st_seqcst(&k->stop, 1);
 	pthread_cond_broadcast(&k->wake);
+	int join = k->joinable;
+	k->joinable = 0;
 	pthread_mutex_unlock(&k->lock);
+	if (join)
+		pthread_join(k->thread, NULL);
 }
 
 int kv_crawler_enabled(const kv_store *st)
