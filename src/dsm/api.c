@@ -6,7 +6,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "avr.h"
 #include "internal.h"
 
 struct dsm_runtime dsm;
@@ -24,6 +23,22 @@ static struct {
 } base;
 static int frozen;
 static locus_dsm_stats frozen_stats;
+
+/* The running protocol's rows into their fields of s (d: the counters
+   since the reset; a gauge is read as it is now). */
+static void proto_stats_get(locus_dsm_stats *s, const struct dsm_counters *d)
+{
+	for (size_t i = 0; dsm.proto && i < dsm.proto->nstats; i++) {
+		const struct dsm_stat *row = &dsm.proto->stats[i];
+		char *field = (char *)s + row->field;
+		uint64_t v =
+			row->kind == DSM_STAT_GAUGE ? ld_relaxed(&dsm.cnt.proto[i]) : d->proto[i];
+		if (row->kind == DSM_STAT_SECONDS)
+			*(double *)(void *)field = (double)v * 1e-9;
+		else
+			*(uint64_t *)(void *)field = v;
+	}
+}
 
 static void call_timed(struct dsm_req *r, int kind)
 {
@@ -135,8 +150,8 @@ int locus_dsm_init(int *argc, char ***argv)
 	dsm.all_stats = calloc((size_t)dsm.nodes, sizeof(locus_dsm_stats));
 	if (!dsm.all_stats || dsm_fault_install() != 0)
 		dsm_fatal("cannot start");
-	if (dsm.proto == &dsm_proto_avr && dsm_avr_init() != 0)
-		dsm_fatal("avr: cannot set up checkpointing (stack, alternate signal stack)");
+	if (dsm.proto->thread_init && dsm.proto->thread_init() != 0)
+		dsm_fatal("%s: cannot set up the application thread's side", dsm.proto->name);
 	started = 1;
 	dsm_phase = DSM_RUNNING;
 	node_pid = getpid();
@@ -184,7 +199,7 @@ void locus_dsm_finalize(void)
 		dsm_fatal_child("called locus_dsm_finalize");
 	if (!started)
 		return;
-	dsm_avr_sync();
+	dsm_sync_point();
 	dsm_outside_team("locus_dsm_finalize");
 	collective(DSM_BAR_FINALIZE, 0, 1, STALL_BARRIER);
 	locus_dsm_stats mine;
@@ -198,7 +213,8 @@ void locus_dsm_finalize(void)
 	struct dsm_req leave = {.kind = DSM_REQ_LEAVE};
 	dsm_call(&leave);
 	dsm_comm_join();
-	dsm_avr_fini();
+	if (dsm.proto->thread_fini)
+		dsm.proto->thread_fini();
 	dsm_fault_uninstall();
 	dsm_region_unmap();
 	dsm_table_free(dsm.resume_ns, dsm.npages, sizeof(uint64_t));
@@ -228,7 +244,7 @@ const char *locus_dsm_protocol(void)
 void *locus_dsm_alloc(size_t size)
 {
 	dsm_require_running("locus_dsm_alloc");
-	dsm_avr_sync();
+	dsm_sync_point();
 	dsm_outside_team("locus_dsm_alloc");
 	/* Compared before rounding: a size near SIZE_MAX (a negative int passed
 	   as size_t) must not wrap to a small block. */
@@ -266,7 +282,7 @@ void *locus_dsm_alloc(size_t size)
 void locus_dsm_barrier(void)
 {
 	dsm_require_running("locus_dsm_barrier");
-	dsm_avr_sync();
+	dsm_sync_point();
 	dsm_team_count_barrier(0);
 	collective(DSM_BAR_BARRIER, 0, (uint64_t)locus_dsm_threads(), STALL_BARRIER);
 }
@@ -274,7 +290,7 @@ void locus_dsm_barrier(void)
 void locus_dsm_lock(uint32_t id)
 {
 	dsm_require_running("locus_dsm_lock");
-	dsm_avr_sync();
+	dsm_sync_point();
 	struct dsm_req r = {.kind = DSM_REQ_LOCK, .a = id, .c = (uint64_t)dsm_self.counted};
 	call_timed(&r, STALL_LOCK);
 	dsm_self.locks++;
@@ -283,7 +299,7 @@ void locus_dsm_lock(uint32_t id)
 void locus_dsm_unlock(uint32_t id)
 {
 	dsm_require_running("locus_dsm_unlock");
-	dsm_avr_sync();
+	dsm_sync_point();
 	struct dsm_req r = {.kind = DSM_REQ_UNLOCK, .a = id};
 	call_timed(&r, STALL_OTHER);
 	if (dsm_self.locks > 0)
@@ -295,7 +311,7 @@ static void prefetch(const void *addr, size_t len, int write)
 	const char *a = addr;
 	if (dsm_phase != DSM_RUNNING || dsm_forked)
 		return; /* a hint: nothing to do */
-	dsm_avr_sync();
+	dsm_sync_point();
 	if (!dsm.proto || !dsm.proto->prefetch || !len || a < dsm.app || a >= dsm.app + dsm.size)
 		return;
 	size_t first = (size_t)(a - dsm.app) / dsm.page_size;
@@ -328,7 +344,7 @@ double locus_dsm_now(void)
 void locus_dsm_stats_reset(void)
 {
 	dsm_require_running("locus_dsm_stats_reset");
-	dsm_avr_sync();
+	dsm_sync_point();
 	dsm_outside_team("locus_dsm_stats_reset");
 	collective(DSM_BAR_RESET, 0, 1, STALL_BARRIER);
 	stats_mark();
@@ -401,30 +417,6 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->prefetch_late = d.prefetch_late;
 	s->prefetch_s = (double)d.prefetch_ns * 1e-9;
 	s->prefetch_lost = d.prefetch_lost;
-	s->intervals = d.lrc_intervals;
-	s->twins = d.lrc_twins;
-	s->diffs = d.lrc_diffs;
-	s->diff_bytes = d.lrc_diff_bytes;
-	s->gcs = d.lrc_gcs;
-	s->meta_bytes = ld_relaxed(&dsm.meta_bytes);
-	s->meta_peak_bytes = ld_relaxed(&dsm.meta_peak);
 	s->lock_records = ld_relaxed(&dsm.lock_records);
-	for (int k = 0; k < LOCUS_DSM_AVR_CKPT_KINDS; k++)
-		s->avr_checkpoints[k] = d.avr_checkpoints[k];
-	for (int k = 0; k < LOCUS_DSM_AVR_ROLL_KINDS; k++)
-		s->avr_rollbacks[k] = d.avr_rollbacks[k];
-	for (int k = 0; k < LOCUS_DSM_AVR_SC_KINDS; k++)
-		s->avr_sc[k] = d.avr_sc[k];
-	s->avr_commits = d.avr_commits;
-	s->avr_logged = d.avr_logged;
-	s->avr_twins = d.avr_twins;
-	s->avr_protected = d.avr_protected;
-	s->avr_deferrals = d.avr_deferrals;
-	s->avr_added = d.avr_added;
-	s->avr_asked = d.avr_asked;
-	s->avr_cp_s = (double)d.avr_cp_ns * 1e-9;
-	s->avr_op_s = (double)d.avr_op_ns * 1e-9;
-	s->avr_res_s = (double)d.avr_res_ns * 1e-9;
-	s->avr_rol_s = (double)d.avr_rol_ns * 1e-9;
-	s->avr_wait_s = (double)d.avr_wait_ns * 1e-9;
+	proto_stats_get(s, &d);
 }

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "common/atomic.h"
+#include "internal.h"
 
 /* Page states while an interval is open (avr.state). A page readable here
    when the interval opened is tracked: inaccessible until the interval's
@@ -45,6 +46,47 @@ enum {
 };
 
 #define AVR_MAX_PENDING 8 /* LOCUS_DSM_AVR_PENDING's largest value */
+
+/* avr's settings (LOCUS_DSM_AVR_*, read by its config hook). */
+struct avr_settings {
+	uint32_t deadlock; /* faults on awaited pages before giving way */
+	uint32_t pending;  /* pages one interval may await (1..AVR_MAX_PENDING) */
+	uint32_t ask;	   /* ask for the page that ends a run before the wait */
+};
+extern struct avr_settings avr_set;
+
+/*
+ * avr's statistics, the one list (struct dsm_stat): id, the field of
+ * locus_dsm_stats, the JSON key, the words of the table line, the kind.
+ * Consecutive rows keep the order of the public kinds' enums, so that
+ * AVR_ST_CKPT_READ + LOCUS_DSM_AVR_CKPT_* and the like name a row.
+ */
+#define AVR_STATS(X)                                                                               \
+	X(CKPT_READ, avr_checkpoints[0], "avr_ckpt_read", "read intervals", COUNT)                 \
+	X(CKPT_WRITE, avr_checkpoints[1], "avr_ckpt_write", "write intervals", COUNT)              \
+	X(CKPT_UPGRADE, avr_checkpoints[2], "avr_ckpt_upgrade", "upgrade intervals", COUNT)        \
+	X(COMMITS, avr_commits, "avr_commits", "stood", COUNT)                                     \
+	X(ROLL_READ, avr_rollbacks[0], "avr_roll_read", "rolled back on a read", COUNT)            \
+	X(ROLL_TAKEN, avr_rollbacks[1], "avr_roll_taken", "on a page taken", COUNT)                \
+	X(ROLL_DEADLOCK, avr_rollbacks[2], "avr_roll_deadlock", "on the deadlock counter", COUNT)  \
+	X(LOGGED, avr_logged, "avr_logged", "accesses logged", COUNT)                              \
+	X(TWINS, avr_twins, "avr_twins", "twins", COUNT)                                           \
+	X(PROTECTED, avr_protected, "avr_protected", "pages protected", COUNT)                     \
+	X(DEFERRALS, avr_deferrals, "avr_deferrals", "held", COUNT)                                \
+	X(ADDED, avr_added, "avr_added", "added", COUNT)                                           \
+	X(ASKED, avr_asked, "avr_asked", "asked at a run's end", COUNT)                            \
+	X(SC_LOCK, avr_sc[0], "avr_sc_lock", "as sc in a lock", COUNT)                             \
+	X(SC_PAUSED, avr_sc[1], "avr_sc_paused", "paused", COUNT)                                  \
+	X(SC_THREADS, avr_sc[2], "avr_sc_threads", "threads", COUNT)                               \
+	X(SC_OTHER, avr_sc[3], "avr_sc_other", "other", COUNT)                                     \
+	X(SC_NOCOPY, avr_sc[4], "avr_sc_nocopy", "no copy", COUNT)                                 \
+	X(CP_NS, avr_cp_s, "avr_cp_s", "Cp", SECONDS)                                              \
+	X(OP_NS, avr_op_s, "avr_op_s", "Op", SECONDS)                                              \
+	X(RES_NS, avr_res_s, "avr_res_s", "Res", SECONDS)                                          \
+	X(ROL_NS, avr_rol_s, "avr_rol_s", "Rol", SECONDS)                                          \
+	X(WAIT_NS, avr_wait_s, "avr_wait_s", "wait", SECONDS)
+#define AVR_STAT_ID(id, field, json, label, kind) AVR_ST_##id,
+enum { AVR_STATS(AVR_STAT_ID) AVR_NSTATS };
 
 /* Flags of a DSM_REQ_FAULT's b under avr (bit 0 is the access kind). */
 #define AVR_WRITE    1u
@@ -116,7 +158,11 @@ static inline void avr_unlock(void)
 	st_release(&avr.lock, 0);
 }
 
-/* avr_ckpt.c (application side) */
+/* avr_config.c: the settings (the protocol's config hook) and the rows */
+int avr_config(void);
+extern const struct dsm_stat avr_stats[AVR_NSTATS];
+
+/* avr_ckpt.c (application side: the protocol's thread hooks) */
 int dsm_avr_init(void); /* the init thread, when the protocol is avr */
 int dsm_avr_fault(size_t page, char *addr, int write, void *uctx); /* 1: handled */
 void dsm_avr_sync(void); /* a locus-dsm call: resolve an open interval first */

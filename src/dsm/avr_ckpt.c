@@ -311,7 +311,7 @@ static int resolve(ucontext_t *uc, int why)
 				futex_wait(&avr.reply, n);
 			uint64_t t1 = mono_ns();
 			dsm_stall_end(&st, t1, DSM_LOCAL);
-			STAT_ADD(avr_wait_ns, t1 - t0);
+			PROTO_STAT_ADD(AVR_ST_WAIT_NS, t1 - t0);
 			t0 = t1;
 			if (!avr_all_in())
 				roll = 1 + LOCUS_DSM_AVR_ROLL_DEADLOCK;
@@ -327,7 +327,7 @@ static int resolve(ucontext_t *uc, int why)
 		if (ip < ck.text_lo || ip >= ck.text_hi)
 			return -1; /* maybe inside a library: not here */
 	}
-	STAT_ADD(avr_op_ns, t0 - ck.op_from);
+	PROTO_STAT_ADD(AVR_ST_OP_NS, t0 - ck.op_from);
 	if (!roll) {
 		for (unsigned i = 0; i < nslots(); i++)
 			if (!ck.slot[i].upgrade)
@@ -335,8 +335,8 @@ static int resolve(ucontext_t *uc, int why)
 		post(avr.page[0], AVR_END);
 		ck.open = 0;
 		ck.narrow = 0;
-		STAT_ADD(avr_commits, 1);
-		STAT_ADD(avr_res_ns, mono_ns() - t0);
+		PROTO_STAT_ADD(AVR_ST_COMMITS, 1);
+		PROTO_STAT_ADD(AVR_ST_RES_NS, mono_ns() - t0);
 		return 0;
 	}
 	for (size_t i = 0; i < ck.ntwins; i++)
@@ -345,7 +345,7 @@ static int resolve(ucontext_t *uc, int why)
 		memcpy(dsm_page_alias(avr.page[i]), ck.ptwin + i * dsm.page_size, dsm.page_size);
 	post(avr.page[0], AVR_END | AVR_ROLLBACK);
 	ck.open = 0;
-	STAT_ADD(avr_rollbacks[roll - 1], 1);
+	PROTO_STAT_ADD(AVR_ST_ROLL_READ + roll - 1, 1);
 	/* Gave way to another node: run the access again awaiting one page,
 	   as the seed does, until an interval stands. Several nodes each
 	   awaiting pages the others hold would otherwise give way to each other
@@ -353,7 +353,7 @@ static int resolve(ucontext_t *uc, int why)
 	   to 4 pages were rolled back so). */
 	if (roll - 1 == LOCUS_DSM_AVR_ROLL_DEADLOCK)
 		ck.narrow = 1;
-	STAT_ADD(avr_rol_ns, mono_ns() - t0);
+	PROTO_STAT_ADD(AVR_ST_ROL_NS, mono_ns() - t0);
 	if (uc) {
 		restore_into(uc);
 		return 1;
@@ -373,7 +373,7 @@ static int log_access(unsigned i, char *addr, int write, ucontext_t *uc)
 		return resolve(uc, WHY_REPLY), 1;
 	if (write && !ck.slot[i].write_ok)
 		return resolve(uc, WHY_FAULT), 1;
-	if (++ck.faults >= dsm.cfg.avr_deadlock && ld_acquire(&avr.held))
+	if (++ck.faults >= avr_set.deadlock && ld_acquire(&avr.held))
 		return resolve(uc, WHY_DEADLOCK), 1;
 	unsigned w = access_window((const uint8_t *)uc->uc_mcontext.gregs[REG_RIP]);
 	if (!w)
@@ -381,7 +381,7 @@ static int log_access(unsigned i, char *addr, int write, ucontext_t *uc)
 	size_t off = (size_t)(addr - view(i));
 	size_t end = off + w < dsm.page_size ? off + w : dsm.page_size;
 	set_bits((write ? ck.wbits : ck.rbits) + i * bit_words(), off, end);
-	STAT_ADD(avr_logged, 1);
+	PROTO_STAT_ADD(AVR_ST_LOGGED, 1);
 	mprotect(view(i), dsm.page_size, write ? PROT_READ | PROT_WRITE : PROT_READ);
 	uc->uc_mcontext.gregs[REG_EFL] |= (greg_t)TRAP_FLAG;
 	ck.stepping = 1;
@@ -407,7 +407,7 @@ static int track(size_t page, int write)
 			ck.twin_of[ck.ntwins++] = page;
 			avr.state[page] = (uint8_t)((s & ~AVR_PROT) | AVR_TWIN | AVR_SEEN);
 			dsm_region_protect(page, 1, PROT_READ | PROT_WRITE);
-			STAT_ADD(avr_twins, 1);
+			PROTO_STAT_ADD(AVR_ST_TWINS, 1);
 			done = 1;
 		}
 	} else if (!write && (s & (AVR_PROT | AVR_RO))) {
@@ -463,7 +463,7 @@ static int open_interval(size_t page, char *addr, int write, ucontext_t *uc)
 	uintptr_t lo = (sp - 128) & ~(uintptr_t)7; /* the red zone is live */
 	if (lo < ck.stack_lo || sp >= ck.stack_hi || ck.stack_hi - lo > STACK_MAX ||
 	    ensure_stack_buf(ck.stack_hi - lo) != 0) {
-		STAT_ADD(avr_sc[LOCUS_DSM_AVR_SC_OTHER], 1);
+		PROTO_STAT_ADD(AVR_ST_SC_OTHER, 1);
 		return 0;
 	}
 	ck.sp_lo = lo;
@@ -492,12 +492,12 @@ static int open_interval(size_t page, char *addr, int write, ucontext_t *uc)
 	ck.faults = 0;
 	ck.ntwins = 0;
 	unsigned i = await_slot(res);
-	STAT_ADD(avr_checkpoints[ck.slot[i].upgrade ? LOCUS_DSM_AVR_CKPT_UPGRADE
-				 : write	    ? LOCUS_DSM_AVR_CKPT_WRITE
-						    : LOCUS_DSM_AVR_CKPT_READ],
-		 1);
+	PROTO_STAT_ADD(AVR_ST_CKPT_READ + (ck.slot[i].upgrade ? LOCUS_DSM_AVR_CKPT_UPGRADE
+					   : write	      ? LOCUS_DSM_AVR_CKPT_WRITE
+							      : LOCUS_DSM_AVR_CKPT_READ),
+		       1);
 	ck.op_from = mono_ns();
-	STAT_ADD(avr_cp_ns, ck.op_from - t0);
+	PROTO_STAT_ADD(AVR_ST_CP_NS, ck.op_from - t0);
 	if (ck.slot[i].upgrade)
 		return 1;
 	return log_access(i, addr, write, uc);
@@ -518,7 +518,7 @@ int dsm_avr_fault(size_t page, char *addr, int write, void *uctx)
 static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 {
 	if (!ck_thread || dsm_self.team > 1) {
-		STAT_ADD(avr_sc[LOCUS_DSM_AVR_SC_THREADS], 1);
+		PROTO_STAT_ADD(AVR_ST_SC_THREADS, 1);
 		return 0;
 	}
 	if (ck.open) {
@@ -533,7 +533,7 @@ static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 				return resolve(uc, WHY_FULL), 1;
 		}
 		uint32_t flags = (write ? AVR_WRITE : 0) | AVR_LOCAL;
-		if (i < 0 && !ck.narrow && nslots() < dsm.cfg.avr_pending)
+		if (i < 0 && !ck.narrow && nslots() < avr_set.pending)
 			flags |= AVR_ADD;
 		int res = post(page, flags);
 		if (is_opened(res)) { /* awaited too: the run goes on */
@@ -546,11 +546,11 @@ static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 			return 1;
 	}
 	if (dsm_self.locks > 0) {
-		STAT_ADD(avr_sc[LOCUS_DSM_AVR_SC_LOCK], 1);
+		PROTO_STAT_ADD(AVR_ST_SC_LOCK, 1);
 		return 0;
 	}
 	if (dsm_self.avr_paused > 0) {
-		STAT_ADD(avr_sc[LOCUS_DSM_AVR_SC_PAUSED], 1);
+		PROTO_STAT_ADD(AVR_ST_SC_PAUSED, 1);
 		return 0;
 	}
 	return open_interval(page, addr, write, uc);
@@ -632,7 +632,7 @@ int dsm_avr_init(void)
 	size_t ps = dsm.page_size;
 	ck.altstack =
 		mmap(NULL, ALTSTACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	size_t k = dsm.cfg.avr_pending;
+	size_t k = avr_set.pending;
 	ck.ptwin = mmap(NULL, k * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ck.twins = mmap(NULL, (size_t)TWIN_PAGES * ps, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -674,7 +674,7 @@ void dsm_avr_fini(void)
 	sigaltstack(&ss, NULL);
 	/* A later locus_dsm_init starts from nothing. */
 	munmap(ck.altstack, ALTSTACK);
-	munmap(ck.ptwin, (size_t)dsm.cfg.avr_pending * dsm.page_size);
+	munmap(ck.ptwin, (size_t)avr_set.pending * dsm.page_size);
 	munmap(ck.twins, (size_t)TWIN_PAGES * dsm.page_size);
 	munmap(ck.stack_buf, ck.stack_cap);
 	free(ck.rbits);

@@ -4,7 +4,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "avr.h"
 #include "common/parse.h"
 #include "internal.h"
 
@@ -17,7 +16,7 @@
    it instead. */
 #define DSM_DEFAULT_TOP 0x7ef000000000ull
 
-static int parse_u64(const char *name, uint64_t *out, int suffixes)
+int dsm_env_u64(const char *name, uint64_t *out, int suffixes)
 {
 	const char *s = getenv(name);
 	if (!s || !*s)
@@ -96,57 +95,27 @@ static int place_region(uint64_t size, uint64_t addr)
 	return 0;
 }
 
-/* avr's variables: a misspelt one is refused rather than ignored. */
-static int avr_config(struct dsm_config *c)
+/* A protocol's variables (PREFIX...): a misspelt one is refused rather than
+   ignored. known is NULL-terminated. */
+int dsm_env_known(const char *prefix, const char *const *known)
 {
 	extern char **environ;
-	static const char *const known[] = {"LOCUS_DSM_AVR_DEADLOCK", "LOCUS_DSM_AVR_PENDING",
-					    "LOCUS_DSM_AVR_ASK"};
+	size_t plen = strlen(prefix);
 	for (char **e = environ; e && *e; e++) {
-		if (strncmp(*e, "LOCUS_DSM_AVR_", 14) != 0)
+		if (strncmp(*e, prefix, plen) != 0)
 			continue;
 		size_t n = strcspn(*e, "=");
 		int ok = 0;
-		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-			ok |= strlen(known[i]) == n && !strncmp(*e, known[i], n);
-		if (!ok) {
-			fprintf(stderr,
-				"locus-dsm: %.*s: unknown variable; avr reads "
-				"LOCUS_DSM_AVR_DEADLOCK, "
-				"LOCUS_DSM_AVR_PENDING and LOCUS_DSM_AVR_ASK\n",
-				(int)n, *e);
-			return -1;
-		}
-	}
-	uint64_t deadlock = 30, pending = 1, ask = 1;
-	if (parse_u64("LOCUS_DSM_AVR_DEADLOCK", &deadlock, 0) ||
-	    parse_u64("LOCUS_DSM_AVR_PENDING", &pending, 0) ||
-	    parse_u64("LOCUS_DSM_AVR_ASK", &ask, 0))
-		return -1;
-	if (deadlock < 1 || deadlock > 1000000) {
-		fprintf(stderr,
-			"locus-dsm: LOCUS_DSM_AVR_DEADLOCK=%s: faults on the checkpoint page "
-			"before giving way must be from 1 to 1000000\n",
-			getenv("LOCUS_DSM_AVR_DEADLOCK"));
+		for (const char *const *k = known; *k; k++)
+			ok |= strlen(*k) == n && !strncmp(*e, *k, n);
+		if (ok)
+			continue;
+		fprintf(stderr, "locus-dsm: %.*s: unknown variable; known:", (int)n, *e);
+		for (const char *const *k = known; *k; k++)
+			fprintf(stderr, "%s %s", k == known ? "" : ",", *k);
+		fputc('\n', stderr);
 		return -1;
 	}
-	if (pending < 1 || pending > AVR_MAX_PENDING) {
-		fprintf(stderr,
-			"locus-dsm: LOCUS_DSM_AVR_PENDING=%s: pages one interval may await must "
-			"be from 1 to %d\n",
-			getenv("LOCUS_DSM_AVR_PENDING"), AVR_MAX_PENDING);
-		return -1;
-	}
-	if (ask > 1) {
-		fprintf(stderr,
-			"locus-dsm: LOCUS_DSM_AVR_ASK=%s: must be 1 (ask for the page that ends "
-			"a run at once) or 0 (after the interval, as the seed does)\n",
-			getenv("LOCUS_DSM_AVR_ASK"));
-		return -1;
-	}
-	c->avr_deadlock = (uint32_t)deadlock;
-	c->avr_ask = (uint32_t)ask;
-	c->avr_pending = (uint32_t)pending;
 	return 0;
 }
 
@@ -156,14 +125,14 @@ int dsm_config_read(struct dsm_config *c)
 	const char *p = getenv("LOCUS_DSM_PROTOCOL");
 	snprintf(c->protocol, sizeof(c->protocol), "%s", p && *p ? p : "sc");
 	uint64_t size = 256ull << 20, addr = 0, delay_us = 0, per_byte = 0;
-	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, gc_bytes = 32ull << 20, run = 32;
-	if (parse_u64("LOCUS_DSM_SIZE", &size, 1) || parse_u64("LOCUS_DSM_ADDR", &addr, 0) ||
-	    parse_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
-	    parse_u64("LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 0) ||
-	    parse_u64("LOCUS_DSM_DELTA_US", &delta_us, 0) ||
-	    parse_u64("LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 0) ||
-	    parse_u64("LOCUS_DSM_LOCK_HANDOFF", &handoff, 0) ||
-	    parse_u64("LOCUS_DSM_GC_BYTES", &gc_bytes, 1) || parse_u64("LOCUS_DSM_RUN", &run, 0))
+	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, run = 32;
+	if (dsm_env_u64("LOCUS_DSM_SIZE", &size, 1) || dsm_env_u64("LOCUS_DSM_ADDR", &addr, 0) ||
+	    dsm_env_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
+	    dsm_env_u64("LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 0) ||
+	    dsm_env_u64("LOCUS_DSM_DELTA_US", &delta_us, 0) ||
+	    dsm_env_u64("LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 0) ||
+	    dsm_env_u64("LOCUS_DSM_LOCK_HANDOFF", &handoff, 0) ||
+	    dsm_env_u64("LOCUS_DSM_RUN", &run, 0))
 		return -1;
 	if (run < 1 || run > 1024) {
 		fprintf(stderr,
@@ -173,9 +142,8 @@ int dsm_config_read(struct dsm_config *c)
 		return -1;
 	}
 	c->run = (uint32_t)run;
-	if (avr_config(c) != 0)
+	if (dsm_proto_config_all() != 0)
 		return -1;
-	c->gc_bytes = gc_bytes;
 	/* Microseconds and seconds become nanoseconds: keep them far from wrapping. */
 	const struct {
 		const char *name;

@@ -16,7 +16,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "avr.h"
 #include "internal.h"
 #include "sigchain.h"
 
@@ -60,7 +59,7 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		dsm_fatal_child("touched the shared region");
 	size_t page = (size_t)(addr - dsm.app) / dsm.page_size;
 	int write = fault_is_write(uctx);
-	if (dsm_avr_fault(page, addr, write, uctx)) {
+	if (dsm.proto->thread_fault && dsm.proto->thread_fault(page, addr, write, uctx)) {
 		errno = saved_errno;
 		return;
 	}
@@ -79,9 +78,12 @@ int dsm_fault_install(void)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_segv;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK; /* avr: an alternate stack */
+	/* On the thread's alternate stack when it has one (a protocol that
+	   rewrites the application's stack sets one up: avr). */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
-	sigaddset(&sa.sa_mask, AVR_NUDGE_SIGNAL);
+	if (dsm.proto && dsm.proto->fault_mask)
+		dsm.proto->fault_mask(&sa.sa_mask);
 	if (dsm_sigchain_own(&sa) != 0) {
 		perror("locus-dsm: sigaction(SIGSEGV)");
 		return -1;

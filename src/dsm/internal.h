@@ -19,6 +19,7 @@
 #define LOCUS_DSM_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -27,8 +28,9 @@
 #include "common/clock.h"
 #include "locus/dsm.h"
 
-#define DSM_MAX_NODES 64     /* copysets are 64-bit masks */
-#define DSM_TAG	      0x4c44 /* the one MPI tag: one tag keeps MPI's per-pair order */
+#define DSM_MAX_NODES	    64	   /* copysets are 64-bit masks */
+#define DSM_PROTO_STATS_MAX 32	   /* rows of one protocol's statistics */
+#define DSM_TAG		    0x4c44 /* the one MPI tag: one tag keeps MPI's per-pair order */
 
 /* Application thread -> communication thread. */
 enum dsm_req_kind {
@@ -93,20 +95,40 @@ struct dsm_counters {
 	uint64_t lock_handoffs, barrier_waits, barrier_wait_ns;
 	uint64_t prefetches, prefetch_unneeded, run_ahead, prefetch_late, prefetch_lost;
 	uint64_t prefetch_ns; /* application threads' wall time issuing prefetches */
-	uint64_t lrc_intervals, lrc_twins, lrc_diffs, lrc_diff_bytes, lrc_gcs;
-	uint64_t avr_checkpoints[LOCUS_DSM_AVR_CKPT_KINDS], avr_commits;
-	uint64_t avr_rollbacks[LOCUS_DSM_AVR_ROLL_KINDS], avr_sc[LOCUS_DSM_AVR_SC_KINDS];
-	uint64_t avr_logged, avr_twins, avr_protected, avr_deferrals, avr_added, avr_asked;
-	uint64_t avr_cp_ns, avr_op_ns, avr_res_ns, avr_rol_ns, avr_wait_ns;
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
 	uint64_t invalidations, pingpong_deferrals, lock_acquires, barriers;
 	uint64_t comm_sleeps, comm_sleep_ns;
+	/* The running protocol's own statistics, indexed by its rows (struct
+	   dsm_stat; its PROTO_STAT_ADD sites name them). */
+	uint64_t proto[DSM_PROTO_STATS_MAX];
 };
 
-#define STAT_ADD(field, v) faa_relaxed(&dsm.cnt.field, (v))
-#define STAT_GET(field)	   ld_relaxed(&dsm.cnt.field)
+#define STAT_ADD(field, v)     faa_relaxed(&dsm.cnt.field, (v))
+#define STAT_GET(field)	       ld_relaxed(&dsm.cnt.field)
+#define PROTO_STAT_ADD(row, v) faa_relaxed(&dsm.cnt.proto[row], (v))
+#define PROTO_STAT_SET(row, v) st_relaxed(&dsm.cnt.proto[row], (v))
+#define PROTO_STAT_GET(row)    ld_relaxed(&dsm.cnt.proto[row])
+
+/*
+ * One statistic of a protocol: a row of the list its file keeps, the one
+ * place that names it. Its counter is dsm.cnt.proto[row]; the row says
+ * which field of locus_dsm_stats shows it, its key in the JSON line and its
+ * words in the table line (stats.c and api.c walk the list, nothing else
+ * spells it).
+ */
+enum dsm_stat_kind {
+	DSM_STAT_COUNT,	  /* counted since the statistics reset */
+	DSM_STAT_SECONDS, /* nanoseconds since the reset, shown as seconds (a double) */
+	DSM_STAT_GAUGE,	  /* a level (not reset), shown as it is */
+};
+struct dsm_stat {
+	const char *json;  /* the key in locus_dsm_stats_json */
+	const char *label; /* its words in the table line */
+	size_t field;	   /* offsetof(locus_dsm_stats, ...) */
+	enum dsm_stat_kind kind;
+};
 
 struct dsm_proto;
 
@@ -120,12 +142,8 @@ struct dsm_config {
 	int stats; /* 0 none, 1 table, 2 json */
 	uint64_t peer_timeout_ns;
 	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
-	uint64_t gc_bytes;     /* lrc: collect at a barrier when a node keeps more */
 	uint32_t run;	       /* pages fetched per miss of a node walking in order */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
-	uint32_t avr_deadlock; /* avr: faults on awaited pages before giving way */
-	uint32_t avr_pending;  /* avr: pages one interval may await (1..AVR_MAX_PENDING) */
-	uint32_t avr_ask;      /* avr: ask for the page that ends a run before the wait */
 };
 
 struct dsm_runtime {
@@ -149,8 +167,7 @@ struct dsm_runtime {
 	uint32_t ready;		/* futex word: 1 started, 2 failed to start */
 
 	struct dsm_counters cnt;
-	uint64_t meta_bytes, meta_peak; /* lrc: records, notices, diffs, twins kept */
-	uint64_t lock_records;		/* lock records kept (sync.c) */
+	uint64_t lock_records; /* lock records kept (sync.c) */
 	/* Application threads counted in the breakdown: running count in the low
 	   TEAM_RUN_BITS, and in the bits above, when it last fell to 0 (ns since
 	   t0, wrapping). One word, so that the thread ending a stall of the whole
@@ -164,11 +181,33 @@ struct dsm_runtime {
 
 extern struct dsm_runtime dsm;
 
-/* Protocol module: everything the runtime asks of a consistency protocol. All
-   hooks run on the communication thread. Later protocols (avr, lrc) add
-   themselves to the table in proto.c and may use the synchronization hooks. */
+/*
+ * Protocol module: everything the runtime asks of a consistency protocol.
+ * Adding a protocol is its own files and a row of proto.c's table. Hooks
+ * may be NULL where a protocol has nothing to do.
+ *
+ * Before anything starts: config reads the protocol's own variables
+ * (every protocol's runs, so that a misspelt or bad one is refused whatever
+ * protocol is chosen). Its statistics are the rows of `stats`.
+ *
+ * On the application threads: thread_init and thread_fini on the thread
+ * that calls locus_dsm_init and locus_dsm_finalize; thread_fault in the
+ * SIGSEGV handler, before the fault is posted (1: it took the fault);
+ * sync_point at the start of every locus-dsm call; fault_mask adds the
+ * signals the fault handler keeps blocked.
+ *
+ * Every other hook runs on the communication thread.
+ */
 struct dsm_proto {
 	const char *name;
+	int (*config)(void);
+	const struct dsm_stat *stats;
+	size_t nstats;
+	int (*thread_init)(void);
+	void (*thread_fini)(void);
+	int (*thread_fault)(size_t page, char *addr, int write, void *uctx);
+	void (*sync_point)(void);
+	void (*fault_mask)(sigset_t *mask);
 	int (*init)(void);
 	void (*fault)(struct dsm_req *r); /* complete r (dsm_req_done) when resolved */
 	void (*message)(const struct dsm_hdr *h, const void *payload, size_t len);
@@ -195,6 +234,17 @@ struct dsm_proto {
 };
 
 const struct dsm_proto *dsm_proto_find(const char *name);
+/* Every protocol's config hook (config.c, at init). */
+int dsm_proto_config_all(void);
+/* Every protocol, in table order (stats.c prints each one's rows). */
+const struct dsm_proto *dsm_proto_at(size_t i);
+
+/* The start of every locus-dsm call (the running protocol's sync_point). */
+static inline void dsm_sync_point(void)
+{
+	if (dsm.proto && dsm.proto->sync_point)
+		dsm.proto->sync_point();
+}
 /* A remote miss on page p (communication thread): how many pages after p to
    fetch with it, without waiting: more as the node walks pages in order (up
    to cfg.run - 1), none for a miss elsewhere. */
@@ -292,6 +342,11 @@ void dsm_fatal_child(const char *what) __attribute__((noreturn));
 
 /* config.c */
 int dsm_config_read(struct dsm_config *c);
+/* Variable name as a number (0 and *out untouched when unset; suffixes: k, m
+   or g allowed); -1 with a message naming it when it is not one. */
+int dsm_env_u64(const char *name, uint64_t *out, int suffixes);
+/* Refuse, with a message, a PREFIX... variable not in known (NULL-terminated). */
+int dsm_env_known(const char *prefix, const char *const *known);
 
 /* table.c: per-page tables, zero until written and paid for by the pages
    written, not by the region's size. */

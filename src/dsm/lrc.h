@@ -74,6 +74,25 @@ struct interval {
 	uint32_t *vt, *pages;
 };
 
+/* lrc's settings (its config hook, lrc_gc.c). */
+struct lrc_settings {
+	uint64_t gc_bytes; /* LOCUS_DSM_GC_BYTES: collect at a barrier when a node keeps more */
+};
+extern struct lrc_settings lrc_set;
+
+/* lrc's statistics, the one list (struct dsm_stat): id, the field of
+   locus_dsm_stats, the JSON key, the words of the table line, the kind. */
+#define LRC_STATS(X)                                                                               \
+	X(INTERVALS, intervals, "intervals", "intervals", COUNT)                                   \
+	X(TWINS, twins, "twins", "twins", COUNT)                                                   \
+	X(DIFFS, diffs, "diffs", "diffs", COUNT)                                                   \
+	X(DIFF_BYTES, diff_bytes, "diff_bytes", "diff bytes", COUNT)                               \
+	X(GCS, gcs, "gcs", "collections", COUNT)                                                   \
+	X(META_BYTES, meta_bytes, "meta_bytes", "bytes kept", GAUGE)                               \
+	X(META_PEAK, meta_peak_bytes, "meta_peak_bytes", "at most", GAUGE)
+#define LRC_STAT_ID(id, field, json, label, kind) LRC_ST_##id,
+enum { LRC_STATS(LRC_STAT_ID) LRC_NSTATS };
+
 struct lrc_state {
 	size_t nodes;	      /* dsm.nodes */
 	struct lrc_page *pg;  /* a table (dsm_table_new): zero until a page is used */
@@ -148,6 +167,10 @@ static inline void lrc_send(int dst, uint16_t kind, uint64_t a, uint64_t b, cons
 	struct dsm_hdr h = {.kind = kind, .a = a, .b = b};
 	dsm_send(dst, &h, payload, len);
 }
+
+/* lrc_config.c: the settings (the protocol's config hook) and the rows */
+int lrc_config(void);
+extern const struct dsm_stat lrc_stats[LRC_NSTATS];
 
 /* proto_lrc.c */
 void lrc_mem_add(int64_t d); /* metadata kept (dsm.meta_bytes, meta_peak) */

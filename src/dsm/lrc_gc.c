@@ -5,7 +5,7 @@
 
 void lrc_gc_start(void)
 {
-	STAT_ADD(lrc_gcs, 1);
+	PROTO_STAT_ADD(LRC_ST_GCS, 1);
 	lrc.gc_reported = 0;
 	lrc_batch_begin();
 	for (size_t k = 0; k < lrc.nlive; k++) {
@@ -74,7 +74,7 @@ void lrc_gc_free(void)
 		lrc.ivcap[n] = 0;
 		lrc.base[n] = lrc.vt[n];
 	}
-	st_relaxed(&dsm.meta_bytes, 0);
+	PROTO_STAT_SET(LRC_ST_META_BYTES, 0);
 	lrc.ndirty = 0;
 	lrc.gc_now = 0;
 	dsm_sync_barrier_done();

@@ -1,4 +1,5 @@
 /* The protocol table: LOCUS_DSM_PROTOCOL names one of these at run time. */
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -9,9 +10,24 @@ static const struct dsm_proto *const protocols[] = {
 	&dsm_proto_avr,
 };
 
+#define NPROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
+
+const struct dsm_proto *dsm_proto_at(size_t i)
+{
+	return i < NPROTOCOLS ? protocols[i] : NULL;
+}
+
+int dsm_proto_config_all(void)
+{
+	for (size_t i = 0; i < NPROTOCOLS; i++)
+		if (protocols[i]->config && protocols[i]->config() != 0)
+			return -1;
+	return 0;
+}
+
 const struct dsm_proto *dsm_proto_find(const char *name)
 {
-	for (size_t i = 0; i < sizeof(protocols) / sizeof(protocols[0]); i++)
+	for (size_t i = 0; i < NPROTOCOLS; i++)
 		if (!strcmp(protocols[i]->name, name))
 			return protocols[i];
 	return NULL;
@@ -54,5 +70,10 @@ size_t dsm_run_ahead(size_t p)
 
 const char *dsm_proto_names(void)
 {
-	return "sc, lrc, avr";
+	static char names[64];
+	if (!names[0])
+		for (size_t i = 0, at = 0; i < NPROTOCOLS && at < sizeof(names); i++)
+			at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s",
+					       i ? ", " : "", protocols[i]->name);
+	return names;
 }

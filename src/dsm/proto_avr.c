@@ -204,7 +204,7 @@ static int avr_hold(size_t p)
 	if (!(s & AVR_HELD)) {
 		if (!(s & AVR_AWAIT))
 			list_page(p);
-		STAT_ADD(avr_deferrals, 1);
+		PROTO_STAT_ADD(AVR_ST_DEFERRALS, 1);
 	}
 	st_relaxed(&avr.waiting, 1);
 	nudge(mono_ns());
@@ -250,7 +250,7 @@ static int avr_init(void)
 	if (sc_init() != 0)
 		return -1;
 	avr.state = dsm_table_new(dsm.npages, 1);
-	avr.arrived = malloc((size_t)dsm.cfg.avr_pending * dsm.page_size);
+	avr.arrived = malloc((size_t)avr_set.pending * dsm.page_size);
 	ckpt_pages = dsm_table_new(dsm.npages, sizeof(*ckpt_pages));
 	if (!avr.state || !avr.arrived || !ckpt_pages)
 		return -1;
@@ -312,7 +312,7 @@ static void open_interval(size_t p)
 						 AVR_TRACKED | AVR_LISTED);
 		}
 	protect_runs(ckpt_pages, ckpt_count, PROT_NONE);
-	STAT_ADD(avr_protected, ckpt_count);
+	PROTO_STAT_ADD(AVR_ST_PROTECTED, ckpt_count);
 }
 
 static void close_interval(int rolled_back)
@@ -343,7 +343,7 @@ static void close_interval(int rolled_back)
 static int can_add(size_t p, int write)
 {
 	struct sc_page *pg = sc_page(p);
-	return avr.npages < dsm.cfg.avr_pending && !(avr.state[p] & AVR_AWAIT) &&
+	return avr.npages < avr_set.pending && !(avr.state[p] & AVR_AWAIT) &&
 	       !ld_acquire(&avr.conflict) && pg->had && !(write && pg->pending == 1);
 }
 
@@ -366,13 +366,13 @@ static void avr_fault(struct dsm_req *r)
 		if (sc_local(p, write)) {
 			sc_fault(r);
 		} else if ((f & AVR_ADD) && avr.open && can_add(p, write)) {
-			STAT_ADD(avr_added, 1);
+			PROTO_STAT_ADD(AVR_ST_ADDED, 1);
 			dsm_req_done(r, await_page(p, write));
 		} else {
 			/* The run ends here: ask now, so that this page's
 			   round trip overlaps the wait for the awaited ones. */
-			if (dsm.cfg.avr_ask && sc_request(p, write))
-				STAT_ADD(avr_asked, 1);
+			if (avr_set.ask && sc_request(p, write))
+				PROTO_STAT_ADD(AVR_ST_ASKED, 1);
 			dsm_req_done(r, AVR_REMOTE);
 		}
 		return;
@@ -387,7 +387,7 @@ static void avr_fault(struct dsm_req *r)
 	/* Never held here: the page is zeros, not a stale copy — a run on it
 	   would be rolled back whenever the page is not all zeros. */
 	if (!pg->had) {
-		STAT_ADD(avr_sc[LOCUS_DSM_AVR_SC_NOCOPY], 1);
+		PROTO_STAT_ADD(AVR_ST_SC_NOCOPY, 1);
 		sc_fault(r);
 		return;
 	}
@@ -407,8 +407,23 @@ static uint64_t avr_tick(uint64_t now)
 	return next;
 }
 
+/* The fault handler runs with the nudge blocked: a nudge that came in the
+   middle of a fault would resolve the interval under it. */
+static void avr_fault_mask(sigset_t *mask)
+{
+	sigaddset(mask, AVR_NUDGE_SIGNAL);
+}
+
 const struct dsm_proto dsm_proto_avr = {
 	.name = "avr",
+	.config = avr_config,
+	.stats = avr_stats,
+	.nstats = AVR_NSTATS,
+	.thread_init = dsm_avr_init,
+	.thread_fini = dsm_avr_fini,
+	.thread_fault = dsm_avr_fault,
+	.sync_point = dsm_avr_sync,
+	.fault_mask = avr_fault_mask,
 	.init = avr_init,
 	.fault = avr_fault,
 	.message = sc_message,

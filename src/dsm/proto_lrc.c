@@ -37,7 +37,7 @@
  * everything before it).
  *
  * Garbage collection. Records, diffs and twins are kept until every node has
- * seen them. When a node reports more than cfg.gc_bytes of them at a barrier,
+ * seen them. When a node reports more than LOCUS_DSM_GC_BYTES of them at a barrier,
  * node 0 makes that barrier collect: every manager brings its pages up to
  * date (fetching their pending diffs), says so to node 0 (GC, b = 1), and
  * when all have, node 0 tells everyone (GC, b = 2) to drop every record, diff
@@ -65,10 +65,10 @@ struct lrc_state lrc;
 
 void lrc_mem_add(int64_t d)
 {
-	uint64_t m = ld_relaxed(&dsm.meta_bytes) + (uint64_t)d;
-	st_relaxed(&dsm.meta_bytes, m);
-	if (m > ld_relaxed(&dsm.meta_peak))
-		st_relaxed(&dsm.meta_peak, m);
+	uint64_t m = PROTO_STAT_GET(LRC_ST_META_BYTES) + (uint64_t)d;
+	PROTO_STAT_SET(LRC_ST_META_BYTES, m);
+	if (m > PROTO_STAT_GET(LRC_ST_META_PEAK))
+		PROTO_STAT_SET(LRC_ST_META_PEAK, m);
 }
 
 static int lrc_init(void)
@@ -165,8 +165,8 @@ static size_t keep_diff(size_t p, uint32_t idx, int keep_empty)
 		pg->diffs = lrc_xrealloc(pg->diffs, pg->capdiffs * sizeof(*pg->diffs));
 	}
 	pg->diffs[pg->ndiffs++] = (struct owndiff){.idx = idx, .len = (uint32_t)n, .data = buf};
-	STAT_ADD(lrc_diffs, 1);
-	STAT_ADD(lrc_diff_bytes, n);
+	PROTO_STAT_ADD(LRC_ST_DIFFS, 1);
+	PROTO_STAT_ADD(LRC_ST_DIFF_BYTES, n);
 	lrc_mem_add((int64_t)n + (int64_t)sizeof(struct owndiff));
 	return n;
 }
@@ -281,7 +281,7 @@ static void close_interval(void)
 		written = NULL;
 		lrc.vt[me] = idx;
 		memcpy(iv->vt, lrc.vt, lrc.nodes * sizeof(uint32_t));
-		STAT_ADD(lrc_intervals, 1);
+		PROTO_STAT_ADD(LRC_ST_INTERVALS, 1);
 		lrc_mem_add((int64_t)(sizeof(*iv) + (lrc.nodes + iv->npages) * sizeof(uint32_t)));
 	}
 	free(written);
@@ -438,7 +438,7 @@ void lrc_make_writable(size_t p, int hot)
 		pg->hot = hot || (pg->wrote_iv && cur - pg->wrote_iv <= HOT_GAP);
 		pg->idle = 0;
 		pg->wrote_iv = cur;
-		STAT_ADD(lrc_twins, 1);
+		PROTO_STAT_ADD(LRC_ST_TWINS, 1);
 		lrc_mem_add((int64_t)dsm.page_size);
 	}
 	if (!pg->dirty) {
@@ -632,7 +632,7 @@ static size_t lrc_barrier_enter(void **out)
 	close_interval();
 	size_t head = sizeof(uint64_t) + lrc.nodes * sizeof(uint32_t);
 	unsigned char *buf = lrc_xmalloc(head);
-	uint64_t mem = ld_relaxed(&dsm.meta_bytes);
+	uint64_t mem = PROTO_STAT_GET(LRC_ST_META_BYTES);
 	memcpy(buf, &mem, sizeof(mem));
 	memcpy(buf + sizeof(mem), lrc.vt, lrc.nodes * sizeof(uint32_t));
 	uint32_t *seen = lrc_xmalloc(lrc.nodes * sizeof(uint32_t));
@@ -672,7 +672,7 @@ static size_t lrc_barrier_leave_for(int node, void **out)
 				take_records((unsigned char *)lrc.arrived[n] + head,
 					     lrc.arrived_len[n] - head);
 		}
-		lrc.gc_now = dsm.cfg.gc_bytes && most > dsm.cfg.gc_bytes;
+		lrc.gc_now = lrc_set.gc_bytes && most > lrc_set.gc_bytes;
 		*out = NULL;
 		return 0;
 	}
@@ -710,6 +710,9 @@ static int lrc_barrier_leave(const void *p, size_t len)
 
 const struct dsm_proto dsm_proto_lrc = {
 	.name = "lrc",
+	.config = lrc_config,
+	.stats = lrc_stats,
+	.nstats = LRC_NSTATS,
 	.init = lrc_init,
 	.fault = lrc_fault,
 	.message = lrc_message,

@@ -1,6 +1,7 @@
 /* Statistics: names and the two printed forms (a table for people, JSON lines
    for tools/dsm-suite). */
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -12,6 +13,42 @@ static const char *const msg_names[LOCUS_DSM_MSG_KINDS] = {
 
 static const char *const fault_names[LOCUS_DSM_FAULT_KINDS] = {"read", "write", "upgrade", "local",
 							       "combined"};
+
+static uint64_t stat_count(const locus_dsm_stats *s, const struct dsm_stat *row)
+{
+	uint64_t v;
+	memcpy(&v, (const char *)s + row->field, sizeof(v));
+	return v;
+}
+
+static double stat_seconds(const locus_dsm_stats *s, const struct dsm_stat *row)
+{
+	double v;
+	memcpy(&v, (const char *)s + row->field, sizeof(v));
+	return v;
+}
+
+/* A protocol's table line, from its rows: printed when any of them is not
+   zero (a node that ran another protocol prints none). */
+static void proto_line(FILE *f, int node, const struct dsm_proto *p, const locus_dsm_stats *s)
+{
+	int any = 0;
+	for (size_t k = 0; k < p->nstats; k++)
+		any |= p->stats[k].kind == DSM_STAT_SECONDS ? stat_seconds(s, &p->stats[k]) != 0
+							    : stat_count(s, &p->stats[k]) != 0;
+	if (!any)
+		return;
+	fprintf(f, "dsm node %d: %s:", node, p->name);
+	for (size_t k = 0; k < p->nstats; k++) {
+		const struct dsm_stat *row = &p->stats[k];
+		if (row->kind == DSM_STAT_SECONDS)
+			fprintf(f, "%s %s %.3f s", k ? "," : "", row->label, stat_seconds(s, row));
+		else
+			fprintf(f, "%s %s %llu", k ? "," : "", row->label,
+				(unsigned long long)stat_count(s, row));
+	}
+	fputc('\n', f);
+}
 
 static double per(double s, uint64_t n)
 {
@@ -66,45 +103,8 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 		(unsigned long long)s->prefetches, (unsigned long long)s->prefetch_unneeded,
 		(unsigned long long)s->prefetch_late, (unsigned long long)s->prefetch_lost,
 		(unsigned long long)s->run_ahead);
-	if (s->intervals || s->diffs || s->meta_peak_bytes)
-		fprintf(f,
-			"dsm node %d: lrc: %llu intervals, %llu twins, %llu diffs (%llu bytes), "
-			"%llu collections, kept %llu bytes (at most %llu)\n",
-			node, (unsigned long long)s->intervals, (unsigned long long)s->twins,
-			(unsigned long long)s->diffs, (unsigned long long)s->diff_bytes,
-			(unsigned long long)s->gcs, (unsigned long long)s->meta_bytes,
-			(unsigned long long)s->meta_peak_bytes);
-	uint64_t opened = 0, rolled = 0;
-	for (int k = 0; k < LOCUS_DSM_AVR_CKPT_KINDS; k++)
-		opened += s->avr_checkpoints[k];
-	for (int k = 0; k < LOCUS_DSM_AVR_ROLL_KINDS; k++)
-		rolled += s->avr_rollbacks[k];
-	if (opened || s->avr_sc[LOCUS_DSM_AVR_SC_LOCK] || s->avr_sc[LOCUS_DSM_AVR_SC_THREADS])
-		fprintf(f,
-			"dsm node %d: avr: %llu intervals (read %llu, write %llu, upgrade %llu), "
-			"%llu stood, %llu rolled back (read conflict %llu, page taken %llu, "
-			"deadlock %llu); %llu accesses logged, %llu twins, %llu pages protected, "
-			"%llu held, %llu added, %llu asked at a run's end; as sc: lock %llu, "
-			"paused %llu, threads %llu, no copy %llu, other %llu; "
-			"Cp %.3f s (avg %.0f us), Op %.3f s, Res %.3f s, Rol %.3f s, wait %.3f s\n",
-			node, (unsigned long long)opened,
-			(unsigned long long)s->avr_checkpoints[LOCUS_DSM_AVR_CKPT_READ],
-			(unsigned long long)s->avr_checkpoints[LOCUS_DSM_AVR_CKPT_WRITE],
-			(unsigned long long)s->avr_checkpoints[LOCUS_DSM_AVR_CKPT_UPGRADE],
-			(unsigned long long)s->avr_commits, (unsigned long long)rolled,
-			(unsigned long long)s->avr_rollbacks[LOCUS_DSM_AVR_ROLL_READ],
-			(unsigned long long)s->avr_rollbacks[LOCUS_DSM_AVR_ROLL_TAKEN],
-			(unsigned long long)s->avr_rollbacks[LOCUS_DSM_AVR_ROLL_DEADLOCK],
-			(unsigned long long)s->avr_logged, (unsigned long long)s->avr_twins,
-			(unsigned long long)s->avr_protected, (unsigned long long)s->avr_deferrals,
-			(unsigned long long)s->avr_added, (unsigned long long)s->avr_asked,
-			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_LOCK],
-			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_PAUSED],
-			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_THREADS],
-			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_NOCOPY],
-			(unsigned long long)s->avr_sc[LOCUS_DSM_AVR_SC_OTHER], s->avr_cp_s,
-			per(s->avr_cp_s, opened), s->avr_op_s, s->avr_res_s, s->avr_rol_s,
-			s->avr_wait_s);
+	for (size_t i = 0; dsm_proto_at(i); i++)
+		proto_line(f, node, dsm_proto_at(i), s);
 }
 
 void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
@@ -147,37 +147,20 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		s->barrier_wait_s, (unsigned long long)s->prefetches);
 	fprintf(f,
 		", \"prefetch_s\": %.6f, \"prefetch_unneeded\": %llu, \"prefetch_late\": %llu, "
-		"\"prefetch_lost\": %llu, "
-		"\"run_ahead\": %llu, \"intervals\": %llu, "
-		"\"twins\": %llu, "
-		"\"diffs\": %llu, \"diff_bytes\": %llu, \"gcs\": %llu, \"meta_bytes\": %llu, "
-		"\"meta_peak_bytes\": %llu",
+		"\"prefetch_lost\": %llu, \"run_ahead\": %llu",
 		s->prefetch_s, (unsigned long long)s->prefetch_unneeded,
 		(unsigned long long)s->prefetch_late, (unsigned long long)s->prefetch_lost,
-		(unsigned long long)s->run_ahead, (unsigned long long)s->intervals,
-		(unsigned long long)s->twins, (unsigned long long)s->diffs,
-		(unsigned long long)s->diff_bytes, (unsigned long long)s->gcs,
-		(unsigned long long)s->meta_bytes, (unsigned long long)s->meta_peak_bytes);
-	fprintf(f,
-		", \"avr_ckpt_read\": %llu, \"avr_ckpt_write\": %llu, \"avr_ckpt_upgrade\": %llu, "
-		"\"avr_commits\": %llu, \"avr_roll_read\": %llu, \"avr_roll_taken\": %llu, "
-		"\"avr_roll_deadlock\": %llu, \"avr_logged\": %llu, \"avr_twins\": %llu, "
-		"\"avr_protected\": %llu, \"avr_deferrals\": %llu, \"avr_added\": %llu, "
-		"\"avr_asked\": %llu, "
-		"\"avr_sc_lock\": %llu, "
-		"\"avr_sc_paused\": %llu, \"avr_sc_threads\": %llu, \"avr_sc_other\": %llu, "
-		"\"avr_sc_nocopy\": %llu, "
-		"\"avr_cp_s\": %.6f, \"avr_op_s\": %.6f, \"avr_res_s\": %.6f, "
-		"\"avr_rol_s\": %.6f, \"avr_wait_s\": %.6f}\n",
-		(unsigned long long)s->avr_checkpoints[0],
-		(unsigned long long)s->avr_checkpoints[1],
-		(unsigned long long)s->avr_checkpoints[2], (unsigned long long)s->avr_commits,
-		(unsigned long long)s->avr_rollbacks[0], (unsigned long long)s->avr_rollbacks[1],
-		(unsigned long long)s->avr_rollbacks[2], (unsigned long long)s->avr_logged,
-		(unsigned long long)s->avr_twins, (unsigned long long)s->avr_protected,
-		(unsigned long long)s->avr_deferrals, (unsigned long long)s->avr_added,
-		(unsigned long long)s->avr_asked, (unsigned long long)s->avr_sc[0],
-		(unsigned long long)s->avr_sc[1], (unsigned long long)s->avr_sc[2],
-		(unsigned long long)s->avr_sc[3], (unsigned long long)s->avr_sc[4], s->avr_cp_s,
-		s->avr_op_s, s->avr_res_s, s->avr_rol_s, s->avr_wait_s);
+		(unsigned long long)s->run_ahead);
+	for (size_t i = 0; dsm_proto_at(i); i++) {
+		const struct dsm_proto *p = dsm_proto_at(i);
+		for (size_t k = 0; k < p->nstats; k++) {
+			const struct dsm_stat *row = &p->stats[k];
+			if (row->kind == DSM_STAT_SECONDS)
+				fprintf(f, ", \"%s\": %.6f", row->json, stat_seconds(s, row));
+			else
+				fprintf(f, ", \"%s\": %llu", row->json,
+					(unsigned long long)stat_count(s, row));
+		}
+	}
+	fputs("}\n", f);
 }

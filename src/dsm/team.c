@@ -31,7 +31,6 @@
 #include <string.h>
 
 #include "common/futex.h"
-#include "avr.h"
 #include "internal.h"
 
 __thread struct dsm_thread dsm_self __attribute__((tls_model("initial-exec")));
@@ -285,7 +284,7 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 		return -1;
 	}
 	dsm_require_running("locus_dsm_parallel");
-	dsm_avr_sync();
+	dsm_sync_point();
 	if (dsm_self.team > 1 || !dsm_self.counted) {
 		fprintf(stderr, "locus-dsm: locus_dsm_parallel is called by the thread that "
 				"called locus_dsm_init, outside any team\n");
@@ -338,7 +337,7 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 	st_release(&gate, GATE_RUN);
 	futex_wake(&gate, FUTEX_WAKE_ALL);
 	fn(0, arg);
-	dsm_avr_sync(); /* what follows frees: it must not run twice */
+	dsm_sync_point(); /* what follows frees: it must not run twice */
 	team_returned();
 	struct dsm_stall st;
 	dsm_stall_begin(&st, STALL_OTHER);
