@@ -27,7 +27,6 @@ and makes the exit status nonzero.
                                       [--pending 1,4] [--ask 0,1]
 """
 
-import argparse
 import json
 import os
 
@@ -180,9 +179,7 @@ def goal(recs):
 
 
 def plot(recs, out):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = dsmrun.pyplot()
     apps = list(dict.fromkeys(r["app"] for r in recs))
     cols = 3
     rows = (len(apps) + cols - 1) // cols
@@ -216,14 +213,11 @@ def plot(recs, out):
                  "(seed 004 Figures 3.1-3.11)")
     # the legend's height: about a quarter of an inch a row, of a figure 3.6 in a row of panels
     fig.tight_layout(rect=(0, (0.25 * rows_of_legend + 0.2) / (3.6 * rows), 1, 1))
-    fig.savefig(os.path.join(out, "time_vs_nodes.png"), dpi=90)
-    plt.close(fig)
+    dsmrun.save(fig, out, "time_vs_nodes.png")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build/release")
-    ap.add_argument("--out", default="build/dsm-avr")
+    ap = dsmrun.parser(__doc__, "build/dsm-avr")
     ap.add_argument("--nodes", default="1,2,4")
     ap.add_argument("--delays", default="0,200,1400", help="microseconds per message")
     ap.add_argument("--apps", default=",".join(list(suite.APPS) + ["matmul1013"]),
@@ -259,14 +253,9 @@ def main(argv=None):
                     t = f"{r['time_s']:.3f} s" if r["time_s"] is not None else "failed"
                     print(f"[dsm-avr] {app:10s} {variant(r):15s} nodes={n} delay={d:5d} us: {t}"
                           f"{'' if r['ok'] else ' NOT VERIFIED'}", flush=True)
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump(recs, f, indent=1)
-    md = tables(recs)
-    g = goal(recs)
-    with open(os.path.join(a.out, "table.md"), "w") as f:
-        f.write(md)
-    with open(os.path.join(a.out, "goal.md"), "w") as f:
-        f.write(g)
+    dsmrun.write(a.out, "results.json", json.dumps(recs, indent=1))
+    md = dsmrun.write(a.out, "table.md", tables(recs))
+    g = dsmrun.write(a.out, "goal.md", goal(recs))
     print(md)
     print(g)
     plot(recs, a.out)

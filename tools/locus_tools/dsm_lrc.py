@@ -22,7 +22,6 @@ the table and makes the exit status nonzero.
   build/venv/bin/python tools/dsm-lrc [--build build/release] [--out build/dsm-lrc]
 """
 
-import argparse
 import json
 import os
 import sys
@@ -175,9 +174,7 @@ def goals(recs, extra):
 
 
 def plot(recs, out, args):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = dsmrun.pyplot()
     labs = [lab for lab in APPS if find(recs, lab, "lrc", 0) and find(recs, lab, "lrc", 1)]
     fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(labs)), 5))
     x = 0
@@ -209,14 +206,11 @@ def plot(recs, out, args):
     ax.legend(list(handles.values()), list(handles.keys()), fontsize=7, loc="upper left",
               bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "fig2.png"), dpi=90)
-    plt.close(fig)
+    dsmrun.save(fig, out, "fig2.png")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build/release")
-    ap.add_argument("--out", default="build/dsm-lrc")
+    ap = dsmrun.parser(__doc__, "build/dsm-lrc")
     ap.add_argument("--nodes", type=int, default=4)
     ap.add_argument("--delay", type=int, default=500, help="microseconds per message (500)")
     ap.add_argument("--protocols", default="sc,lrc")
@@ -256,13 +250,9 @@ def main(argv=None):
             extra["outside_" + proto] = dsmrun.run(
                 a.build, "jacobi", APPS["jacobi"][1], 2, {"LOCUS_DSM_PROTOCOL": proto},
                 a.timeout)
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump({"delay_us": a.delay, "nodes": a.nodes, "runs": recs, "extra": extra}, f,
-                  indent=1)
-    md = table(recs, extra, a)
-    with open(os.path.join(a.out, "table.md"), "w") as f:
-        f.write(md)
-    print(md)
+    dsmrun.write(a.out, "results.json", json.dumps(
+        {"delay_us": a.delay, "nodes": a.nodes, "runs": recs, "extra": extra}, indent=1))
+    print(dsmrun.write(a.out, "table.md", table(recs, extra, a)))
     if "lrc" in protos:
         plot(recs, a.out, a)
     print(f"[dsm-lrc] wrote {a.out}/table.md, results.json{', fig2.png' if 'lrc' in protos else ''}")

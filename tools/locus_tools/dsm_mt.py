@@ -28,7 +28,6 @@ the table and makes the exit status nonzero.
   build/venv/bin/python tools/dsm-mt [--build build/release] [--out build/dsm-mt]
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -138,9 +137,7 @@ def table(recs, args, switch_ns):
 
 def plot(recs, out, args, which, fname, title):
     """Stacked bars of the runs `which` selects, each relative to its application's O."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = dsmrun.pyplot()
     apps = [a for a in APPS if any(r["app"] == a for r in recs)]
     fig, ax = plt.subplots(figsize=(max(8, len(apps) * 2.1), 5.5))
     x, ticks, names = 0, [], []
@@ -176,14 +173,11 @@ def plot(recs, out, args, which, fname, title):
                  f"{title}", fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, fname), dpi=90)
-    plt.close(fig)
+    dsmrun.save(fig, out, fname)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build/release")
-    ap.add_argument("--out", default="build/dsm-mt")
+    ap = dsmrun.parser(__doc__, "build/dsm-mt")
     ap.add_argument("--nodes", type=int, default=4)
     ap.add_argument("--delay", type=int, default=500, help="microseconds per message (500)")
     ap.add_argument("--threads", default="1,2,4,8", help="threads per node for Figure 4 (1,2,4,8)")
@@ -224,13 +218,9 @@ def main(argv=None):
                   flush=True)
             if r["rc"] and r["stderr"]:
                 print(r["stderr"], file=sys.stderr)
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump({"switch_ns": switch_ns, "delay_us": a.delay, "nodes": a.nodes,
-                   "runs": recs}, f, indent=1)
-    md = table(recs, a, switch_ns)
-    with open(os.path.join(a.out, "table.md"), "w") as f:
-        f.write(md)
-    print(md)
+    dsmrun.write(a.out, "results.json", json.dumps(
+        {"switch_ns": switch_ns, "delay_us": a.delay, "nodes": a.nodes, "runs": recs}, indent=1))
+    print(dsmrun.write(a.out, "table.md", table(recs, a, switch_ns)))
     plot(recs, a.out, a, lambda r: not r["prefetch"] and r["switch"] == "all", "fig4.png",
          "multithreading (seed 001 Figure 4)")
     wrote = "fig4.png"

@@ -22,7 +22,6 @@ in the table and makes the exit status nonzero.
 tools/dsm-avr compares sc and avr, seed 004 Figures 3.1-3.11.)
 """
 
-import argparse
 import json
 import os
 
@@ -92,9 +91,7 @@ def table(recs, mpi):
 
 
 def plots(recs, out):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = dsmrun.pyplot()
     apps = list(APPS)
     fig, axes = plt.subplots(2, 4, figsize=(16, 7))
     variants = sorted({(r["delay_us"], r.get("protocol", "sc"), r.get("prefetch", 0))
@@ -116,8 +113,7 @@ def plots(recs, out):
             ax.legend(fontsize=7)
     fig.suptitle("locus-dsm: time vs nodes")
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "time_vs_nodes.png"), dpi=90)
-    plt.close(fig)
+    dsmrun.save(fig, out, "time_vs_nodes.png")
 
     # Each bar is one run, normalised to its total (the components' shares of
     # the timed phase), with the time itself written above it: a stacked bar
@@ -141,14 +137,11 @@ def plots(recs, out):
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title("locus-dsm: execution time breakdown (seed 001 Figure 1 style)")
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "breakdown.png"), dpi=90)
-    plt.close(fig)
+    dsmrun.save(fig, out, "breakdown.png")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default="build/release")
-    ap.add_argument("--out", default="build/dsm-suite")
+    ap = dsmrun.parser(__doc__, "build/dsm-suite")
     ap.add_argument("--nodes", default="1,2,4")
     ap.add_argument("--delays", default="0,1000", help="microseconds per message")
     ap.add_argument("--apps", default=",".join(APPS))
@@ -186,12 +179,8 @@ def main(argv=None):
         r = run(a.build, "mpi-jacobi", APPS["jacobi"], n, 0, a.timeout)
         mpi.append(r)
         print(f"[dsm-suite] mpi-jacobi nodes={n}: {r['time_s']}", flush=True)
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump({"dsm": recs, "mpi": mpi}, f, indent=1)
-    md = table(recs, mpi)
-    with open(os.path.join(a.out, "table.md"), "w") as f:
-        f.write(md)
-    print(md)
+    dsmrun.write(a.out, "results.json", json.dumps({"dsm": recs, "mpi": mpi}, indent=1))
+    print(dsmrun.write(a.out, "table.md", table(recs, mpi)))
     plots(recs, a.out)
     print(f"[dsm-suite] wrote {a.out}/table.md, results.json, time_vs_nodes.png, breakdown.png")
     return 0 if all(r["ok"] for r in recs + mpi) else 1
