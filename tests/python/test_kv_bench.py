@@ -166,3 +166,19 @@ def test_kv_threads_refuses_bad_options(bad):
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "kv-threads"), *bad],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "kv-threads" in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(not (shutil.which("memcaslap") and shutil.which("memcached")),
+                    reason="needs memcached and memcaslap (libmemcached-tools)")
+def test_kv_threads_runs_kv_memcaslap_at_each_thread_count(kv_path, tmp_path):
+    """One second per server at one thread count: the sweep finds bench/kv-memcaslap, reads
+    its report and writes the table and the CSV."""
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "kv-threads"), "--threads", "1",
+                        "--ratios", "30", "--duration", "1", "--rounds", "1", "--sync", "all=mutex",
+                        "--locus-kv", str(kv_path), "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "locus-kv --sync all=mutex" in r.stdout.splitlines()[1]
+    assert r.stdout.splitlines()[2].split()[:2] == ["30%", "1"]
+    rows = (tmp_path / "kv-threads.csv").read_text().splitlines()
+    assert rows[0] == "threads,sets_pct,server,ops_per_s,vs_memcached" and len(rows) == 3
