@@ -61,9 +61,11 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 
 # The Python tools that drive an installed locus-bench: locus-demo (every mechanism side by
-# side) and locus-reproduce (the seed figures). Their package goes under the data directory;
-# each script finds it, and the locus-bench beside it, relative to its own place. Drawing
-# needs matplotlib in the python3 that runs them. (tools/dsm-suite runs from a build tree.)
+# side) and locus-reproduce (the seed figures). Their package goes under the data directory,
+# every module of it (the DSM tools' and memcached benchmarks' too, and the server module the
+# seed 003 figures start their servers with); each script finds it, and the locus-bench beside
+# it, relative to its own place. Drawing needs matplotlib in the python3 that runs them.
+# (tools/dsm-suite and bench/kv-memcaslap, and their kin, run from a source tree.)
 set(LOCUS_PYDIR ${CMAKE_INSTALL_DATADIR}/locus/python)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/tools/locus_tools DESTINATION ${LOCUS_PYDIR}
         FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)

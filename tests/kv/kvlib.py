@@ -8,27 +8,24 @@ tests were checked against, and the tests that need locus-kv's extras skip there
 import os
 import signal
 import socket
-import subprocess
-import tempfile
+import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+
+from locus_tools import server  # noqa: E402
+from locus_tools.server import ServerError  # noqa: E402
+
+HOST, free_port = server.HOST, server.free_port
+
 DEFAULT_LOCUS_KV = REPO / "build/release/src/kv/locus-kv"
 MEMCACHED = Path("/usr/bin/memcached")
-HOST = "127.0.0.1"
 
 # How long a stopped server may take to exit, and how long a reply may take to arrive.
 STOP_SECONDS = 5.0
 REPLY_SECONDS = 5.0
-
-
-class ServerError(Exception):
-    """The server did not start, or did not stop the way it should; output is what it printed."""
-
-    def __init__(self, message, output=""):
-        super().__init__(message)
-        self.output = output
 
 
 def target():
@@ -44,73 +41,46 @@ def target():
 
 def rss_kb(pid):
     """A process's resident set size in KiB (VmRSS)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+    kb = server.rss_kb(pid)
+    if kb is None:
+        raise AssertionError("no VmRSS")
+    return kb
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+class Server(server.Server):
+    """One running server process on 127.0.0.1:port, which a test stops strictly: it must
+    exit with status 0 within STOP_SECONDS of the signal."""
 
-
-class Server:
-    """One running server process on 127.0.0.1:port."""
-
-    def __init__(self, path, is_memcached, args, port, proc, log):
-        self.path, self.is_memcached, self.args = path, is_memcached, args
-        self.port, self.proc, self.log = port, proc, log
-        self.stopped = None   # the exit status once stop() has seen it
+    stopped = None   # the exit status once stop() has seen it
 
     @property
-    def pid(self):
-        return self.proc.pid
-
-    @property
-    def addr(self):
-        return (HOST, self.port)
-
-    def output(self):
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
+    def is_memcached(self):
+        return self.memcached
 
     def conn(self, timeout=REPLY_SECONDS):
         return Conn(self.addr, timeout)
-
-    def alive(self):
-        return self.proc.poll() is None
 
     def stop(self, sig=signal.SIGTERM, check=True):
         """Signal the server and wait: it must exit with status 0 within STOP_SECONDS."""
         if self.stopped is not None:
             return self.stopped
-        if self.proc.poll() is not None:
+        name = Path(self.path).name
+        if not self.alive():
             rc = self.stopped = self.proc.returncode
-            out = self.output()
-            self.log.close()
+            self.close()
             if check:
-                raise ServerError(f"{self.path.name} {' '.join(self.args)} had already exited "
-                                  f"(status {rc}) before it was stopped; output:\n{out}", out)
+                raise ServerError(f"{name} {' '.join(self.args)} had already exited "
+                                  f"(status {rc}) before it was stopped; output:\n{self.output()}",
+                                  self.output())
             return rc
-        self.proc.send_signal(sig)
-        try:
-            rc = self.proc.wait(timeout=STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            out = self.output()
-            self.log.close()
-            raise ServerError(f"{self.path.name} did not exit within {STOP_SECONDS} s of "
-                              f"{signal.Signals(sig).name}; output:\n{out}") from None
-        out = self.output()
-        self.log.close()
+        rc = super().stop(sig, STOP_SECONDS)
+        if rc is None:
+            raise ServerError(f"{name} did not exit within {STOP_SECONDS} s of "
+                              f"{signal.Signals(sig).name}; output:\n{self.output()}")
         self.stopped = rc
         if check and rc != 0:
-            raise ServerError(f"{self.path.name} exited with status {rc} after "
-                              f"{signal.Signals(sig).name} (expected 0); output:\n{out}")
+            raise ServerError(f"{name} exited with status {rc} after "
+                              f"{signal.Signals(sig).name} (expected 0); output:\n{self.output()}")
         return rc
 
 
@@ -118,36 +88,7 @@ def start_server(path, is_memcached, args=(), wait=10.0):
     """Start the server on a free port and wait until it accepts connections.
 
     Raises ServerError with the server's output if it exits first (a refused option, say)."""
-    args = [str(a) for a in args]
-    last = ""
-    for _ in range(3):
-        port = free_port()
-        cmd = [str(path), "-p", str(port), "-U", "0", "-l", HOST, *args]
-        if is_memcached and os.geteuid() == 0:
-            cmd += ["-u", "root"]
-        log = tempfile.TemporaryFile()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        server = Server(Path(path), is_memcached, args, port, proc, log)
-        end = time.monotonic() + wait
-        while time.monotonic() < end:
-            if proc.poll() is not None:
-                break
-            try:
-                with socket.create_connection((HOST, port), timeout=0.5):
-                    return server
-            except OSError:
-                time.sleep(0.02)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-            raise ServerError(f"{' '.join(cmd)} did not accept connections within {wait} s; "
-                              f"output:\n{server.output()}")
-        last = server.output()
-        log.close()
-        if "in use" not in last.lower():   # not a lost race for the port: a real refusal
-            raise ServerError(f"{' '.join(cmd)} exited with status {proc.returncode}; "
-                              f"output:\n{last}", last)
-    raise ServerError(f"could not find a free port: {last}")
+    return server.start(path, args, memcached=is_memcached, seconds=wait, server_class=Server)
 
 
 class Conn:

@@ -18,11 +18,13 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from locus_tools import memcaslap, server  # noqa: E402
 
 KINDS = ["tas", "ttas", "ticket", "mcs", "clh", "futex"]
 TOP_LIMIT = 65536  # LP_TOP_LIMIT: the most rows LOCUS_PROFILE_TOP may ask for
@@ -236,42 +238,6 @@ def cmd_env(args):
 
 # ---- memcached ------------------------------------------------------------------
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, proc, seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            return False
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
-def stop(proc, seconds):
-    """SIGTERM, then SIGKILL; returns the exit status, or None if it had to be killed."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return None
-
-
-def memcaslap_cfg(path, set_share):
-    with open(path, "w") as f:
-        f.write(f"key\n64 64 1\nvalue\n1024 1024 1\ncmd\n0 {set_share}\n1 {1 - set_share:.2f}\n")
-
-
 def cmd_memcached(args):
     tools = {n: shutil.which(n) for n in ("memcached", "memccapable", "memcaslap")}
     missing = [n for n, p in tools.items() if not p]
@@ -283,25 +249,16 @@ def cmd_memcached(args):
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)
         prof_path = os.path.join(tmp, "profile.json")
-        cfg = os.path.join(tmp, "cfg")
-        memcaslap_cfg(cfg, 0.1)
+        cfg = memcaslap.write_config(os.path.join(tmp, "cfg"), 10)
         env = base_env(args.preload, spec, prof_path)
         env["LOCUS_PROFILE_SIGNAL"] = "USR2"
-        for attempt in range(3):
-            port = free_port()
-            cmd = [tools["memcached"], "-l", "127.0.0.1", "-p", str(port), "-U", "0",
-                   "-t", "4", "-m", "64", "-c", "1024"]
-            if os.geteuid() == 0:
-                cmd += ["-u", "root"]
-            log = open(os.path.join(tmp, "memcached.log"), "w+")
-            server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-            if wait_port(port, server, 10):
-                break
-            stop(server, 5)
-            log.seek(0)
-            print(f"  memcached did not start on port {port}: {log.read()}")
-        else:
+        try:
+            srv = server.start(tools["memcached"], ["-t", "4", "-m", "64", "-c", "1024"],
+                               memcached=True, env=env, log=os.path.join(tmp, "memcached.log"))
+        except server.ServerError as e:
+            print(f"  {e}")
             raise Failure("memcached did not start")
+        port = srv.port
         try:
             start = time.monotonic()
             cap = subprocess.run([tools["memccapable"], "-h", "127.0.0.1", "-p", str(port), "-a", "-t", "10"],
@@ -312,22 +269,21 @@ def cmd_memcached(args):
             slap = subprocess.run([tools["memcaslap"], "-s", f"127.0.0.1:{port}", "-F", cfg, "-t", "3s",
                                    "-T", "2", "-c", "32", "-v", "0.1"],
                                   capture_output=True, text=True, timeout=60)
-            m = re.search(r"Ops: (\d+) TPS: (\d+)", slap.stdout)
-            check(slap.returncode == 0 and m, f"memcaslap failed:\n{slap.stdout}\n{slap.stderr}")
-            vf = re.search(r"verify_failed: (\d+)", slap.stdout)
-            check(vf and int(vf.group(1)) == 0, f"memcaslap found wrong values:\n{slap.stdout}")
-            print(f"  memcaslap 3 s, 10% sets: {m.group(1)} ops, {m.group(2)} ops/s, verify_failed 0")
-            check(int(m.group(1)) > 0, "no operations")
+            m = memcaslap.parse(slap.stdout)
+            check(slap.returncode == 0 and m["tps"] is not None,
+                  f"memcaslap failed:\n{slap.stdout}\n{slap.stderr}")
+            check(m.get("verify_failed") == 0, f"memcaslap found wrong values:\n{slap.stdout}")
+            print(f"  memcaslap 3 s, 10% sets: {m['ops']} ops, {m['tps']} ops/s, verify_failed 0")
+            check(m["ops"] > 0, "no operations")
             # the profile on a signal, while it runs
-            server.send_signal(signal.SIGUSR2)
+            srv.proc.send_signal(signal.SIGUSR2)
             end = time.monotonic() + 10
-            while time.monotonic() < end and "locus-preload: profile of memcached" not in open(log.name).read():
+            while time.monotonic() < end and "locus-preload: profile of memcached" not in srv.output():
                 time.sleep(0.1)
-            check(server.poll() is None, "memcached died on LOCUS_PROFILE_SIGNAL")
+            check(srv.alive(), "memcached died on LOCUS_PROFILE_SIGNAL")
         finally:
-            status = stop(server, 30)
-        log.seek(0)
-        out = log.read()
+            status = srv.stop()
+        out = srv.output()
         check(status is not None, "memcached did not exit on SIGTERM")
         headers = out.count("locus-preload: profile of memcached")
         check(headers == 2, f"expected a profile on SIGUSR2 and one at exit, got {headers}:\n{out}")

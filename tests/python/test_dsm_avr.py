@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import load_script
+
+from locus_tools import dsm_avr as avr
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "build/release"
@@ -22,7 +23,6 @@ def _rec(app, proto, nodes, time_s, delay=1400, ok=True, **kw):
 
 
 def test_goal_ratio_per_node_count():
-    avr = load_script("dsm_avr", SCRIPT)
     recs = [_rec("jacobi", "sc", 2, 2.0), _rec("jacobi", "avr", 2, 1.0),
             _rec("jacobi", "sc", 4, 1.0), _rec("jacobi", "avr", 4, 1.0),
             _rec("water", "sc", 2, 1.0), _rec("water", "avr", 2, 2.0, delay=0)]
@@ -33,7 +33,6 @@ def test_goal_ratio_per_node_count():
 
 
 def test_goal_and_table_take_the_best_verified_pending():
-    avr = load_script("dsm_avr", SCRIPT)
     recs = [_rec("sor", "sc", 2, 3.0), _rec("sor", "avr", 2, 2.5, pending=1),
             _rec("sor", "avr", 2, 2.0, pending=2),
             _rec("sor", "avr", 2, 1.0, pending=4, ok=False)]  # fastest, but wrong
@@ -45,7 +44,6 @@ def test_goal_and_table_take_the_best_verified_pending():
 
 
 def test_the_seeds_order_is_the_reference_when_it_ran():
-    avr = load_script("dsm_avr", SCRIPT)
     recs = [_rec("sor", "sc", 4, 2.0), _rec("sor", "avr", 4, 2.5, pending=1, ask=0),
             _rec("sor", "avr", 4, 1.0, pending=1, ask=1),
             _rec("sor", "avr", 4, 1.6, pending=4, ask=1)]
@@ -60,7 +58,6 @@ def test_the_seeds_order_is_the_reference_when_it_ran():
 
 
 def test_interval_row_sums_and_per_node_segments():
-    avr = load_script("dsm_avr", SCRIPT)
     r = _rec("sor", "avr", 2, 1.0, sum_avr_ckpt_read=3, sum_avr_ckpt_write=1,
              sum_avr_ckpt_upgrade=0, sum_avr_commits=3, sum_avr_roll_read=1,
              sum_avr_twins=8, sum_avr_asked=5, sum_avr_cp_s=0.004, sum_avr_op_s=0.2)

@@ -6,13 +6,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import load_script
 
+from locus_tools import dsm_lrc as lrc
 from locus_tools import dsmrun
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "build/release"
-SCRIPT = REPO / "tools/dsm-lrc"
 
 
 def _need_apps():
@@ -20,16 +19,11 @@ def _need_apps():
         pytest.fail("build/release/apps/locus-jacobi or mpiexec missing: run `make release`")
 
 
-def _load():
-    return load_script("dsm_lrc", SCRIPT)
-
-
 def _rec(label, proto, pf, time_s=1.0, ok=True, **kw):
     return dict(label=label, protocol=proto, prefetch=pf, time_s=time_s, ok=ok, **kw)
 
 
 def test_split_other_takes_the_prefetch_calls_out_of_other():
-    lrc = _load()
     rec = {"stats": [{}, {}], "sum_prefetch_s": 0.02, "other_s": 0.05}
     lrc.split_other(rec)  # 0.02 s over 2 nodes: 0.01 s per node
     assert rec["prefetch_s"] == pytest.approx(0.01) and rec["rest_s"] == pytest.approx(0.04)
@@ -42,7 +36,6 @@ def test_split_other_takes_the_prefetch_calls_out_of_other():
 
 
 def test_goals_ratios_and_prefetch_cut():
-    lrc = _load()
     recs = [_rec("water", "sc", 0, 2.5), _rec("water", "lrc", 0, 1.0),
             _rec("radix", "sc", 0, 1.0), _rec("radix", "lrc", 0, 2.0),
             _rec("jacobi", "lrc", 0, fault_s=0.4), _rec("jacobi", "lrc", 1, fault_s=0.1),
@@ -56,7 +49,6 @@ def test_goals_ratios_and_prefetch_cut():
 
 
 def test_table_puts_sc_before_lrc_and_marks_false_sharing():
-    lrc = _load()
     recs = [_rec("water", "sc", 0, 2.5), _rec("water", "lrc", 0, 1.0, total_s=1.0),
             _rec("water", "sc", 1, 2.0), _rec("water", "lrc", 1, 0.5)]
     md = lrc.table(recs, {}, type("A", (), {"nodes": 4, "delay": 500})())
@@ -65,7 +57,6 @@ def test_table_puts_sc_before_lrc_and_marks_false_sharing():
 
 
 def test_goals_mark_a_failed_run_with_a_dash():
-    lrc = _load()
     recs = [_rec("water", "sc", 0, None, ok=False), _rec("water", "lrc", 0, 1.0),
             _rec("radix", "sc", 0, 2.5), _rec("radix", "lrc", 0, 1.0, ok=False)]
     g = "\n".join(lrc.goals(recs, {}))
@@ -74,7 +65,6 @@ def test_goals_mark_a_failed_run_with_a_dash():
 
 
 def test_goals_survive_a_failed_prefetch_run_without_statistics():
-    lrc = _load()
     failed = {"rc": 2, "ok": False, "time_s": None, "stats": []}  # as dsmrun.run returns it
     recs = [_rec("jacobi", "lrc", 0, fault_s=0.4), dict(_rec("jacobi", "lrc", 1, None), **failed)]
     assert "| prefetch cuts fault stall >= 50 %: jacobi (lrc) | - % " in "\n".join(
@@ -83,7 +73,6 @@ def test_goals_survive_a_failed_prefetch_run_without_statistics():
 
 def test_dsm_lrc_table_and_figure(tmp_path):
     _need_apps()
-    lrc = _load()
     args = type("A", (), {"nodes": 2, "delay": 0})()
     recs = []
     for proto in ("sc", "lrc"):

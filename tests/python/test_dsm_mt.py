@@ -6,22 +6,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import load_script
 
+from locus_tools import dsm_mt as mt
 from locus_tools import dsmrun
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "build/release"
-SCRIPT = REPO / "tools/dsm-mt"
 
 
 def _need_apps():
     if not (BUILD / "apps/locus-water").exists() or not shutil.which("mpiexec"):
         pytest.fail("build/release/apps/locus-water or mpiexec missing: run `make release`")
-
-
-def _load():
-    return load_script("dsm_mt", SCRIPT)
 
 
 def test_run_reads_result_and_every_nodes_statistics():
@@ -53,7 +48,6 @@ def test_per_is_zero_without_events():
 
 
 def test_mt_overhead_is_switches_times_cost_taken_out_of_other():
-    mt = _load()
     rec = {"stats": [{}, {}], "sum_switches": 2000, "other_s": 0.05}
     mt.split_other(rec, 10000.0)  # 1000 switches per node x 10 us = 0.01 s
     assert rec["mt_s"] == pytest.approx(0.01) and rec["rest_s"] == pytest.approx(0.04)
@@ -63,7 +57,6 @@ def test_mt_overhead_is_switches_times_cost_taken_out_of_other():
 
 
 def test_labels_name_the_variants():
-    mt = _load()
     lab = [mt.label({"threads": t, "prefetch": p, "switch": w})
            for t, p, w in [(1, 0, "all"), (4, 0, "all"), (1, 1, "all"), (4, 1, "all"),
                            (4, 1, "sync")]]
@@ -72,7 +65,6 @@ def test_labels_name_the_variants():
 
 def test_dsm_mt_table_and_figures(tmp_path):
     _need_apps()
-    mt = _load()
     args = type("A", (), {"nodes": 2, "protocol": "sc", "delay": 0, "threads": "1,2"})()
     recs = []
     for t, pf, sw in [(1, 0, "all"), (2, 0, "all"), (1, 1, "all"), (2, 1, "sync")]:

@@ -1,5 +1,6 @@
-"""bench/kv-memcaslap: its command line and how it reads memcaslap's and memccapable's output
-(canned output here; memcaslap itself runs for at most a second, and only if installed)."""
+"""bench/kv-memcaslap (locus_tools.kv_memcaslap): its command line and how it reads memcaslap's
+and memccapable's output (canned output here; memcaslap itself runs for at most a second, and
+only if installed)."""
 
 import json
 import shutil
@@ -8,7 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import load_script
+
+from locus_tools import kv_memcaslap as kvm
+from locus_tools import kv_threads as kvt
+from locus_tools import memcaslap
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench/kv-memcaslap"
@@ -44,46 +48,41 @@ ascii mget                              [skip]
 """
 
 
-@pytest.fixture(scope="module")
-def kvm():
-    return load_script("kv_memcaslap", SCRIPT)
-
-
 def run(*args, timeout=60):
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
                           timeout=timeout)
 
 
-def test_parse_a_clean_run(kvm):
-    p = kvm.parse_memcaslap(MEMCASLAP_OK)
+def test_parse_a_clean_run():
+    p = memcaslap.parse(MEMCASLAP_OK)
     assert (p["tps"], p["ops"], p["run_s"], p["net_mb_s"]) == (43632, 87272, 2.0, 48.3)
     assert (p["cmd_get"], p["cmd_set"], p["get_misses"]) == (61089, 26183, 0)
     assert "verify_failed" not in p
-    assert kvm.memcaslap_problems(p) == []
+    assert memcaslap.problems(p) == []
 
 
-def test_parse_takes_the_last_run_line(kvm):
-    assert kvm.parse_memcaslap(MEMCASLAP_PERIODIC)["tps"] == 43632
+def test_parse_takes_the_last_run_line():
+    assert memcaslap.parse(MEMCASLAP_PERIODIC)["tps"] == 43632
 
 
-def test_verify_failures_and_errors_are_problems(kvm):
-    p = kvm.parse_memcaslap(MEMCASLAP_VERIFY)
-    probs = kvm.memcaslap_problems(p, 0, "")
+def test_verify_failures_and_errors_are_problems():
+    p = memcaslap.parse(MEMCASLAP_VERIFY)
+    probs = memcaslap.problems(p, 0, "")
     assert probs == ["verify_misses: 2", "verify_failed: 5"]
-    probs = kvm.memcaslap_problems(kvm.parse_memcaslap("servers: x\n"), 1, "connect: refused\n")
+    probs = memcaslap.problems(memcaslap.parse("servers: x\n"), 1, "connect: refused\n")
     assert any("status 1" in s for s in probs)
     assert any("TPS" in s for s in probs)
     assert any("connect: refused" in s for s in probs)
 
 
-def test_parse_capable(kvm):
+def test_parse_capable():
     results, summary = kvm.parse_capable(CAPABLE)
     assert results == {"ascii version": "pass", "ascii quit": "pass", "ascii stat": "fail",
                        "ascii mget": "skip"}
     assert summary == "1 of 4 tests failed"
 
 
-def test_table_medians_paired_ratios_and_fastest(kvm):
+def test_table_medians_paired_ratios_and_fastest():
     ratios = [10, 30]
     configs = ["memcached", "locus-kv", "locus-kv:all=mutex"]
     results = {10: {"memcached": [100, 200, 300], "locus-kv": [50, 400, 300], "locus-kv:all=mutex": [100, 100, 100]},
@@ -101,7 +100,7 @@ def test_table_medians_paired_ratios_and_fastest(kvm):
     assert "server CPU us/op" in text and "5.00" in text
 
 
-def test_server_problems_catch_a_server_that_stores_nothing(kvm):
+def test_server_problems_catch_a_server_that_stores_nothing():
     assert kvm.server_problems({}, 30) == ["server's stats unreadable after the run"]
     assert kvm.server_problems({"cmd_set": 0, "cmd_get": 10, "get_hits": 10}, 30) == [
         "the server stored nothing (cmd_set 0)"]
@@ -150,12 +149,7 @@ def test_memcached_against_itself_for_a_second(tmp_path):
 
 # ---- bench/kv-threads: the seed 000 Figure 4.1 sweep over bench/kv-memcaslap
 
-def load_kv_threads():
-    return load_script("kv_threads", ROOT / "bench" / "kv-threads")
-
-
 def test_kv_threads_rows_and_table():
-    kvt = load_kv_threads()
     reports = {1: {"median": {"30": {"memcached": {"ops_per_s": 100.0, "vs_memcached": 1.0},
                                      "locus-kv --sync alloc=async": {"ops_per_s": 60.0, "vs_memcached": 0.6}}}},
                2: {"median": {"30": {"memcached": {"ops_per_s": 120.0, "vs_memcached": 1.0},
@@ -172,3 +166,19 @@ def test_kv_threads_refuses_bad_options(bad):
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "kv-threads"), *bad],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "kv-threads" in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(not (shutil.which("memcaslap") and shutil.which("memcached")),
+                    reason="needs memcached and memcaslap (libmemcached-tools)")
+def test_kv_threads_runs_kv_memcaslap_at_each_thread_count(kv_path, tmp_path):
+    """One second per server at one thread count: the sweep finds bench/kv-memcaslap, reads
+    its report and writes the table and the CSV."""
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "kv-threads"), "--threads", "1",
+                        "--ratios", "30", "--duration", "1", "--rounds", "1", "--sync", "all=mutex",
+                        "--locus-kv", str(kv_path), "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "locus-kv --sync all=mutex" in r.stdout.splitlines()[1]
+    assert r.stdout.splitlines()[2].split()[:2] == ["30%", "1"]
+    rows = (tmp_path / "kv-threads.csv").read_text().splitlines()
+    assert rows[0] == "threads,sets_pct,server,ops_per_s,vs_memcached" and len(rows) == 3

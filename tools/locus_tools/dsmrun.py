@@ -1,4 +1,5 @@
-"""Running one locus-dsm application under mpiexec and reading what it prints.
+"""Running one locus-dsm application under mpiexec and reading what it prints, and what
+the DSM benchmark tools (dsm_suite, dsm_avr, dsm_lrc, dsm_mt) share besides.
 
 An application prints a JSON result line ({"app": ..., "time_s": ..., "ok": ...})
 and, with LOCUS_DSM_STATS=json, one JSON line of statistics per node
@@ -6,6 +7,7 @@ and, with LOCUS_DSM_STATS=json, one JSON line of statistics per node
 statistics, the node averages of the time breakdown and the sums of the counts.
 """
 
+import argparse
 import json
 import os
 import subprocess
@@ -63,3 +65,33 @@ def per(rec, seconds_key, count_key):
     """Microseconds per event, over every node: sum of seconds / sum of counts (0 if none)."""
     n = rec.get("sum_" + count_key, 0)
     return rec.get("sum_" + seconds_key, 0) / n * 1e6 if n else 0.0
+
+
+def parser(doc, out):
+    """A tool's option parser, described by the first line of its doc, with the options
+    every DSM tool starts with: --build (whose apps/ it runs) and --out (where it writes)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--build", default="build/release")
+    ap.add_argument("--out", default=out)
+    return ap
+
+
+def write(out, name, text):
+    """Writes text to out/name; returns it."""
+    with open(os.path.join(out, name), "w") as f:
+        f.write(text)
+    return text
+
+
+def pyplot():
+    """matplotlib's pyplot drawing into files; imported only when a tool draws."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def save(fig, out, name):
+    """Writes a figure to out/name at the tools' resolution and closes it."""
+    fig.savefig(os.path.join(out, name), dpi=90)
+    pyplot().close(fig)

@@ -21,11 +21,8 @@ locus-kv's --section-stats and Debian's memcached under liblocus-preload (mcprof
 
 import math
 import os
-import re
 import resource
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,12 +30,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import mcprofile
+from . import mcprofile, memcaslap, server
 from .bench import REPO, Result
 from .figure import Figure, Panel, Point, Ratio, span
 
-HOST = "127.0.0.1"
-KEY_SIZE, VALUE_SIZE = 64, 1024
+HOST = server.HOST
 CONCURRENCY = 128  # memcaslap's default, which the seed kept
 # Multiples of 120, so that memcaslap's 120 connections (a multiple of 4, 8 and 12
 # threads) send exactly N; the seed's 5,000,000 is rounded up to one.
@@ -108,36 +104,6 @@ def parse_args(args):
     return out
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def read_stats(port, sub=""):
-    """The server's stats as {name: text}; {} if it cannot be read."""
-    data = b""
-    try:
-        with socket.create_connection((HOST, port), timeout=10) as s:
-            s.sendall(f"stats {sub}".strip().encode() + b"\r\n")
-            while not data.endswith(b"END\r\n"):
-                d = s.recv(65536)
-                if not d:
-                    break
-                data += d
-    except OSError:
-        return {}
-    out = {}
-    for line in data.decode(errors="replace").splitlines():
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[0] == "STAT":
-            out[parts[1]] = parts[2]
-    return out
-
-
-RUN_LINE = re.compile(r"^Run time: ([\d.]+)s Ops: (\d+) TPS: (\d+)", re.M)
-
-
 class KvInsert:
     """Runs one insert measurement: a fresh pinned server, memcaslap, the item count."""
 
@@ -159,19 +125,16 @@ class KvInsert:
             return "memcached not found: install memcached (scripts/install-deps)"
         return ""
 
-    def server_argv(self, a, port):
-        n = int(a["records"])
-        common = ["-l", HOST, "-p", str(port), "-U", "0", "-t", a["threads"],
-                  "-m", str(memory_mb(n)), "-c", "1024"]
+    def server_command(self, a):
+        """(path, arguments, is it memcached) of a point's server; server.start adds the
+        address and port."""
+        common = ["-t", a["threads"], "-m", str(memory_mb(int(a["records"]))), "-c", "1024"]
         if a["server"] == MEMCACHED:
-            argv = [self.memcached, *common]
-            if os.geteuid() == 0:
-                argv += ["-u", "root"]
-            return argv
-        argv = [str(self.locus_kv), *common, "--sync", a["sync"]]
+            return self.memcached, common, True
+        args = [*common, "--sync", a["sync"]]
         if a.get("section-stats") == "1":
-            argv.append("--section-stats")
-        return argv
+            args.append("--section-stats")
+        return self.locus_kv, args, False
 
     def run(self, args, keep_stats=None, env=None, hooks=None):
         """Result with one record, or with the reason there is none. keep_stats: a stats
@@ -183,28 +146,19 @@ class KvInsert:
         n, clients = int(a["records"]), int(a["clients"])
         server_cpus, client_cpus = split_cpus()
         tmp = tempfile.mkdtemp(prefix="locus-seed003-")
-        cfg = Path(tmp) / "insert.cfg"
-        cfg.write_text(f"key\n{KEY_SIZE} {KEY_SIZE} 1\nvalue\n{VALUE_SIZE} {VALUE_SIZE} 1\n"
-                       "cmd\n0 1.0\n1 0.0\n")
-        log = Path(tmp) / "server.log"
-        proc, argv = None, []
+        cfg = memcaslap.write_config(Path(tmp) / "insert.cfg", 100)
+        path, server_args, is_memcached = self.server_command(a)
+        srv = None
         try:
-            for _ in range(3):
-                port = _free_port()
-                argv = self.server_argv(a, port)
-                with open(log, "w") as lf:
-                    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf,
-                                            stderr=subprocess.STDOUT, env=env,
-                                            preexec_fn=lambda: os.sched_setaffinity(0, server_cpus))
-                if _wait_listening(proc, port):
-                    break
-                _stop(proc)
-                out = log.read_text(errors="replace").strip()
-                if "in use" not in out.lower():
-                    return Result(argv, proc.returncode or -1,
-                                  error=f"server did not start: {out[-300:] or 'no output'}")
-            else:
-                return Result(argv, -1, error="no free port for the server")
+            try:
+                srv = server.start(path, server_args, memcached=is_memcached, env=env,
+                                   log=Path(tmp) / "server.log",
+                                   preexec_fn=lambda: os.sched_setaffinity(0, server_cpus))
+            except server.ServerError as e:
+                out = e.output.strip()
+                return Result(e.argv, e.status or -1,
+                              error=f"server did not start: {out[-300:] or 'no output'}")
+            argv, proc, port = srv.argv, srv.proc, srv.port
             conc = concurrency(n, clients)
             if conc is None:
                 return Result(argv, -1, error=f"N = {n}: memcaslap cannot send exactly N with "
@@ -218,7 +172,7 @@ class KvInsert:
             if window > 10_000:  # memcaslap's default window of keys per connection
                 slap += ["-w", f"{math.ceil(window / 1000)}k"]
             ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu0 = _cpu_seconds(proc.pid)
+            cpu0 = server.cpu_seconds(proc.pid)
             t0 = time.monotonic()
             try:
                 p = subprocess.run(slap, capture_output=True, text=True, timeout=600 + n / 500,
@@ -227,19 +181,19 @@ class KvInsert:
                 return Result(slap, -1, error="memcaslap did not finish in time; killed")
             elapsed = time.monotonic() - t0
             ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu1 = _cpu_seconds(proc.pid)
-            if p.returncode != 0 or not RUN_LINE.search(p.stdout):
+            cpu1 = server.cpu_seconds(proc.pid)
+            if p.returncode != 0 or memcaslap.parse(p.stdout)["tps"] is None:
                 err = (p.stderr.strip() or p.stdout.strip())[-300:]
                 return Result(slap, p.returncode, error=f"memcaslap failed (status {p.returncode}): {err}")
-            stats = read_stats(port)
-            extra = read_stats(port, keep_stats) if keep_stats else None
+            stats = srv.stats()
+            extra = srv.stats(keep_stats) if keep_stats else None
             if hooks:
                 hooks.loaded(proc, port)
         except RuntimeError as e:
             return Result(argv, -1, error=str(e))
         finally:
-            status = _stop(proc) if proc else 0
-            log_tail = log.read_text(errors="replace")[-300:] if log.exists() else ""
+            status = srv.stop() if srv else 0
+            log_tail = srv.output()[-300:] if srv else ""
             shutil.rmtree(tmp, ignore_errors=True)
         items = int(stats.get("curr_items", -1))
         if items != n:
@@ -265,39 +219,6 @@ class KvInsert:
         if extra is not None:
             rec[f"stats_{keep_stats}"] = extra
         return Result(argv, 0, [rec])
-
-
-def _cpu_seconds(pid):
-    """User + system CPU time of a running process (Linux /proc), or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _wait_listening(proc, port, timeout=10):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end and proc.poll() is None:
-        try:
-            with socket.create_connection((HOST, port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.02)
-    return False
-
-
-def _stop(proc):
-    """SIGTERM, then the exit status (None if it had to be killed)."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return None
 
 
 @dataclass
