@@ -69,6 +69,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "locus/export.h"
+#include "locus/fn.h"
 
 LOCUS_BEGIN_DECLS
 
@@ -101,6 +102,8 @@ enum locus_dsm_msg_kind {
 	LOCUS_DSM_MSG_DIFF_REQ,	    /* lrc: faulting node -> writer of a page */
 	LOCUS_DSM_MSG_DIFF,	    /* lrc: writer -> faulting node: its diffs of the page */
 	LOCUS_DSM_MSG_GC,	    /* lrc: garbage collection rounds at a barrier */
+	LOCUS_DSM_MSG_SHIP,	    /* shipped calls -> their home */
+	LOCUS_DSM_MSG_SHIP_REPLY,   /* home -> caller: the calls' results */
 	LOCUS_DSM_MSG_KINDS
 };
 
@@ -367,6 +370,82 @@ LOCUS_API const char *locus_dsm_fault_kind_name(int kind);
 
 /* Wall-clock seconds (monotonic), for applications that time phases. */
 LOCUS_API double locus_dsm_now(void);
+
+/*
+ * Shipping work to the data (docs/dsm.md, "Shipping"). Every page has a
+ * home: its manager under every protocol, round robin by page unless
+ * placed by locus_dsm_alloc_at. A call runs fn(state, a, b, c) on the
+ * server thread of a node, one call at a time per node, in the order each
+ * caller made them; `state` is passed as it is (a shared address is the
+ * same on every node). Instead of moving the data's pages to the caller,
+ * the work moves to where they are, and they stay there as long as only
+ * shipped calls touch them.
+ *
+ * What a shipped function may touch: shared memory (it is an ordinary
+ * thread of its node: a page elsewhere is fetched as for any access), its
+ * arguments, and the home node's own memory (not the caller's: a pointer
+ * into the caller's heap or stack means nothing there). It may make
+ * locus-dsm calls, lock and ship calls itself: a call it ships to its own
+ * node runs at once, inline; while it waits for a call to another node its
+ * node serves other calls, so what it read before may have changed. It
+ * must not call locus_dsm_barrier or the collective calls.
+ *
+ * Consistency: under sc and avr a call is a sequentially consistent
+ * section of its home. Under lrc a synchronous call is an acquire and a
+ * release for the caller: what the caller wrote before it (and what it had
+ * seen of others) is seen by the function, and what the function and its
+ * home had seen is seen by the caller when the call returns. An
+ * asynchronous call gives the same at its callback.
+ *
+ * fn must lie in the program's image (the program or a library loaded at
+ * start, the same on every node): functions cross nodes by their place
+ * there, whatever each process's load address. Anything else is refused
+ * with a message.
+ */
+#define LOCUS_DSM_HOME_SPREAD (-1) /* pages dealt round robin, as locus_dsm_alloc does */
+
+/* The home node of a shared address; -1 outside the region. */
+LOCUS_API int locus_dsm_home(const void *addr);
+
+/* Collective, as locus_dsm_alloc, with every page of the block at node
+   `home` (or LOCUS_DSM_HOME_SPREAD); NULL on every node when nodes disagree. */
+LOCUS_API void *locus_dsm_alloc_at(size_t size, int home);
+
+/* Run fn at node and return its result (the calling thread waits). A bad
+   node or an unshippable fn ends the process with a message. */
+LOCUS_API uint64_t locus_dsm_call(int node, locus_fn fn, void *state, uint64_t a, uint64_t b,
+				  uint64_t c);
+/* The same at state's home. */
+LOCUS_API uint64_t locus_dsm_call_home(locus_fn fn, void *state, uint64_t a, uint64_t b,
+				       uint64_t c);
+
+/*
+ * Start fn at node and return at once; cb(ctx, result) runs later on this
+ * thread, once, in the order of its posts: at a later post or at
+ * locus_dsm_drain at the latest. At most 64 posts of a thread are in
+ * flight; a post beyond waits for the oldest. Returns 0, or -1 with a
+ * message (bad node, unshippable fn). A call to this node from its own
+ * server runs at once.
+ */
+LOCUS_API int locus_dsm_post(int node, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c,
+			     locus_cb cb, void *ctx);
+LOCUS_API int locus_dsm_post_home(locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c,
+				  locus_cb cb, void *ctx);
+/* Every post of this thread has completed and called back. */
+LOCUS_API void locus_dsm_drain(void);
+
+/*
+ * Atomics on a shared 64-bit word (8-byte aligned), each one shipped call
+ * to the word's home: sequentially consistent under sc and avr, an acquire
+ * and a release under lrc. Plain accesses to the same word elsewhere are
+ * the program's to order.
+ */
+LOCUS_API uint64_t locus_dsm_fetch_add(uint64_t *word, uint64_t v);
+/* If *word == *expected, store desired and return 1; else *expected = *word, 0. */
+LOCUS_API int locus_dsm_compare_exchange(uint64_t *word, uint64_t *expected, uint64_t desired);
+LOCUS_API uint64_t locus_dsm_exchange(uint64_t *word, uint64_t v);
+LOCUS_API uint64_t locus_dsm_load(const uint64_t *word);
+LOCUS_API void locus_dsm_store(uint64_t *word, uint64_t v);
 
 LOCUS_END_DECLS
 

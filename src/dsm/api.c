@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fnid.h"
 #include "internal.h"
 
 struct dsm_runtime dsm;
@@ -145,8 +146,11 @@ int locus_dsm_init(int *argc, char ***argv)
 			dsm.cfg.protocol, dsm_proto_names());
 		return -1;
 	}
+	dsm_fnid_init();
 	if (dsm_comm_start() != 0)
 		return -1;
+	if (dsm_ship_start() != 0)
+		dsm_fatal("cannot start the server of shipped calls");
 	dsm.all_stats = calloc((size_t)dsm.nodes, sizeof(locus_dsm_stats));
 	if (!dsm.all_stats || dsm_fault_install() != 0)
 		dsm_fatal("cannot start");
@@ -201,6 +205,7 @@ void locus_dsm_finalize(void)
 		return;
 	dsm_sync_point();
 	dsm_outside_team("locus_dsm_finalize");
+	locus_dsm_drain(); /* this thread's posts: answered before the last barrier */
 	collective(DSM_BAR_FINALIZE, 0, 1, STALL_BARRIER);
 	locus_dsm_stats mine;
 	locus_dsm_stats_get(&mine);
@@ -208,6 +213,7 @@ void locus_dsm_finalize(void)
 	dsm_call(&r);
 	/* every node's statistics are at node 0 after this */
 	collective(DSM_BAR_FINALIZE_STATS, 0, 1, STALL_BARRIER);
+	dsm_ship_stop(); /* every node's calls were answered before its last barrier */
 	if (dsm.node == 0 && dsm.cfg.stats)
 		print_all();
 	struct dsm_req leave = {.kind = DSM_REQ_LEAVE};
@@ -217,6 +223,7 @@ void locus_dsm_finalize(void)
 		dsm.proto->thread_fini();
 	dsm_fault_uninstall();
 	dsm_region_unmap();
+	dsm_home_fini();
 	dsm_table_free(dsm.resume_ns, dsm.npages, sizeof(uint64_t));
 	free(dsm.all_stats);
 	dsm.resume_ns = NULL;
@@ -241,11 +248,18 @@ const char *locus_dsm_protocol(void)
 	return dsm.proto ? dsm.proto->name : "none";
 }
 
-void *locus_dsm_alloc(size_t size)
+/* home: a node, or LOCUS_DSM_HOME_SPREAD (round robin by page). */
+static void *alloc_at(const char *call, size_t size, int home)
 {
-	dsm_require_running("locus_dsm_alloc");
+	dsm_require_running(call);
 	dsm_sync_point();
-	dsm_outside_team("locus_dsm_alloc");
+	dsm_outside_team(call);
+	if (home < LOCUS_DSM_HOME_SPREAD || home >= dsm.nodes) {
+		fprintf(stderr,
+			"locus-dsm: %s: home %d: a node (0 to %d) or LOCUS_DSM_HOME_SPREAD\n", call,
+			home, dsm.nodes - 1);
+		home = -2; /* every node still makes the call; this one disagrees */
+	}
 	/* Compared before rounding: a size near SIZE_MAX (a negative int passed
 	   as size_t) must not wrap to a small block. */
 	size_t left = dsm.size - dsm.alloc_next;
@@ -256,15 +270,23 @@ void *locus_dsm_alloc(size_t size)
 			     : dsm.page_size;
 		fits = bytes <= left;
 	}
-	/* Every node must ask for the same size in the same order. */
-	int64_t differ =
-		collective(DSM_BAR_ALLOC, fits ? (uint64_t)size : UINT64_MAX, 1, STALL_OTHER);
-	if (differ || !fits) {
+	/* The block's homes are set before the barrier: a request for one of its
+	   pages that a node sends once the barrier is over finds them set here.
+	   (A refused block's pages are set again by the next allocation.) */
+	if (fits && home >= LOCUS_DSM_HOME_SPREAD)
+		dsm_home_place(dsm.alloc_next / dsm.page_size, bytes / dsm.page_size, home);
+	/* Every node must ask for the same size and home, in the same order
+	   (a region is at most 2^44 bytes: the home fits above the size). */
+	uint64_t value = fits && home >= LOCUS_DSM_HOME_SPREAD
+				 ? (uint64_t)(home + 2) << 48 | (uint64_t)size
+				 : UINT64_MAX - (home == -2);
+	int64_t differ = collective(DSM_BAR_ALLOC, value, 1, STALL_OTHER);
+	if (differ || !fits || home < LOCUS_DSM_HOME_SPREAD) {
 		if (dsm.node == 0 && differ)
 			fprintf(stderr,
 				"locus-dsm: alloc of %zu bytes: nodes asked for different "
-				"sizes (every node calls locus_dsm_alloc with the same size, "
-				"in the same order)\n",
+				"sizes or homes (every node calls locus_dsm_alloc with the same "
+				"size, in the same order)\n",
 				size);
 		else if (dsm.node == 0)
 			fprintf(stderr,
@@ -277,6 +299,16 @@ void *locus_dsm_alloc(size_t size)
 	void *p = dsm.app + dsm.alloc_next;
 	dsm.alloc_next += bytes;
 	return p;
+}
+
+void *locus_dsm_alloc(size_t size)
+{
+	return alloc_at("locus_dsm_alloc", size, LOCUS_DSM_HOME_SPREAD);
+}
+
+void *locus_dsm_alloc_at(size_t size, int home)
+{
+	return alloc_at("locus_dsm_alloc_at", size, home);
 }
 
 void locus_dsm_barrier(void)

@@ -110,7 +110,7 @@ void dsm_fatal(const char *fmt, ...)
 
 /* ---- application side ---- */
 
-void dsm_call(struct dsm_req *r)
+void dsm_post(struct dsm_req *r)
 {
 	if (dsm_forked)
 		dsm_fatal_child("made a locus-dsm call");
@@ -121,6 +121,11 @@ void dsm_call(struct dsm_req *r)
 	while (!cas_release_weak(&dsm.posted, &top, r));
 	faa_release(&dsm.wake, 1);
 	futex_wake(&dsm.wake, 1);
+}
+
+void dsm_call(struct dsm_req *r)
+{
+	dsm_post(r);
 	for (int i = 0; i < 100; i++) {
 		if (ld_acquire(&r->done))
 			return;
@@ -131,6 +136,11 @@ void dsm_call(struct dsm_req *r)
 }
 
 /* ---- communication thread side ---- */
+
+void dsm_req_forget(void)
+{
+	outstanding--;
+}
 
 void dsm_req_done(struct dsm_req *r, int64_t result)
 {
@@ -299,6 +309,10 @@ static void dispatch(const struct dsm_hdr *h, const void *payload, size_t len)
 		break;
 	case LOCUS_DSM_MSG_HEARTBEAT:
 		break;
+	case LOCUS_DSM_MSG_SHIP:
+	case LOCUS_DSM_MSG_SHIP_REPLY:
+		dsm_ship_message(h, payload, len);
+		break;
 	case DSM_MSG_PROBE:
 	case DSM_MSG_STATUS:
 		dsm_watch_message(h, payload, len);
@@ -379,11 +393,18 @@ static int take_requests(void)
 				dsm.proto->prefetch(r->a, r->b, r->result == 1);
 			dsm_req_done(r, 0);
 			break;
+		case DSM_REQ_CALL:
+			dsm_ship_take(r);
+			break;
+		case DSM_REQ_SHIP_DONE:
+			dsm_ship_done(r);
+			break;
 		default:
 			dsm_sync_request(r);
 			break;
 		}
 	}
+	dsm_ship_flush(); /* the calls taken: one message per home */
 	return 1;
 }
 
@@ -720,7 +741,7 @@ static int comm_setup(void)
 		ok = 0;
 	if (ok) {
 		dsm.resume_ns = dsm_table_new(dsm.npages, sizeof(uint64_t));
-		if (!dsm.resume_ns || dsm.proto->init() != 0)
+		if (!dsm.resume_ns || dsm_home_init() != 0 || dsm.proto->init() != 0)
 			ok = 0;
 	}
 	int all_ok = 0;

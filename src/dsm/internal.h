@@ -34,14 +34,16 @@
 
 /* Application thread -> communication thread. */
 enum dsm_req_kind {
-	DSM_REQ_FAULT,	  /* a = page, b = 1 for write */
-	DSM_REQ_LOCK,	  /* a = lock id, c = 1 from a counted thread */
-	DSM_REQ_UNLOCK,	  /* a = lock id */
-	DSM_REQ_BARRIER,  /* a = value every node must agree on, b = threads of this
-			     node that enter (the node's team), c = DSM_BAR_* */
-	DSM_REQ_STATS,	  /* a = struct locus_dsm_stats * to send to node 0 */
-	DSM_REQ_LEAVE,	  /* the last barrier has passed: say goodbye, stop */
-	DSM_REQ_PREFETCH, /* a = first page, b = page count, result = 1 for write (in) */
+	DSM_REQ_FAULT,	   /* a = page, b = 1 for write */
+	DSM_REQ_LOCK,	   /* a = lock id, c = 1 from a counted thread */
+	DSM_REQ_UNLOCK,	   /* a = lock id */
+	DSM_REQ_BARRIER,   /* a = value every node must agree on, b = threads of this
+			      node that enter (the node's team), c = DSM_BAR_* */
+	DSM_REQ_STATS,	   /* a = struct locus_dsm_stats * to send to node 0 */
+	DSM_REQ_LEAVE,	   /* the last barrier has passed: say goodbye, stop */
+	DSM_REQ_PREFETCH,  /* a = first page, b = page count, result = 1 for write (in) */
+	DSM_REQ_CALL,	   /* a shipped call leaving (ship.c: struct ship_call), a = its home */
+	DSM_REQ_SHIP_DONE, /* the server ran a batch from another node (ship.c) */
 };
 
 /*
@@ -231,6 +233,16 @@ struct dsm_proto {
 	void (*barrier_arrive)(int node, const void *p, size_t len);
 	size_t (*barrier_leave_for)(int node, void **out);
 	int (*barrier_leave)(const void *p, size_t len);
+	/* Shipped calls that carry data (lrc; ship.c says the route): ship_out
+	   (a batch of calls leaving for home), ship_in (a batch arriving from
+	   node `from`, before it runs; what it keeps for ship_back in *keep,
+	   malloc'd, its length returned), ship_back (the batch has run: the
+	   answer's payload), ship_back_in (the answers arriving, before any
+	   call completes). */
+	size_t (*ship_out)(int home, void **out);
+	size_t (*ship_in)(int from, const void *p, size_t len, void **keep);
+	size_t (*ship_back)(int to, const void *keep, size_t len, void **out);
+	void (*ship_back_in)(int home, const void *p, size_t len);
 };
 
 const struct dsm_proto *dsm_proto_find(const char *name);
@@ -353,6 +365,13 @@ int dsm_env_known(const char *prefix, const char *const *known);
 void *dsm_table_new(size_t count, size_t size);
 void dsm_table_free(void *t, size_t count, size_t size);
 
+/* home.c: a page's home, its manager under every protocol and where its
+   shipped calls run (p % nodes unless placed). */
+int dsm_home_init(void);
+void dsm_home_fini(void);
+int dsm_home_of(size_t p);
+void dsm_home_place(size_t first, size_t count, int home); /* home < 0: the default */
+
 /* region.c */
 int dsm_region_map(void);
 void dsm_region_unmap(void);
@@ -370,6 +389,8 @@ void dsm_fault_uninstall(void);
 int dsm_comm_start(void);
 void dsm_comm_join(void);
 void dsm_call(struct dsm_req *r); /* post and sleep until done */
+void dsm_post(struct dsm_req *r); /* post and return (done says when) */
+void dsm_req_forget(void);	  /* a request taken that completes no one */
 /* comm.c: communication thread side */
 void dsm_req_done(struct dsm_req *r, int64_t result);
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len);
@@ -385,6 +406,15 @@ int dsm_sync_done(void); /* goodbye said and heard from every node */
 /* What this node waits for and holds, as text for the watchdog; returns 0
    when a thread the runtime does not count holds a lock (it may be running). */
 int dsm_sync_describe(char *buf, size_t cap);
+
+/* ship.c: shipped calls (docs/dsm.md, "Shipping") */
+int dsm_ship_start(void);	       /* the server thread, at init */
+void dsm_ship_stop(void);	       /* at finalize, after the last barrier */
+void dsm_ship_take(struct dsm_req *r); /* communication thread: DSM_REQ_CALL */
+void dsm_ship_done(struct dsm_req *r); /* communication thread: DSM_REQ_SHIP_DONE */
+void dsm_ship_flush(void);	       /* communication thread: send what was taken */
+void dsm_ship_message(const struct dsm_hdr *h, const void *payload, size_t len);
+int dsm_ship_busy(void); /* the server runs a function (the watchdog: not stalled) */
 
 /* watch.c: the deadlock watchdog (communication thread) */
 void dsm_watch_tick(uint64_t now);

@@ -149,10 +149,10 @@ static inline struct lrc_page *lrc_page(size_t p)
 	return pg;
 }
 
-/* Is page p managed here (page % nodes)? Managers are never dropped. */
+/* Is page p managed here (its home)? Managers are never dropped. */
 static inline int lrc_manages(size_t p)
 {
-	return p % lrc.nodes == (size_t)dsm.node;
+	return dsm_home_of(p) == dsm.node;
 }
 
 /* Must page p be fetched before it can be read? */
@@ -173,6 +173,13 @@ int lrc_config(void);
 extern const struct dsm_stat lrc_stats[LRC_NSTATS];
 
 /* proto_lrc.c */
+void lrc_close_interval(void); /* end the open interval (its record, if it wrote) */
+/* Append to *buf (len bytes so far) every record with idx > seen[n], for
+   every node; returns the new length. */
+size_t lrc_encode_since(const uint32_t *seen, unsigned char **buf, size_t len);
+/* Take in records (their wire form), with the interval closed; returns how
+   many were new. */
+size_t lrc_take_records(const void *payload, size_t len);
 void lrc_mem_add(int64_t d); /* metadata kept (dsm.meta_bytes, meta_peak) */
 void lrc_set_access(size_t p, uint8_t acc);
 struct interval *lrc_interval_get(uint32_t node, uint32_t idx);
@@ -187,6 +194,12 @@ void lrc_start_fetch(size_t p);
 void lrc_reply_arrived(size_t p, uint32_t node, const void *data, size_t len);
 void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len);
 void lrc_diffs_arrived(uint64_t pages, uint32_t from, const unsigned char *data, size_t len);
+
+/* lrc_ship.c: the protocol's shipped-call hooks */
+size_t lrc_ship_out(int home, void **out);
+size_t lrc_ship_in(int from, const void *p, size_t len, void **keep);
+size_t lrc_ship_back(int to, const void *keep, size_t len, void **out);
+void lrc_ship_back_in(int home, const void *p, size_t len);
 
 /* lrc_gc.c */
 void lrc_gc_start(void);

@@ -62,7 +62,7 @@ void lrc_start_fetch(size_t p)
 	}
 	lrc_batch_send();
 	if (pg->have == HAVE_NONE) {
-		lrc_send((int)(p % lrc.nodes), LOCUS_DSM_MSG_PAGE_REQ, p, 0, NULL, 0);
+		lrc_send(dsm_home_of(p), LOCUS_DSM_MSG_PAGE_REQ, p, 0, NULL, 0);
 		pg->replies_left++;
 	}
 	if (!pg->replies_left)

@@ -28,7 +28,7 @@
  * write one page at once: nothing moves until somebody synchronizes. A fault
  * on an invalid page asks every writer named in the pending notices for its
  * diffs (one DIFF_REQ per writer, all at once, batched with the read-ahead)
- * and, for a page dropped at a collection, its manager (page % nodes) for the
+ * and, for a page dropped at a collection, its manager (its home) for the
  * whole page; a page never held is the zero page plus its notices' diffs.
  * When every reply is in, the page, then the diffs in an order that extends
  * happens-before (sum of vt, then node) are written, and the page is
@@ -229,7 +229,7 @@ static void drop_twin(size_t p)
  * diffed now and stays writable with a fresh twin, unless it is invalid or
  * has been idle. One record lists the pages that changed.
  */
-static void close_interval(void)
+void lrc_close_interval(void)
 {
 	if (!lrc.ndirty)
 		return;
@@ -296,7 +296,7 @@ static size_t rec_bytes(const struct interval *iv)
 }
 
 /* Append to *buf every record with idx > seen[n], for every node. */
-static size_t encode_since(const uint32_t *seen, unsigned char **buf, size_t len)
+size_t lrc_encode_since(const uint32_t *seen, unsigned char **buf, size_t len)
 {
 	size_t need = len;
 	for (size_t n = 0; n < lrc.nodes; n++)
@@ -359,7 +359,7 @@ static int rec_cmp(const void *a, const void *b)
 }
 
 /* Take in records (the wire form); returns how many were new. */
-static size_t take_records(const void *payload, size_t len)
+size_t lrc_take_records(const void *payload, size_t len)
 {
 	if (len % sizeof(uint32_t))
 		dsm_fatal("lrc: malformed write notices (%zu bytes)", len);
@@ -605,9 +605,9 @@ static size_t lrc_lock_pass(uint32_t lock, const void *ask, size_t len, void **o
 	(void)lock;
 	if (len != lrc.nodes * sizeof(uint32_t))
 		dsm_fatal("lrc: lock request without a vector time");
-	close_interval(); /* what was written here since the release goes along */
+	lrc_close_interval(); /* what was written here since the release goes along */
 	unsigned char *buf = NULL;
-	size_t n = encode_since(ask, &buf, 0);
+	size_t n = lrc_encode_since(ask, &buf, 0);
 	*out = buf;
 	return n;
 }
@@ -615,21 +615,21 @@ static size_t lrc_lock_pass(uint32_t lock, const void *ask, size_t len, void **o
 static void lrc_acquire(uint32_t lock, const void *grant, size_t len)
 {
 	(void)lock;
-	close_interval();
+	lrc_close_interval();
 	if (len)
-		take_records(grant, len);
+		lrc_take_records(grant, len);
 }
 
 static void lrc_release(uint32_t lock)
 {
 	(void)lock;
-	close_interval();
+	lrc_close_interval();
 }
 
 /* Enter: metadata bytes (u64), vt, then the own records node 0 lacks. */
 static size_t lrc_barrier_enter(void **out)
 {
-	close_interval();
+	lrc_close_interval();
 	size_t head = sizeof(uint64_t) + lrc.nodes * sizeof(uint32_t);
 	unsigned char *buf = lrc_xmalloc(head);
 	uint64_t mem = PROTO_STAT_GET(LRC_ST_META_BYTES);
@@ -638,7 +638,7 @@ static size_t lrc_barrier_enter(void **out)
 	uint32_t *seen = lrc_xmalloc(lrc.nodes * sizeof(uint32_t));
 	memcpy(seen, lrc.vt, lrc.nodes * sizeof(uint32_t)); /* nothing of the others */
 	seen[dsm.node] = lrc.bar_sent;
-	size_t n = encode_since(seen, &buf, head);
+	size_t n = lrc_encode_since(seen, &buf, head);
 	free(seen);
 	*out = buf;
 	return n;
@@ -669,8 +669,8 @@ static size_t lrc_barrier_leave_for(int node, void **out)
 			if (mem > most)
 				most = mem;
 			if (n != 0)
-				take_records((unsigned char *)lrc.arrived[n] + head,
-					     lrc.arrived_len[n] - head);
+				lrc_take_records((unsigned char *)lrc.arrived[n] + head,
+						 lrc.arrived_len[n] - head);
 		}
 		lrc.gc_now = lrc_set.gc_bytes && most > lrc_set.gc_bytes;
 		*out = NULL;
@@ -681,7 +681,7 @@ static size_t lrc_barrier_leave_for(int node, void **out)
 	unsigned char *buf = lrc_xmalloc(sizeof(uint32_t));
 	uint32_t gc = (uint32_t)lrc.gc_now;
 	memcpy(buf, &gc, sizeof(gc));
-	size_t n = encode_since(seen, &buf, sizeof(uint32_t));
+	size_t n = lrc_encode_since(seen, &buf, sizeof(uint32_t));
 	*out = buf;
 	return n;
 }
@@ -699,7 +699,7 @@ static int lrc_barrier_leave(const void *p, size_t len)
 			dsm_fatal("lrc: barrier exit without its notices");
 		memcpy(&gc, p, sizeof(gc));
 		lrc.gc_now = (int)gc;
-		take_records((const unsigned char *)p + sizeof(gc), len - sizeof(gc));
+		lrc_take_records((const unsigned char *)p + sizeof(gc), len - sizeof(gc));
 	}
 	lrc.bar_sent = lrc.vt[dsm.node];
 	if (!lrc.gc_now)
@@ -726,4 +726,8 @@ const struct dsm_proto dsm_proto_lrc = {
 	.barrier_arrive = lrc_barrier_arrive,
 	.barrier_leave_for = lrc_barrier_leave_for,
 	.barrier_leave = lrc_barrier_leave,
+	.ship_out = lrc_ship_out,
+	.ship_in = lrc_ship_in,
+	.ship_back = lrc_ship_back,
+	.ship_back_in = lrc_ship_back_in,
 };

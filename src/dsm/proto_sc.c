@@ -5,8 +5,8 @@
  * Per page and node: the access the application view allows (none, read,
  * read-write), whether this node is the owner (holds the latest contents
  * and, only here, the copyset), and whether a request of ours is in flight.
- * Page p is managed by node p % nodes, which remembers its probable owner:
- * the last node it sent a request towards.
+ * Page p is managed by its home (home.c: p % nodes unless placed), which
+ * remembers its probable owner: the last node it sent a request towards.
  *
  * A fault sends PAGE_REQ to the manager, which forwards it (PAGE_FWD) to the
  * owner and records the requester as the new owner. The owner answers with
@@ -60,8 +60,8 @@ struct sc_page *sc_pages;
 const struct sc_hooks *sc_hooks;
 size_t *sc_list[3], sc_count[3];
 #define pages sc_pages
-/* By p / nodes, for pages managed here: 1 + the probable owner, 0 for this
-   node (the initial owner), so that the table starts as zeros. */
+/* By page, for pages managed here: 1 + the probable owner, 0 for this node
+   (the initial owner), so that the table starts as zeros. */
 static uint8_t *mgr_owner;
 static size_t *deferred_list;
 static size_t deferred_count;
@@ -73,7 +73,7 @@ static size_t deferred_count;
 int sc_init(void)
 {
 	pages = dsm_table_new(dsm.npages, sizeof(*pages));
-	mgr_owner = dsm_table_new(dsm.npages / (size_t)dsm.nodes + 1, 1);
+	mgr_owner = dsm_table_new(dsm.npages, 1);
 	deferred_list = dsm_table_new(dsm.npages, sizeof(*deferred_list));
 	sc_list[ACC_READ] = dsm_table_new(dsm.npages, sizeof(size_t));
 	sc_list[ACC_WRITE] = dsm_table_new(dsm.npages, sizeof(size_t));
@@ -86,7 +86,7 @@ void sc_page_born(size_t p)
 {
 	struct sc_page *pg = &sc_pages[p];
 	pg->born = 1;
-	if (p % (size_t)dsm.nodes == (size_t)dsm.node) {
+	if (dsm_home_of(p) == dsm.node) {
 		pg->owner = 1;
 		pg->copyset = BIT(dsm.node);
 	}
@@ -265,7 +265,7 @@ static void serve(size_t p, int write, int requester)
 /* Manager: route a request to the probable owner and record the new one. */
 static void manage(size_t p, int write, int requester)
 {
-	size_t i = p / (size_t)dsm.nodes;
+	size_t i = p;
 	int cur = mgr_owner[i] ? mgr_owner[i] - 1 : dsm.node;
 	mgr_owner[i] = (uint8_t)(requester + 1);
 	if (cur == requester)
@@ -358,7 +358,7 @@ void sc_fault(struct dsm_req *r)
 	r->result = DSM_REMOTE;
 	r->wnext = NULL;
 	pg->waiters = r;
-	int mgr = (int)(p % (size_t)dsm.nodes);
+	int mgr = dsm_home_of(p);
 	if (mgr == dsm.node)
 		manage(p, write, dsm.node);
 	else
@@ -408,7 +408,7 @@ static int prefetch_one(size_t p, int write)
 	}
 	pg->pending = (uint8_t)(1 + write);
 	pg->waiters = NULL;
-	int mgr = (int)(p % (size_t)dsm.nodes);
+	int mgr = dsm_home_of(p);
 	if (mgr == dsm.node)
 		manage(p, write, dsm.node);
 	else

@@ -8,7 +8,7 @@
 static const char *const msg_names[LOCUS_DSM_MSG_KINDS] = {
 	"page_req",   "page_fwd", "page",      "inv",	    "inv_ack",	 "lock_acq",
 	"lock_grant", "lock_rel", "bar_enter", "bar_leave", "heartbeat", "stats",
-	"lock_pass",  "diff_req", "diff",      "gc",
+	"lock_pass",  "diff_req", "diff",      "gc",	    "ship",	 "ship_reply",
 };
 
 static const char *const fault_names[LOCUS_DSM_FAULT_KINDS] = {"read", "write", "upgrade", "local",

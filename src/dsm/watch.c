@@ -48,7 +48,7 @@ static void own_status(struct status *s, uint64_t round)
 	memset(s, 0, sizeof(*s));
 	s->round = round;
 	s->progress = dsm_progress;
-	s->stalled = (uint32_t)dsm_node_stalled();
+	s->stalled = (uint32_t)(dsm_node_stalled() && !dsm_ship_busy());
 	s->pending = (uint32_t)dsm_comm_pending();
 	s->sure = (uint32_t)dsm_sync_describe(s->text, sizeof(s->text));
 }

@@ -1,0 +1,100 @@
+/*
+ * lrc: what shipped calls carry (ship.c routes them). A synchronous call is
+ * a release and an acquire for its caller, as a lock handed to the home and
+ * back would be:
+ *   leaving    the caller's node ends its interval and sends its vector
+ *              time with every record the home may lack;
+ *   arriving   the home ends its interval and takes the records in, before
+ *              the calls run (their functions then see the caller's writes);
+ *   answering  the home ends its interval (the calls' writes) and sends its
+ *              vector time with every record the caller lacks;
+ *   answered   the caller's node takes them in before any call completes.
+ * What a node may lack is bounded below by `known`: per other node, the vector
+ * time it is known to have (what was sent to it and what it said it had),
+ * raised to what a collection left (every node has every collected record).
+ */
+#include <string.h>
+
+#include "lrc.h"
+
+static uint32_t *known[DSM_MAX_NODES];
+
+static uint32_t *known_of(int node)
+{
+	if (!known[node]) {
+		known[node] = lrc_xmalloc(lrc.nodes * sizeof(uint32_t));
+		memset(known[node], 0, lrc.nodes * sizeof(uint32_t));
+	}
+	uint32_t *k = known[node];
+	for (size_t n = 0; n < lrc.nodes; n++)
+		if (k[n] < lrc.base[n])
+			k[n] = lrc.base[n];
+	return k;
+}
+
+static void raise_to(int node, const uint32_t *vt)
+{
+	uint32_t *k = known_of(node);
+	for (size_t n = 0; n < lrc.nodes; n++)
+		if (vt[n] > k[n])
+			k[n] = vt[n];
+}
+
+/* This node's vector time, then every record the other node may lack. */
+static size_t vt_and_records(int to, const uint32_t *seen, void **out)
+{
+	size_t head = lrc.nodes * sizeof(uint32_t);
+	unsigned char *buf = lrc_xmalloc(head);
+	memcpy(buf, lrc.vt, head);
+	size_t n = lrc_encode_since(seen, &buf, head);
+	raise_to(to, lrc.vt); /* it will have all of it */
+	*out = buf;
+	return n;
+}
+
+/* The other node's vector time, then records: take them in. */
+static const uint32_t *take_vt_and_records(int from, const void *p, size_t len)
+{
+	size_t head = lrc.nodes * sizeof(uint32_t);
+	if (len < head)
+		dsm_fatal("lrc: shipped calls from node %d without a vector time", from);
+	lrc_close_interval();
+	lrc_take_records((const unsigned char *)p + head, len - head);
+	raise_to(from, p);
+	return p;
+}
+
+size_t lrc_ship_out(int home, void **out)
+{
+	lrc_close_interval();
+	uint32_t seen[DSM_MAX_NODES];
+	memcpy(seen, known_of(home), lrc.nodes * sizeof(uint32_t));
+	return vt_and_records(home, seen, out);
+}
+
+size_t lrc_ship_in(int from, const void *p, size_t len, void **keep)
+{
+	const uint32_t *vt = take_vt_and_records(from, p, len);
+	size_t head = lrc.nodes * sizeof(uint32_t);
+	*keep = lrc_xmalloc(head);
+	memcpy(*keep, vt, head);
+	return head;
+}
+
+size_t lrc_ship_back(int to, const void *keep, size_t len, void **out)
+{
+	if (len != lrc.nodes * sizeof(uint32_t))
+		dsm_fatal("lrc: shipped calls answered without the caller's vector time");
+	lrc_close_interval();
+	uint32_t seen[DSM_MAX_NODES];
+	memcpy(seen, keep, len);
+	for (size_t n = 0; n < lrc.nodes; n++) /* what a collection left, every node has */
+		if (seen[n] < lrc.base[n])
+			seen[n] = lrc.base[n];
+	return vt_and_records(to, seen, out);
+}
+
+void lrc_ship_back_in(int home, const void *p, size_t len)
+{
+	take_vt_and_records(home, p, len);
+}

@@ -1,0 +1,549 @@
+/*
+ * Shipping work to the data: a call runs fn(state, a, b, c) at a node — the
+ * home of the data it works on — instead of moving the data's pages to the
+ * caller (seed 002's delegation, across machines).
+ *
+ * Each node has one server thread ("locus-dsm-ship") that runs every call
+ * made to that node, one at a time, in the order they came from each
+ * caller: mutual exclusion among the calls to one home comes from there
+ * being one server. It is an ordinary thread of the node for the protocol
+ * (its accesses fault like any other thread's; under avr they resolve as
+ * sc), so the data is local and current when the function touches it, and
+ * stays local as long as only shipped calls touch it.
+ *
+ * The route of a call to another node:
+ *   caller thread   posts a DSM_REQ_CALL (struct ship_call) to the
+ *                   communication thread, and waits (call) or goes on
+ *                   (post: the call sits in the thread's ring of RING
+ *                   slots; its callback runs on that thread, in order, at a
+ *                   later post or at drain);
+ *   communication   gathers every call taken in one pass of its loop, per
+ *   thread          home, into one SHIP message (seed 001 §4.1's request
+ *                   combining; seed 002's request lines), with the
+ *                   protocol's ship_out payload in front;
+ *   home            ship_in, then the batch goes to the server's queue; the
+ *                   server runs it and hands it back (DSM_REQ_SHIP_DONE);
+ *                   the communication thread sends one SHIP_REPLY with
+ *                   ship_back's payload and every result;
+ *   caller's comm   ship_back_in, then each call completes (token: the
+ *   thread          struct ship_call's address).
+ * A call to this node goes to the server's queue at once, and completes
+ * there. A call made by the server itself to this node runs inline (it
+ * would otherwise wait for itself); while the server waits for a call to
+ * another node, it serves its queue, so calls that ship calls (even back to
+ * the caller's node) never wait for each other in a cycle.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "common/futex.h"
+#include "fnid.h"
+#include "internal.h"
+
+#define RING 64 /* posts one thread may have in flight */
+
+struct ship_call {
+	struct dsm_req req; /* DSM_REQ_CALL, a = home; done and result when it has run */
+	struct dsm_fnid fn;
+	uint64_t state, a, b, c;
+	locus_cb cb;
+	void *ctx;
+	int by_server;		 /* made by this node's server: completion wakes it */
+	struct ship_call *onext; /* the communication thread's list for one home */
+};
+
+struct wire_call {
+	uint32_t obj, check;
+	uint64_t off, state, a, b, c, token;
+};
+
+struct wire_result {
+	uint64_t token, result;
+};
+
+/* Calls to run here, from one node (this one: from == dsm.node). */
+struct batch {
+	struct dsm_req req; /* DSM_REQ_SHIP_DONE */
+	struct batch *next;
+	int from;
+	uint32_t n;
+	void *keep; /* the protocol's ship_in keeps this for ship_back */
+	size_t keep_len;
+	uint64_t *results;
+	struct wire_call calls[];
+};
+
+static struct {
+	pthread_t thread;
+	int running;
+	uint32_t stop;
+	pthread_mutex_t mu;
+	struct batch *head, *tail;
+	uint32_t word;	 /* futex: every push, and every completion of the server's own calls */
+	uint32_t busy;	 /* running a function */
+	uint32_t queued; /* batches in the queue */
+} srv = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static __thread int on_server; /* this thread is the server */
+
+/* Communication thread: calls taken, per home, not yet sent. */
+static struct ship_call *out_head[DSM_MAX_NODES], *out_tail[DSM_MAX_NODES];
+static uint32_t out_n[DSM_MAX_NODES];
+
+/* ---- the server ---- */
+
+static void push(struct batch *b)
+{
+	b->next = NULL;
+	pthread_mutex_lock(&srv.mu);
+	if (srv.tail)
+		srv.tail->next = b;
+	else
+		srv.head = b;
+	srv.tail = b;
+	faa_relaxed(&srv.queued, 1);
+	pthread_mutex_unlock(&srv.mu);
+	faa_release(&srv.word, 1);
+	futex_wake(&srv.word, 1);
+}
+
+static struct batch *pop(void)
+{
+	pthread_mutex_lock(&srv.mu);
+	struct batch *b = srv.head;
+	if (b) {
+		srv.head = b->next;
+		if (!srv.head)
+			srv.tail = NULL;
+		faa_relaxed(&srv.queued, (uint32_t)-1);
+	}
+	pthread_mutex_unlock(&srv.mu);
+	return b;
+}
+
+static struct batch *batch_new(uint32_t n)
+{
+	struct batch *b = calloc(1, sizeof(*b) + n * sizeof(struct wire_call));
+	uint64_t *r = calloc(n ? n : 1, sizeof(uint64_t));
+	if (!b || !r)
+		dsm_fatal("out of memory for %u shipped calls", n);
+	b->n = n;
+	b->results = r;
+	return b;
+}
+
+static void batch_free(struct batch *b)
+{
+	free(b->keep);
+	free(b->results);
+	free(b);
+}
+
+static uint64_t run_one(const struct wire_call *w)
+{
+	struct dsm_fnid id = {.obj = w->obj, .check = w->check, .off = w->off};
+	locus_fn fn = (locus_fn)dsm_fnid_fn(&id);
+	if (!fn)
+		dsm_fatal("a shipped call names no function of this program (object %u, offset "
+			  "0x%llx): every node runs the same program",
+			  w->obj, (unsigned long long)w->off);
+	st_relaxed(&srv.busy, 1);
+	uint64_t r = fn((void *)(uintptr_t)w->state, w->a, w->b, w->c);
+	st_relaxed(&srv.busy, 0);
+	return r;
+}
+
+static void complete(struct ship_call *c, uint64_t result)
+{
+	int by_server = c->by_server;
+	c->req.result = (int64_t)result;
+	st_release(&c->req.done, 1);
+	futex_wake(&c->req.done, 1);
+	if (by_server) { /* c may be gone now: by_server was read first */
+		faa_release(&srv.word, 1);
+		futex_wake(&srv.word, 1);
+	}
+}
+
+/* Run one batch of the queue; 0 if it was empty. */
+static int serve_one(void)
+{
+	struct batch *b = pop();
+	if (!b)
+		return 0;
+	for (uint32_t i = 0; i < b->n; i++)
+		b->results[i] = run_one(&b->calls[i]);
+	if (b->from != dsm.node) {
+		b->req.kind = DSM_REQ_SHIP_DONE;
+		dsm_post(&b->req); /* the communication thread answers and frees it */
+		return 1;
+	}
+	for (uint32_t i = 0; i < b->n; i++)
+		complete((struct ship_call *)(uintptr_t)b->calls[i].token, b->results[i]);
+	batch_free(b);
+	return 1;
+}
+
+static void *server_main(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "locus-dsm-ship");
+	on_server = 1;
+	for (;;) {
+		uint32_t seen = ld_acquire(&srv.word);
+		if (serve_one())
+			continue;
+		if (ld_acquire(&srv.stop))
+			return NULL;
+		futex_wait(&srv.word, seen);
+	}
+}
+
+int dsm_ship_start(void)
+{
+	srv.stop = 0;
+	srv.head = srv.tail = NULL;
+	if (pthread_create(&srv.thread, NULL, server_main, NULL) != 0)
+		return -1;
+	srv.running = 1;
+	return 0;
+}
+
+void dsm_ship_stop(void)
+{
+	if (!srv.running)
+		return;
+	st_release(&srv.stop, 1);
+	faa_release(&srv.word, 1);
+	futex_wake(&srv.word, 1);
+	pthread_join(srv.thread, NULL);
+	srv.running = 0;
+}
+
+int dsm_ship_busy(void)
+{
+	return ld_relaxed(&srv.busy) || ld_relaxed(&srv.queued);
+}
+
+/* ---- the communication thread ---- */
+
+void dsm_ship_take(struct dsm_req *r)
+{
+	struct ship_call *c = (struct ship_call *)r;
+	int home = (int)r->a;
+	c->onext = NULL;
+	if (out_tail[home])
+		out_tail[home]->onext = c;
+	else
+		out_head[home] = c;
+	out_tail[home] = c;
+	out_n[home]++;
+}
+
+/* Where a message's items start: after the protocol's payload, aligned. */
+static size_t items_at(size_t plen)
+{
+	return (plen + 7) & ~(size_t)7;
+}
+
+/* One message's payload: what the protocol adds, then n items of size each. */
+static void *message(uint32_t n, size_t size, const void *proto, size_t plen, size_t *len)
+{
+	*len = items_at(plen) + n * size;
+	char *buf = calloc(1, *len ? *len : 1);
+	if (!buf)
+		dsm_fatal("out of memory for a message of %u shipped calls", n);
+	if (plen)
+		memcpy(buf, proto, plen);
+	return buf;
+}
+
+void dsm_ship_flush(void)
+{
+	for (int home = 0; home < dsm.nodes; home++) {
+		if (!out_n[home])
+			continue;
+		void *proto = NULL;
+		size_t plen = dsm.proto->ship_out ? dsm.proto->ship_out(home, &proto) : 0, len;
+		char *buf = message(out_n[home], sizeof(struct wire_call), proto, plen, &len);
+		struct wire_call *w = (struct wire_call *)(void *)(buf + items_at(plen));
+		uint32_t i = 0;
+		for (struct ship_call *c = out_head[home]; c; c = c->onext, i++)
+			w[i] = (struct wire_call){.obj = c->fn.obj,
+						  .check = c->fn.check,
+						  .off = c->fn.off,
+						  .state = c->state,
+						  .a = c->a,
+						  .b = c->b,
+						  .c = c->c,
+						  .token = (uint64_t)(uintptr_t)c};
+		struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_SHIP, .a = out_n[home], .b = plen};
+		dsm_send(home, &h, buf, len);
+		free(buf);
+		free(proto);
+		out_head[home] = out_tail[home] = NULL;
+		out_n[home] = 0;
+	}
+}
+
+void dsm_ship_done(struct dsm_req *r)
+{
+	struct batch *b = (struct batch *)r;
+	void *proto = NULL;
+	size_t plen = dsm.proto->ship_back
+			      ? dsm.proto->ship_back(b->from, b->keep, b->keep_len, &proto)
+			      : 0,
+	       len;
+	char *buf = message(b->n, sizeof(struct wire_result), proto, plen, &len);
+	struct wire_result *w = (struct wire_result *)(void *)(buf + items_at(plen));
+	for (uint32_t i = 0; i < b->n; i++)
+		w[i] = (struct wire_result){.token = b->calls[i].token, .result = b->results[i]};
+	struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_SHIP_REPLY, .a = b->n, .b = plen};
+	dsm_send(b->from, &h, buf, len);
+	free(buf);
+	free(proto);
+	batch_free(b);
+	dsm_req_forget();
+}
+
+/* A message's items after the protocol's payload; NULL when malformed. */
+static const void *items(const struct dsm_hdr *h, const void *payload, size_t len, size_t size)
+{
+	if (h->b > len || items_at(h->b) > len || (len - items_at(h->b)) != h->a * size)
+		return NULL;
+	return (const char *)payload + items_at(h->b);
+}
+
+void dsm_ship_message(const struct dsm_hdr *h, const void *payload, size_t len)
+{
+	if (h->kind == LOCUS_DSM_MSG_SHIP) {
+		const struct wire_call *w = items(h, payload, len, sizeof(*w));
+		if (!w)
+			dsm_fatal("malformed shipped calls from node %d", h->src);
+		struct batch *b = batch_new((uint32_t)h->a);
+		b->from = h->src;
+		memcpy(b->calls, w, h->a * sizeof(*w));
+		if (dsm.proto->ship_in)
+			b->keep_len = dsm.proto->ship_in(h->src, payload, h->b, &b->keep);
+		push(b);
+		return;
+	}
+	const struct wire_result *w = items(h, payload, len, sizeof(*w));
+	if (!w)
+		dsm_fatal("malformed answers to shipped calls from node %d", h->src);
+	if (dsm.proto->ship_back_in)
+		dsm.proto->ship_back_in(h->src, payload, h->b);
+	for (uint64_t i = 0; i < h->a; i++) {
+		struct ship_call *c = (struct ship_call *)(uintptr_t)w[i].token;
+		int by_server = c->by_server;
+		dsm_req_done(&c->req, (int64_t)w[i].result);
+		if (by_server) {
+			faa_release(&srv.word, 1);
+			futex_wake(&srv.word, 1);
+		}
+	}
+}
+
+/* ---- the caller ---- */
+
+/* Check and fill c for a call to node; -1 with a message. */
+static int prepare(struct ship_call *c, const char *what, int node, locus_fn fn, void *state,
+		   uint64_t a, uint64_t b, uint64_t cc)
+{
+	dsm_require_running(what);
+	if (node < 0 || node >= dsm.nodes) {
+		fprintf(stderr, "locus-dsm: %s to node %d: nodes are 0 to %d\n", what, node,
+			dsm.nodes - 1);
+		return -1;
+	}
+	memset(c, 0, sizeof(*c));
+	if (!fn || dsm_fnid_of((const void *)fn, &c->fn) != 0) {
+		fprintf(stderr,
+			"locus-dsm: %s: function %p is not in the program's image (the program "
+			"or a library loaded at start): it cannot be shipped\n",
+			what, (void *)fn);
+		return -1;
+	}
+	c->req.kind = DSM_REQ_CALL;
+	c->req.a = (uint64_t)node;
+	c->state = (uint64_t)(uintptr_t)state;
+	c->a = a;
+	c->b = b;
+	c->c = cc;
+	c->by_server = on_server;
+	return 0;
+}
+
+/* Start c on its way (it completes through c->req.done). */
+static void launch(struct ship_call *c)
+{
+	if ((int)c->req.a != dsm.node) {
+		dsm_post(&c->req);
+		return;
+	}
+	struct batch *b = batch_new(1);
+	b->from = dsm.node;
+	b->calls[0] = (struct wire_call){.obj = c->fn.obj,
+					 .check = c->fn.check,
+					 .off = c->fn.off,
+					 .state = c->state,
+					 .a = c->a,
+					 .b = c->b,
+					 .c = c->c,
+					 .token = (uint64_t)(uintptr_t)c};
+	push(b);
+}
+
+/* Until c has completed; the server serves its queue meanwhile. */
+static void wait_for(struct ship_call *c)
+{
+	if (on_server) {
+		for (;;) {
+			uint32_t seen = ld_acquire(&srv.word);
+			if (ld_acquire(&c->req.done))
+				return;
+			if (!serve_one())
+				futex_wait(&srv.word, seen);
+		}
+	}
+	for (int i = 0; i < 100 && !ld_acquire(&c->req.done); i++)
+		cpu_relax();
+	while (!ld_acquire(&c->req.done))
+		futex_wait(&c->req.done, 0);
+}
+
+/* A call the server makes to its own node runs inline: the server would
+   otherwise wait for itself. */
+static uint64_t inline_call(const struct ship_call *c, locus_fn fn)
+{
+	return fn((void *)(uintptr_t)c->state, c->a, c->b, c->c);
+}
+
+uint64_t locus_dsm_call(int node, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct ship_call call;
+	if (prepare(&call, "locus_dsm_call", node, fn, state, a, b, c) != 0)
+		exit(1);
+	dsm_sync_point();
+	if (on_server && node == dsm.node)
+		return inline_call(&call, fn);
+	struct dsm_stall st;
+	dsm_stall_begin(&st, STALL_OTHER);
+	launch(&call);
+	wait_for(&call);
+	dsm_stall_end(&st, mono_ns(), DSM_LOCAL);
+	return (uint64_t)call.req.result;
+}
+
+uint64_t locus_dsm_call_home(locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	int home = locus_dsm_home(state);
+	if (home < 0) {
+		fprintf(stderr, "locus-dsm: locus_dsm_call_home: %p is not in the shared region\n",
+			state);
+		exit(1);
+	}
+	return locus_dsm_call(home, fn, state, a, b, c);
+}
+
+/* ---- posts: the thread's ring ---- */
+
+struct ring {
+	struct ship_call slot[RING];
+	uint32_t head, tail; /* head: the oldest not called back; tail: the next free */
+};
+
+static __thread struct ring *ring;
+static pthread_key_t ring_key;
+static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
+
+static void finish_oldest(struct ring *r)
+{
+	struct ship_call *c = &r->slot[r->head % RING];
+	wait_for(c);
+	r->head++;
+	if (c->cb)
+		c->cb(c->ctx, (uint64_t)c->req.result);
+}
+
+static void reap(struct ring *r)
+{
+	while (r->head != r->tail && ld_acquire(&r->slot[r->head % RING].req.done))
+		finish_oldest(r);
+}
+
+/* A thread that exits with posts in flight: their slots must outlive them. */
+static void ring_exit(void *p)
+{
+	struct ring *r = p;
+	while (r->head != r->tail)
+		finish_oldest(r);
+	free(r);
+}
+
+static void ring_key_make(void)
+{
+	pthread_key_create(&ring_key, ring_exit);
+}
+
+static struct ring *my_ring(void)
+{
+	if (!ring) {
+		pthread_once(&ring_once, ring_key_make);
+		ring = calloc(1, sizeof(*ring));
+		if (!ring)
+			dsm_fatal("out of memory for a thread's posts");
+		pthread_setspecific(ring_key, ring);
+	}
+	return ring;
+}
+
+int locus_dsm_post(int node, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c,
+		   locus_cb cb, void *ctx)
+{
+	struct ship_call call;
+	if (prepare(&call, "locus_dsm_post", node, fn, state, a, b, c) != 0)
+		return -1;
+	dsm_sync_point();
+	if (on_server && node == dsm.node) {
+		uint64_t result = inline_call(&call, fn);
+		if (cb)
+			cb(ctx, result);
+		return 0;
+	}
+	struct ring *r = my_ring();
+	if (r->tail - r->head == RING)
+		finish_oldest(r);
+	struct ship_call *slot = &r->slot[r->tail++ % RING];
+	*slot = call;
+	slot->cb = cb;
+	slot->ctx = ctx;
+	launch(slot);
+	reap(r);
+	return 0;
+}
+
+int locus_dsm_post_home(locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
+			void *ctx)
+{
+	int home = locus_dsm_home(state);
+	if (home < 0) {
+		fprintf(stderr, "locus-dsm: locus_dsm_post_home: %p is not in the shared region\n",
+			state);
+		return -1;
+	}
+	return locus_dsm_post(home, fn, state, a, b, c, cb, ctx);
+}
+
+void locus_dsm_drain(void)
+{
+	if (!ring)
+		return;
+	while (ring->head != ring->tail)
+		finish_oldest(ring);
+}

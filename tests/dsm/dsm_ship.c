@@ -1,0 +1,419 @@
+/*
+ * Shipped calls (locus_dsm_call/post, the atomics, homes), under whatever
+ * LOCUS_DSM_PROTOCOL says:
+ *
+ *   dsm_ship counters N T   T threads per node; each makes N shipped
+ *                           increments of counters homed at every node
+ *                           (calls and posts), N increments of the same
+ *                           counters page-based under a DSM lock that the
+ *                           shipped function takes too, and N atomic
+ *                           fetch-adds: every total exact
+ *   dsm_ship bank N T       accounts at node 0's home; every transfer is one
+ *                           shipped call, every audit (one call) sees the
+ *                           total unchanged, and so does the end
+ *   dsm_ship callbacks N T  posts' callbacks run once each, on the posting
+ *                           thread, in order, all of them by drain
+ *   dsm_ship nested N       a shipped call that ships calls (to another home,
+ *                           to its own, and back to the caller's node)
+ *   dsm_ship atomics N      compare-exchange and exchange from every node;
+ *                           a flag stored atomically publishes data written
+ *                           page-based (release/acquire under lrc)
+ *   dsm_ship refuse         a function outside the image and a bad node are
+ *                           refused with a message (post: -1)
+ *
+ * Each prints what it checked and exits nonzero on a violation.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "locus/dsm.h"
+
+#define PAGE	  4096
+#define LOCK_BASE 100
+
+static int me, nodes, team;
+static long iters;
+
+static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "dsm_ship: node %d: FAIL: ", me);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+/* ---- counters ---- */
+
+/* One page per home: word 0 counts everything, word 1 the shipped part. */
+static uint64_t *counter_page[64];
+
+static uint64_t add_locked(void *state, uint64_t v, uint64_t lock, uint64_t c)
+{
+	(void)c;
+	uint64_t *w = state;
+	locus_dsm_lock((uint32_t)lock); /* page-based writers of the word take it too */
+	w[0] += v;
+	w[1] += v;
+	uint64_t now = w[0];
+	locus_dsm_unlock((uint32_t)lock);
+	return now;
+}
+
+static void count_cb(void *ctx, uint64_t result)
+{
+	(void)result;
+	(*(long *)ctx)++;
+}
+
+static void counters_thread(int t, void *arg)
+{
+	(void)arg;
+	long called_back = 0, posted = 0;
+	for (long i = 0; i < iters; i++) {
+		int home = (int)((i + t + me) % nodes);
+		uint64_t *w = counter_page[home];
+		if (i % 2) {
+			if (locus_dsm_call_home(add_locked, w, 1, LOCK_BASE + (uint64_t)home, 0) ==
+			    0)
+				fail("a shipped increment returned 0");
+		} else {
+			if (locus_dsm_post_home(add_locked, w, 1, LOCK_BASE + (uint64_t)home, 0,
+						count_cb, &called_back) != 0)
+				fail("post refused");
+			posted++;
+		}
+		locus_dsm_lock(LOCK_BASE + (uint32_t)home); /* the same counter, page-based */
+		w[0] += 1;
+		locus_dsm_unlock(LOCK_BASE + (uint32_t)home);
+		locus_dsm_fetch_add(&w[2], 1);
+	}
+	locus_dsm_drain();
+	if (called_back != posted)
+		fail("%ld callbacks for %ld posts", called_back, posted);
+}
+
+static uint64_t count_every_home(void)
+{
+	uint64_t sum = 0;
+	for (int h = 0; h < nodes; h++)
+		sum += locus_dsm_load(&counter_page[h][0]);
+	return sum;
+}
+
+static int mode_counters(void)
+{
+	for (int h = 0; h < nodes; h++)
+		counter_page[h] = locus_dsm_alloc_at(PAGE, h);
+	for (int h = 0; h < nodes; h++)
+		if (!counter_page[h] || locus_dsm_home(counter_page[h]) != h)
+			fail("page placed at %d is at home %d", h, locus_dsm_home(counter_page[h]));
+	locus_dsm_barrier();
+	locus_dsm_parallel(team, counters_thread, NULL);
+	locus_dsm_barrier();
+	uint64_t want = (uint64_t)nodes * (uint64_t)team * (uint64_t)iters;
+	uint64_t all = count_every_home(), shipped = 0, atomics = 0;
+	for (int h = 0; h < nodes; h++) {
+		shipped += locus_dsm_load(&counter_page[h][1]);
+		atomics += locus_dsm_load(&counter_page[h][2]);
+	}
+	if (all != 2 * want || shipped != want || atomics != want)
+		fail("totals %llu (want %llu), shipped %llu and atomic %llu (want %llu)",
+		     (unsigned long long)all, (unsigned long long)(2 * want),
+		     (unsigned long long)shipped, (unsigned long long)atomics,
+		     (unsigned long long)want);
+	if (me == 0)
+		printf("counters: %llu increments, half shipped, and %llu atomic, exact on %d "
+		       "nodes x %d threads\n",
+		       (unsigned long long)all, (unsigned long long)atomics, nodes, team);
+	return 0;
+}
+
+/* ---- bank ---- */
+
+#define ACCOUNTS 64
+#define OPENING	 1000
+
+static uint64_t *accounts;
+
+static uint64_t transfer(void *state, uint64_t from, uint64_t to, uint64_t amount)
+{
+	int64_t *acct = state;
+	if (acct[from] < (int64_t)amount)
+		return 0;
+	acct[from] -= (int64_t)amount;
+	acct[to] += (int64_t)amount;
+	return 1;
+}
+
+static uint64_t audit(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)a, (void)b, (void)c;
+	const int64_t *acct = state;
+	int64_t sum = 0;
+	for (int i = 0; i < ACCOUNTS; i++) {
+		if (acct[i] < 0)
+			return UINT64_MAX;
+		sum += acct[i];
+	}
+	return (uint64_t)sum;
+}
+
+static void bank_thread(int t, void *arg)
+{
+	(void)arg;
+	unsigned seed = 77u * (unsigned)(me * team + t + 1);
+	for (long i = 0; i < iters; i++) {
+		uint64_t from = (uint64_t)rand_r(&seed) % ACCOUNTS,
+			 to = (uint64_t)rand_r(&seed) % ACCOUNTS;
+		if (i % 3)
+			locus_dsm_call_home(transfer, accounts, from, to,
+					    (uint64_t)rand_r(&seed) % 50);
+		else
+			locus_dsm_post_home(transfer, accounts, from, to,
+					    (uint64_t)rand_r(&seed) % 50, NULL, NULL);
+		if (i % 16 == 0) {
+			uint64_t sum = locus_dsm_call_home(audit, accounts, 0, 0, 0);
+			if (sum != ACCOUNTS * OPENING)
+				fail("an audit saw %lld, want %d", (long long)sum,
+				     ACCOUNTS * OPENING);
+		}
+	}
+	locus_dsm_drain();
+}
+
+static int mode_bank(void)
+{
+	accounts = locus_dsm_alloc_at(ACCOUNTS * sizeof(uint64_t), 0);
+	if (me == 0)
+		for (int i = 0; i < ACCOUNTS; i++)
+			accounts[i] = OPENING;
+	locus_dsm_barrier();
+	locus_dsm_parallel(team, bank_thread, NULL);
+	locus_dsm_barrier();
+	uint64_t sum = locus_dsm_call_home(audit, accounts, 0, 0, 0);
+	if (sum != ACCOUNTS * OPENING)
+		fail("the bank holds %lld at the end, want %d", (long long)sum, ACCOUNTS * OPENING);
+	if (me == 0)
+		printf("bank: %ld transfers per thread on %d nodes x %d threads, every audit "
+		       "exact\n",
+		       iters, nodes, team);
+	return 0;
+}
+
+/* ---- callbacks ---- */
+
+struct cb_log {
+	pthread_t thread;
+	long next, calls, wrong_thread, out_of_order;
+};
+
+static uint64_t echo(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)state, (void)b, (void)c;
+	return a;
+}
+
+static void logged_cb(void *ctx, uint64_t result)
+{
+	struct cb_log *log = ctx;
+	log->calls++;
+	if (!pthread_equal(pthread_self(), log->thread))
+		log->wrong_thread++;
+	if ((long)result != log->next)
+		log->out_of_order++;
+	log->next = (long)result + 1;
+}
+
+static uint64_t *cb_page;
+
+static void callbacks_thread(int t, void *arg)
+{
+	(void)t, (void)arg;
+	struct cb_log log = {.thread = pthread_self()};
+	for (long i = 0; i < iters; i++)
+		if (locus_dsm_post((int)(i % nodes), echo, cb_page, (uint64_t)i, 0, 0, logged_cb,
+				   &log) != 0)
+			fail("post refused");
+	locus_dsm_drain();
+	if (log.calls != iters || log.wrong_thread || log.out_of_order)
+		fail("%ld callbacks for %ld posts, %ld on another thread, %ld out of order",
+		     log.calls, iters, log.wrong_thread, log.out_of_order);
+	locus_dsm_drain(); /* nothing left: returns at once */
+}
+
+static int mode_callbacks(void)
+{
+	cb_page = locus_dsm_alloc(PAGE);
+	locus_dsm_parallel(team, callbacks_thread, NULL);
+	locus_dsm_barrier();
+	if (me == 0)
+		printf("callbacks: %ld posts per thread, each called back once, in order, on "
+		       "its thread\n",
+		       iters);
+	return 0;
+}
+
+/* ---- nested ---- */
+
+static uint64_t *nest_page[64];
+
+/* At home h: add v here, then ship to the next home, to this one (inline)
+   and, with depth left, on around the ring (back to the caller's node). */
+static uint64_t around(void *state, uint64_t v, uint64_t depth, uint64_t c)
+{
+	(void)c;
+	uint64_t *w = state;
+	__atomic_fetch_add(w, v, __ATOMIC_SEQ_CST);
+	int here = locus_dsm_node();
+	uint64_t more = locus_dsm_call(here, echo, w, 1, 0, 0); /* its own: inline */
+	if (!depth)
+		return v + more - 1;
+	int next = (here + 1) % locus_dsm_nodes();
+	return v + locus_dsm_call_home(around, nest_page[next], v, depth - 1, 0);
+}
+
+static int mode_nested(void)
+{
+	for (int h = 0; h < nodes; h++)
+		nest_page[h] = locus_dsm_alloc_at(PAGE, h);
+	locus_dsm_barrier();
+	int depth = 2 * nodes; /* around the ring twice: back through every node */
+	for (long i = 0; i < iters; i++) {
+		uint64_t r = locus_dsm_call_home(around, nest_page[me], 1, (uint64_t)depth, 0);
+		if (r != (uint64_t)depth + 1)
+			fail("a chain of %d nested calls returned %llu", depth + 1,
+			     (unsigned long long)r);
+	}
+	locus_dsm_barrier();
+	uint64_t sum = 0;
+	for (int h = 0; h < nodes; h++)
+		sum += locus_dsm_load(nest_page[h]);
+	uint64_t want = (uint64_t)nodes * (uint64_t)iters * (uint64_t)(depth + 1);
+	if (sum != want)
+		fail("nested calls added %llu, want %llu", (unsigned long long)sum,
+		     (unsigned long long)want);
+	if (me == 0)
+		printf("nested: %ld chains of %d calls from every node, each through every "
+		       "node\n",
+		       iters, depth + 1);
+	return 0;
+}
+
+/* ---- atomics ---- */
+
+static int mode_atomics(void)
+{
+	uint64_t *words = locus_dsm_alloc_at(PAGE, nodes - 1);
+	uint64_t *data = locus_dsm_alloc_at(4 * PAGE, 0);
+	locus_dsm_barrier();
+	for (long i = 0; i < iters; i++) { /* a counter by compare-exchange */
+		uint64_t seen = locus_dsm_load(&words[0]);
+		while (!locus_dsm_compare_exchange(&words[0], &seen, seen + 1))
+			;
+		locus_dsm_exchange(&words[1 + me], (uint64_t)i);
+	}
+	locus_dsm_barrier();
+	if (locus_dsm_load(&words[0]) != (uint64_t)nodes * (uint64_t)iters)
+		fail("compare-exchange counted %llu, want %llu",
+		     (unsigned long long)locus_dsm_load(&words[0]),
+		     (unsigned long long)nodes * (uint64_t)iters);
+	for (int n = 0; n < nodes; n++)
+		if (locus_dsm_load(&words[1 + n]) != (uint64_t)iters - 1)
+			fail("node %d's exchanged word holds %llu", n,
+			     (unsigned long long)locus_dsm_load(&words[1 + n]));
+	/* Message passing: data written page-based, published by an atomic store
+	   of a flag, read after an atomic load sees it. */
+	uint64_t *flag = &words[100];
+	for (long round = 1; round <= iters / 10 + 1; round++) {
+		int writer = (int)(round % nodes);
+		if (me == writer) {
+			for (int k = 0; k < 4; k++)
+				data[k * (PAGE / 8)] = (uint64_t)round;
+			locus_dsm_store(flag, (uint64_t)round);
+		} else {
+			while (locus_dsm_load(flag) != (uint64_t)round)
+				;
+			locus_dsm_avr_pause();
+			for (int k = 0; k < 4; k++)
+				if (data[k * (PAGE / 8)] != (uint64_t)round)
+					fail("round %ld: after the flag, page %d holds %llu", round,
+					     k, (unsigned long long)data[k * (PAGE / 8)]);
+			locus_dsm_avr_resume();
+		}
+		locus_dsm_barrier();
+	}
+	if (me == 0)
+		printf("atomics: compare-exchange and exchange exact; a flag published data "
+		       "%ld times\n",
+		       iters / 10 + 1);
+	return 0;
+}
+
+/* ---- refuse ---- */
+
+static int mode_refuse(void)
+{
+	void *code = mmap(NULL, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t *page = locus_dsm_alloc(PAGE);
+	if (code == MAP_FAILED || !page)
+		fail("set-up");
+	if (locus_dsm_post(0, (locus_fn)code, page, 0, 0, 0, NULL, NULL) != -1)
+		fail("a function outside the image was accepted");
+	if (locus_dsm_post(nodes, echo, page, 0, 0, 0, NULL, NULL) != -1 ||
+	    locus_dsm_post(-1, echo, page, 0, 0, 0, NULL, NULL) != -1)
+		fail("a bad node was accepted");
+	if (locus_dsm_post_home(echo, &me, 0, 0, 0, NULL, NULL) != -1)
+		fail("a home outside the region was accepted");
+	if (locus_dsm_alloc_at(PAGE, nodes) != NULL)
+		fail("a block placed at node %d was allocated", nodes);
+	if (me == 0)
+		printf("refuse: unshippable function, bad nodes and homes refused\n");
+	return 0;
+}
+
+static long arg(const char *s, long lo, long hi)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (!*s || *end || v < lo || v > hi) {
+		fprintf(stderr, "dsm_ship: '%s' is not a number from %ld to %ld\n", s, lo, hi);
+		exit(2);
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: dsm_ship MODE [N [T]] (see the source)\n");
+		return 2;
+	}
+	if (locus_dsm_init(&argc, &argv) != 0)
+		return 1;
+	me = locus_dsm_node();
+	nodes = locus_dsm_nodes();
+	iters = argc > 2 ? arg(argv[2], 1, 100000000) : 100;
+	team = argc > 3 ? (int)arg(argv[3], 1, 64) : 1;
+	const char *mode = argv[1];
+	int rc = !strcmp(mode, "counters")    ? mode_counters()
+		 : !strcmp(mode, "bank")      ? mode_bank()
+		 : !strcmp(mode, "callbacks") ? mode_callbacks()
+		 : !strcmp(mode, "nested")    ? mode_nested()
+		 : !strcmp(mode, "atomics")   ? mode_atomics()
+		 : !strcmp(mode, "refuse")
+			 ? mode_refuse()
+			 : (fprintf(stderr, "dsm_ship: unknown mode %s\n", mode), 2);
+	locus_dsm_finalize();
+	return rc;
+}
