@@ -315,6 +315,7 @@ void locus_dsm_barrier(void)
 {
 	dsm_require_running("locus_dsm_barrier");
 	dsm_sync_point();
+	locus_dsm_drain(); /* this thread's posts are part of what comes before */
 	dsm_team_count_barrier(0);
 	collective(DSM_BAR_BARRIER, 0, (uint64_t)locus_dsm_threads(), STALL_BARRIER);
 }

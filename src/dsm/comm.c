@@ -45,7 +45,8 @@
 #define SPIN_POLLS	   64
 #define SLEEP_MIN_NS	   10000ull
 #define SLEEP_MAX_NS	   1000000ull
-#define SLEEP_MAX_BUSY_NS  50000ull /* while an application thread waits on us */
+#define SLEEP_MAX_BUSY_NS  50000ull   /* while an application thread waits on us */
+#define ACTIVE_NS	   2000000ull /* ... and this long after the last work */
 #define LIVENESS_EVERY_NS  50000000ull
 #define HEARTBEAT_EVERY_NS 500000000ull
 
@@ -605,7 +606,7 @@ static void sleep_on_wake(uint32_t seen, uint64_t ns)
 
 static void comm_loop(void)
 {
-	uint64_t backoff = SLEEP_MIN_NS, next_liveness = 0;
+	uint64_t backoff = SLEEP_MIN_NS, next_liveness = 0, active_until = 0;
 	int idle = 0;
 	/* Runtime overhead: this thread's CPU time is read once per iteration and
 	   the difference charged to the previous iteration if it did something
@@ -644,11 +645,15 @@ static void comm_loop(void)
 		if (progress) {
 			idle = 0;
 			backoff = SLEEP_MIN_NS;
+			active_until = now + ACTIVE_NS;
 			continue;
 		}
 		if (++idle < SPIN_POLLS)
 			continue;
-		uint64_t cap = outstanding ? SLEEP_MAX_BUSY_NS : SLEEP_MAX_NS;
+		/* Short sleeps while this node waits for answers, or has just
+		   worked: more messages are likely on their way (shipped calls to
+		   serve here, for one), and a message waits for the sleep's end. */
+		uint64_t cap = outstanding || now < active_until ? SLEEP_MAX_BUSY_NS : SLEEP_MAX_NS;
 		uint64_t ns = backoff < cap ? backoff : cap;
 		if (next != UINT64_MAX) {
 			uint64_t until = next > now ? next - now : 0;

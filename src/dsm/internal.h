@@ -414,7 +414,9 @@ void dsm_ship_take(struct dsm_req *r); /* communication thread: DSM_REQ_CALL */
 void dsm_ship_done(struct dsm_req *r); /* communication thread: DSM_REQ_SHIP_DONE */
 void dsm_ship_flush(void);	       /* communication thread: send what was taken */
 void dsm_ship_message(const struct dsm_hdr *h, const void *payload, size_t len);
-int dsm_ship_busy(void); /* the server runs a function (the watchdog: not stalled) */
+int dsm_ship_busy(void);    /* the server runs or has calls to run (the watchdog) */
+int dsm_ship_running(void); /* the server is in the middle of a batch */
+void dsm_ship_hold(int on); /* the server starts no batch while held (lrc's collection) */
 
 /* watch.c: the deadlock watchdog (communication thread) */
 void dsm_watch_tick(uint64_t now);

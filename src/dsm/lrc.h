@@ -103,7 +103,6 @@ struct lrc_state {
 	uint32_t *ivcap;
 	size_t *dirty, ndirty; /* pages written in the open interval, and hot pages */
 	size_t *inval, ninval; /* pages take_records invalidates, in one go */
-	uint32_t bar_sent;     /* own intervals up to here have reached node 0 */
 	void **arrived;	       /* node 0: each node's barrier payload */
 	size_t *arrived_len;
 	int gc_now;	  /* this barrier collects */
@@ -195,7 +194,11 @@ void lrc_reply_arrived(size_t p, uint32_t node, const void *data, size_t len);
 void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len);
 void lrc_diffs_arrived(uint64_t pages, uint32_t from, const unsigned char *data, size_t len);
 
-/* lrc_ship.c: the protocol's shipped-call hooks */
+/* lrc_ship.c: the protocol's shipped-call hooks, and what other nodes are
+   known to have (a lower bound of their vector time; the barrier uses
+   node 0's) */
+const uint32_t *lrc_known_of(int node);
+void lrc_known_raise(int node, const uint32_t *vt);
 size_t lrc_ship_out(int home, void **out);
 size_t lrc_ship_in(int from, const void *p, size_t len, void **keep);
 size_t lrc_ship_back(int to, const void *keep, size_t len, void **out);

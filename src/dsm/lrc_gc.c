@@ -7,6 +7,7 @@ void lrc_gc_start(void)
 {
 	PROTO_STAT_ADD(LRC_ST_GCS, 1);
 	lrc.gc_reported = 0;
+	dsm_ship_hold(1); /* no shipped call writes while the pages are collected */
 	lrc_batch_begin();
 	for (size_t k = 0; k < lrc.nlive; k++) {
 		size_t p = lrc.live[k];
@@ -21,8 +22,9 @@ void lrc_gc_start(void)
 /* This node's managed pages are current and nothing is in flight: say so. */
 void lrc_gc_check(void)
 {
-	if (!lrc.gc_now || lrc.gc_reported || lrc.fetches)
+	if (!lrc.gc_now || lrc.gc_reported || lrc.fetches || dsm_ship_running())
 		return;
+	lrc_close_interval(); /* what a shipped call wrote since the barrier began */
 	lrc.gc_reported = 1;
 	if (dsm.node == 0) {
 		if (++lrc.gc_ready == dsm.nodes)
@@ -77,5 +79,6 @@ void lrc_gc_free(void)
 	PROTO_STAT_SET(LRC_ST_META_BYTES, 0);
 	lrc.ndirty = 0;
 	lrc.gc_now = 0;
+	dsm_ship_hold(0);
 	dsm_sync_barrier_done();
 }

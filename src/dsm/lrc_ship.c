@@ -9,6 +9,10 @@
  *   answering  the home ends its interval (the calls' writes) and sends its
  *              vector time with every record the caller lacks;
  *   answered   the caller's node takes them in before any call completes.
+ * Only a batch with a synchronous call in it carries this: a stream of posts
+ * carries nothing and leaves both nodes' intervals open (a post is ordered
+ * after the caller's writes, and its function's writes reach the caller,
+ * through a synchronous call to that home, a drain, a lock or a barrier).
  * What a node may lack is bounded below by `known`: per other node, the vector
  * time it is known to have (what was sent to it and what it said it had),
  * raised to what a collection left (every node has every collected record).
@@ -18,6 +22,13 @@
 #include "lrc.h"
 
 static uint32_t *known[DSM_MAX_NODES];
+static uint32_t *known_of(int node);
+static void raise_to(int node, const uint32_t *vt);
+
+const uint32_t *lrc_known_of(int node)
+{
+	return known_of(node);
+}
 
 static uint32_t *known_of(int node)
 {
@@ -30,6 +41,11 @@ static uint32_t *known_of(int node)
 		if (k[n] < lrc.base[n])
 			k[n] = lrc.base[n];
 	return k;
+}
+
+void lrc_known_raise(int node, const uint32_t *vt)
+{
+	raise_to(node, vt);
 }
 
 static void raise_to(int node, const uint32_t *vt)
@@ -52,14 +68,19 @@ static size_t vt_and_records(int to, const uint32_t *seen, void **out)
 	return n;
 }
 
-/* The other node's vector time, then records: take them in. */
+/* The other node's vector time, then records: take them in (ending this
+   node's interval first, as taking notices needs, only when there are any:
+   a stream of calls that bring nothing new leaves the interval open, so the
+   pages their functions write stay writable). */
 static const uint32_t *take_vt_and_records(int from, const void *p, size_t len)
 {
 	size_t head = lrc.nodes * sizeof(uint32_t);
 	if (len < head)
 		dsm_fatal("lrc: shipped calls from node %d without a vector time", from);
-	lrc_close_interval();
-	lrc_take_records((const unsigned char *)p + head, len - head);
+	if (len > head) {
+		lrc_close_interval();
+		lrc_take_records((const unsigned char *)p + head, len - head);
+	}
 	raise_to(from, p);
 	return p;
 }

@@ -585,10 +585,14 @@ static void lrc_message(const struct dsm_hdr *h, const void *payload, size_t len
 	}
 }
 
+/* A collection waits for the server of shipped calls to finish the batch it
+   runs (it is held from the collection's start): look again soon. */
 static uint64_t lrc_tick(uint64_t now)
 {
-	(void)now;
-	return UINT64_MAX;
+	if (!lrc.gc_now || lrc.gc_reported)
+		return UINT64_MAX;
+	lrc_gc_check();
+	return now + 100000;
 }
 
 /* ---- synchronization ---- */
@@ -626,7 +630,13 @@ static void lrc_release(uint32_t lock)
 	lrc_close_interval();
 }
 
-/* Enter: metadata bytes (u64), vt, then the own records node 0 lacks. */
+/*
+ * Enter: metadata bytes (u64), vt, then every record node 0 may lack: this
+ * node's own since what node 0 is known to have, and others' this node
+ * learned outside a barrier (a lock pass brings only what its holder saw
+ * before the barrier, but a shipped call's answer may bring an interval its
+ * home ended after entering this barrier: its server runs calls meanwhile).
+ */
 static size_t lrc_barrier_enter(void **out)
 {
 	lrc_close_interval();
@@ -635,11 +645,11 @@ static size_t lrc_barrier_enter(void **out)
 	uint64_t mem = PROTO_STAT_GET(LRC_ST_META_BYTES);
 	memcpy(buf, &mem, sizeof(mem));
 	memcpy(buf + sizeof(mem), lrc.vt, lrc.nodes * sizeof(uint32_t));
-	uint32_t *seen = lrc_xmalloc(lrc.nodes * sizeof(uint32_t));
-	memcpy(seen, lrc.vt, lrc.nodes * sizeof(uint32_t)); /* nothing of the others */
-	seen[dsm.node] = lrc.bar_sent;
+	uint32_t seen[DSM_MAX_NODES];
+	memcpy(seen, dsm.node == 0 ? lrc.vt : lrc_known_of(0), lrc.nodes * sizeof(uint32_t));
 	size_t n = lrc_encode_since(seen, &buf, head);
-	free(seen);
+	if (dsm.node != 0)
+		lrc_known_raise(0, lrc.vt); /* node 0 will have all of it */
 	*out = buf;
 	return n;
 }
@@ -668,9 +678,11 @@ static size_t lrc_barrier_leave_for(int node, void **out)
 			memcpy(&mem, lrc.arrived[n], sizeof(mem));
 			if (mem > most)
 				most = mem;
-			if (n != 0)
-				lrc_take_records((unsigned char *)lrc.arrived[n] + head,
-						 lrc.arrived_len[n] - head);
+			if (n == 0)
+				continue;
+			lrc_close_interval(); /* the server may have written meanwhile */
+			lrc_take_records((unsigned char *)lrc.arrived[n] + head,
+					 lrc.arrived_len[n] - head);
 		}
 		lrc.gc_now = lrc_set.gc_bytes && most > lrc_set.gc_bytes;
 		*out = NULL;
@@ -678,10 +690,12 @@ static size_t lrc_barrier_leave_for(int node, void **out)
 	}
 	const uint32_t *seen =
 		(const uint32_t *)((unsigned char *)lrc.arrived[node] + sizeof(uint64_t));
-	unsigned char *buf = lrc_xmalloc(sizeof(uint32_t));
+	size_t lead = sizeof(uint32_t) * (1 + lrc.nodes);
+	unsigned char *buf = lrc_xmalloc(lead);
 	uint32_t gc = (uint32_t)lrc.gc_now;
 	memcpy(buf, &gc, sizeof(gc));
-	size_t n = lrc_encode_since(seen, &buf, sizeof(uint32_t));
+	memcpy(buf + sizeof(gc), lrc.vt, lrc.nodes * sizeof(uint32_t)); /* node 0's */
+	size_t n = lrc_encode_since(seen, &buf, lead);
 	*out = buf;
 	return n;
 }
@@ -695,13 +709,15 @@ static int lrc_barrier_leave(const void *p, size_t len)
 		}
 	} else {
 		uint32_t gc;
-		if (len < sizeof(gc))
+		size_t lead = sizeof(gc) * (1 + lrc.nodes);
+		if (len < lead)
 			dsm_fatal("lrc: barrier exit without its notices");
 		memcpy(&gc, p, sizeof(gc));
 		lrc.gc_now = (int)gc;
-		lrc_take_records((const unsigned char *)p + sizeof(gc), len - sizeof(gc));
+		lrc_close_interval(); /* the server may have written meanwhile */
+		lrc_take_records((const unsigned char *)p + lead, len - lead);
+		lrc_known_raise(0, (const uint32_t *)((const unsigned char *)p + sizeof(gc)));
 	}
-	lrc.bar_sent = lrc.vt[dsm.node];
 	if (!lrc.gc_now)
 		return 1;
 	lrc_gc_start();

@@ -54,8 +54,18 @@ struct ship_call {
 	locus_cb cb;
 	void *ctx;
 	int by_server;		 /* made by this node's server: completion wakes it */
+	int sync;		 /* a caller waits for it (lrc: its answer is an acquire) */
 	struct ship_call *onext; /* the communication thread's list for one home */
 };
+
+/* A thread's posts in flight, oldest first. */
+struct ring {
+	struct ship_call slot[RING];
+	uint32_t head, tail; /* head: the oldest not called back; tail: the next free */
+	uint64_t posted;     /* bit n: posted to node n since a synchronous call there */
+};
+
+static __thread struct ring *ring;
 
 struct wire_call {
 	uint32_t obj, check;
@@ -72,6 +82,7 @@ struct batch {
 	struct batch *next;
 	int from;
 	uint32_t n;
+	int sync;   /* a call of it is synchronous: its answer carries the protocol's */
 	void *keep; /* the protocol's ship_in keeps this for ship_back */
 	size_t keep_len;
 	uint64_t *results;
@@ -85,7 +96,8 @@ static struct {
 	pthread_mutex_t mu;
 	struct batch *head, *tail;
 	uint32_t word;	 /* futex: every push, and every completion of the server's own calls */
-	uint32_t busy;	 /* running a function */
+	uint32_t busy;	 /* running a batch */
+	uint32_t hold;	 /* start no batch (dsm_ship_hold) */
 	uint32_t queued; /* batches in the queue */
 } srv = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -152,10 +164,7 @@ static uint64_t run_one(const struct wire_call *w)
 		dsm_fatal("a shipped call names no function of this program (object %u, offset "
 			  "0x%llx): every node runs the same program",
 			  w->obj, (unsigned long long)w->off);
-	st_relaxed(&srv.busy, 1);
-	uint64_t r = fn((void *)(uintptr_t)w->state, w->a, w->b, w->c);
-	st_relaxed(&srv.busy, 0);
-	return r;
+	return fn((void *)(uintptr_t)w->state, w->a, w->b, w->c);
 }
 
 static void complete(struct ship_call *c, uint64_t result)
@@ -173,11 +182,17 @@ static void complete(struct ship_call *c, uint64_t result)
 /* Run one batch of the queue; 0 if it was empty. */
 static int serve_one(void)
 {
-	struct batch *b = pop();
-	if (!b)
+	/* busy, then hold, against the holder's hold, then busy: one of the two
+	   sees the other (sequentially consistent). */
+	st_seqcst(&srv.busy, 1);
+	struct batch *b = ld_seqcst(&srv.hold) ? NULL : pop();
+	if (!b) {
+		st_release(&srv.busy, 0);
 		return 0;
+	}
 	for (uint32_t i = 0; i < b->n; i++)
 		b->results[i] = run_one(&b->calls[i]);
+	st_release(&srv.busy, 0);
 	if (b->from != dsm.node) {
 		b->req.kind = DSM_REQ_SHIP_DONE;
 		dsm_post(&b->req); /* the communication thread answers and frees it */
@@ -225,6 +240,20 @@ void dsm_ship_stop(void)
 	srv.running = 0;
 }
 
+int dsm_ship_running(void)
+{
+	return ld_seqcst(&srv.busy) != 0;
+}
+
+void dsm_ship_hold(int on)
+{
+	st_seqcst(&srv.hold, (uint32_t)on);
+	if (!on) {
+		faa_release(&srv.word, 1);
+		futex_wake(&srv.word, 1);
+	}
+}
+
 int dsm_ship_busy(void)
 {
 	return ld_relaxed(&srv.busy) || ld_relaxed(&srv.queued);
@@ -263,26 +292,38 @@ static void *message(uint32_t n, size_t size, const void *proto, size_t plen, si
 	return buf;
 }
 
+static struct wire_call to_wire(const struct ship_call *c)
+{
+	return (struct wire_call){.obj = c->fn.obj,
+				  .check = c->fn.check,
+				  .off = c->fn.off,
+				  .state = c->state,
+				  .a = c->a,
+				  .b = c->b,
+				  .c = c->c,
+				  .token = (uint64_t)(uintptr_t)c};
+}
+
 void dsm_ship_flush(void)
 {
 	for (int home = 0; home < dsm.nodes; home++) {
 		if (!out_n[home])
 			continue;
+		uint64_t sync = 0;
+		for (struct ship_call *c = out_head[home]; c; c = c->onext)
+			sync |= (uint64_t)c->sync;
+		/* Only a batch someone waits for carries consistency (lrc): a
+		   stream of posts leaves both nodes' intervals open. */
 		void *proto = NULL;
-		size_t plen = dsm.proto->ship_out ? dsm.proto->ship_out(home, &proto) : 0, len;
+		size_t plen = sync && dsm.proto->ship_out ? dsm.proto->ship_out(home, &proto) : 0,
+		       len;
 		char *buf = message(out_n[home], sizeof(struct wire_call), proto, plen, &len);
 		struct wire_call *w = (struct wire_call *)(void *)(buf + items_at(plen));
 		uint32_t i = 0;
-		for (struct ship_call *c = out_head[home]; c; c = c->onext, i++)
-			w[i] = (struct wire_call){.obj = c->fn.obj,
-						  .check = c->fn.check,
-						  .off = c->fn.off,
-						  .state = c->state,
-						  .a = c->a,
-						  .b = c->b,
-						  .c = c->c,
-						  .token = (uint64_t)(uintptr_t)c};
-		struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_SHIP, .a = out_n[home], .b = plen};
+		for (struct ship_call *c = out_head[home]; c; c = c->onext)
+			w[i++] = to_wire(c);
+		struct dsm_hdr h = {
+			.kind = LOCUS_DSM_MSG_SHIP, .a = out_n[home], .b = plen, .c = sync};
 		dsm_send(home, &h, buf, len);
 		free(buf);
 		free(proto);
@@ -295,7 +336,7 @@ void dsm_ship_done(struct dsm_req *r)
 {
 	struct batch *b = (struct batch *)r;
 	void *proto = NULL;
-	size_t plen = dsm.proto->ship_back
+	size_t plen = dsm.proto->ship_back && b->keep
 			      ? dsm.proto->ship_back(b->from, b->keep, b->keep_len, &proto)
 			      : 0,
 	       len;
@@ -327,8 +368,9 @@ void dsm_ship_message(const struct dsm_hdr *h, const void *payload, size_t len)
 			dsm_fatal("malformed shipped calls from node %d", h->src);
 		struct batch *b = batch_new((uint32_t)h->a);
 		b->from = h->src;
+		b->sync = h->c != 0;
 		memcpy(b->calls, w, h->a * sizeof(*w));
-		if (dsm.proto->ship_in)
+		if (dsm.proto->ship_in && h->b)
 			b->keep_len = dsm.proto->ship_in(h->src, payload, h->b, &b->keep);
 		push(b);
 		return;
@@ -336,7 +378,7 @@ void dsm_ship_message(const struct dsm_hdr *h, const void *payload, size_t len)
 	const struct wire_result *w = items(h, payload, len, sizeof(*w));
 	if (!w)
 		dsm_fatal("malformed answers to shipped calls from node %d", h->src);
-	if (dsm.proto->ship_back_in)
+	if (dsm.proto->ship_back_in && h->b)
 		dsm.proto->ship_back_in(h->src, payload, h->b);
 	for (uint64_t i = 0; i < h->a; i++) {
 		struct ship_call *c = (struct ship_call *)(uintptr_t)w[i].token;
@@ -388,14 +430,7 @@ static void launch(struct ship_call *c)
 	}
 	struct batch *b = batch_new(1);
 	b->from = dsm.node;
-	b->calls[0] = (struct wire_call){.obj = c->fn.obj,
-					 .check = c->fn.check,
-					 .off = c->fn.off,
-					 .state = c->state,
-					 .a = c->a,
-					 .b = c->b,
-					 .c = c->c,
-					 .token = (uint64_t)(uintptr_t)c};
+	b->calls[0] = to_wire(c);
 	push(b);
 }
 
@@ -432,6 +467,9 @@ uint64_t locus_dsm_call(int node, locus_fn fn, void *state, uint64_t a, uint64_t
 	dsm_sync_point();
 	if (on_server && node == dsm.node)
 		return inline_call(&call, fn);
+	call.sync = 1;
+	if (ring)
+		ring->posted &= ~(1ull << node); /* this answer covers the posts before */
 	struct dsm_stall st;
 	dsm_stall_begin(&st, STALL_OTHER);
 	launch(&call);
@@ -453,12 +491,6 @@ uint64_t locus_dsm_call_home(locus_fn fn, void *state, uint64_t a, uint64_t b, u
 
 /* ---- posts: the thread's ring ---- */
 
-struct ring {
-	struct ship_call slot[RING];
-	uint32_t head, tail; /* head: the oldest not called back; tail: the next free */
-};
-
-static __thread struct ring *ring;
 static pthread_key_t ring_key;
 static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
 
@@ -520,6 +552,8 @@ int locus_dsm_post(int node, locus_fn fn, void *state, uint64_t a, uint64_t b, u
 	if (r->tail - r->head == RING)
 		finish_oldest(r);
 	struct ship_call *slot = &r->slot[r->tail++ % RING];
+	if (node != dsm.node)
+		r->posted |= 1ull << node;
 	*slot = call;
 	slot->cb = cb;
 	slot->ctx = ctx;
@@ -540,10 +574,27 @@ int locus_dsm_post_home(locus_fn fn, void *state, uint64_t a, uint64_t b, uint64
 	return locus_dsm_post(home, fn, state, a, b, c, cb, ctx);
 }
 
+static uint64_t fence(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)state, (void)a, (void)b, (void)c;
+	return 0;
+}
+
+/*
+ * Every post has called back; where a synchronous call's answer carries
+ * consistency (lrc), one empty call to each node posted to since makes the
+ * drain an acquire too: what the posts' functions wrote is seen here, and
+ * at this node's next barrier by every node.
+ */
 void locus_dsm_drain(void)
 {
 	if (!ring)
 		return;
 	while (ring->head != ring->tail)
 		finish_oldest(ring);
+	if (!dsm.proto || !dsm.proto->ship_back)
+		ring->posted = 0;
+	for (int n = 0; ring->posted; n++)
+		if (ring->posted >> n & 1)
+			locus_dsm_call(n, fence, NULL, 0, 0, 0); /* clears the bit */
 }
