@@ -116,6 +116,36 @@ LOCUS_API int locus_cs_server_stats(const locus_cs *cs, struct locus_cs_server_s
 /* Print each mechanism with a line of description and its options. */
 LOCUS_API void locus_cs_usage(FILE *out);
 
+/*
+ * A mechanism another library provides, and its say over state in its
+ * keeping. locus-dsm registers one at locus_dsm_init (and removes it at
+ * finalize): "home" ships every section on a state to the state's home
+ * node, and the in-place mechanisms (the locks, combining, stm) opened on
+ * state in its shared region run each section between enter and leave (the
+ * state's DSM lock), so that they exclude every node's sections, not only
+ * this node's; a mechanism that runs sections on this node's server threads
+ * (ffwd, async, flat, mpsc) is refused on such state. Programs do not call
+ * this themselves.
+ */
+struct locus_cs_provider {
+	const char *name;    /* the mechanism it adds */
+	const char *summary; /* for locus_cs_usage */
+	const char *options; /* for locus_cs_usage; NULL: none */
+	/* A handle for sections on state (options: what follows the colon, or
+	   NULL); NULL with a message in err when it cannot. */
+	void *(*open)(void *state, const char *options, char *err, size_t errlen);
+	uint64_t (*run)(void *h, locus_fn fn, uint64_t a, uint64_t b, uint64_t c);
+	int (*post)(void *h, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
+		    void *ctx);
+	void (*drain)(void); /* the calling thread's posts */
+	void (*close)(void *h);
+	int (*owns)(const void *state);
+	void (*enter)(void *state);
+	void (*leave)(void *state);
+};
+/* Register p (NULL: remove it); returns 0, or -1 when another one is there. */
+LOCUS_API int locus_cs_provide(const struct locus_cs_provider *p);
+
 LOCUS_END_DECLS
 
 #endif

@@ -391,11 +391,15 @@ LOCUS_API double locus_dsm_now(void);
  * must not call locus_dsm_barrier or the collective calls.
  *
  * Consistency: under sc and avr a call is a sequentially consistent
- * section of its home. Under lrc a synchronous call is an acquire and a
- * release for the caller: what the caller wrote before it (and what it had
+ * section of its home. Under lrc a synchronous call is a release and an
+ * acquire for the caller: what the caller wrote before it (and what it had
  * seen of others) is seen by the function, and what the function and its
- * home had seen is seen by the caller when the call returns. An
- * asynchronous call gives the same at its callback.
+ * home had seen is seen by the caller when the call returns. A post is
+ * neither (a stream of posts carries nothing but the calls): its function
+ * is ordered after the caller's writes by a synchronous call to that home,
+ * a lock or a barrier between them, and its writes reach the caller at
+ * locus_dsm_drain, which is an acquire for every home posted to. A
+ * barrier drains the calling thread's posts first.
  *
  * fn must lie in the program's image (the program or a library loaded at
  * start, the same on every node): functions cross nodes by their place
@@ -431,7 +435,8 @@ LOCUS_API int locus_dsm_post(int node, locus_fn fn, void *state, uint64_t a, uin
 			     locus_cb cb, void *ctx);
 LOCUS_API int locus_dsm_post_home(locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c,
 				  locus_cb cb, void *ctx);
-/* Every post of this thread has completed and called back. */
+/* Every post of this thread has completed and called back (and, under lrc,
+   what their functions wrote is seen here). */
 LOCUS_API void locus_dsm_drain(void);
 
 /*

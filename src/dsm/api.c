@@ -151,6 +151,7 @@ int locus_dsm_init(int *argc, char ***argv)
 		return -1;
 	if (dsm_ship_start() != 0)
 		dsm_fatal("cannot start the server of shipped calls");
+	dsm_cs_provide(1);
 	dsm.all_stats = calloc((size_t)dsm.nodes, sizeof(locus_dsm_stats));
 	if (!dsm.all_stats || dsm_fault_install() != 0)
 		dsm_fatal("cannot start");
@@ -214,6 +215,7 @@ void locus_dsm_finalize(void)
 	/* every node's statistics are at node 0 after this */
 	collective(DSM_BAR_FINALIZE_STATS, 0, 1, STALL_BARRIER);
 	dsm_ship_stop(); /* every node's calls were answered before its last barrier */
+	dsm_cs_provide(0);
 	if (dsm.node == 0 && dsm.cfg.stats)
 		print_all();
 	struct dsm_req leave = {.kind = DSM_REQ_LEAVE};
@@ -324,7 +326,9 @@ void locus_dsm_lock(uint32_t id)
 {
 	dsm_require_running("locus_dsm_lock");
 	dsm_sync_point();
-	struct dsm_req r = {.kind = DSM_REQ_LOCK, .a = id, .c = (uint64_t)dsm_self.counted};
+	struct dsm_req r = {.kind = DSM_REQ_LOCK,
+			    .a = id,
+			    .c = dsm_ship_on_server() ? 2 : (uint64_t)dsm_self.counted};
 	call_timed(&r, STALL_LOCK);
 	dsm_self.locks++;
 }

@@ -35,7 +35,7 @@
 /* Application thread -> communication thread. */
 enum dsm_req_kind {
 	DSM_REQ_FAULT,	   /* a = page, b = 1 for write */
-	DSM_REQ_LOCK,	   /* a = lock id, c = 1 from a counted thread */
+	DSM_REQ_LOCK,	   /* a = lock id, c = 1 from a counted thread, 2 from the server */
 	DSM_REQ_UNLOCK,	   /* a = lock id */
 	DSM_REQ_BARRIER,   /* a = value every node must agree on, b = threads of this
 			      node that enter (the node's team), c = DSM_BAR_* */
@@ -414,9 +414,18 @@ void dsm_ship_take(struct dsm_req *r); /* communication thread: DSM_REQ_CALL */
 void dsm_ship_done(struct dsm_req *r); /* communication thread: DSM_REQ_SHIP_DONE */
 void dsm_ship_flush(void);	       /* communication thread: send what was taken */
 void dsm_ship_message(const struct dsm_hdr *h, const void *payload, size_t len);
-int dsm_ship_busy(void);    /* the server runs or has calls to run (the watchdog) */
-int dsm_ship_running(void); /* the server is in the middle of a batch */
-void dsm_ship_hold(int on); /* the server starts no batch while held (lrc's collection) */
+int dsm_ship_busy(void); /* the server runs or has calls to run (the watchdog) */
+/* A call (post) at state's home, run there under DSM lock `lock` (cs_home.c). */
+uint64_t dsm_ship_run(void *state, uint32_t lock, locus_fn fn, uint64_t a, uint64_t b, uint64_t c);
+int dsm_ship_post(void *state, uint32_t lock, locus_fn fn, uint64_t a, uint64_t b, uint64_t c,
+		  locus_cb cb, void *ctx);
+int dsm_ship_running(void);   /* the server is in the middle of a batch */
+int dsm_ship_on_server(void); /* the calling thread is this node's server */
+void dsm_ship_hold(int on);   /* the server starts no batch while held (lrc's collection) */
+
+/* cs_home.c: give locus_cs "home" and the guard of shared state (1), or take
+   them back (0) */
+void dsm_cs_provide(int on);
 
 /* watch.c: the deadlock watchdog (communication thread) */
 void dsm_watch_tick(uint64_t now);

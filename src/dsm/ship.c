@@ -55,6 +55,7 @@ struct ship_call {
 	void *ctx;
 	int by_server;		 /* made by this node's server: completion wakes it */
 	int sync;		 /* a caller waits for it (lrc: its answer is an acquire) */
+	uint32_t guard;		 /* 1 + the DSM lock its home runs it under, or 0 */
 	struct ship_call *onext; /* the communication thread's list for one home */
 };
 
@@ -70,6 +71,7 @@ static __thread struct ring *ring;
 struct wire_call {
 	uint32_t obj, check;
 	uint64_t off, state, a, b, c, token;
+	uint32_t guard, pad;
 };
 
 struct wire_result {
@@ -156,6 +158,21 @@ static void batch_free(struct batch *b)
 	free(b);
 }
 
+/* The server's DSM lock for guarded calls: taken once for a run of calls
+   under the same lock, released at the end of the batch (or before another). */
+static __thread uint32_t guard_held; /* 1 + the lock id, or 0 */
+
+static void guard_take(uint32_t guard)
+{
+	if (guard == guard_held)
+		return;
+	if (guard_held)
+		locus_dsm_unlock(guard_held - 1);
+	guard_held = guard;
+	if (guard)
+		locus_dsm_lock(guard - 1);
+}
+
 static uint64_t run_one(const struct wire_call *w)
 {
 	struct dsm_fnid id = {.obj = w->obj, .check = w->check, .off = w->off};
@@ -190,8 +207,11 @@ static int serve_one(void)
 		st_release(&srv.busy, 0);
 		return 0;
 	}
-	for (uint32_t i = 0; i < b->n; i++)
+	for (uint32_t i = 0; i < b->n; i++) {
+		guard_take(b->calls[i].guard);
 		b->results[i] = run_one(&b->calls[i]);
+	}
+	guard_take(0);
 	st_release(&srv.busy, 0);
 	if (b->from != dsm.node) {
 		b->req.kind = DSM_REQ_SHIP_DONE;
@@ -238,6 +258,11 @@ void dsm_ship_stop(void)
 	futex_wake(&srv.word, 1);
 	pthread_join(srv.thread, NULL);
 	srv.running = 0;
+}
+
+int dsm_ship_on_server(void)
+{
+	return on_server;
 }
 
 int dsm_ship_running(void)
@@ -301,7 +326,8 @@ static struct wire_call to_wire(const struct ship_call *c)
 				  .a = c->a,
 				  .b = c->b,
 				  .c = c->c,
-				  .token = (uint64_t)(uintptr_t)c};
+				  .token = (uint64_t)(uintptr_t)c,
+				  .guard = c->guard};
 }
 
 void dsm_ship_flush(void)
@@ -393,9 +419,10 @@ void dsm_ship_message(const struct dsm_hdr *h, const void *payload, size_t len)
 
 /* ---- the caller ---- */
 
-/* Check and fill c for a call to node; -1 with a message. */
+/* Check and fill c for a call to node (run under DSM lock guard - 1 when
+   guard is not 0); -1 with a message. */
 static int prepare(struct ship_call *c, const char *what, int node, locus_fn fn, void *state,
-		   uint64_t a, uint64_t b, uint64_t cc)
+		   uint64_t a, uint64_t b, uint64_t cc, uint32_t guard)
 {
 	dsm_require_running(what);
 	if (node < 0 || node >= dsm.nodes) {
@@ -418,6 +445,7 @@ static int prepare(struct ship_call *c, const char *what, int node, locus_fn fn,
 	c->b = b;
 	c->c = cc;
 	c->by_server = on_server;
+	c->guard = guard;
 	return 0;
 }
 
@@ -453,16 +481,23 @@ static void wait_for(struct ship_call *c)
 }
 
 /* A call the server makes to its own node runs inline: the server would
-   otherwise wait for itself. */
+   otherwise wait for itself (under its guard, unless the server holds it). */
 static uint64_t inline_call(const struct ship_call *c, locus_fn fn)
 {
-	return fn((void *)(uintptr_t)c->state, c->a, c->b, c->c);
+	int take = c->guard && c->guard != guard_held;
+	if (take)
+		locus_dsm_lock(c->guard - 1);
+	uint64_t r = fn((void *)(uintptr_t)c->state, c->a, c->b, c->c);
+	if (take)
+		locus_dsm_unlock(c->guard - 1);
+	return r;
 }
 
-uint64_t locus_dsm_call(int node, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c)
+static uint64_t call_at(const char *what, int node, locus_fn fn, void *state, uint64_t a,
+			uint64_t b, uint64_t c, uint32_t guard)
 {
 	struct ship_call call;
-	if (prepare(&call, "locus_dsm_call", node, fn, state, a, b, c) != 0)
+	if (prepare(&call, what, node, fn, state, a, b, c, guard) != 0)
 		exit(1);
 	dsm_sync_point();
 	if (on_server && node == dsm.node)
@@ -478,15 +513,34 @@ uint64_t locus_dsm_call(int node, locus_fn fn, void *state, uint64_t a, uint64_t
 	return (uint64_t)call.req.result;
 }
 
-uint64_t locus_dsm_call_home(locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c)
+uint64_t locus_dsm_call(int node, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	return call_at("locus_dsm_call", node, fn, state, a, b, c, 0);
+}
+
+/* state's home; -1 with a message when it is not in the region. */
+static int home_of(const char *what, const void *state)
 {
 	int home = locus_dsm_home(state);
-	if (home < 0) {
-		fprintf(stderr, "locus-dsm: locus_dsm_call_home: %p is not in the shared region\n",
-			state);
+	if (home < 0)
+		fprintf(stderr, "locus-dsm: %s: %p is not in the shared region\n", what, state);
+	return home;
+}
+
+uint64_t locus_dsm_call_home(locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	int home = home_of("locus_dsm_call_home", state);
+	if (home < 0)
 		exit(1);
-	}
 	return locus_dsm_call(home, fn, state, a, b, c);
+}
+
+uint64_t dsm_ship_run(void *state, uint32_t lock, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	int home = home_of("home", state);
+	if (home < 0)
+		exit(1);
+	return call_at("home", home, fn, state, a, b, c, lock + 1);
 }
 
 /* ---- posts: the thread's ring ---- */
@@ -535,11 +589,11 @@ static struct ring *my_ring(void)
 	return ring;
 }
 
-int locus_dsm_post(int node, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c,
-		   locus_cb cb, void *ctx)
+static int post_at(const char *what, int node, locus_fn fn, void *state, uint64_t a, uint64_t b,
+		   uint64_t c, locus_cb cb, void *ctx, uint32_t guard)
 {
 	struct ship_call call;
-	if (prepare(&call, "locus_dsm_post", node, fn, state, a, b, c) != 0)
+	if (prepare(&call, what, node, fn, state, a, b, c, guard) != 0)
 		return -1;
 	dsm_sync_point();
 	if (on_server && node == dsm.node) {
@@ -562,16 +616,24 @@ int locus_dsm_post(int node, locus_fn fn, void *state, uint64_t a, uint64_t b, u
 	return 0;
 }
 
+int locus_dsm_post(int node, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c,
+		   locus_cb cb, void *ctx)
+{
+	return post_at("locus_dsm_post", node, fn, state, a, b, c, cb, ctx, 0);
+}
+
 int locus_dsm_post_home(locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
 			void *ctx)
 {
-	int home = locus_dsm_home(state);
-	if (home < 0) {
-		fprintf(stderr, "locus-dsm: locus_dsm_post_home: %p is not in the shared region\n",
-			state);
-		return -1;
-	}
-	return locus_dsm_post(home, fn, state, a, b, c, cb, ctx);
+	int home = home_of("locus_dsm_post_home", state);
+	return home < 0 ? -1 : locus_dsm_post(home, fn, state, a, b, c, cb, ctx);
+}
+
+int dsm_ship_post(void *state, uint32_t lock, locus_fn fn, uint64_t a, uint64_t b, uint64_t c,
+		  locus_cb cb, void *ctx)
+{
+	int home = home_of("home", state);
+	return home < 0 ? -1 : post_at("home", home, fn, state, a, b, c, cb, ctx, lock + 1);
 }
 
 static uint64_t fence(void *state, uint64_t a, uint64_t b, uint64_t c)

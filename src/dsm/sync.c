@@ -60,8 +60,9 @@ struct lockst {
 	uint64_t rel_bar; /* barriers its last releaser had entered when it released */
 	struct waiter *head, *tail;
 	/* This node's side. */
-	int local;			   /* LOCAL_* */
-	int uncounted;			   /* held by a thread outside the counted ones */
+	int local;     /* LOCAL_* */
+	int uncounted; /* held by a thread outside the counted ones */
+	int by_server; /* held or asked for by the server of shipped calls (finalize lets it be) */
 	uint32_t handoffs;		   /* consecutive local hand-offs */
 	struct dsm_req *lw_head, *lw_tail; /* threads waiting on this node (wnext) */
 };
@@ -202,7 +203,8 @@ static void lock_granted(uint32_t id, uint64_t token, const void *payload, size_
 		dsm_fatal("lock %u granted to node %d, which did not ask for it", id, dsm.node);
 	struct dsm_req *r = (struct dsm_req *)(uintptr_t)token;
 	l->local = LOCAL_HELD;
-	l->uncounted = !r->c;
+	l->uncounted = r->c != 1;
+	l->by_server = r->c == 2;
 	l->handoffs = 0;
 	if (dsm.proto->acquire)
 		dsm.proto->acquire(id, payload, len);
@@ -379,7 +381,7 @@ static void bar_arrive(uint64_t epoch, uint64_t value, uint64_t kind, int node, 
 }
 
 /* Up to max ids of the locks this node holds (held) or waits for, as text. */
-static size_t lock_list(char *buf, size_t cap, int held, int max)
+static size_t lock_list(char *buf, size_t cap, int held, int max, int skip_server)
 {
 	size_t at = 0;
 	int n = 0;
@@ -389,6 +391,8 @@ static size_t lock_list(char *buf, size_t cap, int held, int max)
 			int match = held ? l->local == LOCAL_HELD
 					 : l->local == LOCAL_ASKED ||
 						    (l->local == LOCAL_HELD && l->lw_head);
+			if (skip_server && l->by_server && !l->lw_head)
+				match = 0; /* the server serves other nodes' calls meanwhile */
 			if (!match)
 				continue;
 			if (n < max && at < cap)
@@ -405,11 +409,11 @@ static size_t lock_list(char *buf, size_t cap, int held, int max)
 static void finalize_check_locks(void)
 {
 	char ids[160];
-	if (lock_list(ids, sizeof(ids), 1, 8))
+	if (lock_list(ids, sizeof(ids), 1, 8, 1))
 		dsm_fatal("locus_dsm_finalize while this node holds lock %s: release every lock "
 			  "before locus_dsm_finalize (a node waiting for it would wait forever)",
 			  ids);
-	if (lock_list(ids, sizeof(ids), 0, 8))
+	if (lock_list(ids, sizeof(ids), 0, 8, 1))
 		dsm_fatal("locus_dsm_finalize while threads of this node wait for lock %s: "
 			  "every thread is done with the runtime before locus_dsm_finalize",
 			  ids);
@@ -426,9 +430,9 @@ int dsm_sync_describe(char *buf, size_t cap)
 			(unsigned long long)(bar_epoch + (bar_local >= bar_reqs->b ? 0 : 1)),
 			(unsigned long long)bar_local, (unsigned long long)bar_reqs->b);
 	char ids[160];
-	if (lock_list(ids, sizeof(ids), 1, 6) && at < cap)
+	if (lock_list(ids, sizeof(ids), 1, 6, 0) && at < cap)
 		at += (size_t)snprintf(buf + at, cap - at, "%sholds lock %s", at ? "; " : "", ids);
-	if (lock_list(ids, sizeof(ids), 0, 6) && at < cap)
+	if (lock_list(ids, sizeof(ids), 0, 6, 0) && at < cap)
 		at += (size_t)snprintf(buf + at, cap - at, "%swaits for lock %s", at ? "; " : "",
 				       ids);
 	for (size_t b = 0; b < lock_buckets; b++)
@@ -488,6 +492,7 @@ static void lock_local(struct lockst *l, struct dsm_req *r)
 		return;
 	}
 	l->local = LOCAL_ASKED;
+	l->by_server = r->c == 2;
 	void *ask = NULL;
 	size_t len = 0;
 	if (passing() && dsm.proto->lock_ask)
@@ -511,7 +516,8 @@ static void unlock_local(struct lockst *l)
 		if (!l->lw_head)
 			l->lw_tail = NULL;
 		l->handoffs++;
-		l->uncounted = !next->c;
+		l->uncounted = next->c != 1;
+		l->by_server = next->c == 2;
 		STAT_ADD(lock_handoffs, 1);
 		dsm_req_done(next, DSM_LOCAL);
 		return;

@@ -42,9 +42,11 @@ struct locus_cs {
 		} dl;
 		struct mpsc *mpsc;
 		int stm_strict; /* stm: transactions skip the admission gate */
+		void *ext;	/* the provider's handle */
 	} u;
 	const struct mech *m;
 	void *state;
+	int guarded; /* sections run between the provider's enter and leave */
 	char spec[SPEC_MAX];
 } __attribute__((aligned(64)));
 
@@ -603,16 +605,16 @@ static int fmt_stm(const locus_cs *cs, const struct opts *o, char *buf, size_t l
 
 /* tas, ttas, futex: the reservation for a waiter that has waited 10 ms. */
 #define ANTISTARVE_OPTS                                                                            \
-	", antistarve (default: a waiter that has waited 10 ms gets the lock reserved) | barge "  \
+	", antistarve (default: a waiter that has waited 10 ms gets the lock reserved) | barge "   \
 	"(plain barging)"
 
 /* ticket, clh, mcs: at most N threads in the queue, the rest wait outside. */
 #define ADMIT_OPTS                                                                                 \
-	", admit (default: at most as many threads in the queue as there are CPUs, the rest "    \
+	", admit (default: at most as many threads in the queue as there are CPUs, the rest "      \
 	"wait outside, asleep) | admit=N (at most N, N >= 2) | strict (every thread queues)"
 
 /* A lock mechanism: name, lock kind, description, extra options and their parser. */
-#define LOCK_ROW(nm, k, sum, extra, parser)                                                   \
+#define LOCK_ROW(nm, k, sum, extra, parser)                                                        \
 	{                                                                                          \
 		.name = nm, .summary = sum, .options = WAIT_OPTS extra, .takes_wait = 1,           \
 		.option = parser, .open = lock_open, .run = lock_run, .close = lock_close,         \
@@ -724,14 +726,84 @@ static const struct mech mechs[] = {
 
 #define NMECHS (sizeof(mechs) / sizeof(mechs[0]))
 
-static const char *names[NMECHS + 1];
+/* ---- a mechanism another library provides (locus_cs_provide) --------------- */
+
+static const struct locus_cs_provider *provider;
+static struct mech provided; /* its row, made when it registers */
+
+static const struct locus_cs_provider *the_provider(void)
+{
+	return ld_acquire(&provider);
+}
+
+static int ext_open(locus_cs *cs, const struct opts *o)
+{
+	(void)o;
+	const char *colon = strchr(cs->spec, ':');
+	cs->u.ext =
+		the_provider()->open(cs->state, colon ? colon + 1 : NULL, errbuf, sizeof(errbuf));
+	return cs->u.ext ? 0 : -1;
+}
+
+static uint64_t ext_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	return the_provider()->run(cs->u.ext, fn, a, b, c);
+}
+
+static int ext_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
+		    void *ctx)
+{
+	return the_provider()->post(cs->u.ext, fn, a, b, c, cb, ctx);
+}
+
+static void ext_close(locus_cs *cs)
+{
+	the_provider()->close(cs->u.ext);
+}
+
+static int ext_drain(void)
+{
+	const struct locus_cs_provider *p = the_provider();
+	if (p && p->drain)
+		p->drain();
+	return 0;
+}
+
+int locus_cs_provide(const struct locus_cs_provider *p)
+{
+	if (p && the_provider())
+		return -1;
+	if (p)
+		provided = (struct mech){.name = p->name,
+					 .summary = p->summary,
+					 .options = p->options,
+					 .open = ext_open,
+					 .run = ext_run,
+					 .post = ext_post,
+					 .close = ext_close,
+					 .drain = ext_drain};
+	st_release(&provider, p);
+	return 0;
+}
+
+/* The rows, then the provided one when there is one. */
+static const struct mech *mech_at(size_t i)
+{
+	if (i < NMECHS)
+		return &mechs[i];
+	return i == NMECHS && the_provider() ? &provided : NULL;
+}
+
+static const char *names[NMECHS + 2];
 
 const char *const *locus_cs_mechanisms(void)
 {
 	/* Filling the same constant pointers from several threads is a benign race;
 	   do it with relaxed atomics so sanitizers agree. */
-	for (size_t i = 0; i < NMECHS; i++)
-		st_relaxed(&names[i], mechs[i].name);
+	size_t i = 0;
+	for (const struct mech *m; (m = mech_at(i)); i++)
+		st_relaxed(&names[i], m->name);
+	st_relaxed(&names[i], (const char *)NULL);
 	return names;
 }
 
@@ -739,16 +811,42 @@ static void known_list(char *buf, size_t len)
 {
 	size_t off = 0;
 	buf[0] = '\0';
-	for (size_t i = 0; i < NMECHS && off < len; i++)
-		off += snprintf(buf + off, len - off, "%s%s", i ? ", " : "", mechs[i].name);
+	for (size_t i = 0; mech_at(i) && off < len; i++)
+		off += snprintf(buf + off, len - off, "%s%s", i ? ", " : "", mech_at(i)->name);
 }
 
 static const struct mech *find_mech(const char *name, size_t len)
 {
-	for (size_t i = 0; i < NMECHS; i++)
-		if (strlen(mechs[i].name) == len && memcmp(mechs[i].name, name, len) == 0)
-			return &mechs[i];
+	for (size_t i = 0; mech_at(i); i++)
+		if (strlen(mech_at(i)->name) == len && memcmp(mech_at(i)->name, name, len) == 0)
+			return mech_at(i);
 	return NULL;
+}
+
+/* An in-place mechanism on state the provider keeps runs each section
+   between its enter and leave; one that runs sections elsewhere cannot. */
+static int guard(locus_cs *cs)
+{
+	const struct locus_cs_provider *p = the_provider();
+	if (!p || cs->m == &provided || !p->owns || !p->owns(cs->state))
+		return 0;
+	if (cs->m->post || cs->m->stats) {
+		fail("%s runs sections on this process's own threads: state %p is shared with "
+		     "other processes (%s's keeping); use %s, or a lock",
+		     cs->m->name, cs->state, p->name, p->name);
+		return -1;
+	}
+	cs->guarded = 1;
+	return 0;
+}
+
+static uint64_t guarded_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	const struct locus_cs_provider *p = the_provider();
+	p->enter(cs->state);
+	uint64_t r = cs->m->run(cs, fn, a, b, c);
+	p->leave(cs->state);
+	return r;
 }
 
 /* Apply every option of `list` (comma-separated, may be NULL); 0 or -1 with errbuf set. */
@@ -786,6 +884,8 @@ static int apply_options(const struct mech *m, char *list, struct opts *o)
 /* The spec of an open executor: its name, then what its row's formatter prints. */
 static void canonical_spec(locus_cs *cs, const struct opts *o)
 {
+	if (cs->m == &provided)
+		return; /* its options as given */
 	int n = snprintf(cs->spec, sizeof(cs->spec), "%s", cs->m->name);
 	if (cs->m->format) {
 		cs->spec[n++] = ':';
@@ -831,7 +931,7 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 	char list[SPEC_MAX];
 	if (colon)
 		snprintf(list, sizeof(list), "%s", colon + 1);
-	if (apply_options(m, colon ? list : NULL, &o) != 0)
+	if (m != &provided && apply_options(m, colon ? list : NULL, &o) != 0)
 		return NULL;
 
 	locus_cs *cs = aligned_alloc(64, sizeof(*cs));
@@ -842,7 +942,13 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 	memset(cs, 0, sizeof(*cs));
 	cs->m = m;
 	cs->state = state;
+	snprintf(cs->spec, sizeof(cs->spec), "%s", spec); /* the provider reads its options */
 	if (m->open(cs, &o) != 0) {
+		free(cs);
+		return NULL;
+	}
+	if (guard(cs) != 0) {
+		m->close(cs);
 		free(cs);
 		return NULL;
 	}
@@ -864,6 +970,8 @@ static void check_call(const char *call, const locus_cs *cs, locus_fn fn)
 uint64_t locus_cs_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
 	check_call("locus_cs_run", cs, fn);
+	if (cs->guarded)
+		return guarded_run(cs, fn, a, b, c);
 	return cs->m->run(cs, fn, a, b, c);
 }
 
@@ -873,7 +981,7 @@ int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c,
 	check_call("locus_cs_post", cs, fn);
 	if (cs->m->post)
 		return cs->m->post(cs, fn, a, b, c, cb, ctx);
-	uint64_t r = cs->m->run(cs, fn, a, b, c);
+	uint64_t r = cs->guarded ? guarded_run(cs, fn, a, b, c) : cs->m->run(cs, fn, a, b, c);
 	if (cb)
 		cb(ctx, r);
 	return 0;
@@ -890,9 +998,9 @@ void locus_cs_drain(void)
 	int had;
 	do {
 		had = 0;
-		for (size_t i = 0; i < NMECHS; i++)
-			if (mechs[i].drain)
-				had |= mechs[i].drain();
+		for (size_t i = 0; mech_at(i); i++)
+			if (mech_at(i)->drain)
+				had |= mech_at(i)->drain();
 	} while (had);
 }
 
@@ -927,9 +1035,9 @@ int locus_cs_is_async(const locus_cs *cs)
 
 void locus_cs_usage(FILE *out)
 {
-	for (size_t i = 0; i < NMECHS; i++) {
-		fprintf(out, "  %-8s %s\n", mechs[i].name, mechs[i].summary);
-		if (mechs[i].options)
-			fprintf(out, "  %-8s   options: %s\n", "", mechs[i].options);
+	for (size_t i = 0; mech_at(i); i++) {
+		fprintf(out, "  %-8s %s\n", mech_at(i)->name, mech_at(i)->summary);
+		if (mech_at(i)->options)
+			fprintf(out, "  %-8s   options: %s\n", "", mech_at(i)->options);
 	}
 }

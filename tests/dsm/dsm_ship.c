@@ -18,6 +18,10 @@
  *   dsm_ship atomics N      compare-exchange and exchange from every node;
  *                           a flag stored atomically publishes data written
  *                           page-based (release/acquire under lrc)
+ *   dsm_ship executor N T   locus_cs on one shared counter: every thread runs
+ *                           sections through "home" (run and post) and "mcs"
+ *                           or "ticket" in place, mixed; exact total; ffwd on
+ *                           shared state and home on private state refused
  *   dsm_ship refuse         a function outside the image and a bad node are
  *                           refused with a message (post: -1)
  *
@@ -32,6 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "locus/cs.h"
 #include "locus/dsm.h"
 
 #define PAGE	  4096
@@ -359,6 +364,75 @@ static int mode_atomics(void)
 	return 0;
 }
 
+/* ---- executor ---- */
+
+static uint64_t *shared_counter;
+
+static uint64_t bump(void *state, uint64_t v, uint64_t b, uint64_t c)
+{
+	(void)b, (void)c;
+	uint64_t *w = state;
+	w[0] += v;
+	return w[0];
+}
+
+static void executor_thread(int t, void *arg)
+{
+	(void)arg;
+	locus_cs *home = locus_cs_open("home", shared_counter);
+	locus_cs *here = locus_cs_open(t % 2 ? "mcs" : "ticket", shared_counter);
+	if (!home || !here)
+		fail("locus_cs_open on shared state: %s", locus_cs_error());
+	long called_back = 0, posted = 0;
+	for (long i = 0; i < iters; i++) {
+		if (i % 3 == 0) {
+			locus_cs_run(home, bump, 1, 0, 0);
+		} else if (i % 3 == 1) {
+			locus_cs_post(home, bump, 1, 0, 0, count_cb, &called_back);
+			posted++;
+		} else {
+			locus_cs_run(here, bump, 1, 0, 0);
+		}
+	}
+	locus_cs_drain();
+	if (called_back != posted)
+		fail("%ld callbacks for %ld posts", called_back, posted);
+	locus_cs_close(home);
+	locus_cs_close(here);
+}
+
+static int mode_executor(void)
+{
+	shared_counter = locus_dsm_alloc_at(PAGE, nodes - 1);
+	uint64_t private_word = 0;
+	if (locus_cs_open("ffwd", shared_counter) || !strstr(locus_cs_error(), "ffwd runs"))
+		fail("ffwd on shared state: '%s'", locus_cs_error());
+	if (locus_cs_open("home", &private_word) || !strstr(locus_cs_error(), "not in the shared"))
+		fail("home on private state: '%s'", locus_cs_error());
+	if (locus_cs_open("home:bogus", shared_counter) || !strstr(locus_cs_error(), "bogus"))
+		fail("home:bogus: '%s'", locus_cs_error());
+	int listed = 0;
+	for (const char *const *m = locus_cs_mechanisms(); *m; m++)
+		listed |= !strcmp(*m, "home");
+	if (!listed)
+		fail("home is not among locus_cs_mechanisms()");
+	locus_dsm_barrier();
+	locus_dsm_parallel(team, executor_thread, NULL);
+	locus_dsm_barrier();
+	uint64_t want = (uint64_t)nodes * (uint64_t)team * (uint64_t)iters;
+	locus_cs *home = locus_cs_open("home", shared_counter);
+	uint64_t got = locus_cs_run(home, bump, 0, 0, 0);
+	locus_cs_close(home);
+	if (got != want)
+		fail("sections through home and in place added %llu, want %llu",
+		     (unsigned long long)got, (unsigned long long)want);
+	if (me == 0)
+		printf("executor: %llu sections on one shared counter through home (run, post) "
+		       "and mcs/ticket in place, exact\n",
+		       (unsigned long long)want);
+	return 0;
+}
+
 /* ---- refuse ---- */
 
 static int mode_refuse(void)
@@ -406,14 +480,19 @@ int main(int argc, char **argv)
 	iters = argc > 2 ? arg(argv[2], 1, 100000000) : 100;
 	team = argc > 3 ? (int)arg(argv[3], 1, 64) : 1;
 	const char *mode = argv[1];
-	int rc = !strcmp(mode, "counters")    ? mode_counters()
-		 : !strcmp(mode, "bank")      ? mode_bank()
-		 : !strcmp(mode, "callbacks") ? mode_callbacks()
-		 : !strcmp(mode, "nested")    ? mode_nested()
-		 : !strcmp(mode, "atomics")   ? mode_atomics()
-		 : !strcmp(mode, "refuse")
-			 ? mode_refuse()
-			 : (fprintf(stderr, "dsm_ship: unknown mode %s\n", mode), 2);
+	static const struct {
+		const char *name;
+		int (*run)(void);
+	} modes[] = {{"counters", mode_counters},   {"bank", mode_bank},
+		     {"callbacks", mode_callbacks}, {"nested", mode_nested},
+		     {"atomics", mode_atomics},	    {"executor", mode_executor},
+		     {"refuse", mode_refuse}};
+	int rc = 2;
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(mode, modes[i].name))
+			rc = modes[i].run();
+	if (rc == 2)
+		fprintf(stderr, "dsm_ship: unknown mode %s\n", mode);
 	locus_dsm_finalize();
 	return rc;
 }
