@@ -81,6 +81,11 @@ for how in kill exit; do
 			every_survivor_names 2 4
 	fi
 done
+# A node dies while every other node waits for a shipped call to it: each
+# caller leaves, the dead node named (nothing waits forever).
+run "ship" -disable-auto-cleanup -n 4 "$PROG" ship 2
+expect ship "nonzero exit within ${LIMIT}s" bounded
+expect ship "every caller names the failed node" every_survivor_names 2 4
 run "outside" -n 2 "$PROG" outside 1
 expect outside "nonzero exit within ${LIMIT}s" bounded
 expect outside "crash reported as outside the shared region" outside_msg
