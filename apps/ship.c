@@ -3,7 +3,10 @@
  * benchmark; tools/dsm-ship sweeps it):
  *
  *   --workload 0  random updates (GUPS): every worker adds 1 to -n random
- *                 words of a table spread over every node's pages
+ *                 words of a table spread over every node's pages; with
+ *                 -run K, to runs of K consecutive words from a random
+ *                 start (locality: K updates for every page moved, where
+ *                 moving the page wins again once K is large enough)
  *   --workload 1  one hot counter: every worker adds 1 to it -n times
  *   --workload 2  a shared hash table: every worker inserts and looks up
  *                 -n keys of its own (half each), 256 slots per page
@@ -28,7 +31,7 @@
 #define SLOTS_PER_PAGE 256 /* hash table: 16-byte slots of a 4 KiB page */
 #define LOCK_BASE      1000000
 
-static long workload, ship = 1, n = 20000, table_words = 65536;
+static long workload, ship = 1, n = 20000, table_words = 65536, run = 1;
 static uint64_t *table;	  /* gups: table_words * nodes words; hash: pages of slots */
 static uint64_t *counter; /* node 0's */
 static long table_pages;  /* hash */
@@ -160,9 +163,12 @@ static void work(int worker, void *arg)
 	if (workload == 2) {
 		hash_work(worker, &seed);
 	} else {
+		uint64_t start = 0;
 		for (long i = 0; i < n; i++) {
-			uint64_t *w = workload == 0 ? &table[next_rand(&seed) % (uint64_t)words]
-						    : counter;
+			if (i % run == 0)
+				start = next_rand(&seed);
+			uint64_t at = (start + (uint64_t)(i % run)) % (uint64_t)words;
+			uint64_t *w = workload == 0 ? &table[at] : counter;
 			if (ship)
 				locus_dsm_post_home(add, w, 1, 0, 0, NULL, NULL);
 			else if (workload == 0 && !lrc)
@@ -206,6 +212,8 @@ int main(int argc, char **argv)
 		{"-n", "operations per worker", &n, 1, 100000000},
 		{"-table", "words of the GUPS table per node; hash table: slots per node",
 		 &table_words, 512, 1 << 26},
+		{"-run", "GUPS: consecutive words updated from each random start", &run, 1,
+		 1 << 20},
 		APP_THREADS_OPT,
 		{NULL, NULL, NULL, 0, 0},
 	};
@@ -226,10 +234,10 @@ int main(int argc, char **argv)
 	int ok = check();
 	double ops = (double)n * app.workers / app.secs;
 	char params[200];
-	snprintf(params, sizeof(params), "workload=%s ship=%ld n=%ld ops_per_s=%.0f",
+	snprintf(params, sizeof(params), "workload=%s ship=%ld n=%ld run=%ld ops_per_s=%.0f",
 		 workload == 0	 ? "gups"
 		 : workload == 1 ? "counter"
 				 : "hash",
-		 ship, n, ops);
+		 ship, n, run, ops);
 	return app_finish(ok, params);
 }

@@ -12,6 +12,7 @@ ENTRY_POINTS = {
     "tools/dsm-avr": "dsm_avr",
     "tools/dsm-lrc": "dsm_lrc",
     "tools/dsm-mt": "dsm_mt",
+    "tools/dsm-ship": "dsm_ship",
     "bench/kv-memcaslap": "kv_memcaslap",
     "bench/kv-threads": "kv_threads",
     "bench/kv-resources": "kv_resources",
