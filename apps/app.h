@@ -57,7 +57,7 @@ static inline void app_prefetch_write(void *p, size_t len)
 /* What every DSM application's --help says after its own summary. */
 #define APP_DSM_HELP                                                                               \
 	"It runs on every node of an mpiexec run. The shared memory runtime reads\n"               \
-	"LOCUS_DSM_PROTOCOL (sc), LOCUS_DSM_SIZE (the shared region, 256m), LOCUS_DSM_DELAY_US\n"  \
+	"LOCUS_DSM_PROTOCOL (sc), LOCUS_DSM_SIZE (the shared region, 1g), LOCUS_DSM_DELAY_US\n"    \
 	"and the others listed in locus_dsm(3); every node must be given the same values.\n"       \
 	"Protocols: sc (sequential consistency), lrc (lazy release consistency) and avr\n"       \
 	"(sc that computes on through a fault and rolls back if what it read was stale).\n"     \

@@ -37,9 +37,10 @@
  *
  * Environment (read by locus_dsm_init; see docs/dsm.md):
  *   LOCUS_DSM_PROTOCOL        protocol name: sc, lrc or avr (sc)
- *   LOCUS_DSM_SIZE            shared region size in bytes, suffix k/m/g (256m): whole
+ *   LOCUS_DSM_SIZE            shared region size in bytes, suffix k/m/g (1g): whole
  *                             pages, up to 16384g; a node's memory grows with the
- *                             pages it touches, not with this size
+ *                             pages it touches, not with this size. The lower half
+ *                             is for locus_dsm_alloc, the upper the shared heap
  *   LOCUS_DSM_ADDR            where the region is mapped on every node (0x7e9000000000;
  *                             a region above 384g ends at 0x7ef000000000), at or above 4g
  *   LOCUS_DSM_DELAY_US        emulated transport delay per message, microseconds (0;
@@ -313,6 +314,9 @@ LOCUS_API int locus_dsm_threads(void);
  * after its release). Release every lock before locus_dsm_finalize.
  */
 LOCUS_API void locus_dsm_lock(uint32_t id);
+/* 1 with the lock held, or 0 at once when another thread (here or on any
+   node) holds it or has asked for it first. */
+LOCUS_API int locus_dsm_trylock(uint32_t id);
 LOCUS_API void locus_dsm_unlock(uint32_t id);
 
 /*
@@ -451,6 +455,51 @@ LOCUS_API int locus_dsm_compare_exchange(uint64_t *word, uint64_t *expected, uin
 LOCUS_API uint64_t locus_dsm_exchange(uint64_t *word, uint64_t v);
 LOCUS_API uint64_t locus_dsm_load(const uint64_t *word);
 LOCUS_API void locus_dsm_store(uint64_t *word, uint64_t v);
+
+/*
+ * Shared memory from any thread of any node, at any time (no collective
+ * call): NULL with a message (errno ENOMEM) when this node's part of the
+ * shared heap is full. The heap is the upper half of the region, one part
+ * per node, whose pages are homed there. locus_dsm_free takes a block from
+ * any node (a free on another node is shipped to the block's owner).
+ */
+LOCUS_API void *locus_dsm_malloc(size_t size);
+LOCUS_API void locus_dsm_free(void *p);
+
+/*
+ * Synchronization objects in shared memory, named by their address: as
+ * many as a program has, zero-filled memory a fresh one (a semaphore starts
+ * at 0; locus_dsm_sem_init sets it). Each must lie in the shared region,
+ * 8-byte aligned. Under lrc, taking a mutex, returning from a condition
+ * wait, taking a semaphore and passing a barrier are acquires; their
+ * counterparts releases. A condition wait may wake without a signal, as
+ * pthread_cond_wait may; signal wakes every waiter.
+ */
+typedef struct locus_dsm_mutex {
+	uint64_t word;
+} locus_dsm_mutex;
+typedef struct locus_dsm_cond {
+	uint64_t seq;
+} locus_dsm_cond;
+typedef struct locus_dsm_sem {
+	uint64_t count;
+} locus_dsm_sem;
+typedef struct locus_dsm_barrier_obj {
+	uint64_t count, generation;
+} locus_dsm_barrier_obj;
+
+LOCUS_API void locus_dsm_mutex_lock(locus_dsm_mutex *m);
+LOCUS_API int locus_dsm_mutex_trylock(locus_dsm_mutex *m); /* 1: taken */
+LOCUS_API void locus_dsm_mutex_unlock(locus_dsm_mutex *m);
+LOCUS_API void locus_dsm_cond_wait(locus_dsm_cond *c, locus_dsm_mutex *m);
+LOCUS_API void locus_dsm_cond_signal(locus_dsm_cond *c);
+LOCUS_API void locus_dsm_cond_broadcast(locus_dsm_cond *c);
+LOCUS_API void locus_dsm_sem_init(locus_dsm_sem *s, uint64_t value);
+LOCUS_API void locus_dsm_sem_wait(locus_dsm_sem *s);
+LOCUS_API void locus_dsm_sem_post(locus_dsm_sem *s);
+/* Returns when `participants` threads (of any nodes) have arrived at b;
+   every arrival of one generation names the same count. */
+LOCUS_API void locus_dsm_barrier_wait(locus_dsm_barrier_obj *b, unsigned participants);
 
 LOCUS_END_DECLS
 

@@ -152,6 +152,7 @@ int locus_dsm_init(int *argc, char ***argv)
 	if (dsm_ship_start() != 0)
 		dsm_fatal("cannot start the server of shipped calls");
 	dsm_cs_provide(1);
+	dsm_malloc_init();
 	dsm.all_stats = calloc((size_t)dsm.nodes, sizeof(locus_dsm_stats));
 	if (!dsm.all_stats || dsm_fault_install() != 0)
 		dsm_fatal("cannot start");
@@ -216,6 +217,7 @@ void locus_dsm_finalize(void)
 	collective(DSM_BAR_FINALIZE_STATS, 0, 1, STALL_BARRIER);
 	dsm_ship_stop(); /* every node's calls were answered before its last barrier */
 	dsm_cs_provide(0);
+	dsm_malloc_fini();
 	if (dsm.node == 0 && dsm.cfg.stats)
 		print_all();
 	struct dsm_req leave = {.kind = DSM_REQ_LEAVE};
@@ -264,7 +266,7 @@ static void *alloc_at(const char *call, size_t size, int home)
 	}
 	/* Compared before rounding: a size near SIZE_MAX (a negative int passed
 	   as size_t) must not wrap to a small block. */
-	size_t left = dsm.size - dsm.alloc_next;
+	size_t left = dsm_heap_first() * dsm.page_size - dsm.alloc_next; /* the lower half */
 	int fits = size <= left;
 	size_t bytes = 0;
 	if (fits) {
@@ -293,8 +295,9 @@ static void *alloc_at(const char *call, size_t size, int home)
 		else if (dsm.node == 0)
 			fprintf(stderr,
 				"locus-dsm: alloc of %zu bytes: region full (%zu of %zu bytes "
-				"left%s; LOCUS_DSM_SIZE sets the region's size)\n",
-				size, left, dsm.size,
+				"left%s; collective allocations have the lower half of "
+				"LOCUS_DSM_SIZE)\n",
+				size, left, dsm_heap_first() * dsm.page_size,
 				size > SIZE_MAX / 2 ? "; a negative size passed as size_t?" : "");
 		return NULL;
 	}
@@ -331,6 +334,20 @@ void locus_dsm_lock(uint32_t id)
 			    .c = dsm_ship_on_server() ? 2 : (uint64_t)dsm_self.counted};
 	call_timed(&r, STALL_LOCK);
 	dsm_self.locks++;
+}
+
+int locus_dsm_trylock(uint32_t id)
+{
+	dsm_require_running("locus_dsm_trylock");
+	dsm_sync_point();
+	struct dsm_req r = {.kind = DSM_REQ_TRYLOCK,
+			    .a = id,
+			    .c = dsm_ship_on_server() ? 2 : (uint64_t)dsm_self.counted};
+	call_timed(&r, STALL_LOCK);
+	if (r.result == DSM_BUSY)
+		return 0;
+	dsm_self.locks++;
+	return 1;
 }
 
 void locus_dsm_unlock(uint32_t id)

@@ -34,14 +34,6 @@ struct home {
 	int alone;
 };
 
-/* The DSM lock of a state: its offset in the region in 8-byte words, with
-   the top bit set (programs' own lock ids are mostly small). */
-static uint32_t state_lock(const void *state)
-{
-	uint64_t words = (uint64_t)((const char *)state - dsm.app) / 8;
-	return 0x80000000u | (uint32_t)(words & 0x7fffffffu);
-}
-
 static int owns(const void *state)
 {
 	return locus_dsm_home(state) >= 0;
@@ -49,12 +41,12 @@ static int owns(const void *state)
 
 static void enter(void *state)
 {
-	locus_dsm_lock(state_lock(state));
+	locus_dsm_lock(dsm_addr_lock(state));
 }
 
 static void leave(void *state)
 {
-	locus_dsm_unlock(state_lock(state));
+	locus_dsm_unlock(dsm_addr_lock(state));
 }
 
 static void *home_open(void *state, const char *options, char *err, size_t errlen)
@@ -88,7 +80,7 @@ static uint64_t home_run(void *hp, locus_fn fn, uint64_t a, uint64_t b, uint64_t
 	struct home *h = hp;
 	if (h->alone)
 		return locus_dsm_call_home(fn, h->state, a, b, c);
-	return dsm_ship_run(h->state, state_lock(h->state), fn, a, b, c);
+	return dsm_ship_run(h->state, dsm_addr_lock(h->state), fn, a, b, c);
 }
 
 static int home_post(void *hp, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
@@ -97,7 +89,7 @@ static int home_post(void *hp, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, 
 	struct home *h = hp;
 	if (h->alone)
 		return locus_dsm_post_home(fn, h->state, a, b, c, cb, ctx);
-	return dsm_ship_post(h->state, state_lock(h->state), fn, a, b, c, cb, ctx);
+	return dsm_ship_post(h->state, dsm_addr_lock(h->state), fn, a, b, c, cb, ctx);
 }
 
 static void home_close(void *hp)

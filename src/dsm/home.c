@@ -1,10 +1,12 @@
 /*
  * Homes: the node a page lives at. A page's home is its manager under every
  * protocol (sc's manager, which owns it first; lrc's manager, which keeps it
- * current) and the node its shipped calls run at. By default the pages are
- * dealt round robin (page p: node p % nodes); locus_dsm_alloc_at places a
- * block's pages at one node, on every node alike (the allocation is
- * collective), so every node agrees on every page's home.
+ * current) and the node its shipped calls run at. The lower half of the
+ * region is for collective allocations, whose pages are dealt round robin
+ * (page p: node p % nodes) unless locus_dsm_alloc_at places a block at one
+ * node, on every node alike (the allocation is collective); the upper half
+ * is the shared heap, one partition per node, homed there (malloc.c). So
+ * every node agrees on every page's home without a message.
  */
 #include <stdio.h>
 
@@ -13,10 +15,37 @@
 /* By page: 1 + its home, or 0 for the default (a table: zero until set). */
 static uint8_t *homes;
 
+/* The shared heap (malloc.c): pages from heap_first up, one partition of
+   part_pages per node, homed there. Below it, collective allocations. */
+static size_t heap_first, part_pages;
+
 int dsm_home_init(void)
 {
 	homes = dsm_table_new(dsm.npages, 1);
+	heap_first = dsm.npages / 2;
+	part_pages = (dsm.npages - heap_first) / (size_t)dsm.nodes;
 	return homes ? 0 : -1;
+}
+
+size_t dsm_heap_first(void)
+{
+	return heap_first;
+}
+
+void dsm_heap_partition(int node, uintptr_t *lo, uintptr_t *hi)
+{
+	size_t first = heap_first + (size_t)node * part_pages;
+	*lo = (uintptr_t)(dsm.app + first * dsm.page_size);
+	*hi = *lo + part_pages * dsm.page_size;
+}
+
+int dsm_heap_owner(const void *addr)
+{
+	const char *a = addr;
+	if (!dsm.app || a < dsm.app + heap_first * dsm.page_size || a >= dsm.app + dsm.size)
+		return -1;
+	size_t k = ((size_t)(a - dsm.app) / dsm.page_size - heap_first) / part_pages;
+	return k < (size_t)dsm.nodes ? (int)k : -1;
 }
 
 void dsm_home_fini(void)
@@ -28,13 +57,23 @@ void dsm_home_fini(void)
 int dsm_home_of(size_t p)
 {
 	uint8_t h = homes[p];
-	return h ? h - 1 : (int)(p % (size_t)dsm.nodes);
+	if (h)
+		return h - 1;
+	if (p >= heap_first && part_pages && p < heap_first + part_pages * (size_t)dsm.nodes)
+		return (int)((p - heap_first) / part_pages);
+	return (int)(p % (size_t)dsm.nodes);
 }
 
 void dsm_home_place(size_t first, size_t count, int home)
 {
 	for (size_t p = first; p < first + count; p++)
 		homes[p] = home < 0 ? 0 : (uint8_t)(home + 1);
+}
+
+uint32_t dsm_addr_lock(const void *addr)
+{
+	uint64_t words = (uint64_t)((const char *)addr - dsm.app) / 8;
+	return 0x80000000u | (uint32_t)(words & 0x7fffffffu);
 }
 
 int locus_dsm_home(const void *addr)

@@ -37,6 +37,7 @@ enum dsm_req_kind {
 	DSM_REQ_FAULT,	   /* a = page, b = 1 for write */
 	DSM_REQ_LOCK,	   /* a = lock id, c = 1 from a counted thread, 2 from the server */
 	DSM_REQ_UNLOCK,	   /* a = lock id */
+	DSM_REQ_TRYLOCK,   /* as DSM_REQ_LOCK; result -2 when the lock is taken */
 	DSM_REQ_BARRIER,   /* a = value every node must agree on, b = threads of this
 			      node that enter (the node's team), c = DSM_BAR_* */
 	DSM_REQ_STATS,	   /* a = struct locus_dsm_stats * to send to node 0 */
@@ -305,7 +306,7 @@ extern __thread struct dsm_thread dsm_self __attribute__((tls_model("initial-exe
 enum dsm_stall_kind { STALL_FAULT, STALL_LOCK, STALL_BARRIER, STALL_OTHER };
 
 /* How a request ended, as its result: what the statistics tell apart. */
-enum { DSM_LOCAL = 0, DSM_REMOTE = 1, DSM_COMBINED = 2 };
+enum { DSM_LOCAL = 0, DSM_REMOTE = 1, DSM_COMBINED = 2, DSM_BUSY = -2 };
 
 /*
  * A stall of an application thread (fault handler, DSM call), counted when
@@ -371,6 +372,17 @@ int dsm_home_init(void);
 void dsm_home_fini(void);
 int dsm_home_of(size_t p);
 void dsm_home_place(size_t first, size_t count, int home); /* home < 0: the default */
+/* The DSM lock of a shared address: its place in the region in 8-byte
+   words, with the top bit set (programs' own lock ids are mostly small). */
+uint32_t dsm_addr_lock(const void *addr);
+/* The shared heap: its first page, node's partition, an address's owner. */
+size_t dsm_heap_first(void);
+void dsm_heap_partition(int node, uintptr_t *lo, uintptr_t *hi);
+int dsm_heap_owner(const void *addr); /* -1 outside the heap */
+
+/* malloc.c */
+void dsm_malloc_init(void);
+void dsm_malloc_fini(void);
 
 /* region.c */
 int dsm_region_map(void);

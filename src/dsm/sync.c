@@ -211,6 +211,29 @@ static void lock_granted(uint32_t id, uint64_t token, const void *payload, size_
 	dsm_req_done(r, in_message ? DSM_REMOTE : DSM_LOCAL);
 }
 
+static void lock_local(struct lockst *l, struct dsm_req *r);
+
+/* A trylock that found the lock taken: this node does not hold it after all;
+   a thread that queued behind the try asks again for itself. */
+static void lock_refused(uint32_t id, uint64_t token)
+{
+	struct lockst *l = lock_find(id);
+	if (l->local != LOCAL_ASKED)
+		dsm_fatal("lock %u refused to node %d, which did not ask for it", id, dsm.node);
+	l->local = LOCAL_FREE;
+	dsm_req_done((struct dsm_req *)(uintptr_t)token, DSM_BUSY);
+	struct dsm_req *next = l->lw_head;
+	if (next) {
+		l->lw_head = next->wnext;
+		if (!l->lw_head)
+			l->lw_tail = NULL;
+		lock_local(l, next);
+	} else {
+		lock_tidy(l, lock_keep(l));
+		lock_shrink();
+	}
+}
+
 static void grant(uint32_t id, int node, uint64_t token, const void *payload, size_t len)
 {
 	if (node == dsm.node)
@@ -246,12 +269,23 @@ static void hand_over(struct lockst *l, int node, uint64_t token, const void *as
 	}
 }
 
-static void mgr_acquire(uint32_t id, int node, uint64_t token, const void *ask, size_t len)
+/* try: a trylock, refused when the lock is held rather than queued. */
+static void mgr_acquire(uint32_t id, int node, uint64_t token, const void *ask, size_t len, int try)
 {
 	struct lockst *l = lock_find(id);
 	if (!l->held) {
 		l->held = 1;
 		hand_over(l, node, token, ask, len);
+		return;
+	}
+	if (try) {
+		if (node == dsm.node) {
+			lock_refused(id, token);
+		} else {
+			struct dsm_hdr h = {
+				.kind = LOCUS_DSM_MSG_LOCK_GRANT, .a = id, .b = token, .c = 1};
+			dsm_send(node, &h, NULL, 0);
+		}
 		return;
 	}
 	struct waiter *w = malloc(sizeof(*w) + len);
@@ -482,6 +516,11 @@ static void bar_enter_local(struct dsm_req *r)
 /* A thread of this node asks for lock l. */
 static void lock_local(struct lockst *l, struct dsm_req *r)
 {
+	int try = r->kind == DSM_REQ_TRYLOCK;
+	if (l->local != LOCAL_FREE && try) { /* held or asked for here: taken */
+		dsm_req_done(r, DSM_BUSY);
+		return;
+	}
 	if (l->local != LOCAL_FREE) { /* held or asked for by this node: wait here */
 		r->wnext = NULL;
 		if (l->lw_tail)
@@ -498,10 +537,15 @@ static void lock_local(struct lockst *l, struct dsm_req *r)
 	if (passing() && dsm.proto->lock_ask)
 		len = dsm.proto->lock_ask(&ask);
 	int mgr = (int)(l->id % (uint32_t)dsm.nodes);
-	if (mgr == dsm.node)
-		mgr_acquire(l->id, dsm.node, (uint64_t)(uintptr_t)r, ask, len);
-	else
-		send_to(mgr, LOCUS_DSM_MSG_LOCK_ACQ, l->id, (uint64_t)(uintptr_t)r, ask, len);
+	if (mgr == dsm.node) {
+		mgr_acquire(l->id, dsm.node, (uint64_t)(uintptr_t)r, ask, len, try);
+	} else {
+		struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_LOCK_ACQ,
+				    .a = l->id,
+				    .b = (uint64_t)(uintptr_t)r,
+				    .c = (uint64_t)try};
+		dsm_send(mgr, &h, ask, len);
+	}
 	free(ask);
 }
 
@@ -548,6 +592,7 @@ void dsm_sync_request(struct dsm_req *r)
 	uint32_t id = (uint32_t)r->a;
 	switch (r->kind) {
 	case DSM_REQ_LOCK:
+	case DSM_REQ_TRYLOCK:
 		STAT_ADD(lock_acquires, 1);
 		lock_local(lock_find(id), r);
 		break;
@@ -584,10 +629,13 @@ void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len)
 	in_message = 1;
 	switch (h->kind) {
 	case LOCUS_DSM_MSG_LOCK_ACQ:
-		mgr_acquire((uint32_t)h->a, h->src, h->b, payload, len);
+		mgr_acquire((uint32_t)h->a, h->src, h->b, payload, len, h->c != 0);
 		break;
 	case LOCUS_DSM_MSG_LOCK_GRANT:
-		lock_granted((uint32_t)h->a, h->b, payload, len);
+		if (h->c) /* a trylock's answer: taken */
+			lock_refused((uint32_t)h->a, h->b);
+		else
+			lock_granted((uint32_t)h->a, h->b, payload, len);
 		break;
 	case LOCUS_DSM_MSG_LOCK_PASS:
 		/* (an asker that last held the lock is granted by the manager) */

@@ -1,0 +1,146 @@
+/*
+ * Synchronization objects that live in shared memory and are named by
+ * their address, as a program written for threads keeps its pthread
+ * objects inside its shared structures: any number of them, zero-filled
+ * memory a fresh one, no registration. (Splash programs keep thousands of
+ * locks in their allocated structs.)
+ *
+ *   mutex      the DSM lock whose id is the object's place in the region
+ *              (dsm_addr_lock), so lock, trylock and unlock are the DSM
+ *              lock's, with its hand-offs between a node's threads
+ *   condition  a sequence number at the object's home: wait reads it, lets
+ *              the mutex go, and waits (polling it with a growing sleep)
+ *              until a signal or broadcast has moved it, then takes the
+ *              mutex again; every waiter wakes (POSIX allows it)
+ *   semaphore  a count at its home, taken by compare-exchange
+ *   barrier    a count and a generation at its home: arriving is one
+ *              shipped call (the last of `participants` resets the count
+ *              and moves the generation), waiting polls the generation
+ *
+ * Every read and change of an object's words is a shipped call to its home
+ * (ship.c, atomic.c): under lrc each one is a release and an acquire, so
+ * taking a mutex, returning from a condition wait, taking a semaphore and
+ * passing a barrier are acquires, and their counterparts releases.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* An object's words must be aligned words of the region. */
+static void check(const char *call, const void *obj)
+{
+	if (locus_dsm_home(obj) < 0 || (uintptr_t)obj % 8) {
+		fprintf(stderr,
+			"locus-dsm: %s: %p is not an aligned object in the shared region "
+			"(allocate it with locus_dsm_malloc or locus_dsm_alloc)\n",
+			call, obj);
+		exit(1);
+	}
+}
+
+/* Between polls of a word another node will change: from 20 us to 1 ms. */
+static void pause_for(unsigned *us)
+{
+	struct timespec t = {0, (long)*us * 1000};
+	nanosleep(&t, NULL);
+	if (*us < 1000)
+		*us *= 2;
+}
+
+void locus_dsm_mutex_lock(locus_dsm_mutex *m)
+{
+	check("locus_dsm_mutex_lock", m);
+	locus_dsm_lock(dsm_addr_lock(m));
+}
+
+int locus_dsm_mutex_trylock(locus_dsm_mutex *m)
+{
+	check("locus_dsm_mutex_trylock", m);
+	return locus_dsm_trylock(dsm_addr_lock(m));
+}
+
+void locus_dsm_mutex_unlock(locus_dsm_mutex *m)
+{
+	check("locus_dsm_mutex_unlock", m);
+	locus_dsm_unlock(dsm_addr_lock(m));
+}
+
+void locus_dsm_cond_wait(locus_dsm_cond *c, locus_dsm_mutex *m)
+{
+	check("locus_dsm_cond_wait", c);
+	/* Read before the mutex goes: a signal after this moves it. */
+	uint64_t seq = locus_dsm_load(&c->seq);
+	locus_dsm_mutex_unlock(m);
+	for (unsigned us = 20; locus_dsm_load(&c->seq) == seq;)
+		pause_for(&us);
+	locus_dsm_mutex_lock(m);
+}
+
+void locus_dsm_cond_signal(locus_dsm_cond *c)
+{
+	check("locus_dsm_cond_signal", c);
+	locus_dsm_fetch_add(&c->seq, 1);
+}
+
+void locus_dsm_cond_broadcast(locus_dsm_cond *c)
+{
+	check("locus_dsm_cond_broadcast", c);
+	locus_dsm_fetch_add(&c->seq, 1);
+}
+
+void locus_dsm_sem_init(locus_dsm_sem *s, uint64_t value)
+{
+	check("locus_dsm_sem_init", s);
+	locus_dsm_store(&s->count, value);
+}
+
+void locus_dsm_sem_wait(locus_dsm_sem *s)
+{
+	check("locus_dsm_sem_wait", s);
+	unsigned us = 20;
+	uint64_t v = locus_dsm_load(&s->count);
+	for (;;) {
+		if (v > 0 && locus_dsm_compare_exchange(&s->count, &v, v - 1))
+			return;
+		if (v == 0) {
+			pause_for(&us);
+			v = locus_dsm_load(&s->count);
+		}
+	}
+}
+
+void locus_dsm_sem_post(locus_dsm_sem *s)
+{
+	check("locus_dsm_sem_post", s);
+	locus_dsm_fetch_add(&s->count, 1);
+}
+
+/* At the barrier's home: one more has arrived. Returns the generation it
+   arrived in, with bit 63 set for the last one (which opened the next). */
+static uint64_t arrive(void *state, uint64_t participants, uint64_t b, uint64_t c)
+{
+	(void)b, (void)c;
+	locus_dsm_barrier_obj *bar = state;
+	uint64_t gen = __atomic_load_n(&bar->generation, __ATOMIC_SEQ_CST);
+	if (__atomic_add_fetch(&bar->count, 1, __ATOMIC_SEQ_CST) < participants)
+		return gen;
+	__atomic_store_n(&bar->count, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&bar->generation, gen + 1, __ATOMIC_SEQ_CST);
+	return gen | 1ull << 63;
+}
+
+void locus_dsm_barrier_wait(locus_dsm_barrier_obj *b, unsigned participants)
+{
+	check("locus_dsm_barrier_wait", b);
+	if (participants == 0) {
+		fprintf(stderr, "locus-dsm: locus_dsm_barrier_wait: 0 participants\n");
+		exit(1);
+	}
+	uint64_t gen = locus_dsm_call_home(arrive, b, participants, 0, 0);
+	if (gen >> 63)
+		return;
+	for (unsigned us = 20; locus_dsm_load(&b->generation) == gen;)
+		pause_for(&us);
+}
