@@ -457,6 +457,25 @@ LOCUS_API uint64_t locus_dsm_load(const uint64_t *word);
 LOCUS_API void locus_dsm_store(uint64_t *word, uint64_t v);
 
 /*
+ * A fork-style run, for programs written for threads: call it where a
+ * program written for threads starts (instead of locus_dsm_init). Rank 0
+ * returns 0 and runs the program; every other rank stays inside, serving,
+ * until rank 0 calls locus_dsm_finalize, and then exits with status 0.
+ * The program's globals are copied from rank 0 to where a spawned thread
+ * runs (what main wrote before the spawn is what the thread sees; a write
+ * to a global elsewhere stays where it was made); shared data belongs in
+ * the shared heap (locus_dsm_malloc). Collective calls (alloc, barrier,
+ * stats_reset) have no place in such a run. liblocus-dsm must be a shared
+ * library (a static copy would lie among the globals copied). Returns -1
+ * with a message on failure.
+ */
+LOCUS_API int locus_dsm_start(int *argc, char ***argv);
+/* Start fn(arg) on a new thread of node; 0, or -1 with a message. */
+LOCUS_API int locus_dsm_spawn(int node, void (*fn)(void *arg), void *arg);
+/* Wait until `count` more threads this node spawned have returned. */
+LOCUS_API void locus_dsm_join(unsigned count);
+
+/*
  * Shared memory from any thread of any node, at any time (no collective
  * call): NULL with a message (errno ENOMEM) when this node's part of the
  * shared heap is full. The heap is the upper half of the region, one part

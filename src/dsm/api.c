@@ -77,6 +77,18 @@ static void exit_without_finalize(void)
 	_exit(LOCUS_DSM_EXIT_EARLY);
 }
 
+/* A collective call in a fork-style run, where only rank 0 runs the program. */
+static void refuse_in_fork(const char *call, const char *instead)
+{
+	if (!dsm_fork_mode)
+		return;
+	fprintf(stderr,
+		"locus-dsm: %s in a fork-style run (locus_dsm_start): only rank 0 runs the "
+		"program, so no call is collective; %s\n",
+		call, instead);
+	exit(1);
+}
+
 void dsm_require_running(const char *call)
 {
 	if (dsm_forked) {
@@ -208,6 +220,8 @@ void locus_dsm_finalize(void)
 	dsm_sync_point();
 	dsm_outside_team("locus_dsm_finalize");
 	locus_dsm_drain(); /* this thread's posts: answered before the last barrier */
+	if (dsm_fork_mode && dsm.node == 0)
+		dsm_fork_finish();
 	collective(DSM_BAR_FINALIZE, 0, 1, STALL_BARRIER);
 	locus_dsm_stats mine;
 	locus_dsm_stats_get(&mine);
@@ -235,6 +249,7 @@ void locus_dsm_finalize(void)
 	dsm_self.counted = 0;
 	started = 0;
 	dsm_phase = DSM_AFTER;
+	dsm_fork_mode = 0;
 }
 
 int locus_dsm_node(void)
@@ -256,6 +271,7 @@ const char *locus_dsm_protocol(void)
 static void *alloc_at(const char *call, size_t size, int home)
 {
 	dsm_require_running(call);
+	refuse_in_fork(call, "use locus_dsm_malloc");
 	dsm_sync_point();
 	dsm_outside_team(call);
 	if (home < LOCUS_DSM_HOME_SPREAD || home >= dsm.nodes) {
@@ -319,6 +335,7 @@ void *locus_dsm_alloc_at(size_t size, int home)
 void locus_dsm_barrier(void)
 {
 	dsm_require_running("locus_dsm_barrier");
+	refuse_in_fork("locus_dsm_barrier", "use a counted barrier (locus_dsm_barrier_wait)");
 	dsm_sync_point();
 	locus_dsm_drain(); /* this thread's posts are part of what comes before */
 	dsm_team_count_barrier(0);
@@ -398,6 +415,7 @@ double locus_dsm_now(void)
 void locus_dsm_stats_reset(void)
 {
 	dsm_require_running("locus_dsm_stats_reset");
+	refuse_in_fork("locus_dsm_stats_reset", "statistics count from the start");
 	dsm_sync_point();
 	dsm_outside_team("locus_dsm_stats_reset");
 	collective(DSM_BAR_RESET, 0, 1, STALL_BARRIER);

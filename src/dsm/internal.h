@@ -380,6 +380,17 @@ size_t dsm_heap_first(void);
 void dsm_heap_partition(int node, uintptr_t *lo, uintptr_t *hi);
 int dsm_heap_owner(const void *addr); /* -1 outside the heap */
 
+/* globals.c: the program's globals, copied to where a spawned thread runs */
+int dsm_globals_init(void);
+size_t dsm_globals_size(void);
+void dsm_globals_save(void *buf);
+int dsm_globals_differ(const void *buf);
+void dsm_globals_load(const void *buf);
+
+/* spawn.c: a fork-style run (locus_dsm_start) */
+extern int dsm_fork_mode;
+void dsm_fork_finish(void); /* rank 0, at finalize */
+
 /* malloc.c */
 void dsm_malloc_init(void);
 void dsm_malloc_fini(void);

@@ -1,0 +1,196 @@
+/*
+ * Programs as they are written for threads: a fork-style run. Rank 0 runs
+ * main; every other rank stays inside locus_dsm_start, serving (shipped
+ * calls and spawned threads run on its server and new threads) until rank
+ * 0 finalizes; then it finalizes too and exits with status 0.
+ *
+ * A spawn starts fn(arg) on a new thread of a node: a shipped call to the
+ * node (ship.c) that copies main's globals there first when they changed
+ * (globals.c), starts the thread and returns; the function crosses as its
+ * place in the image (fnid.c). When fn returns, the thread ships one "done"
+ * back to the node that spawned it, whose locus_dsm_join counts them.
+ * Collective calls have no place in such a run (only rank 0 runs the
+ * program): the shared heap (locus_dsm_malloc) and the objects named by
+ * address (objects.c) take their place.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/futex.h"
+#include "fnid.h"
+#include "internal.h"
+
+int dsm_fork_mode;
+
+static uint32_t done_count; /* threads this node spawned that have returned */
+static uint32_t quit;	    /* ranks > 0: rank 0 has begun to finalize */
+
+/* Main's globals as last published (rank 0), and the version each node has. */
+static struct {
+	char *buf; /* in the shared heap, rank 0's partition */
+	char *prev;
+	size_t size;
+	uint64_t version;
+} pub;
+static uint64_t applied; /* version of the globals this node holds */
+static pthread_mutex_t apply_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct start {
+	void (*fn)(void *);
+	void *arg;
+	int spawner;
+};
+
+/* What a spawn tells the node that runs it: in the shared heap (the spawner's
+   part), written before the call, read there, freed after. */
+struct spawn_desc {
+	uint64_t fn_word, fn_off; /* the function's identity (fnid.h) */
+	void *arg;
+	char *globals; /* main's globals as published, and their version */
+	uint64_t version;
+	int64_t spawner;
+};
+
+static uint64_t count_done(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)state, (void)a, (void)b, (void)c;
+	faa_release(&done_count, 1);
+	futex_wake(&done_count, FUTEX_WAKE_ALL);
+	return 0;
+}
+
+static void *thread_main(void *p)
+{
+	struct start s = *(struct start *)p;
+	free(p);
+	s.fn(s.arg);
+	locus_dsm_call(s.spawner, count_done, NULL, 0, 0, 0);
+	locus_dsm_drain();
+	return NULL;
+}
+
+/* On the node that runs it (its server): the globals, then the thread. */
+static uint64_t start_here(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)a, (void)b, (void)c;
+	struct spawn_desc d = *(struct spawn_desc *)state;
+	locus_dsm_free(state);
+	struct dsm_fnid id = {
+		.obj = (uint32_t)d.fn_word, .check = (uint32_t)(d.fn_word >> 32), .off = d.fn_off};
+	void *fn = dsm_fnid_fn(&id);
+	if (!fn)
+		dsm_fatal("a spawned function names no function of this program");
+	int spawner = (int)d.spawner;
+	void *arg = d.arg;
+	pthread_mutex_lock(&apply_mu);
+	if (d.globals && spawner != dsm.node && d.version > applied) {
+		dsm_globals_load(d.globals);
+		applied = d.version;
+	}
+	pthread_mutex_unlock(&apply_mu);
+	struct start *s = malloc(sizeof(*s));
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 8u << 20);
+	if (!s)
+		dsm_fatal("out of memory for a spawned thread");
+	*s = (struct start){.fn = (void (*)(void *))fn, .arg = arg, .spawner = spawner};
+	int err = pthread_create(&t, &attr, thread_main, s);
+	pthread_attr_destroy(&attr);
+	if (err)
+		dsm_fatal("cannot start a spawned thread: %s", strerror(err));
+	return 0;
+}
+
+/* Rank 0: main's globals into the shared block, if they changed. */
+static int publish(void)
+{
+	if (!pub.buf) {
+		pub.size = dsm_globals_size();
+		pub.buf = locus_dsm_malloc(pub.size ? pub.size : 1);
+		pub.prev = malloc(pub.size ? pub.size : 1);
+		if (!pub.buf || !pub.prev)
+			return -1;
+	} else if (!dsm_globals_differ(pub.prev)) {
+		return 0;
+	}
+	dsm_globals_save(pub.prev);
+	memcpy(pub.buf, pub.prev, pub.size);
+	pub.version++;
+	applied = pub.version; /* this node has them */
+	return 0;
+}
+
+int locus_dsm_spawn(int node, void (*fn)(void *arg), void *arg)
+{
+	dsm_require_running("locus_dsm_spawn");
+	struct dsm_fnid id;
+	if (node < 0 || node >= dsm.nodes || !fn || dsm_fnid_of((const void *)fn, &id) != 0) {
+		fprintf(stderr,
+			"locus-dsm: locus_dsm_spawn: node %d (nodes are 0 to %d), function %p "
+			"(it must lie in the program's image)\n",
+			node, dsm.nodes - 1, (void *)fn);
+		return -1;
+	}
+	if (dsm_fork_mode && dsm.node == 0 && publish() != 0) {
+		fprintf(stderr, "locus-dsm: locus_dsm_spawn: no room for the globals' copy\n");
+		return -1;
+	}
+	struct spawn_desc *d = locus_dsm_malloc(sizeof(*d));
+	if (!d)
+		return -1;
+	*d = (struct spawn_desc){.fn_word = (uint64_t)id.check << 32 | id.obj,
+				 .fn_off = id.off,
+				 .arg = arg,
+				 .globals = dsm_fork_mode ? pub.buf : NULL,
+				 .version = pub.version,
+				 .spawner = dsm.node};
+	locus_dsm_call(node, start_here, d, 0, 0, 0);
+	return 0;
+}
+
+void locus_dsm_join(unsigned count)
+{
+	dsm_require_running("locus_dsm_join");
+	uint32_t seen;
+	while ((seen = ld_acquire(&done_count)) < count)
+		futex_wait(&done_count, seen);
+	faa_release(&done_count, (uint32_t)-count); /* the next join counts afresh */
+}
+
+static uint64_t tell_quit(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)state, (void)a, (void)b, (void)c;
+	st_release(&quit, 1);
+	futex_wake(&quit, FUTEX_WAKE_ALL);
+	return 0;
+}
+
+/* Rank 0's finalize of a fork-style run: every other rank leaves its wait
+   and makes the collective finalize with it. */
+void dsm_fork_finish(void)
+{
+	for (int n = 1; n < dsm.nodes; n++)
+		locus_dsm_call(n, tell_quit, NULL, 0, 0, 0);
+}
+
+int locus_dsm_start(int *argc, char ***argv)
+{
+	if (dsm_globals_init() != 0)
+		return -1;
+	if (locus_dsm_init(argc, argv) != 0)
+		return -1;
+	dsm_fork_mode = 1;
+	if (dsm.node == 0)
+		return 0;
+	setvbuf(stdout, NULL, _IOLBF, 0); /* workers' lines reach the terminal as they come */
+	while (!ld_acquire(&quit))
+		futex_wait(&quit, 0);
+	locus_dsm_finalize();
+	exit(0);
+}
