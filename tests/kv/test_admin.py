@@ -319,6 +319,31 @@ def test_stats_trailing_words_are_ignored(srv):
         c.call("stats detail dump junk\r\n", "END\r\n")
 
 
+def test_stats_reset_zeroes_the_per_class_eviction_counts(start):
+    """stats reset zeroes the counters of stats items too (evicted, evicted_unfetched, ...),
+    as memcached's does; the number of items stays."""
+    s = start("-m", "2")
+    value = b"x" * 5000
+    with s.conn(timeout=20) as c:
+        c.send(b"".join(b"set r%d 0 0 %d noreply\r\n%s\r\n" % (i, len(value), value)
+                        for i in range(1500)))
+        c.call("version\r\n", "VERSION ")
+        c.line()
+        items = c.stats("items")
+        evicted = {k: int(v) for k, v in items.items() if k.endswith(":evicted")}
+        assert evicted and sum(evicted.values()) > 0, items
+        numbers = {k: v for k, v in items.items() if k.endswith(":number")}
+        c.call("stats reset\r\n", "RESET\r\n")
+        after = c.stats("items")
+        for field in ["evicted", "evicted_unfetched", "evicted_nonzero", "evicted_time",
+                      "outofmemory", "lrutail_reflocked", "reclaimed", "hits_to_cold"]:
+            for k, v in after.items():
+                if k.endswith(":" + field):
+                    assert v == "0", f"{k} is {v} after stats reset"
+        assert {k: v for k, v in after.items() if k.endswith(":number")} == numbers
+        assert c.stats()["evictions"] == "0"
+
+
 def test_stats_conns_lists_the_listener_and_each_connection(srv):
     """stats conns: per file descriptor, 'addr' (tcp:<ip>:<port>), 'listen_addr' (not for a
     listener), 'state' (conn_<name>) and 'secs_since_last_cmd'; the asking connection is in
