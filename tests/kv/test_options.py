@@ -689,6 +689,25 @@ def test_lock_memory(launch):
     assert locked > 0 or "mlockall() failed" in s.output(), s.describe()
 
 
+def test_lock_memory_as_user_memcache(launch, scratch):
+    """-k with -u memcache (Debian's memcached.conf has -k commented out): the user's locked
+    memory limit is small, so mlockall fails; the server says so and serves, and its pid file
+    names it."""
+    needs_root()
+    user = memcache_user()
+    rundir = scratch / "run"
+    rundir.mkdir()
+    scratch.chmod(0o755)
+    os.chown(rundir, user.pw_uid, user.pw_gid)
+    pidfile = rundir / "memcached.pid"
+    s = launch("-k", "-u", "memcache", "-P", pidfile)
+    with s.conn() as c:
+        serves(c)
+    assert poll(lambda: read_pid(pidfile), "the pid file") == s.pid
+    locked = int(proc_status(s.pid)["VmLck"].split()[0])
+    assert locked > 0 or "mlockall() failed" in s.output(), s.describe()
+
+
 def test_enable_coredumps_raises_the_core_limit(launch):
     hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
     if hard == 0:

@@ -128,8 +128,6 @@ int main(int argc, char **argv)
 		kv_daemonize(kv_srv.set.coredumps, ld_relaxed(&kv_srv.set.verbose) > 0);
 	if (kv_srv.set.pidfile)
 		kv_pidfile_write(kv_srv.set.pidfile);
-	if (kv_srv.set.lock_memory)
-		kv_lock_memory();
 	for (int i = 0; i < kv_srv.set.nnotes; i++)
 		kv_logv(1, "locus-kv: note: %s", kv_srv.set.notes[i]);
 	char err[512];
@@ -165,6 +163,8 @@ int main(int argc, char **argv)
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 			kv_die("cannot start worker %d", i);
 	}
+	if (kv_srv.set.lock_memory)
+		kv_lock_memory();
 	struct timeval sec = {1, 0};
 	struct event *tick = event_new(kv_srv.base, -1, EV_PERSIST, on_tick, NULL);
 	event_add(tick, &sec);
