@@ -1008,7 +1008,7 @@ def test_bad_listen_address_refused(launch, listen):
 
 MEMCACHED_TAKES_GARBAGE = [
     # memcached reads these with atoi/strtol and carries on
-    (["-p", "abc"], "-p"), (["-p", "-1"], "-p"), (["-U", "abc"], "-U"), (["-U", "70000"], "-U"),
+    (["-p", "abc"], "-p"), (["-p", "-2"], "-p"), (["-U", "abc"], "-U"), (["-U", "70000"], "-U"),
     (["-b", "abc"], "-b"), (["-a", "xyz"], "-a"), (["extra"], "extra"),
 ]
 

@@ -127,7 +127,7 @@ static int bind_on(const char *host, int port, int type, char *err, size_t errle
 	struct addrinfo *res;
 	char portstr[16];
 	const char *what = type == SOCK_DGRAM ? "UDP" : "TCP";
-	snprintf(portstr, sizeof(portstr), "%d", port);
+	snprintf(portstr, sizeof(portstr), "%d", port < 0 ? 0 : port); /* -1: the kernel picks */
 	int e = getaddrinfo(host, portstr, &hints, &res);
 	if (e) {
 		snprintf(err, errlen, "cannot resolve '%s': %s", host ? host : "*",
@@ -248,6 +248,50 @@ static int listen_unix(const char *path, unsigned mask, char *err, size_t errlen
 	return 0;
 }
 
+/* The port file's lines for the sockets fds: "TCP INET: 11211", "UDP INET6: 40001", ... */
+static void port_lines(FILE *f, const int *fds, int n, const char *proto)
+{
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		if (getsockname(fds[i], (struct sockaddr *)&ss, &len) != 0)
+			continue;
+		if (ss.ss_family == AF_INET)
+			fprintf(f, "%s INET: %u\n", proto,
+				ntohs(((struct sockaddr_in *)&ss)->sin_port));
+		else if (ss.ss_family == AF_INET6)
+			fprintf(f, "%s INET6: %u\n", proto,
+				ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+	}
+}
+
+/*
+ * MEMCACHED_PORT_FILENAME, as memcached writes it: a line per bound socket,
+ * the TCP ones first, so that whoever started the server on port -1 (any
+ * free port) learns which ports it got. Written as <name>.lck, then renamed,
+ * so that a reader never sees half of it; left in place at exit.
+ */
+static void write_port_file(void)
+{
+	const char *path = getenv("MEMCACHED_PORT_FILENAME");
+	if (!path || !*path || kv_srv.set.unix_path)
+		return;
+	char tmp[4096];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.lck", path) >= sizeof(tmp)) {
+		fprintf(stderr, "Failed to open \"%s.lck\": the name is too long\n", path);
+		return;
+	}
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "Failed to open \"%s\": %s\n", tmp, strerror(errno));
+		return;
+	}
+	port_lines(f, kv_srv.lfds, kv_srv.nlisten, "TCP");
+	port_lines(f, kv_srv.ufds, kv_srv.nudp, "UDP");
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		fprintf(stderr, "Failed to write \"%s\": %s\n", path, strerror(errno));
+}
+
 void kv_listen_open(void)
 {
 	char err[512];
@@ -267,6 +311,7 @@ void kv_listen_open(void)
 	} else if (listen_on(NULL, kv_srv.set.port, err, sizeof(err)) != 0) {
 		kv_die("%s", err);
 	}
+	write_port_file();
 }
 
 void kv_listen_start(void)

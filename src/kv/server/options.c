@@ -324,12 +324,13 @@ static opt_apply print_help;
 
 /* memcached's options in its --help order, then locus-kv's own. */
 static const struct opt opts[] = {
-	{"port", 'p', ARG_REQUIRED, "<num>", .apply = set_port, .field = FIELD(port), .min = 0,
-	 .max = 65535, .bad = "a port is a number from 0 to 65535",
-	 .help = "TCP port to listen on (default: 11211; 0: none)"},
+	{"port", 'p', ARG_REQUIRED, "<num>", .apply = set_port, .field = FIELD(port), .min = -1,
+	 .max = 65535, .bad = "a port is a number from 0 to 65535 (-1: any free one)",
+	 .help = "TCP port to listen on (default: 11211; 0: none; -1: any\n"
+		 "free one, written to $MEMCACHED_PORT_FILENAME)"},
 	{"udp-port", 'U', ARG_REQUIRED, "<num>", .apply = set_int, .field = FIELD(udp_port),
-	 .min = 0, .max = 65535, .bad = "a port is a number from 0 to 65535",
-	 .help = "UDP port to listen on (default: 0, off)"},
+	 .min = -1, .max = 65535, .bad = "a port is a number from 0 to 65535 (-1: any free one)",
+	 .help = "UDP port to listen on (default: 0, off; -1: any free one)"},
 	{"unix-socket", 's', ARG_REQUIRED, "<file>", .apply = set_string, .field = FIELD(unix_path),
 	 .help = "Unix socket to listen on, instead of TCP"},
 	{"unix-mask", 'a', ARG_REQUIRED, "<mask>", .apply = set_mask,
