@@ -5,8 +5,8 @@ where it was told, writes its pid file, runs as its user, reports the setting in
 settings`), and how a bad value is refused (a nonzero status and a message). The tests pass
 against Debian's memcached (LOCUS_KV=memcached) wherever locus-kv is meant to behave the same;
 the ones marked locus_only check where locus-kv deliberately differs: it refuses, with a
-message saying why, what it cannot honour (the binary protocol, extstore, TLS, a memory file,
-authentication) and garbage that memcached silently takes (`-p abc`, an extra argument).
+message saying why, what it cannot honour (the binary protocol, SASL, extstore, a memory file)
+and garbage that memcached silently takes (`-p abc`, an extra argument).
 
 The servers here are started by the `launch` fixture rather than conftest's `start`, since
 many tests need their own -p/-l/-s/-u/-d. Against memcached, started as root, `-u root` comes
@@ -950,14 +950,6 @@ def test_memory_file_refused(launch, scratch):
     assert p.rc != 0 and "-e" in p.stderr(), p.describe()
     assert "memory file" in p.stderr() or "restart" in p.stderr(), p.describe()
     assert not (scratch / "memory").exists()
-
-
-@pytest.mark.locus_only
-def test_auth_file_refused(launch, scratch):
-    auth = scratch / "auth"
-    auth.write_text("user:secret\n")
-    p = launch.refused("-Y", auth)
-    assert p.rc != 0 and "-Y" in p.stderr() and "authentication" in p.stderr(), p.describe()
 
 
 @pytest.mark.locus_only

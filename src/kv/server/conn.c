@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/atomic.h"
+#include "kv/server/auth.h"
 #include "kv/server/server.h"
 
 /* ---------- output ---------- */
@@ -101,6 +102,7 @@ struct conn *kv_conn_new(struct worker *w, int fd)
 		return NULL;
 	c->fd = fd;
 	c->w = w;
+	c->needs_auth = kv_srv.set.auth_file != NULL;
 	c->ev = event_new(w->base, fd, EV_READ | EV_PERSIST, conn_event, c);
 	if (!c->ev) {
 		free(c);
@@ -161,6 +163,11 @@ void kv_conn_process(struct conn *c)
 		if (!c->udp && c->budget-- <= 0) {
 			c->yielded = 1; /* -R: the others' turn; conn_service comes back */
 			break;
+		}
+		if (c->needs_auth) {
+			if (!kv_auth_step(c))
+				break;
+			continue;
 		}
 		char *start = c->in.p + c->in_pos;
 		char *nl = avail ? memchr(start, '\n', avail) : NULL;
@@ -229,6 +236,8 @@ static int input_runnable(const struct conn *c)
 		return 0;
 	if (c->state != CONN_LINE)
 		return 1;
+	if (c->auth_need)
+		return kv_auth_data_ready(c);
 	return memchr(c->in.p + c->in_pos, '\n', avail) != NULL;
 }
 

@@ -403,8 +403,10 @@ static const struct opt opts[] = {
 	 .help = "refuse stats cachedump and lru_crawler metadump"},
 	{"disable-watch", 'W', .apply = set_on, .field = FIELD(watch_disabled),
 	 .help = "refuse the watch command"},
-	{"auth-file", 'Y', ARG_REQUIRED, "<file>", .kind = OPT_REFUSED,
-	 .why = "authentication is not built into locus-kv", .help = "authentication is not built"},
+	{"auth-file", 'Y', ARG_REQUIRED, "<file>", .apply = set_string, .field = FIELD(auth_file),
+	 .help = "ASCII authentication: <file> holds user:password\n"
+		 "lines (up to 8); a connection sends \"set <any> 0 0\n"
+		 "<n>\" with \"user password\" before anything else"},
 	{"memory-file", 'e', ARG_REQUIRED, "<file>", .kind = OPT_REFUSED,
 	 .why = "a memory file (restartable cache) is not built into locus-kv",
 	 .help = "a memory file (restartable cache) is not built"},
@@ -612,6 +614,8 @@ static void check_line(struct kv_parse *p, int argc, char **argv)
 		kv_die("-N %d: Number of napi_ids(%d) cannot be greater than number of threads(%d)",
 		       s->napi_ids, s->napi_ids, s->threads);
 	check_item_size(p);
+	if (s->auth_file && s->udp_port)
+		kv_die("Cannot use UDP with ascii authentication enabled (-U 0 to disable)");
 	if (s->unix_path && (s->port != 11211 || s->listen))
 		kv_options_note(s, "-s: listening on the Unix socket only; -p and -l are not used");
 }
@@ -644,4 +648,5 @@ void kv_options_free(struct kv_settings *s)
 	free(s->unix_path);
 	free(s->user);
 	free(s->pidfile);
+	free(s->auth_file);
 }

@@ -28,6 +28,7 @@ struct kv_settings {
 	int verbose;	 /* -v (atomic: the verbosity command changes it while workers read it) */
 	char *user;	 /* -u: switch to this user after binding, when started as root */
 	char *pidfile;	 /* -P */
+	char *auth_file; /* -Y: user:password lines (auth.c) */
 	int daemonize;	 /* -d */
 	int coredumps;	 /* -r: raise the core file limit */
 	int lock_memory; /* -k: mlockall */

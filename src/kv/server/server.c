@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/atomic.h"
+#include "kv/server/auth.h"
 #include "kv/server/meta_exec.h"
 #include "kv/server/process.h"
 #include "kv/server/server.h"
@@ -121,6 +122,10 @@ int main(int argc, char **argv)
 	/* As memcached: the user first (so a port below 1024 needs -u root), then the sockets. */
 	if (kv_srv.set.user)
 		kv_become_user(kv_srv.set.user);
+	/* As memcached: read as the user it runs as. */
+	char err[512];
+	if (kv_srv.set.auth_file && kv_auth_load(kv_srv.set.auth_file, err, sizeof(err)) != 0)
+		kv_die("%s", err);
 	kv_listen_open();
 	/* Bound: only now the daemon, so that a socket that cannot be had is said on the
 	   terminal and in the exit status (memcached forks first; docs/kv.md). */
@@ -130,7 +135,6 @@ int main(int argc, char **argv)
 		kv_pidfile_write(kv_srv.set.pidfile);
 	for (int i = 0; i < kv_srv.set.nnotes; i++)
 		kv_logv(1, "locus-kv: note: %s", kv_srv.set.notes[i]);
-	char err[512];
 	kv_srv.st = kv_store_open(&kv_srv.set.store, err, sizeof(err));
 	if (!kv_srv.st)
 		kv_die("%s", err);
@@ -214,6 +218,7 @@ int main(int argc, char **argv)
 	kv_store_close(kv_srv.st);
 	free(kv_srv.workers);
 	kv_pidfile_remove(kv_srv.set.pidfile);
+	kv_auth_free();
 	kv_options_free(&kv_srv.set);
 	return 0;
 }

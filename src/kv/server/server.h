@@ -11,6 +11,7 @@
  *   admin.c          the administrative commands (watch.c: watch)
  *   options.c        the command line (options_extended.c: -o's names)
  *   process.c        process-wide setup: limits, user, daemon, pid file
+ *   auth.c           -Y: the authentication file, unauthenticated connections
  */
 #ifndef LOCUS_KV_SERVER_H
 #define LOCUS_KV_SERVER_H
@@ -77,6 +78,11 @@ struct conn {
 	int get_paused;
 	size_t get_off, get_len;
 	struct kv_cmd get;
+	/* -Y: it has not authenticated yet (auth.c); the data of its "set" still to come,
+	   and where in `out` the reply that the next one replaces begins. */
+	int needs_auth;
+	uint64_t auth_need;
+	size_t auth_reply;
 	int closing;	   /* close once the output is written */
 	int peer_eof;	   /* the client closed its side: run what it sent, reply, close */
 	int close_now;	   /* close without writing what is left */

@@ -90,8 +90,8 @@ static void stats_general(struct kv_buf *b)
 	STAT_U64(b, "touch_misses", c->touch_misses);
 	STAT_U64(b, "store_too_large", c->store_too_large);
 	STAT_U64(b, "store_no_memory", c->store_no_memory);
-	STAT_U64(b, "auth_cmds", 0);
-	STAT_U64(b, "auth_errors", 0);
+	STAT_U64(b, "auth_cmds", c->auth_cmds);
+	STAT_U64(b, "auth_errors", c->auth_errors);
 	if (kv_srv.set.idle_timeout)
 		STAT_U64(b, "idle_kicks", c->idle_kicks);
 	STAT_U64(b, "bytes_read", c->bytes_read);
@@ -177,7 +177,7 @@ static void stats_settings(struct kv_buf *b)
 	STAT_I64(b, "tcp_backlog", s->backlog);
 	STAT_STR(b, "binding_protocol", "ascii");
 	STAT_STR(b, "auth_enabled_sasl", "no");
-	STAT_STR(b, "auth_enabled_ascii", "no");
+	STAT_STR(b, "auth_enabled_ascii", s->auth_file ? s->auth_file : "no");
 	STAT_U64(b, "item_size_max", cfg->item_size_max);
 	STAT_STR(b, "maxconns_fast", "yes");
 	STAT_U64(b, "hashpower_init", cfg->hashpower);
