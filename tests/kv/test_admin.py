@@ -53,19 +53,19 @@ MEMCACHED_SETTINGS = [
     "lru_maintainer_thread", "lru_segmented", "hot_lru_pct", "warm_lru_pct", "hot_max_factor",
     "warm_max_factor", "temp_lru", "temporary_ttl", "idle_timeout", "watcher_logbuf_size",
     "worker_logbuf_size", "read_buf_mem_limit", "track_sizes", "inline_ascii_response",
+    "ssl_enabled", "ssl_chain_cert", "ssl_key", "ssl_verify_mode", "ssl_keyformat", "ssl_ciphers",
+    "ssl_ca_cert", "ssl_wbuf_size", "ssl_session_cache", "ssl_kernel_tls", "ssl_min_version",
     "num_napi_ids",
 ]
 
 # Settings that Debian's memcached reports because of how it was built: extstore (reported
-# even when not in use), TLS (even when off) and the restartable memory file. locus-kv builds
-# none of these (its -o ext_*, ssl_* and -e are refused), so only memcached is held to them.
+# even when not in use) and the restartable memory file. locus-kv builds neither (its -o ext_*
+# and -e are refused), so only memcached is held to them. (TLS's ssl_* lines are reported by
+# both, with TLS on or off.)
 MEMCACHED_BUILD_SETTINGS = [
     "ext_item_size", "ext_item_age", "ext_low_ttl", "ext_recache_rate", "ext_wbuf_size",
     "ext_compact_under", "ext_drop_under", "ext_max_sleep", "ext_max_frag",
-    "slab_automove_freeratio", "ext_drop_unread",
-    "ssl_enabled", "ssl_chain_cert", "ssl_key", "ssl_verify_mode", "ssl_keyformat", "ssl_ciphers",
-    "ssl_ca_cert", "ssl_wbuf_size", "ssl_session_cache", "ssl_kernel_tls", "ssl_min_version",
-    "memory_file",
+    "slab_automove_freeratio", "ext_drop_unread", "memory_file",
 ]
 
 # "STAT items:<class>:<field> <value>", for each class that holds items.

@@ -73,6 +73,7 @@ static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
 
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
+	struct kv_handoff h = {.tls = (int)(intptr_t)arg};
 	for (int k = 0; k < 64; k++) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
@@ -94,7 +95,8 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 		faa_seqcst(&kv_srv.total_conns, 1);
 		struct worker *w = &kv_srv.workers[kv_srv.next_worker];
 		kv_srv.next_worker = (kv_srv.next_worker + 1) % kv_srv.set.threads;
-		if (write(w->notify[1], &fd, sizeof(fd)) != sizeof(fd)) {
+		h.fd = fd;
+		if (write(w->notify[1], &h, sizeof(h)) != sizeof(h)) {
 			close(fd);
 			fas_seqcst(&kv_srv.curr_conns, 1);
 		}
@@ -118,8 +120,22 @@ static void grow_sndbuf(int fd)
 			return;
 }
 
-/* Bind every address of host (NULL: all) at port: listening TCP, or UDP (type SOCK_DGRAM). */
-static int bind_on(const char *host, int port, int type, char *err, size_t errlen)
+/* A listening socket, and whether its connections speak TLS. */
+static void add_listener(int fd, int tls)
+{
+	unsigned char *t = realloc(kv_srv.ltls, (size_t)kv_srv.nlisten + 1);
+	if (!t)
+		kv_die("out of memory");
+	kv_srv.ltls = t;
+	t[kv_srv.nlisten] = (unsigned char)tls;
+	add_fd(&kv_srv.lfds, &kv_srv.nlisten, fd);
+}
+
+/*
+ * Bind every address of host (NULL: all) at port: listening TCP (with TLS if
+ * tls), or UDP (type SOCK_DGRAM).
+ */
+static int bind_on(const char *host, int port, int type, int tls, char *err, size_t errlen)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC,
 				 .ai_socktype = type,
@@ -154,7 +170,7 @@ static int bind_on(const char *host, int port, int type, char *err, size_t errle
 			grow_sndbuf(fd);
 			add_fd(&kv_srv.ufds, &kv_srv.nudp, fd);
 		} else {
-			add_fd(&kv_srv.lfds, &kv_srv.nlisten, fd);
+			add_listener(fd, tls);
 		}
 		made++;
 	}
@@ -163,22 +179,33 @@ static int bind_on(const char *host, int port, int type, char *err, size_t errle
 }
 
 /* TCP at port (unless 0) and, with -U, UDP at its port, on host's addresses. */
-static int listen_on(const char *host, int port, char *err, size_t errlen)
+static int listen_on(const char *host, int port, int tls, char *err, size_t errlen)
 {
-	if (port && bind_on(host, port, SOCK_STREAM, err, errlen) != 0)
+	if (port && bind_on(host, port, SOCK_STREAM, tls, err, errlen) != 0)
 		return -1;
-	if (kv_srv.set.udp_port && bind_on(host, kv_srv.set.udp_port, SOCK_DGRAM, err, errlen) != 0)
+	if (kv_srv.set.udp_port &&
+	    bind_on(host, kv_srv.set.udp_port, SOCK_DGRAM, 0, err, errlen) != 0)
 		return -1;
 	return 0;
 }
 
 /*
  * One -l entry: "host", "host:port", "[v6addr]" or "[v6addr]:port" (a bare
- * IPv6 address has several colons and no port), as memcached reads it.
+ * IPv6 address has several colons and no port), as memcached reads it; with
+ * -Z, "notls:" before it makes a listener without TLS.
  */
 static int listen_entry(char *entry, char *err, size_t errlen)
 {
-	int port = kv_srv.set.port;
+	int port = kv_srv.set.port, tls = kv_srv.set.tls.enabled;
+	if (strncmp(entry, "notls:", 6) == 0) {
+		if (!tls) {
+			snprintf(err, errlen,
+				 "-l %s: 'notls' option is valid only when SSL is enabled", entry);
+			return -1;
+		}
+		tls = 0;
+		entry += 6;
+	}
 	char *host = entry, *colon = NULL;
 	if (entry[0] == '[') {
 		char *close = strchr(entry, ']');
@@ -209,7 +236,7 @@ static int listen_entry(char *entry, char *err, size_t errlen)
 		}
 		port = (int)p;
 	}
-	return listen_on(host, port, err, errlen);
+	return listen_on(host, port, tls, err, errlen);
 }
 
 /* -s: a Unix socket at path with mode `mask`, instead of TCP (as memcached). */
@@ -244,7 +271,7 @@ static int listen_unix(const char *path, unsigned mask, char *err, size_t errlen
 		close(fd);
 		return -1;
 	}
-	add_fd(&kv_srv.lfds, &kv_srv.nlisten, fd);
+	add_listener(fd, 0);
 	return 0;
 }
 
@@ -308,7 +335,8 @@ void kv_listen_open(void)
 		free(list);
 	} else if (kv_srv.set.port == 0 && kv_srv.set.udp_port == 0) {
 		kv_die("-p 0, -U 0 and no -s: nothing to listen on");
-	} else if (listen_on(NULL, kv_srv.set.port, err, sizeof(err)) != 0) {
+	} else if (listen_on(NULL, kv_srv.set.port, kv_srv.set.tls.enabled, err, sizeof(err)) !=
+		   0) {
 		kv_die("%s", err);
 	}
 	write_port_file();
@@ -321,7 +349,7 @@ void kv_listen_start(void)
 		kv_die("out of memory");
 	for (int i = 0; i < kv_srv.nlisten; i++) {
 		kv_srv.lev[i] = event_new(kv_srv.base, kv_srv.lfds[i], EV_READ | EV_PERSIST,
-					  on_accept, NULL);
+					  on_accept, (void *)(intptr_t)kv_srv.ltls[i]);
 		event_add(kv_srv.lev[i], NULL);
 	}
 	st_seqcst(&kv_srv.accepting, 1);
@@ -345,8 +373,10 @@ void kv_listen_free(void)
 {
 	free(kv_srv.lev);
 	free(kv_srv.lfds);
+	free(kv_srv.ltls);
 	free(kv_srv.ufds);
 	kv_srv.lev = NULL;
 	kv_srv.lfds = kv_srv.ufds = NULL;
+	kv_srv.ltls = NULL;
 	kv_srv.nlisten = kv_srv.nudp = 0;
 }

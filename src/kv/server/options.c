@@ -11,8 +11,9 @@
  *  - acts: changes what the server does (most of them);
  *  - accepted: memcached tunes something locus-kv does not have (-L, -N);
  *    taken, and noted under -v;
- *  - refused: needs what locus-kv does not build (SASL, authentication, TLS,
- *    the memory file); refused with the reason.
+ *  - refused: needs what locus-kv does not build (SASL, the memory file);
+ *    refused with the reason, and left out of --help: memcached's test
+ *    suite takes an option --help names (its feature's name) as built in.
  *
  * -o's names are options_extended.c's, in a table of their own. Bad values
  * are refused naming the option and the range; memcached's own texts are
@@ -95,8 +96,6 @@ struct opt {
 	const char *why;  /* accepted: the note -v prints; refused: the reason */
 	const char *help; /* --help; a line after the first starts at HELP_COL */
 };
-
-#define FIELD(f) offsetof(struct kv_settings, f)
 
 /* The option as a message names it: "-p" or "--stripes". */
 static const char *opt_name(const struct opt *o, char buf[64])
@@ -340,7 +339,8 @@ static const struct opt opts[] = {
 	 .help = "enable the ascii \"shutdown\" command"},
 	{"listen", 'l', ARG_REQUIRED, "<addr>", .apply = add_listen,
 	 .help = "interface to listen on (default: all); repeatable, or a\n"
-		 "comma-separated list"},
+		 "comma-separated list; with -Z, notls:<addr> is a\n"
+		 "listener without TLS"},
 	{"daemon", 'd', .apply = set_on, .field = FIELD(daemonize), .help = "run as a daemon"},
 	{"enable-coredumps", 'r', .apply = set_on, .field = FIELD(coredumps),
 	 .help = "raise the core file limit to its maximum"},
@@ -391,12 +391,13 @@ static const struct opt opts[] = {
 	 .help = "the listen queue's length (default: 1024)"},
 	{"protocol", 'B', ARG_REQUIRED, "<name>", .apply = set_protocol,
 	 .bad = "the protocol is one of auto, binary, or ascii",
-	 .help = "ascii or auto (ascii: the only one here); binary refused"},
+	 .help = "ascii or auto: the text and meta protocols (binary is\n"
+		 "refused)"},
 	{"max-item-size", 'I', ARG_REQUIRED, "<num>", .apply = set_item_size,
 	 .help = "largest item, with k/m suffix (default: 1m; 1k .. 1024m,\n"
 		 "at most half of -m, a multiple of slab_chunk_max)"},
 	{"enable-sasl", 'S', .kind = OPT_REFUSED,
-	 .why = "SASL authentication is not built into locus-kv", .help = "SASL is not built"},
+	 .why = "SASL authentication is not built into locus-kv"},
 	{"disable-flush-all", 'F', .apply = set_on, .field = FIELD(flush_disabled),
 	 .help = "refuse flush_all"},
 	{"disable-dumping", 'X', .apply = set_on, .field = FIELD(dump_disabled),
@@ -408,10 +409,11 @@ static const struct opt opts[] = {
 		 "lines (up to 8); a connection sends \"set <any> 0 0\n"
 		 "<n>\" with \"user password\" before anything else"},
 	{"memory-file", 'e', ARG_REQUIRED, "<file>", .kind = OPT_REFUSED,
-	 .why = "a memory file (restartable cache) is not built into locus-kv",
-	 .help = "a memory file (restartable cache) is not built"},
-	{"enable-ssl", 'Z', .kind = OPT_REFUSED, .why = "TLS is not built into locus-kv",
-	 .help = "TLS is not built"},
+	 .why = "a memory file (restartable cache) is not built into locus-kv"},
+	{"enable-ssl", 'Z', .apply = set_on, .field = FIELD(tls.enabled),
+	 .help = "TLS on the TCP listeners (not those -l marks notls:);\n"
+		 "needs -o ssl_chain_cert=<file> and ssl_key=<file>\n"
+		 "(without ssl_key, the key is read from the chain's file)"},
 	{"napi-ids", 'N', ARG_REQUIRED, "<num>", OPT_ACCEPTED, .apply = set_int,
 	 .field = FIELD(napi_ids), .min = 1, .max = 1 << 20,
 	 .bad = "Maximum number of NAPI IDs must be greater than 0",
@@ -428,9 +430,14 @@ static const struct opt opts[] = {
 		 "slab_chunk_max=<bytes>, no_chunked_items, no_modern,\n"
 		 "hashpower=<n>, idle_timeout=<s>, track_sizes,\n"
 		 "watcher_logbuf_size=<KB>;\n"
+		 "TLS (-Z): ssl_chain_cert=<file>, ssl_key=<file>,\n"
+		 "ssl_keyformat=<n>, ssl_verify_mode=0|1|2|3,\n"
+		 "ssl_ca_cert=<file>, ssl_ciphers=<list>,\n"
+		 "ssl_min_version=0|1|2|3 (TLS 1.0 .. 1.3; default 2),\n"
+		 "ssl_wbuf_size=<KB>, ssl_session_cache, ssl_kernel_tls;\n"
 		 "memcached's other names are accepted, checked as\n"
 		 "memcached checks them, and change nothing (-v notes\n"
-		 "it); ext_* (extstore), ssl_* and proxy_* are refused"},
+		 "it); ext_* (extstore) and proxy_* are refused"},
 	{"sync", 0, ARG_REQUIRED, "<sections>", .apply = set_sync,
 	 .help = "the mechanism of each kind of critical section, as\n"
 		 "section=spec pairs separated by commas; sections:\n"
@@ -477,7 +484,7 @@ static int help_name(const struct opt *o, char *buf, size_t n)
  */
 static void help_row(FILE *out, const struct opt *o)
 {
-	static const char *const marks[] = {"", "(accepted) ", "(refused) "};
+	static const char *const marks[] = {"", "(accepted) "};
 	char name[80];
 	int len = help_name(o, name, sizeof(name));
 	int gap = len < HELP_COL ? HELP_COL - len : len == HELP_COL ? 1 : 2;
@@ -496,13 +503,15 @@ static void print_help(struct kv_parse *p, const struct opt *o, const char *arg)
 	fputs("locus-kv " LOCUS_KV_VERSION "\n"
 	      "A memcached-compatible server whose critical sections run on locus mechanisms.\n"
 	      "It takes every memcached 1.6 option: those marked (accepted) change nothing here\n"
-	      "and say so under -v; those marked (refused) stop it with the reason.\n"
+	      "and say so under -v. Two need what locus-kv does not build, and are refused with\n"
+	      "the reason rather than listed: -S and -e.\n"
 	      "\n",
 	      stdout);
 	for (size_t i = 0; i < NOPTS; i++) {
 		if (!opts[i].letter && opts[i - 1].letter)
 			fputs("\nlocus options:\n", stdout);
-		help_row(stdout, &opts[i]);
+		if (opts[i].kind != OPT_REFUSED)
+			help_row(stdout, &opts[i]);
 	}
 	fputs("\nMechanisms:", stdout);
 	for (const char *const *m = locus_cs_mechanisms(); *m; m++)
@@ -629,7 +638,8 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 				  .maxconns = 1024,
 				  .reqs_per_event = 20,
 				  .slab_reassign = 1,
-				  .watcher_buf_kb = 256};
+				  .watcher_buf_kb = 256,
+				  .tls = {.keyformat = 1, .min_version = 2, .wbuf_kb = 16}};
 	kv_store_config_default(&s->store);
 	struct kv_parse p = {.s = s};
 	struct option longs[NOPTS + 1];
@@ -649,4 +659,8 @@ void kv_options_free(struct kv_settings *s)
 	free(s->user);
 	free(s->pidfile);
 	free(s->auth_file);
+	free(s->tls.chain_cert);
+	free(s->tls.key);
+	free(s->tls.ca_cert);
+	free(s->tls.ciphers);
 }

@@ -12,6 +12,7 @@
  *   options.c        the command line (options_extended.c: -o's names)
  *   process.c        process-wide setup: limits, user, daemon, pid file
  *   auth.c           -Y: the authentication file, unauthenticated connections
+ *   tls.c            -Z: TLS sessions, refresh_certs
  */
 #ifndef LOCUS_KV_SERVER_H
 #define LOCUS_KV_SERVER_H
@@ -38,6 +39,7 @@
 
 struct event;
 struct event_base;
+struct ssl_st;
 
 #define READ_CHUNK   16384
 #define OUT_HIGH     (64u << 10) /* stop running commands while this much output waits */
@@ -58,6 +60,14 @@ struct conn {
 	struct worker *w;
 	struct event *ev;
 	short events; /* what ev waits for now */
+	/* TLS (tls.c): the session, NULL on a plain connection; what its last read or write
+	   waits for besides the usual (EV_WRITE: a read; EV_READ: a write); the length a
+	   write must be retried with; its handshake is done; the session failed (close
+	   without a close_notify). */
+	struct ssl_st *ssl;
+	short tls_want;
+	size_t tls_wlen;
+	int tls_ready, tls_failed;
 	struct kv_buf in;
 	size_t in_pos; /* bytes of in already consumed */
 	struct kv_buf out;
@@ -115,6 +125,12 @@ struct conn {
 /* What "stats conns" says a connection is doing (memcached's conn_* states). */
 enum conn_activity { ACT_NEW, ACT_READ, ACT_NREAD, ACT_SWALLOW, ACT_WRITE, ACT_WATCH };
 
+/* What the listener hands a worker through its pipe: an accepted socket (-1: stop). */
+struct kv_handoff {
+	int fd;
+	int tls;
+};
+
 struct worker {
 	int id;
 	pthread_t thread;
@@ -135,6 +151,7 @@ struct kv_server {
 	kv_store *st;
 	struct event_base *base;
 	int *lfds;
+	unsigned char *ltls; /* lfds[i] speaks TLS */
 	struct event **lev;
 	int nlisten;
 	int *ufds; /* UDP sockets: each worker reads every one (-U) */
@@ -164,7 +181,7 @@ void kv_logv(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 void kv_reply(struct conn *c, const char *s);
 void kv_replyf(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t kv_out_pending(const struct conn *c);
-struct conn *kv_conn_new(struct worker *w, int fd);
+struct conn *kv_conn_new(struct worker *w, int fd, int tls);
 void kv_conn_close(struct conn *c);
 /* Run every complete command the input holds (stops early on output backing up). */
 void kv_conn_process(struct conn *c);

@@ -20,6 +20,7 @@
 
 #include "common/atomic.h"
 #include "kv/server/server.h"
+#include "kv/server/tls.h"
 
 #define STAT_U64(b, name, v) kv_buf_addf(b, "STAT " name " %" PRIu64 "\r\n", (uint64_t)(v))
 #define STAT_I64(b, name, v) kv_buf_addf(b, "STAT " name " %" PRId64 "\r\n", (int64_t)(v))
@@ -122,6 +123,7 @@ static void stats_general(struct kv_buf *b)
 	STAT_U64(b, "lru_maintainer_juggles", 0);
 	STAT_U64(b, "malloc_fails", 0);
 	kv_watch_stats(b);
+	kv_tls_stats(b);
 	STAT_U64(b, "unexpected_napi_ids", 0);
 	STAT_U64(b, "round_robin_fallback", 0);
 	STAT_I64(b, "bytes", c->bytes);
@@ -208,6 +210,7 @@ static void stats_settings(struct kv_buf *b)
 	STAT_STR(b, "read_buf_mem_limit", kv_setting_kept(s, "read_buf_mem_limit"));
 	STAT_STR(b, "track_sizes", yes_no(kv_sizes_on(kv_srv.st)));
 	STAT_STR(b, "inline_ascii_response", "no");
+	kv_tls_settings(b, &s->tls);
 	STAT_I64(b, "num_napi_ids", s->napi_ids);
 	STAT_U64(b, "hash_stripes", cfg->stripes);
 	for (int k = 0; k < KV_SECTIONS; k++)
