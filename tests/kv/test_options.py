@@ -375,6 +375,17 @@ def memcache_user():
         pytest.skip("no user memcache here")
 
 
+def memcache_pidfile(scratch):
+    """A pid file path in a directory user memcache owns (as /run/memcached); needs root."""
+    needs_root()
+    user = memcache_user()
+    rundir = scratch / "run"
+    rundir.mkdir()
+    scratch.chmod(0o755)
+    os.chown(rundir, user.pw_uid, user.pw_gid)
+    return rundir / "memcached.pid"
+
+
 # ---------- -h, -V, -i ----------
 
 # What locus-kv refuses (SASL, the memory file) it leaves out of -h: memcached's own test
@@ -421,13 +432,8 @@ def test_version_and_license_exit_0(kv):
 def test_debian_service_command_line(kv, launch, scratch):
     """/etc/memcached.conf as Debian's service runs it, started as root: the server runs as
     user memcache and writes its pid file (in a directory memcache owns, as /run/memcached)."""
-    needs_root()
+    pidfile = memcache_pidfile(scratch)
     user = memcache_user()
-    rundir = scratch / "run"
-    rundir.mkdir()
-    scratch.chmod(0o755)
-    os.chown(rundir, user.pw_uid, user.pw_gid)
-    pidfile = rundir / "memcached.pid"
     port = free_port()
     s = launch("-m", "64", "-p", port, "-u", "memcache", "-l", HOST, "-c", "1024", "-t", "4",
                "-P", pidfile, "-v", base=False, probe=("tcp", (HOST, port)))
@@ -710,13 +716,7 @@ def test_lock_memory_as_user_memcache(launch, scratch):
     """-k with -u memcache (Debian's memcached.conf has -k commented out): the user's locked
     memory limit is small, so mlockall fails; the server says so and serves, and its pid file
     names it."""
-    needs_root()
-    user = memcache_user()
-    rundir = scratch / "run"
-    rundir.mkdir()
-    scratch.chmod(0o755)
-    os.chown(rundir, user.pw_uid, user.pw_gid)
-    pidfile = rundir / "memcached.pid"
+    pidfile = memcache_pidfile(scratch)
     s = launch("-k", "-u", "memcache", "-P", pidfile)
     with s.conn() as c:
         serves(c)

@@ -144,13 +144,17 @@ static void set_int(struct kv_parse *p, const struct opt *o, const char *arg)
 	*(int *)field_of(p, o) = (int)opt_long(o, arg);
 }
 
-static void set_string(struct kv_parse *p, const struct opt *o, const char *arg)
+void kv_options_string(char **field, const char *value)
 {
-	char **field = field_of(p, o);
 	free(*field);
-	*field = strdup(arg);
+	*field = strdup(value);
 	if (!*field)
 		kv_die("out of memory");
+}
+
+static void set_string(struct kv_parse *p, const struct opt *o, const char *arg)
+{
+	kv_options_string(field_of(p, o), arg);
 }
 
 static void set_port(struct kv_parse *p, const struct opt *o, const char *arg)

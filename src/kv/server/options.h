@@ -96,6 +96,8 @@ struct kv_parse {
 void kv_options_extended(struct kv_parse *p, const char *arg);
 /* Add a note for -v to print, once however often it is added (notes are compared by address). */
 void kv_options_note(struct kv_settings *s, const char *text);
+/* A string setting: *field (freed) becomes a copy of value. */
+void kv_options_string(char **field, const char *value);
 /* 0 and *out if s is a number strtol reads whole, within [lo, hi]; -1 otherwise. */
 int kv_options_long(const char *s, long lo, long hi, long *out);
 

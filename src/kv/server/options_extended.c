@@ -85,11 +85,7 @@ static void *sub_field(struct kv_parse *p, const struct sub *o)
 /* A file name or an OpenSSL list, kept as given. */
 static void text(struct kv_parse *p, const struct sub *o, const char *value)
 {
-	char **f = sub_field(p, o);
-	free(*f);
-	*f = strdup(value);
-	if (!*f)
-		kv_die("out of memory");
+	kv_options_string(sub_field(p, o), value);
 }
 
 /* An int: memcached's "could not parse" for what is not one, its range words outside [min, max]. */
