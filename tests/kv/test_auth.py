@@ -58,6 +58,9 @@ def test_auth_wrong_password(auth_server):
         ask(c, auth_set("alice secret"), "STORED\r\n")
         st = c.stats()
         assert (st["auth_cmds"], st["auth_errors"]) == ("4", "3")
+        c.call("stats reset\r\n", "RESET\r\n")
+        st = c.stats()
+        assert (st["auth_cmds"], st["auth_errors"]) == ("0", "0")
 
 
 @pytest.mark.parametrize("line", [

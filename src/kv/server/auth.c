@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/atomic.h"
 #include "kv/server/auth.h"
 #include "kv/server/server.h"
 
@@ -25,6 +26,10 @@ struct entry {
 static struct entry entries[ENTRIES_MAX];
 static int nentries;
 static char *lines; /* the lines as read; the entries point into it */
+
+/* auth_cmds and auth_errors (atomic): kept here rather than in the workers' counts, whose
+   every flush would carry them when there is no -Y. */
+static uint64_t counts[2];
 
 /*
  * One line of the file into dst, as memcached reads it (fgets into what is
@@ -111,6 +116,17 @@ int kv_auth_load(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "Authfile [%s] has a malformed entry. Should be 'user:password'", path);
 	return rc;
+}
+
+uint64_t kv_auth_count(int failed)
+{
+	return ld_relaxed(&counts[failed != 0]);
+}
+
+void kv_auth_count_reset(void)
+{
+	st_relaxed(&counts[0], 0);
+	st_relaxed(&counts[1], 0);
 }
 
 void kv_auth_free(void)
@@ -208,12 +224,12 @@ int kv_auth_step(struct conn *c)
 	} else if (kv_split_words(data, c_len(data, need - 2), t, 2) < 2) {
 		auth_reply(c, "CLIENT_ERROR bad authentication token format");
 	} else {
-		c->w->cnt.auth_cmds++;
+		faa_relaxed(&counts[0], 1);
 		if (known(t[0], t[1])) {
 			auth_reply(c, "STORED");
 			c->needs_auth = 0;
 		} else {
-			c->w->cnt.auth_errors++;
+			faa_relaxed(&counts[1], 1);
 			auth_reply(c, "CLIENT_ERROR authentication failure");
 		}
 	}

@@ -12,12 +12,16 @@
 #define LOCUS_KV_AUTH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct conn;
 
 /* Read the file: 0, or -1 with memcached's message in err. */
 int kv_auth_load(const char *path, char *err, size_t errlen);
 void kv_auth_free(void);
+/* "stats": auth_cmds (failed 0) and auth_errors (failed 1); "stats reset" zeroes them. */
+uint64_t kv_auth_count(int failed);
+void kv_auth_count_reset(void);
 
 /*
  * Run the next step of an unauthenticated connection's input: 1 if it

@@ -60,14 +60,6 @@ struct conn {
 	struct worker *w;
 	struct event *ev;
 	short events; /* what ev waits for now */
-	/* TLS (tls.c): the session, NULL on a plain connection; what its last read or write
-	   waits for besides the usual (EV_WRITE: a read; EV_READ: a write); the length a
-	   write must be retried with; its handshake is done; the session failed (close
-	   without a close_notify). */
-	struct ssl_st *ssl;
-	short tls_want;
-	size_t tls_wlen;
-	int tls_ready, tls_failed;
 	struct kv_buf in;
 	size_t in_pos; /* bytes of in already consumed */
 	struct kv_buf out;
@@ -88,16 +80,24 @@ struct conn {
 	int get_paused;
 	size_t get_off, get_len;
 	struct kv_cmd get;
+	int closing;   /* close once the output is written */
+	int peer_eof;  /* the client closed its side: run what it sent, reply, close */
+	int close_now; /* close without writing what is left */
+	int budget;    /* commands it may still run before letting others have a turn (-R) */
+	int yielded;   /* it stopped for that with commands left to run */
+	/* TLS (tls.c): the session, NULL on a plain connection; what its last read or write
+	   waits for besides the usual (EV_WRITE: a read; EV_READ: a write); the length a
+	   write must be retried with; its handshake is done; the session failed (close
+	   without a close_notify). */
+	struct ssl_st *ssl;
+	short tls_want;
+	size_t tls_wlen;
+	int tls_ready, tls_failed;
 	/* -Y: it has not authenticated yet (auth.c); the data of its "set" still to come,
 	   and where in `out` the reply that the next one replaces begins. */
 	int needs_auth;
 	uint64_t auth_need;
 	size_t auth_reply;
-	int closing;	   /* close once the output is written */
-	int peer_eof;	   /* the client closed its side: run what it sent, reply, close */
-	int close_now;	   /* close without writing what is left */
-	int budget;	   /* commands it may still run before letting others have a turn (-R) */
-	int yielded;	   /* it stopped for that with commands left to run */
 	struct conn *next; /* the worker's list (under its lock) */
 	struct conn *prev;
 	/* For "stats conns" (read by other workers under this worker's lock). */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/atomic.h"
+#include "kv/server/auth.h"
 #include "kv/server/server.h"
 #include "kv/server/tls.h"
 
@@ -91,8 +92,8 @@ static void stats_general(struct kv_buf *b)
 	STAT_U64(b, "touch_misses", c->touch_misses);
 	STAT_U64(b, "store_too_large", c->store_too_large);
 	STAT_U64(b, "store_no_memory", c->store_no_memory);
-	STAT_U64(b, "auth_cmds", c->auth_cmds);
-	STAT_U64(b, "auth_errors", c->auth_errors);
+	STAT_U64(b, "auth_cmds", kv_auth_count(0));
+	STAT_U64(b, "auth_errors", kv_auth_count(1));
 	if (kv_srv.set.idle_timeout)
 		STAT_U64(b, "idle_kicks", c->idle_kicks);
 	STAT_U64(b, "bytes_read", c->bytes_read);
@@ -381,6 +382,7 @@ void kv_cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 	case KV_STATS_RESET:
 		kv_stats_reset(kv_srv.st);
 		kv_detail_reset(kv_srv.st);
+		kv_auth_count_reset();
 		st_seqcst(&kv_srv.total_conns, 0);
 		st_seqcst(&kv_srv.rejected_conns, 0);
 		kv_reply(c, "RESET");

@@ -126,8 +126,7 @@ struct kv_counts {
 	uint64_t slab_reassign_rescues, slab_reassign_evictions_nomem, slab_reassign_inline_reclaim,
 		slab_reassign_busy_items;
 	uint64_t lru_crawler_starts;
-	uint64_t auth_cmds, auth_errors; /* -Y: authentication attempts, and those that failed */
-	uint64_t cls_touched;		 /* bit c: cls[c] has counts to add */
+	uint64_t cls_touched; /* bit c: cls[c] has counts to add */
 	uint64_t cls[KV_CLASSES][KV_CLASS_COUNTS];
 };
 
