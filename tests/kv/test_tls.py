@@ -258,9 +258,15 @@ def test_tls_notls_listener_beside_a_tls_one(start, certs):
         assert closed_by_server(raw)
 
 
-def test_tls_notls_without_tls_refused(start):
-    out = refused(start, "-l", f"notls:127.0.0.1:{free_port()}")
-    assert "'notls' option is valid only when SSL is enabled" in out, out
+def test_tls_notls_without_tls_refused(kv):
+    """Run alone, not by `start`: the server has bound its other listener when it refuses, and
+    a probe of that one could take it for a start."""
+    argv = [str(kv[0]), *(["-u", "root"] if kv[1] and os.geteuid() == 0 else []),
+            "-U", "0", "-l", f"notls:127.0.0.1:{free_port()}"]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=DEADLINE,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode != 0, r
+    assert "'notls' option is valid only when SSL is enabled" in r.stdout + r.stderr, r
 
 
 # ---------- refusals at start ----------
