@@ -53,19 +53,19 @@ MEMCACHED_SETTINGS = [
     "lru_maintainer_thread", "lru_segmented", "hot_lru_pct", "warm_lru_pct", "hot_max_factor",
     "warm_max_factor", "temp_lru", "temporary_ttl", "idle_timeout", "watcher_logbuf_size",
     "worker_logbuf_size", "read_buf_mem_limit", "track_sizes", "inline_ascii_response",
+    "ssl_enabled", "ssl_chain_cert", "ssl_key", "ssl_verify_mode", "ssl_keyformat", "ssl_ciphers",
+    "ssl_ca_cert", "ssl_wbuf_size", "ssl_session_cache", "ssl_kernel_tls", "ssl_min_version",
     "num_napi_ids",
 ]
 
 # Settings that Debian's memcached reports because of how it was built: extstore (reported
-# even when not in use), TLS (even when off) and the restartable memory file. locus-kv builds
-# none of these (its -o ext_*, ssl_* and -e are refused), so only memcached is held to them.
+# even when not in use) and the restartable memory file. locus-kv builds neither (its -o ext_*
+# and -e are refused), so only memcached is held to them. (TLS's ssl_* lines are reported by
+# both, with TLS on or off.)
 MEMCACHED_BUILD_SETTINGS = [
     "ext_item_size", "ext_item_age", "ext_low_ttl", "ext_recache_rate", "ext_wbuf_size",
     "ext_compact_under", "ext_drop_under", "ext_max_sleep", "ext_max_frag",
-    "slab_automove_freeratio", "ext_drop_unread",
-    "ssl_enabled", "ssl_chain_cert", "ssl_key", "ssl_verify_mode", "ssl_keyformat", "ssl_ciphers",
-    "ssl_ca_cert", "ssl_wbuf_size", "ssl_session_cache", "ssl_kernel_tls", "ssl_min_version",
-    "memory_file",
+    "slab_automove_freeratio", "ext_drop_unread", "memory_file",
 ]
 
 # "STAT items:<class>:<field> <value>", for each class that holds items.
@@ -317,6 +317,31 @@ def test_stats_trailing_words_are_ignored(srv):
         assert plain.startswith("STAT pid ") and "STAT curr_items " in plain
         c.call("stats reset junk\r\n", "RESET\r\n")
         c.call("stats detail dump junk\r\n", "END\r\n")
+
+
+def test_stats_reset_zeroes_the_per_class_eviction_counts(start):
+    """stats reset zeroes the counters of stats items too (evicted, evicted_unfetched, ...),
+    as memcached's does; the number of items stays."""
+    s = start("-m", "2")
+    value = b"x" * 5000
+    with s.conn(timeout=20) as c:
+        c.send(b"".join(b"set r%d 0 0 %d noreply\r\n%s\r\n" % (i, len(value), value)
+                        for i in range(1500)))
+        c.call("version\r\n", "VERSION ")
+        c.line()
+        items = c.stats("items")
+        evicted = {k: int(v) for k, v in items.items() if k.endswith(":evicted")}
+        assert evicted and sum(evicted.values()) > 0, items
+        numbers = {k: v for k, v in items.items() if k.endswith(":number")}
+        c.call("stats reset\r\n", "RESET\r\n")
+        after = c.stats("items")
+        for field in ["evicted", "evicted_unfetched", "evicted_nonzero", "evicted_time",
+                      "outofmemory", "lrutail_reflocked", "reclaimed", "hits_to_cold"]:
+            for k, v in after.items():
+                if k.endswith(":" + field):
+                    assert v == "0", f"{k} is {v} after stats reset"
+        assert {k: v for k, v in after.items() if k.endswith(":number")} == numbers
+        assert c.stats()["evictions"] == "0"
 
 
 def test_stats_conns_lists_the_listener_and_each_connection(srv):

@@ -1,7 +1,8 @@
 /*
  * locus-kv's administrative commands, as memcached 1.6.18 answers them:
  * cache_memlimit, slabs automove|reassign, lru_crawler
- * crawl|metadump|sleep|tocrawl|enable|disable, and watch (watch.c). Each
+ * crawl|metadump|sleep|tocrawl|enable|disable, refresh_certs, and watch
+ * (watch.c). Each
  * checks its words in memcached's order and answers with memcached's words.
  * (stats is stats_command.c's; shutdown, verbosity and flush_all are with the
  * other commands in commands.c.)
@@ -14,6 +15,7 @@
 
 #include "common/atomic.h"
 #include "kv/server/server.h"
+#include "kv/server/tls.h"
 
 #define WORDS_MAX	      24
 #define DUMP_STRIPES_PER_TURN 64 /* metadump: stripes walked between looks at the output */
@@ -280,6 +282,24 @@ static void lru_crawler(struct conn *c, const struct words *w)
 	}
 }
 
+/* ---------- refresh_certs ---------- */
+
+/* The certificate and key read again (tls.c); as memcached, noreply silences only "OK". */
+static void refresh_certs(struct conn *c, const struct words *w)
+{
+	char err[512];
+	noreply_maybe(c, w);
+	if (!kv_srv.set.tls.enabled) {
+		c->noreply = 0;
+		kv_reply(c, "Error TLS not enabled");
+	} else if (kv_tls_refresh(err, sizeof(err)) != 0) {
+		c->noreply = 0;
+		kv_reply(c, err);
+	} else {
+		kv_reply(c, "OK");
+	}
+}
+
 int kv_admin_command(struct conn *c, const char *line, size_t len)
 {
 	struct words w;
@@ -294,6 +314,8 @@ int kv_admin_command(struct conn *c, const char *line, size_t len)
 		lru_crawler(c, &w);
 	else if (is(w.t[0], "watch"))
 		kv_watch_command(c, w.t, w.n);
+	else if (is(w.t[0], "refresh_certs"))
+		refresh_certs(c, &w);
 	else
 		return 0;
 	return 1;

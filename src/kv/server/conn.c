@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include "common/atomic.h"
+#include "kv/server/auth.h"
 #include "kv/server/server.h"
+#include "kv/server/tls.h"
 
 /* ---------- output ---------- */
 
@@ -81,6 +83,8 @@ void kv_conn_close(struct conn *c)
 	kv_watch_forget(c);
 	event_del(c->ev);
 	event_free(c->ev);
+	if (c->ssl)
+		kv_tls_close(c);
 	close(c->fd);
 	if (c->item)
 		kv_item_release(kv_srv.st, c->item);
@@ -94,15 +98,18 @@ void kv_conn_close(struct conn *c)
 	faa_seqcst(&kv_srv.closed_conns, 1);
 }
 
-struct conn *kv_conn_new(struct worker *w, int fd)
+struct conn *kv_conn_new(struct worker *w, int fd, int tls)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->fd = fd;
 	c->w = w;
+	c->needs_auth = kv_srv.set.auth_file != NULL;
 	c->ev = event_new(w->base, fd, EV_READ | EV_PERSIST, conn_event, c);
-	if (!c->ev) {
+	if (!c->ev || (tls && kv_tls_open(c) != 0)) {
+		if (c->ev)
+			event_free(c->ev);
 		free(c);
 		return NULL;
 	}
@@ -162,6 +169,11 @@ void kv_conn_process(struct conn *c)
 			c->yielded = 1; /* -R: the others' turn; conn_service comes back */
 			break;
 		}
+		if (c->needs_auth) {
+			if (!kv_auth_step(c))
+				break;
+			continue;
+		}
 		char *start = c->in.p + c->in_pos;
 		char *nl = avail ? memchr(start, '\n', avail) : NULL;
 		if (!nl) {
@@ -194,21 +206,42 @@ void kv_conn_process(struct conn *c)
 	}
 }
 
+/* The socket's bytes, or TLS's plaintext: > 0 bytes, 0 none yet, -1 closed or failed. */
+static ssize_t conn_recv(struct conn *c, char *buf, size_t n)
+{
+	if (c->ssl)
+		return kv_tls_read(c, buf, n);
+	ssize_t got = recv(c->fd, buf, n, 0);
+	if (got > 0)
+		return got;
+	return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+}
+
+static ssize_t conn_send(struct conn *c, const char *buf, size_t n)
+{
+	if (c->ssl)
+		return kv_tls_write(c, buf, n);
+	for (;;) {
+		ssize_t sent = send(c->fd, buf, n, MSG_NOSIGNAL);
+		if (sent > 0)
+			return sent;
+		if (sent < 0 && errno == EINTR)
+			continue;
+		return sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+	}
+}
+
 /* Write what the socket takes. -1 on a dead connection. */
 static int conn_write(struct conn *c)
 {
 	while (kv_out_pending(c)) {
-		ssize_t n = send(c->fd, c->out.p + c->out_pos, kv_out_pending(c), MSG_NOSIGNAL);
-		if (n > 0) {
-			c->out_pos += (size_t)n;
-			c->w->cnt.bytes_written += (uint64_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		ssize_t n = conn_send(c, c->out.p + c->out_pos, kv_out_pending(c));
+		if (n == 0)
 			return 0;
-		return -1;
+		if (n < 0)
+			return -1;
+		c->out_pos += (size_t)n;
+		c->w->cnt.bytes_written += (uint64_t)n;
 	}
 	c->out.len = c->out_pos = 0;
 	if (c->out.cap > 2 * OUT_HIGH) {
@@ -229,6 +262,8 @@ static int input_runnable(const struct conn *c)
 		return 0;
 	if (c->state != CONN_LINE)
 		return 1;
+	if (c->auth_need)
+		return kv_auth_data_ready(c);
 	return memchr(c->in.p + c->in_pos, '\n', avail) != NULL;
 }
 
@@ -248,11 +283,10 @@ static void conn_service(struct conn *c, int readable)
 				c->close_now = 1;
 			} else {
 				ssize_t n =
-					recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, 0);
+					conn_recv(c, c->in.p + c->in.len, c->in.cap - c->in.len);
 				if (n > 0)
 					c->in.len += (size_t)n;
-				else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
-						    errno != EINTR))
+				else if (n < 0)
 					c->peer_eof = 1;
 			}
 		}
@@ -286,6 +320,7 @@ static void conn_service(struct conn *c, int readable)
 		if (!c->closing && !c->peer_eof && !c->get_paused && !c->dumping &&
 		    kv_out_pending(c) < OUT_HIGH)
 			want |= EV_READ;
+		want |= c->tls_want;
 		conn_watch(c, want);
 		st_relaxed(&c->activity, c->watcher		    ? ACT_WATCH
 					 : kv_out_pending(c)	    ? ACT_WRITE
@@ -297,6 +332,9 @@ static void conn_service(struct conn *c, int readable)
 			/* As memcached: run the rest after the worker's other ready connections. */
 			c->w->cnt.conn_yields++;
 			event_active(c->ev, EV_READ, 0);
+		} else if (c->ssl && (want & EV_READ) && kv_tls_pending(c)) {
+			/* TLS has read more than it handed out: the socket will not say so. */
+			event_active(c->ev, EV_READ, 0);
 		}
 		return;
 	}
@@ -307,10 +345,11 @@ void kv_conn_kick(struct conn *c)
 	conn_service(c, 0);
 }
 
+/* A TLS session may need to read whatever the socket became ready for (tls.h). */
 static void conn_event(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-	conn_service(c, (what & EV_READ) != 0);
+	conn_service(c, (what & EV_READ) != 0 || c->ssl);
 }
 
 /*

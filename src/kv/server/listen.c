@@ -73,6 +73,7 @@ static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
 
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
+	struct kv_handoff h = {.tls = (int)(intptr_t)arg};
 	for (int k = 0; k < 64; k++) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
@@ -94,7 +95,8 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 		faa_seqcst(&kv_srv.total_conns, 1);
 		struct worker *w = &kv_srv.workers[kv_srv.next_worker];
 		kv_srv.next_worker = (kv_srv.next_worker + 1) % kv_srv.set.threads;
-		if (write(w->notify[1], &fd, sizeof(fd)) != sizeof(fd)) {
+		h.fd = fd;
+		if (write(w->notify[1], &h, sizeof(h)) != sizeof(h)) {
 			close(fd);
 			fas_seqcst(&kv_srv.curr_conns, 1);
 		}
@@ -118,8 +120,22 @@ static void grow_sndbuf(int fd)
 			return;
 }
 
-/* Bind every address of host (NULL: all) at port: listening TCP, or UDP (type SOCK_DGRAM). */
-static int bind_on(const char *host, int port, int type, char *err, size_t errlen)
+/* A listening socket, and whether its connections speak TLS. */
+static void add_listener(int fd, int tls)
+{
+	unsigned char *t = realloc(kv_srv.ltls, (size_t)kv_srv.nlisten + 1);
+	if (!t)
+		kv_die("out of memory");
+	kv_srv.ltls = t;
+	t[kv_srv.nlisten] = (unsigned char)tls;
+	add_fd(&kv_srv.lfds, &kv_srv.nlisten, fd);
+}
+
+/*
+ * Bind every address of host (NULL: all) at port: listening TCP (with TLS if
+ * tls), or UDP (type SOCK_DGRAM).
+ */
+static int bind_on(const char *host, int port, int type, int tls, char *err, size_t errlen)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC,
 				 .ai_socktype = type,
@@ -127,7 +143,7 @@ static int bind_on(const char *host, int port, int type, char *err, size_t errle
 	struct addrinfo *res;
 	char portstr[16];
 	const char *what = type == SOCK_DGRAM ? "UDP" : "TCP";
-	snprintf(portstr, sizeof(portstr), "%d", port);
+	snprintf(portstr, sizeof(portstr), "%d", port < 0 ? 0 : port); /* -1: the kernel picks */
 	int e = getaddrinfo(host, portstr, &hints, &res);
 	if (e) {
 		snprintf(err, errlen, "cannot resolve '%s': %s", host ? host : "*",
@@ -154,7 +170,7 @@ static int bind_on(const char *host, int port, int type, char *err, size_t errle
 			grow_sndbuf(fd);
 			add_fd(&kv_srv.ufds, &kv_srv.nudp, fd);
 		} else {
-			add_fd(&kv_srv.lfds, &kv_srv.nlisten, fd);
+			add_listener(fd, tls);
 		}
 		made++;
 	}
@@ -163,22 +179,33 @@ static int bind_on(const char *host, int port, int type, char *err, size_t errle
 }
 
 /* TCP at port (unless 0) and, with -U, UDP at its port, on host's addresses. */
-static int listen_on(const char *host, int port, char *err, size_t errlen)
+static int listen_on(const char *host, int port, int tls, char *err, size_t errlen)
 {
-	if (port && bind_on(host, port, SOCK_STREAM, err, errlen) != 0)
+	if (port && bind_on(host, port, SOCK_STREAM, tls, err, errlen) != 0)
 		return -1;
-	if (kv_srv.set.udp_port && bind_on(host, kv_srv.set.udp_port, SOCK_DGRAM, err, errlen) != 0)
+	if (kv_srv.set.udp_port &&
+	    bind_on(host, kv_srv.set.udp_port, SOCK_DGRAM, 0, err, errlen) != 0)
 		return -1;
 	return 0;
 }
 
 /*
  * One -l entry: "host", "host:port", "[v6addr]" or "[v6addr]:port" (a bare
- * IPv6 address has several colons and no port), as memcached reads it.
+ * IPv6 address has several colons and no port), as memcached reads it; with
+ * -Z, "notls:" before it makes a listener without TLS.
  */
 static int listen_entry(char *entry, char *err, size_t errlen)
 {
-	int port = kv_srv.set.port;
+	int port = kv_srv.set.port, tls = kv_srv.set.tls.enabled;
+	if (strncmp(entry, "notls:", 6) == 0) {
+		if (!tls) {
+			snprintf(err, errlen,
+				 "-l %s: 'notls' option is valid only when SSL is enabled", entry);
+			return -1;
+		}
+		tls = 0;
+		entry += 6;
+	}
 	char *host = entry, *colon = NULL;
 	if (entry[0] == '[') {
 		char *close = strchr(entry, ']');
@@ -209,7 +236,7 @@ static int listen_entry(char *entry, char *err, size_t errlen)
 		}
 		port = (int)p;
 	}
-	return listen_on(host, port, err, errlen);
+	return listen_on(host, port, tls, err, errlen);
 }
 
 /* -s: a Unix socket at path with mode `mask`, instead of TCP (as memcached). */
@@ -244,8 +271,52 @@ static int listen_unix(const char *path, unsigned mask, char *err, size_t errlen
 		close(fd);
 		return -1;
 	}
-	add_fd(&kv_srv.lfds, &kv_srv.nlisten, fd);
+	add_listener(fd, 0);
 	return 0;
+}
+
+/* The port file's lines for the sockets fds: "TCP INET: 11211", "UDP INET6: 40001", ... */
+static void port_lines(FILE *f, const int *fds, int n, const char *proto)
+{
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		if (getsockname(fds[i], (struct sockaddr *)&ss, &len) != 0)
+			continue;
+		if (ss.ss_family == AF_INET)
+			fprintf(f, "%s INET: %u\n", proto,
+				ntohs(((struct sockaddr_in *)&ss)->sin_port));
+		else if (ss.ss_family == AF_INET6)
+			fprintf(f, "%s INET6: %u\n", proto,
+				ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+	}
+}
+
+/*
+ * MEMCACHED_PORT_FILENAME, as memcached writes it: a line per bound socket,
+ * the TCP ones first, so that whoever started the server on port -1 (any
+ * free port) learns which ports it got. Written as <name>.lck, then renamed,
+ * so that a reader never sees half of it; left in place at exit.
+ */
+static void write_port_file(void)
+{
+	const char *path = getenv("MEMCACHED_PORT_FILENAME");
+	if (!path || !*path || kv_srv.set.unix_path)
+		return;
+	char tmp[4096];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.lck", path) >= sizeof(tmp)) {
+		fprintf(stderr, "Failed to open \"%s.lck\": the name is too long\n", path);
+		return;
+	}
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "Failed to open \"%s\": %s\n", tmp, strerror(errno));
+		return;
+	}
+	port_lines(f, kv_srv.lfds, kv_srv.nlisten, "TCP");
+	port_lines(f, kv_srv.ufds, kv_srv.nudp, "UDP");
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		fprintf(stderr, "Failed to write \"%s\": %s\n", path, strerror(errno));
 }
 
 void kv_listen_open(void)
@@ -264,9 +335,11 @@ void kv_listen_open(void)
 		free(list);
 	} else if (kv_srv.set.port == 0 && kv_srv.set.udp_port == 0) {
 		kv_die("-p 0, -U 0 and no -s: nothing to listen on");
-	} else if (listen_on(NULL, kv_srv.set.port, err, sizeof(err)) != 0) {
+	} else if (listen_on(NULL, kv_srv.set.port, kv_srv.set.tls.enabled, err, sizeof(err)) !=
+		   0) {
 		kv_die("%s", err);
 	}
+	write_port_file();
 }
 
 void kv_listen_start(void)
@@ -276,7 +349,7 @@ void kv_listen_start(void)
 		kv_die("out of memory");
 	for (int i = 0; i < kv_srv.nlisten; i++) {
 		kv_srv.lev[i] = event_new(kv_srv.base, kv_srv.lfds[i], EV_READ | EV_PERSIST,
-					  on_accept, NULL);
+					  on_accept, (void *)(intptr_t)kv_srv.ltls[i]);
 		event_add(kv_srv.lev[i], NULL);
 	}
 	st_seqcst(&kv_srv.accepting, 1);
@@ -300,8 +373,10 @@ void kv_listen_free(void)
 {
 	free(kv_srv.lev);
 	free(kv_srv.lfds);
+	free(kv_srv.ltls);
 	free(kv_srv.ufds);
 	kv_srv.lev = NULL;
 	kv_srv.lfds = kv_srv.ufds = NULL;
+	kv_srv.ltls = NULL;
 	kv_srv.nlisten = kv_srv.nudp = 0;
 }

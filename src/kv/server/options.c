@@ -11,8 +11,9 @@
  *  - acts: changes what the server does (most of them);
  *  - accepted: memcached tunes something locus-kv does not have (-L, -N);
  *    taken, and noted under -v;
- *  - refused: needs what locus-kv does not build (SASL, authentication, TLS,
- *    the memory file); refused with the reason.
+ *  - refused: needs what locus-kv does not build (SASL, the memory file);
+ *    refused with the reason, and left out of --help: memcached's test
+ *    suite takes an option --help names (its feature's name) as built in.
  *
  * -o's names are options_extended.c's, in a table of their own. Bad values
  * are refused naming the option and the range; memcached's own texts are
@@ -96,8 +97,6 @@ struct opt {
 	const char *help; /* --help; a line after the first starts at HELP_COL */
 };
 
-#define FIELD(f) offsetof(struct kv_settings, f)
-
 /* The option as a message names it: "-p" or "--stripes". */
 static const char *opt_name(const struct opt *o, char buf[64])
 {
@@ -145,13 +144,17 @@ static void set_int(struct kv_parse *p, const struct opt *o, const char *arg)
 	*(int *)field_of(p, o) = (int)opt_long(o, arg);
 }
 
-static void set_string(struct kv_parse *p, const struct opt *o, const char *arg)
+void kv_options_string(char **field, const char *value)
 {
-	char **field = field_of(p, o);
 	free(*field);
-	*field = strdup(arg);
+	*field = strdup(value);
 	if (!*field)
 		kv_die("out of memory");
+}
+
+static void set_string(struct kv_parse *p, const struct opt *o, const char *arg)
+{
+	kv_options_string(field_of(p, o), arg);
 }
 
 static void set_port(struct kv_parse *p, const struct opt *o, const char *arg)
@@ -324,12 +327,13 @@ static opt_apply print_help;
 
 /* memcached's options in its --help order, then locus-kv's own. */
 static const struct opt opts[] = {
-	{"port", 'p', ARG_REQUIRED, "<num>", .apply = set_port, .field = FIELD(port), .min = 0,
-	 .max = 65535, .bad = "a port is a number from 0 to 65535",
-	 .help = "TCP port to listen on (default: 11211; 0: none)"},
+	{"port", 'p', ARG_REQUIRED, "<num>", .apply = set_port, .field = FIELD(port), .min = -1,
+	 .max = 65535, .bad = "a port is a number from 0 to 65535 (-1: any free one)",
+	 .help = "TCP port to listen on (default: 11211; 0: none; -1: any\n"
+		 "free one, written to $MEMCACHED_PORT_FILENAME)"},
 	{"udp-port", 'U', ARG_REQUIRED, "<num>", .apply = set_int, .field = FIELD(udp_port),
-	 .min = 0, .max = 65535, .bad = "a port is a number from 0 to 65535",
-	 .help = "UDP port to listen on (default: 0, off)"},
+	 .min = -1, .max = 65535, .bad = "a port is a number from 0 to 65535 (-1: any free one)",
+	 .help = "UDP port to listen on (default: 0, off; -1: any free one)"},
 	{"unix-socket", 's', ARG_REQUIRED, "<file>", .apply = set_string, .field = FIELD(unix_path),
 	 .help = "Unix socket to listen on, instead of TCP"},
 	{"unix-mask", 'a', ARG_REQUIRED, "<mask>", .apply = set_mask,
@@ -339,7 +343,8 @@ static const struct opt opts[] = {
 	 .help = "enable the ascii \"shutdown\" command"},
 	{"listen", 'l', ARG_REQUIRED, "<addr>", .apply = add_listen,
 	 .help = "interface to listen on (default: all); repeatable, or a\n"
-		 "comma-separated list"},
+		 "comma-separated list; with -Z, notls:<addr> is a\n"
+		 "listener without TLS"},
 	{"daemon", 'd', .apply = set_on, .field = FIELD(daemonize), .help = "run as a daemon"},
 	{"enable-coredumps", 'r', .apply = set_on, .field = FIELD(coredumps),
 	 .help = "raise the core file limit to its maximum"},
@@ -390,25 +395,29 @@ static const struct opt opts[] = {
 	 .help = "the listen queue's length (default: 1024)"},
 	{"protocol", 'B', ARG_REQUIRED, "<name>", .apply = set_protocol,
 	 .bad = "the protocol is one of auto, binary, or ascii",
-	 .help = "ascii or auto (ascii: the only one here); binary refused"},
+	 .help = "ascii or auto: the text and meta protocols (binary is\n"
+		 "refused)"},
 	{"max-item-size", 'I', ARG_REQUIRED, "<num>", .apply = set_item_size,
 	 .help = "largest item, with k/m suffix (default: 1m; 1k .. 1024m,\n"
 		 "at most half of -m, a multiple of slab_chunk_max)"},
 	{"enable-sasl", 'S', .kind = OPT_REFUSED,
-	 .why = "SASL authentication is not built into locus-kv", .help = "SASL is not built"},
+	 .why = "SASL authentication is not built into locus-kv"},
 	{"disable-flush-all", 'F', .apply = set_on, .field = FIELD(flush_disabled),
 	 .help = "refuse flush_all"},
 	{"disable-dumping", 'X', .apply = set_on, .field = FIELD(dump_disabled),
 	 .help = "refuse stats cachedump and lru_crawler metadump"},
 	{"disable-watch", 'W', .apply = set_on, .field = FIELD(watch_disabled),
 	 .help = "refuse the watch command"},
-	{"auth-file", 'Y', ARG_REQUIRED, "<file>", .kind = OPT_REFUSED,
-	 .why = "authentication is not built into locus-kv", .help = "authentication is not built"},
+	{"auth-file", 'Y', ARG_REQUIRED, "<file>", .apply = set_string, .field = FIELD(auth_file),
+	 .help = "ASCII authentication: <file> holds user:password\n"
+		 "lines (up to 8); a connection sends \"set <any> 0 0\n"
+		 "<n>\" with \"user password\" before anything else"},
 	{"memory-file", 'e', ARG_REQUIRED, "<file>", .kind = OPT_REFUSED,
-	 .why = "a memory file (restartable cache) is not built into locus-kv",
-	 .help = "a memory file (restartable cache) is not built"},
-	{"enable-ssl", 'Z', .kind = OPT_REFUSED, .why = "TLS is not built into locus-kv",
-	 .help = "TLS is not built"},
+	 .why = "a memory file (restartable cache) is not built into locus-kv"},
+	{"enable-ssl", 'Z', .apply = set_on, .field = FIELD(tls.enabled),
+	 .help = "TLS on the TCP listeners (not those -l marks notls:);\n"
+		 "needs -o ssl_chain_cert=<file> and ssl_key=<file>\n"
+		 "(without ssl_key, the key is read from the chain's file)"},
 	{"napi-ids", 'N', ARG_REQUIRED, "<num>", OPT_ACCEPTED, .apply = set_int,
 	 .field = FIELD(napi_ids), .min = 1, .max = 1 << 20,
 	 .bad = "Maximum number of NAPI IDs must be greater than 0",
@@ -425,9 +434,14 @@ static const struct opt opts[] = {
 		 "slab_chunk_max=<bytes>, no_chunked_items, no_modern,\n"
 		 "hashpower=<n>, idle_timeout=<s>, track_sizes,\n"
 		 "watcher_logbuf_size=<KB>;\n"
+		 "TLS (-Z): ssl_chain_cert=<file>, ssl_key=<file>,\n"
+		 "ssl_keyformat=<n>, ssl_verify_mode=0|1|2|3,\n"
+		 "ssl_ca_cert=<file>, ssl_ciphers=<list>,\n"
+		 "ssl_min_version=0|1|2|3 (TLS 1.0 .. 1.3; default 2),\n"
+		 "ssl_wbuf_size=<KB>, ssl_session_cache, ssl_kernel_tls;\n"
 		 "memcached's other names are accepted, checked as\n"
 		 "memcached checks them, and change nothing (-v notes\n"
-		 "it); ext_* (extstore), ssl_* and proxy_* are refused"},
+		 "it); ext_* (extstore) and proxy_* are refused"},
 	{"sync", 0, ARG_REQUIRED, "<sections>", .apply = set_sync,
 	 .help = "the mechanism of each kind of critical section, as\n"
 		 "section=spec pairs separated by commas; sections:\n"
@@ -474,7 +488,7 @@ static int help_name(const struct opt *o, char *buf, size_t n)
  */
 static void help_row(FILE *out, const struct opt *o)
 {
-	static const char *const marks[] = {"", "(accepted) ", "(refused) "};
+	static const char *const marks[] = {"", "(accepted) "};
 	char name[80];
 	int len = help_name(o, name, sizeof(name));
 	int gap = len < HELP_COL ? HELP_COL - len : len == HELP_COL ? 1 : 2;
@@ -493,13 +507,15 @@ static void print_help(struct kv_parse *p, const struct opt *o, const char *arg)
 	fputs("locus-kv " LOCUS_KV_VERSION "\n"
 	      "A memcached-compatible server whose critical sections run on locus mechanisms.\n"
 	      "It takes every memcached 1.6 option: those marked (accepted) change nothing here\n"
-	      "and say so under -v; those marked (refused) stop it with the reason.\n"
+	      "and say so under -v. Two need what locus-kv does not build, and are refused with\n"
+	      "the reason rather than listed: -S and -e.\n"
 	      "\n",
 	      stdout);
 	for (size_t i = 0; i < NOPTS; i++) {
 		if (!opts[i].letter && opts[i - 1].letter)
 			fputs("\nlocus options:\n", stdout);
-		help_row(stdout, &opts[i]);
+		if (opts[i].kind != OPT_REFUSED)
+			help_row(stdout, &opts[i]);
 	}
 	fputs("\nMechanisms:", stdout);
 	for (const char *const *m = locus_cs_mechanisms(); *m; m++)
@@ -611,6 +627,8 @@ static void check_line(struct kv_parse *p, int argc, char **argv)
 		kv_die("-N %d: Number of napi_ids(%d) cannot be greater than number of threads(%d)",
 		       s->napi_ids, s->napi_ids, s->threads);
 	check_item_size(p);
+	if (s->auth_file && s->udp_port)
+		kv_die("Cannot use UDP with ascii authentication enabled (-U 0 to disable)");
 	if (s->unix_path && (s->port != 11211 || s->listen))
 		kv_options_note(s, "-s: listening on the Unix socket only; -p and -l are not used");
 }
@@ -624,7 +642,8 @@ void kv_options_parse(int argc, char **argv, struct kv_settings *s)
 				  .maxconns = 1024,
 				  .reqs_per_event = 20,
 				  .slab_reassign = 1,
-				  .watcher_buf_kb = 256};
+				  .watcher_buf_kb = 256,
+				  .tls = {.keyformat = 1, .min_version = 2, .wbuf_kb = 16}};
 	kv_store_config_default(&s->store);
 	struct kv_parse p = {.s = s};
 	struct option longs[NOPTS + 1];
@@ -643,4 +662,9 @@ void kv_options_free(struct kv_settings *s)
 	free(s->unix_path);
 	free(s->user);
 	free(s->pidfile);
+	free(s->auth_file);
+	free(s->tls.chain_cert);
+	free(s->tls.key);
+	free(s->tls.ca_cert);
+	free(s->tls.ciphers);
 }

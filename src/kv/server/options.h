@@ -10,7 +10,24 @@
 #ifndef LOCUS_KV_OPTIONS_H
 #define LOCUS_KV_OPTIONS_H
 
+#include <stddef.h>
+
 #include "kv/store/store.h"
+
+/* -Z and -o ssl_*: TLS (tls.c), memcached's settings with its defaults. */
+struct kv_tls_settings {
+	int enabled;	   /* -Z */
+	char *chain_cert;  /* ssl_chain_cert: the certificate chain, PEM */
+	char *key;	   /* ssl_key: its private key (NULL: in the chain file) */
+	int keyformat;	   /* ssl_keyformat: OpenSSL's file type, 1 PEM, 2 DER */
+	int verify_mode;   /* ssl_verify_mode: 0 none, 1 request, 2 require, 3 once */
+	char *ca_cert;	   /* ssl_ca_cert: the client CAs, PEM */
+	char *ciphers;	   /* ssl_ciphers: an OpenSSL cipher list (TLS 1.2 and older) */
+	int min_version;   /* ssl_min_version: 0..3, TLS 1.0 .. TLS 1.3 */
+	int wbuf_kb;	   /* ssl_wbuf_size: bytes handed to TLS per write, KB (0: all) */
+	int session_cache; /* ssl_session_cache: the server keeps sessions to resume */
+	int kernel_tls;	   /* ssl_kernel_tls: records by the kernel, where it can */
+};
 
 #define KV_NOTES_MAX 16
 #define KV_KEPT_MAX  16
@@ -28,6 +45,7 @@ struct kv_settings {
 	int verbose;	 /* -v (atomic: the verbosity command changes it while workers read it) */
 	char *user;	 /* -u: switch to this user after binding, when started as root */
 	char *pidfile;	 /* -P */
+	char *auth_file; /* -Y: user:password lines (auth.c) */
 	int daemonize;	 /* -d */
 	int coredumps;	 /* -r: raise the core file limit */
 	int lock_memory; /* -k: mlockall */
@@ -41,6 +59,7 @@ struct kv_settings {
 	int watcher_buf_kb;   /* -o watcher_logbuf_size: each watcher's buffer */
 	int napi_ids;	      /* -N */
 	struct kv_store_config store;
+	struct kv_tls_settings tls;
 	const char *notes[KV_NOTES_MAX]; /* accepted, not acted on (printed under -v) */
 	int nnotes;
 	/* -o values memcached checks and locus-kv only shows (stats settings) */
@@ -70,10 +89,15 @@ struct kv_parse {
 	int chunk_given; /* -o slab_chunk_max */
 };
 
+/* Where a setting is in struct kv_settings (the option tables' rows say). */
+#define FIELD(f) offsetof(struct kv_settings, f)
+
 /* -o's comma-separated names (options_extended.c). */
 void kv_options_extended(struct kv_parse *p, const char *arg);
 /* Add a note for -v to print, once however often it is added (notes are compared by address). */
 void kv_options_note(struct kv_settings *s, const char *text);
+/* A string setting: *field (freed) becomes a copy of value. */
+void kv_options_string(char **field, const char *value);
 /* 0 and *out if s is a number strtol reads whole, within [lo, hi]; -1 otherwise. */
 int kv_options_long(const char *s, long lo, long hi, long *out);
 

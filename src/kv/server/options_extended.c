@@ -2,14 +2,14 @@
  * -o's names (memcached's extended options), as memcached 1.6.18 knows them
  * (its subopts_tokens, plus the extstore and TLS names of a build with
  * those), with memcached's checks of their values and its words when it
- * refuses one.
+ * refuses one. The ssl_* names are TLS's settings (tls.c).
  *
  * A name is a row in `subs`: whether it needs a value, the values it takes
  * and memcached's words for one outside them, and what it does here. Names
  * whose meaning has no counterpart in locus-kv are still checked as memcached
  * checks them; their values are kept for "stats settings", which shows the
  * row's default until one is given. Families locus-kv does not build
- * (extstore, TLS, the proxy) are refused by prefix, with the reason.
+ * (extstore, the proxy) are refused by prefix, with the reason.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +32,7 @@ struct sub {
 	double min, max;   /* the values memcached takes */
 	const char *range; /* memcached's words for a value outside them */
 	const char *shown; /* kept: what stats settings shows until a value is given */
+	size_t field;	   /* text, whole, flag: where in struct kv_settings */
 };
 
 /* -o name=value refused: memcached's words, after which -o it was. */
@@ -74,6 +75,37 @@ static void setting_keep(struct kv_settings *s, const char *name, const char *va
 		snprintf(s->kept[s->nkept].value, sizeof(s->kept[0].value), "%s", value);
 		s->nkept++;
 	}
+}
+
+static void *sub_field(struct kv_parse *p, const struct sub *o)
+{
+	return (char *)p->s + o->field;
+}
+
+/* A file name or an OpenSSL list, kept as given. */
+static void text(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	kv_options_string(sub_field(p, o), value);
+}
+
+/* An int: memcached's "could not parse" for what is not one, its range words outside [min, max]. */
+static void whole(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	long n;
+	if (kv_options_long(value, INT_MIN, INT_MAX, &n)) {
+		char why[96];
+		snprintf(why, sizeof(why), "could not parse argument to %s", o->name);
+		sub_die(o->name, value, why);
+	}
+	if (n < o->min || n > o->max)
+		sub_die(o->name, value, o->range);
+	*(int *)sub_field(p, o) = (int)n;
+}
+
+/* A name alone turns its setting on (memcached ignores a value given with it). */
+static void flag(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	*(int *)sub_field(p, o) = 1;
 }
 
 static void crawler_on(struct kv_parse *p, const struct sub *o, const char *value)
@@ -269,6 +301,20 @@ static const struct sub subs[] = {
 	 .range = "could not parse argument to read_buf_mem_limit", .shown = "0"},
 	{"sock_cookie_id", .apply = accepted},
 	{"relaxed_privileges", .apply = accepted},
+	{"ssl_chain_cert", .value = 1, .apply = text, .field = FIELD(tls.chain_cert)},
+	{"ssl_key", .value = 1, .apply = text, .field = FIELD(tls.key)},
+	{"ssl_keyformat", .value = 1, .apply = whole, .field = FIELD(tls.keyformat), .min = INT_MIN,
+	 .max = INT_MAX},
+	{"ssl_verify_mode", .value = 1, .apply = whole, .field = FIELD(tls.verify_mode), .min = 0,
+	 .max = 3, .range = "Invalid ssl_verify_mode. Use help to see valid options."},
+	{"ssl_ca_cert", .value = 1, .apply = text, .field = FIELD(tls.ca_cert)},
+	{"ssl_ciphers", .value = 1, .apply = text, .field = FIELD(tls.ciphers)},
+	{"ssl_min_version", .value = 1, .apply = whole, .field = FIELD(tls.min_version), .min = 0,
+	 .max = 3, .range = "Invalid ssl_min_version. Use help to see valid options."},
+	{"ssl_wbuf_size", .value = 1, .apply = whole, .field = FIELD(tls.wbuf_kb), .min = 0,
+	 .max = 4194303, .range = "could not parse argument to ssl_wbuf_size"},
+	{"ssl_session_cache", .apply = flag, .field = FIELD(tls.session_cache)},
+	{"ssl_kernel_tls", .apply = flag, .field = FIELD(tls.kernel_tls)},
 };
 
 #define NSUBS (sizeof(subs) / sizeof(subs[0]))
@@ -278,7 +324,6 @@ static const struct {
 	const char *prefix, *why;
 } refused_subs[] = {
 	{"ext_", "extstore (external storage) is not built into locus-kv"},
-	{"ssl_", "TLS is not built into locus-kv"},
 	{"proxy_", "the proxy is not built into locus-kv"},
 };
 

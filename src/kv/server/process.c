@@ -99,6 +99,16 @@ void kv_daemonize(int keep_cwd, int keep_stdio)
 		close(fd);
 }
 
+/* The pid file this process wrote, removed by an exit that stops it early (kv_die). */
+static const char *pidfile_written;
+static pid_t pidfile_writer;
+
+static void pidfile_remove_at_exit(void)
+{
+	if (pidfile_written && getpid() == pidfile_writer)
+		unlink(pidfile_written);
+}
+
 void kv_pidfile_write(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -126,13 +136,20 @@ void kv_pidfile_write(const char *path)
 	fprintf(f, "%ld\n", (long)getpid());
 	if (fclose(f) != 0)
 		fprintf(stderr, "Could not close the pid file %s: %s\n", tmp, strerror(errno));
-	if (rename(tmp, path) != 0)
+	if (rename(tmp, path) != 0) {
 		fprintf(stderr, "Could not rename the pid file from %s to %s: %s\n", tmp, path,
 			strerror(errno));
+		return;
+	}
+	if (!pidfile_written)
+		atexit(pidfile_remove_at_exit);
+	pidfile_written = path;
+	pidfile_writer = getpid();
 }
 
 void kv_pidfile_remove(const char *path)
 {
+	pidfile_written = NULL;
 	if (path && unlink(path) != 0)
 		fprintf(stderr, "Could not remove the pid file %s: %s\n", path, strerror(errno));
 }

@@ -18,10 +18,14 @@ void kv_become_user(const char *user);
    keep_stdio (-v), points its standard streams at /dev/null. */
 void kv_daemonize(int keep_cwd, int keep_stdio);
 /* -P: write the pid (decimal, newline) through a temporary file and a rename;
-   a warning if the old file names a running process. */
+   a warning if the old file names a running process. An exit before
+   kv_pidfile_remove (a start that fails after it, kv_die) removes it too. */
 void kv_pidfile_write(const char *path);
 void kv_pidfile_remove(const char *path);
-/* -k: lock all current and future pages (a warning if that fails). */
+/* -k: lock all current and future pages (a warning if that fails). main()
+   calls it once the threads run: the kernel refuses it (as it refuses
+   memcached's) when what is mapped already passes RLIMIT_MEMLOCK, rather
+   than granting it and failing every thread started afterwards. */
 void kv_lock_memory(void);
 
 #endif

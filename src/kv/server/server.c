@@ -22,9 +22,11 @@
 #include <unistd.h>
 
 #include "common/atomic.h"
+#include "kv/server/auth.h"
 #include "kv/server/meta_exec.h"
 #include "kv/server/process.h"
 #include "kv/server/server.h"
+#include "kv/server/tls.h"
 
 struct kv_server kv_srv;
 
@@ -44,17 +46,17 @@ void kv_logv(int level, const char *fmt, ...)
 static void worker_notify(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
-	int fds[64];
-	ssize_t n = read(fd, fds, sizeof(fds));
+	struct kv_handoff h[64];
+	ssize_t n = read(fd, h, sizeof(h));
 	if (n <= 0)
 		return;
-	for (ssize_t i = 0; i < n / (ssize_t)sizeof(int); i++) {
-		if (fds[i] < 0) { /* stop */
+	for (ssize_t i = 0; i < n / (ssize_t)sizeof(h[0]); i++) {
+		if (h[i].fd < 0) { /* stop */
 			event_base_loopbreak(w->base);
 			continue;
 		}
-		if (!kv_conn_new(w, fds[i])) {
-			close(fds[i]);
+		if (!kv_conn_new(w, h[i].fd, h[i].tls)) {
+			close(h[i].fd);
 			fas_seqcst(&kv_srv.curr_conns, 1);
 		}
 	}
@@ -118,9 +120,15 @@ int main(int argc, char **argv)
 	kv_raise_nofile(kv_srv.set.maxconns);
 	if (kv_srv.set.coredumps)
 		kv_enable_coredumps();
-	/* As memcached: the user first (so a port below 1024 needs -u root), then the sockets. */
+	/* As memcached: the certificates are read before the user changes; then the user (so a
+	   port below 1024 needs -u root), the -Y file as that user, and the sockets. */
+	char err[512];
+	if (kv_srv.set.tls.enabled && kv_tls_init(&kv_srv.set.tls, err, sizeof(err)) != 0)
+		kv_die("%s", err);
 	if (kv_srv.set.user)
 		kv_become_user(kv_srv.set.user);
+	if (kv_srv.set.auth_file && kv_auth_load(kv_srv.set.auth_file, err, sizeof(err)) != 0)
+		kv_die("%s", err);
 	kv_listen_open();
 	/* Bound: only now the daemon, so that a socket that cannot be had is said on the
 	   terminal and in the exit status (memcached forks first; docs/kv.md). */
@@ -128,11 +136,8 @@ int main(int argc, char **argv)
 		kv_daemonize(kv_srv.set.coredumps, ld_relaxed(&kv_srv.set.verbose) > 0);
 	if (kv_srv.set.pidfile)
 		kv_pidfile_write(kv_srv.set.pidfile);
-	if (kv_srv.set.lock_memory)
-		kv_lock_memory();
 	for (int i = 0; i < kv_srv.set.nnotes; i++)
 		kv_logv(1, "locus-kv: note: %s", kv_srv.set.notes[i]);
-	char err[512];
 	kv_srv.st = kv_store_open(&kv_srv.set.store, err, sizeof(err));
 	if (!kv_srv.st)
 		kv_die("%s", err);
@@ -165,6 +170,8 @@ int main(int argc, char **argv)
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 			kv_die("cannot start worker %d", i);
 	}
+	if (kv_srv.set.lock_memory)
+		kv_lock_memory();
 	struct timeval sec = {1, 0};
 	struct event *tick = event_new(kv_srv.base, -1, EV_PERSIST, on_tick, NULL);
 	event_add(tick, &sec);
@@ -189,7 +196,7 @@ int main(int argc, char **argv)
 	/* Stop: no new connections; workers close theirs and exit. */
 	kv_listen_stop();
 	for (int i = 0; i < kv_srv.set.threads; i++) {
-		int stop = -1;
+		struct kv_handoff stop = {.fd = -1};
 		if (write(kv_srv.workers[i].notify[1], &stop, sizeof(stop)) != sizeof(stop))
 			event_base_loopbreak(kv_srv.workers[i].base);
 	}
@@ -214,6 +221,8 @@ int main(int argc, char **argv)
 	kv_store_close(kv_srv.st);
 	free(kv_srv.workers);
 	kv_pidfile_remove(kv_srv.set.pidfile);
+	kv_auth_free();
+	kv_tls_free();
 	kv_options_free(&kv_srv.set);
 	return 0;
 }

@@ -11,6 +11,8 @@
  *   admin.c          the administrative commands (watch.c: watch)
  *   options.c        the command line (options_extended.c: -o's names)
  *   process.c        process-wide setup: limits, user, daemon, pid file
+ *   auth.c           -Y: the authentication file, unauthenticated connections
+ *   tls.c            -Z: TLS sessions, refresh_certs
  */
 #ifndef LOCUS_KV_SERVER_H
 #define LOCUS_KV_SERVER_H
@@ -37,6 +39,7 @@
 
 struct event;
 struct event_base;
+struct ssl_st;
 
 #define READ_CHUNK   16384
 #define OUT_HIGH     (64u << 10) /* stop running commands while this much output waits */
@@ -77,11 +80,24 @@ struct conn {
 	int get_paused;
 	size_t get_off, get_len;
 	struct kv_cmd get;
-	int closing;	   /* close once the output is written */
-	int peer_eof;	   /* the client closed its side: run what it sent, reply, close */
-	int close_now;	   /* close without writing what is left */
-	int budget;	   /* commands it may still run before letting others have a turn (-R) */
-	int yielded;	   /* it stopped for that with commands left to run */
+	int closing;   /* close once the output is written */
+	int peer_eof;  /* the client closed its side: run what it sent, reply, close */
+	int close_now; /* close without writing what is left */
+	int budget;    /* commands it may still run before letting others have a turn (-R) */
+	int yielded;   /* it stopped for that with commands left to run */
+	/* TLS (tls.c): the session, NULL on a plain connection; what its last read or write
+	   waits for besides the usual (EV_WRITE: a read; EV_READ: a write); the length a
+	   write must be retried with; its handshake is done; the session failed (close
+	   without a close_notify). */
+	struct ssl_st *ssl;
+	short tls_want;
+	size_t tls_wlen;
+	int tls_ready, tls_failed;
+	/* -Y: it has not authenticated yet (auth.c); the data of its "set" still to come,
+	   and where in `out` the reply that the next one replaces begins. */
+	int needs_auth;
+	uint64_t auth_need;
+	size_t auth_reply;
 	struct conn *next; /* the worker's list (under its lock) */
 	struct conn *prev;
 	/* For "stats conns" (read by other workers under this worker's lock). */
@@ -109,6 +125,12 @@ struct conn {
 /* What "stats conns" says a connection is doing (memcached's conn_* states). */
 enum conn_activity { ACT_NEW, ACT_READ, ACT_NREAD, ACT_SWALLOW, ACT_WRITE, ACT_WATCH };
 
+/* What the listener hands a worker through its pipe: an accepted socket (-1: stop). */
+struct kv_handoff {
+	int fd;
+	int tls;
+};
+
 struct worker {
 	int id;
 	pthread_t thread;
@@ -129,6 +151,7 @@ struct kv_server {
 	kv_store *st;
 	struct event_base *base;
 	int *lfds;
+	unsigned char *ltls; /* lfds[i] speaks TLS */
 	struct event **lev;
 	int nlisten;
 	int *ufds; /* UDP sockets: each worker reads every one (-U) */
@@ -158,7 +181,7 @@ void kv_logv(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 void kv_reply(struct conn *c, const char *s);
 void kv_replyf(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t kv_out_pending(const struct conn *c);
-struct conn *kv_conn_new(struct worker *w, int fd);
+struct conn *kv_conn_new(struct worker *w, int fd, int tls);
 void kv_conn_close(struct conn *c);
 /* Run every complete command the input holds (stops early on output backing up). */
 void kv_conn_process(struct conn *c);

@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include "common/atomic.h"
+#include "kv/server/auth.h"
 #include "kv/server/server.h"
+#include "kv/server/tls.h"
 
 #define STAT_U64(b, name, v) kv_buf_addf(b, "STAT " name " %" PRIu64 "\r\n", (uint64_t)(v))
 #define STAT_I64(b, name, v) kv_buf_addf(b, "STAT " name " %" PRId64 "\r\n", (int64_t)(v))
@@ -90,8 +92,8 @@ static void stats_general(struct kv_buf *b)
 	STAT_U64(b, "touch_misses", c->touch_misses);
 	STAT_U64(b, "store_too_large", c->store_too_large);
 	STAT_U64(b, "store_no_memory", c->store_no_memory);
-	STAT_U64(b, "auth_cmds", 0);
-	STAT_U64(b, "auth_errors", 0);
+	STAT_U64(b, "auth_cmds", kv_auth_count(0));
+	STAT_U64(b, "auth_errors", kv_auth_count(1));
 	if (kv_srv.set.idle_timeout)
 		STAT_U64(b, "idle_kicks", c->idle_kicks);
 	STAT_U64(b, "bytes_read", c->bytes_read);
@@ -122,6 +124,7 @@ static void stats_general(struct kv_buf *b)
 	STAT_U64(b, "lru_maintainer_juggles", 0);
 	STAT_U64(b, "malloc_fails", 0);
 	kv_watch_stats(b);
+	kv_tls_stats(b);
 	STAT_U64(b, "unexpected_napi_ids", 0);
 	STAT_U64(b, "round_robin_fallback", 0);
 	STAT_I64(b, "bytes", c->bytes);
@@ -177,7 +180,7 @@ static void stats_settings(struct kv_buf *b)
 	STAT_I64(b, "tcp_backlog", s->backlog);
 	STAT_STR(b, "binding_protocol", "ascii");
 	STAT_STR(b, "auth_enabled_sasl", "no");
-	STAT_STR(b, "auth_enabled_ascii", "no");
+	STAT_STR(b, "auth_enabled_ascii", s->auth_file ? s->auth_file : "no");
 	STAT_U64(b, "item_size_max", cfg->item_size_max);
 	STAT_STR(b, "maxconns_fast", "yes");
 	STAT_U64(b, "hashpower_init", cfg->hashpower);
@@ -208,6 +211,7 @@ static void stats_settings(struct kv_buf *b)
 	STAT_STR(b, "read_buf_mem_limit", kv_setting_kept(s, "read_buf_mem_limit"));
 	STAT_STR(b, "track_sizes", yes_no(kv_sizes_on(kv_srv.st)));
 	STAT_STR(b, "inline_ascii_response", "no");
+	kv_tls_settings(b, &s->tls);
 	STAT_I64(b, "num_napi_ids", s->napi_ids);
 	STAT_U64(b, "hash_stripes", cfg->stripes);
 	for (int k = 0; k < KV_SECTIONS; k++)
@@ -378,6 +382,7 @@ void kv_cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 	case KV_STATS_RESET:
 		kv_stats_reset(kv_srv.st);
 		kv_detail_reset(kv_srv.st);
+		kv_auth_count_reset();
 		st_seqcst(&kv_srv.total_conns, 0);
 		st_seqcst(&kv_srv.rejected_conns, 0);
 		kv_reply(c, "RESET");

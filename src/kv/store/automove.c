@@ -361,7 +361,7 @@ void kv_automove_tick(kv_store *st, struct kv_counts *cnt)
 	struct kv_lru_report *lr = malloc(sizeof(*lr));
 	if (sr && lr) {
 		kv_slabs_report(&st->slabs_sec, sr);
-		kv_lru_report(&st->alloc_sec, lr);
+		kv_lru_report(&st->alloc_sec, lr, 0);
 		if (a->primed && mode != 0) {
 			unsigned src, dst;
 			choose(a, sr, lr, mode, &src, &dst);

@@ -13,7 +13,8 @@
 
 struct lru {
 	struct kv_item *head, *tail;
-	struct kv_lru_class_report r; /* items and the counters */
+	struct kv_lru_class_report r;	 /* items and the counters, since the start */
+	struct kv_lru_class_report base; /* the counters at the last "stats reset" */
 };
 
 struct kv_lru {
@@ -222,24 +223,55 @@ unsigned kv_lru_take_range(struct kv_sec *sec, unsigned cls, const char *lo, con
 	return rq.n;
 }
 
+struct report_req {
+	struct kv_lru_report *out;
+	int since_reset;
+};
+
 static uint64_t report_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
 	struct kv_lru *l = state;
-	struct kv_lru_report *r = KV_REQ(struct kv_lru_report, a);
+	struct report_req *rq = KV_REQ(struct report_req, a);
+	struct kv_lru_report *r = rq->out;
 	uint32_t now = kv_clock_now(l->clock);
 	for (unsigned i = 1; i <= KV_CLASSES_MAX; i++) {
-		r->cls[i] = l->cls[i].r;
-		const struct kv_item *t = l->cls[i].tail;
+		struct kv_lru_class_report *o = &r->cls[i];
+		const struct lru *cl = &l->cls[i];
+		*o = cl->r;
+		if (rq->since_reset) {
+			o->evicted -= cl->base.evicted;
+			o->evicted_unfetched -= cl->base.evicted_unfetched;
+			o->evicted_nonzero -= cl->base.evicted_nonzero;
+			o->outofmemory -= cl->base.outofmemory;
+			o->lrutail_reflocked -= cl->base.lrutail_reflocked;
+			if (o->evicted == 0)
+				o->evicted_time = 0;
+		}
+		const struct kv_item *t = cl->tail;
 		uint32_t at = t ? ld_relaxed(&t->atime) : now;
-		r->cls[i].age = now > at ? now - at : 0;
+		o->age = now > at ? now - at : 0;
 	}
 	return 0;
 }
 
-void kv_lru_report(struct kv_sec *sec, struct kv_lru_report *out)
+void kv_lru_report(struct kv_sec *sec, struct kv_lru_report *out, int since_reset)
 {
+	struct report_req rq = {.out = out, .since_reset = since_reset};
 	memset(out, 0, sizeof(*out));
-	kv_sec_run(sec, report_sec, out);
+	kv_sec_run(sec, report_sec, &rq);
+}
+
+static uint64_t reset_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct kv_lru *l = state;
+	for (unsigned i = 1; i <= KV_CLASSES_MAX; i++)
+		l->cls[i].base = l->cls[i].r;
+	return 0;
+}
+
+void kv_lru_stats_reset(struct kv_sec *sec)
+{
+	kv_sec_run(sec, reset_sec, NULL);
 }
 
 struct dump_req {

@@ -59,7 +59,12 @@ unsigned kv_lru_take_range(struct kv_sec *sec, unsigned cls, const char *lo, con
 #define KV_CACHEDUMP_MAX (2u << 20)
 int kv_lru_cachedump(struct kv_sec *sec, unsigned cls, unsigned limit, struct kv_buf *out);
 
-/* Per class figures, for stats items and the automover. */
+/*
+ * Per class figures, for stats items and the automover. The automover needs
+ * counts that only grow; "stats reset" zeroes what stats items shows, as
+ * memcached's does, by keeping the counts of the moment (kv_lru_stats_reset)
+ * and reporting since them (since_reset).
+ */
 struct kv_lru_class_report {
 	uint64_t items;
 	uint64_t mem_requested; /* the items' sizes as memcached counts them (kv_mc_item_size) */
@@ -71,6 +76,7 @@ struct kv_lru_class_report {
 struct kv_lru_report {
 	struct kv_lru_class_report cls[KV_CLASSES_MAX + 1];
 };
-void kv_lru_report(struct kv_sec *sec, struct kv_lru_report *out);
+void kv_lru_report(struct kv_sec *sec, struct kv_lru_report *out, int since_reset);
+void kv_lru_stats_reset(struct kv_sec *sec);
 
 #endif

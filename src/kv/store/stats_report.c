@@ -36,6 +36,7 @@ void kv_counts_read(kv_store *st, struct kv_counts *out)
 void kv_stats_reset(kv_store *st)
 {
 	kv_sec_run(&st->stats_sec, kv_counts_reset_fn, NULL);
+	kv_lru_stats_reset(&st->alloc_sec);
 }
 
 void kv_store_figures(kv_store *st, struct kv_store_figures *f)
@@ -52,7 +53,7 @@ void kv_store_figures(kv_store *st, struct kv_store_figures *f)
 	}
 	struct kv_lru_report *lr = malloc(sizeof(*lr));
 	if (lr) {
-		kv_lru_report(&st->alloc_sec, lr);
+		kv_lru_report(&st->alloc_sec, lr, 1);
 		for (unsigned i = 1; i < KV_CLASSES; i++)
 			f->lrutail_reflocked += lr->cls[i].lrutail_reflocked;
 		free(lr);
@@ -124,7 +125,7 @@ int kv_stats_items(kv_store *st, struct kv_buf *out)
 		free(c);
 		return -1;
 	}
-	kv_lru_report(&st->alloc_sec, r);
+	kv_lru_report(&st->alloc_sec, r, 1);
 	kv_counts_read(st, c);
 	int e = 0;
 	for (unsigned i = 1; i <= kv_slabs_nclasses(st->slabs); i++) {
