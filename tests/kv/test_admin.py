@@ -55,17 +55,16 @@ MEMCACHED_SETTINGS = [
     "worker_logbuf_size", "read_buf_mem_limit", "track_sizes", "inline_ascii_response",
     "ssl_enabled", "ssl_chain_cert", "ssl_key", "ssl_verify_mode", "ssl_keyformat", "ssl_ciphers",
     "ssl_ca_cert", "ssl_wbuf_size", "ssl_session_cache", "ssl_kernel_tls", "ssl_min_version",
-    "num_napi_ids",
+    "num_napi_ids", "memory_file",
 ]
 
 # Settings that Debian's memcached reports because of how it was built: extstore (reported
-# even when not in use) and the restartable memory file. locus-kv builds neither (its -o ext_*
-# and -e are refused), so only memcached is held to them. (TLS's ssl_* lines are reported by
-# both, with TLS on or off.)
+# even when not in use). locus-kv does not build it (its -o ext_* are refused), so only
+# memcached is held to them. (TLS's ssl_* lines and memory_file are reported by both.)
 MEMCACHED_BUILD_SETTINGS = [
     "ext_item_size", "ext_item_age", "ext_low_ttl", "ext_recache_rate", "ext_wbuf_size",
     "ext_compact_under", "ext_drop_under", "ext_max_sleep", "ext_max_frag",
-    "slab_automove_freeratio", "ext_drop_unread", "memory_file",
+    "slab_automove_freeratio", "ext_drop_unread",
 ]
 
 # "STAT items:<class>:<field> <value>", for each class that holds items.

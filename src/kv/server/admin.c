@@ -64,8 +64,9 @@ static void cache_memlimit(struct conn *c, const struct words *w)
 		kv_reply(c, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
 	} else if (mb > 1000000000) {
 		kv_reply(c, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
+	} else if (kv_store_set_limit(kv_srv.st, (size_t)mb << 20) != 0) {
+		kv_reply(c, "MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust");
 	} else {
-		kv_store_set_limit(kv_srv.st, (size_t)mb << 20);
 		kv_logv(1, "maxbytes adjusted to %" PRIu32 "m", mb);
 		kv_reply(c, "OK");
 	}

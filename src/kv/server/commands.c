@@ -347,12 +347,11 @@ void kv_execute(struct conn *c, const char *line, size_t len)
 		} else if (cmd.shutdown < 0) {
 			kv_reply(c, "CLIENT_ERROR invalid shutdown mode");
 		} else {
-			/* As memcached: close this connection and stop as on SIGINT. */
-			if (cmd.shutdown == 1)
-				fprintf(stderr, "Gracefully stopping\n");
+			/* As memcached: close this connection and stop as on SIGINT, or on
+			   SIGUSR1 (graceful: a memory file's items are kept). */
 			kv_logv(1, "locus-kv: shutdown command from connection %d", c->fd);
 			c->close_now = 1;
-			kill(getpid(), SIGINT);
+			kill(getpid(), cmd.shutdown == 1 ? SIGUSR1 : SIGINT);
 		}
 		break;
 	case KV_CMD_VERSION:

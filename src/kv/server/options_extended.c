@@ -178,6 +178,11 @@ static void hashpower(struct kv_parse *p, const struct sub *o, const char *value
 	p->s->store.hashpower = (unsigned)n;
 }
 
+static void no_hashexpand(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	p->s->store.hash_expand = 0;
+}
+
 static void hash_algorithm(struct kv_parse *p, const struct sub *o, const char *value)
 {
 	if (strcmp(value, "jenkins") && strcmp(value, "murmur3") && strcmp(value, "xxh3"))
@@ -236,10 +241,9 @@ static void checked(struct kv_parse *p, const struct sub *o, const char *value)
 /* A name taken with nothing to change here. */
 static void accepted(struct kv_parse *p, const struct sub *o, const char *value)
 {
-	kv_options_note(p->s,
-			"-o: memcached's LRU maintainer and segmented LRU, hash table growth, "
-			"custom slab sizes and response tuning have no counterpart here; "
-			"those names are accepted and change nothing");
+	kv_options_note(p->s, "-o: memcached's LRU maintainer and segmented LRU, "
+			      "custom slab sizes and response tuning have no counterpart here; "
+			      "those names are accepted and change nothing");
 }
 
 static const struct sub subs[] = {
@@ -253,7 +257,7 @@ static const struct sub subs[] = {
 	{"no_maxconns_fast", .apply = accepted},
 	{"hashpower", .value = 1, .apply = hashpower, .min = 12, .max = 32,
 	 .range = "Missing numeric argument for hashpower"},
-	{"no_hashexpand", .apply = accepted},
+	{"no_hashexpand", .apply = no_hashexpand},
 	{"slab_reassign", .apply = reassign_on},
 	{"no_slab_reassign", .apply = reassign_off},
 	{"slab_automove", .apply = automove, .min = 0, .max = 2,

@@ -170,6 +170,7 @@ struct kv_server {
 	struct event *accept_retry;
 	struct kv_counts main_cnt;
 	int stopping;
+	int graceful; /* SIGUSR1: a memory file's items are kept (main thread only) */
 };
 
 extern struct kv_server kv_srv;

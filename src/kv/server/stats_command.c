@@ -106,7 +106,7 @@ static void stats_general(struct kv_buf *b)
 	STAT_U64(b, "conn_yields", c->conn_yields);
 	STAT_U64(b, "hash_power_level", f->hashpower);
 	STAT_U64(b, "hash_bytes", f->hash_bytes);
-	STAT_U64(b, "hash_is_expanding", 0);
+	STAT_U64(b, "hash_is_expanding", f->hash_expanding);
 	if (kv_srv.set.slab_reassign) {
 		STAT_U64(b, "slab_reassign_rescues", c->slab_reassign_rescues);
 		STAT_U64(b, "slab_reassign_chunk_rescues", 0);
@@ -213,6 +213,7 @@ static void stats_settings(struct kv_buf *b)
 	STAT_STR(b, "inline_ascii_response", "no");
 	kv_tls_settings(b, &s->tls);
 	STAT_I64(b, "num_napi_ids", s->napi_ids);
+	STAT_STR(b, "memory_file", s->memory_file ? s->memory_file : "(null)");
 	STAT_U64(b, "hash_stripes", cfg->stripes);
 	for (int k = 0; k < KV_SECTIONS; k++)
 		kv_buf_addf(b, "STAT sync_%s %s\r\n", kv_section_names[k],

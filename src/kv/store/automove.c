@@ -147,10 +147,12 @@ enum kv_move_result kv_slabs_reassign(kv_store *st, int src, int dst)
 	return kv_slabs_move_start(&st->slabs_sec, (unsigned)src, (unsigned)dst);
 }
 
-void kv_store_set_limit(kv_store *st, size_t bytes)
+int kv_store_set_limit(kv_store *st, size_t bytes)
 {
+	if (kv_slabs_set_limit(&st->slabs_sec, bytes) != 0)
+		return -1;
 	st_relaxed(&st->cfg.mem_limit, bytes);
-	kv_slabs_set_limit(&st->slabs_sec, bytes);
+	return 0;
 }
 
 /* ---------- emptying the page being moved ---------- */

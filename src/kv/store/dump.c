@@ -38,8 +38,10 @@ static uint64_t metadump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	kv_store *st = rq->st;
 	uint32_t now = kv_clock_now(&st->clock);
 	uint64_t started = st->clock.started;
-	for (uint64_t i = rq->stripe; i < as->nbuckets; i += as->nstripes) {
-		for (struct kv_item *it = as->buckets[i]; it; it = it->hnext) {
+	uint64_t nb;
+	struct kv_item **buckets = kv_assoc_buckets(as, rq->stripe, &nb);
+	for (uint64_t i = 0; i < nb; i++) {
+		for (struct kv_item *it = buckets[i]; it; it = it->hnext) {
 			int flushed;
 			unsigned cls = kv_slabs_shown_class(st->slabs, it->cls);
 			if (!(rq->classes & ((uint64_t)1 << it->cls)) ||
@@ -68,7 +70,8 @@ static uint64_t metadump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 int kv_metadump_stripe(kv_store *st, unsigned stripe, uint64_t classes, struct kv_buf *out)
 {
 	struct metadump_req rq = {.st = st, .stripe = stripe, .classes = classes, .out = out};
-	kv_sec_run(&st->assoc.stripes[stripe % st->assoc.nstripes], metadump_sec, &rq);
+	rq.stripe = stripe % st->assoc.nstripes;
+	kv_sec_run(&st->assoc.stripes[rq.stripe], metadump_sec, &rq);
 	return rq.err ? -1 : 0;
 }
 

@@ -304,3 +304,38 @@ int kv_lru_cachedump(struct kv_sec *sec, unsigned cls, unsigned limit, struct kv
 	kv_sec_run(sec, cachedump_sec, &rq);
 	return rq.err ? -1 : 0;
 }
+
+/* ---------- across a restart (restart.c) ---------- */
+
+static uint64_t heads_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct kv_lru *l = state;
+	struct kv_lru_heads *h = KV_REQ(struct kv_lru_heads, a);
+	for (unsigned i = 1; i <= KV_CLASSES_MAX; i++) {
+		h->head[i] = l->cls[i].head;
+		h->n[i] = l->cls[i].r.items;
+	}
+	return 0;
+}
+
+void kv_lru_heads(struct kv_sec *sec, struct kv_lru_heads *out)
+{
+	memset(out, 0, sizeof(*out));
+	kv_sec_run(sec, heads_sec, out);
+}
+
+void kv_lru_restore_tail(struct kv_lru *l, struct kv_item *it)
+{
+	struct lru *cl = &l->cls[it->cls];
+	faa_relaxed(&it->refs, 1);
+	kv_item_set(it, KV_IT_LRU);
+	it->next = NULL;
+	it->prev = cl->tail;
+	if (cl->tail)
+		cl->tail->next = it;
+	else
+		cl->head = it;
+	cl->tail = it;
+	cl->r.items++;
+	cl->r.mem_requested += kv_mc_item_size(it->nkey, it->flags, it->nbytes);
+}

@@ -79,4 +79,18 @@ struct kv_lru_report {
 void kv_lru_report(struct kv_sec *sec, struct kv_lru_report *out, int since_reset);
 void kv_lru_stats_reset(struct kv_sec *sec);
 
+/*
+ * A memory file across a restart (restart.c). Saving: each class's list as its most recent
+ * item and its length (the items' next pointers, in the file, are the rest of it).
+ * Restarting, before the alloc section runs: kv_lru_restore_tail puts a linked item at the
+ * tail of its class's list (the list takes a reference), so the lists are rebuilt in order
+ * from their heads.
+ */
+struct kv_lru_heads {
+	struct kv_item *head[KV_CLASSES_MAX + 1];
+	uint64_t n[KV_CLASSES_MAX + 1];
+};
+void kv_lru_heads(struct kv_sec *sec, struct kv_lru_heads *out);
+void kv_lru_restore_tail(struct kv_lru *l, struct kv_item *it);
+
 #endif

@@ -59,8 +59,9 @@ void kv_store_figures(kv_store *st, struct kv_store_figures *f)
 		free(lr);
 	}
 	f->limit = ld_relaxed(&st->cfg.mem_limit);
-	f->hashpower = st->assoc.hashpower;
-	f->hash_bytes = (size_t)st->assoc.nbuckets * sizeof(struct kv_item *);
+	f->hashpower = ld_relaxed(&st->assoc.hashpower);
+	f->hash_bytes = (size_t)ld_relaxed(&st->assoc.nbuckets) * sizeof(struct kv_item *);
+	f->hash_expanding = ld_relaxed(&st->assoc.expanding);
 }
 
 /* "stats slabs": each class that has pages, memcached's fields in its order. */

@@ -64,7 +64,11 @@ struct kv_store_config {
 	int detail;		  /* stats detail from the start (-D) */
 	char delimiter;		  /* stats detail's prefix delimiter (-D; ':') */
 	uint32_t crawler_sleep, crawler_tocrawl; /* lru_crawler sleep and tocrawl */
-	unsigned hashpower; /* -o hashpower: at least 2^hashpower buckets (0: from -m) */
+	unsigned hashpower; /* -o hashpower: 2^hashpower buckets at the start (0: 2^16) */
+	int hash_expand;    /* the table doubles when full (-o no_hashexpand: 0) */
+	/* -e: item memory is this file, kept across a graceful stop (restart.c); NULL: malloc */
+	const char *memory_file;
+	int slab_reassign; /* page moves allowed (checked by a restart, as memcached) */
 	/* One executor spec per section ("mutex", "mcs:spin", "async", ...). */
 	char sync[KV_SECTIONS][128];
 };
@@ -136,9 +140,16 @@ static inline void kv_count_class(struct kv_counts *c, unsigned cls, enum kv_cla
 	c->cls_touched |= (uint64_t)1 << cls;
 }
 
-/* NULL with a message on error (a bad spec, no memory). */
+/* NULL with a message on error (a bad spec, no memory, a memory file that cannot be used). */
 kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errlen);
 void kv_store_close(kv_store *st);
+/*
+ * A graceful stop with a memory file (-e): write FILE.meta, with which the next
+ * kv_store_open of the same file finds every item again (restart.c). Only once nothing
+ * else uses the store (workers, crawler and mover stopped); then kv_store_close. 0 (also
+ * without a memory file), or -1 (said on stderr): the next start is clean.
+ */
+int kv_store_save(kv_store *st);
 const struct kv_store_config *kv_store_config(const kv_store *st);
 /* The spec each section's executors run, defaults explicit. */
 const char *kv_store_sync_spec(const kv_store *st, enum kv_section s);
@@ -291,6 +302,7 @@ struct kv_store_figures {
 	size_t limit;
 	unsigned hashpower;
 	size_t hash_bytes;
+	int hash_expanding;	    /* the table is doubling */
 	int moving;		    /* a slab page move is under way */
 	uint64_t moves, pool_pages; /* pages moved so far; whole pages in the pool */
 	uint64_t lrutail_reflocked;
@@ -386,7 +398,13 @@ void kv_automove_set_ratio(kv_store *st, double ratio);
 double kv_automove_ratio(const kv_store *st);
 /* memcached's slab_chunk_max as this store uses it. */
 size_t kv_store_chunk_max(const kv_store *st);
-/* cache_memlimit: the -m limit from now on (new pages only; pooled pages above it are freed). */
-void kv_store_set_limit(kv_store *st, size_t bytes);
+/*
+ * The main thread, ten times a second: doubles the hash table, a few stripes at a time, once
+ * it holds more than 1.5 items per bucket (memcached's assoc expansion).
+ */
+void kv_hash_tick(kv_store *st);
+/* cache_memlimit: the -m limit from now on (new pages only; pooled pages above it are freed).
+   -1, and no change, with a memory file (-e), whose size is fixed. */
+int kv_store_set_limit(kv_store *st, size_t bytes);
 
 #endif

@@ -13,6 +13,7 @@
 #include "kv/store/automove.h"
 #include "kv/store/clock.h"
 #include "kv/store/lru.h"
+#include "kv/store/restart.h"
 #include "kv/store/section.h"
 #include "kv/store/slabs.h"
 #include "kv/store/stats_prefix.h"
@@ -33,6 +34,7 @@ struct kv_store {
 	struct kv_sec stats_sec;
 	struct kv_automove *automove;
 	struct kv_crawler *crawler;
+	struct kv_restart *restart; /* -e: the memory file (restart.c), else NULL */
 	kv_evict_hook evict_hook;
 	void *evict_ctx;
 	/* stats detail (stats_prefix.c): the table, its section, whether on (atomic), the delimiter
