@@ -124,7 +124,7 @@ static void slabs_reassign(struct conn *c, const struct words *w)
 		kv_reply(c, "CLIENT_ERROR bad command line format");
 		return;
 	}
-	switch (kv_slabs_reassign(kv_srv.st, src, dst)) {
+	switch (kv_slabs_reassign(kv_srv.st, &c->w->cnt, src, dst)) {
 	case KV_MOVE_OK:
 		kv_reply(c, "OK");
 		break;

@@ -373,7 +373,8 @@ unsigned kv_store_classes(const kv_store *st);
 /*
  * Moving slab pages between classes (automove.c; memcached's slab_reassign
  * and slab_automove). kv_slabs_reassign starts moving one page of class src
- * to class dst (0: the pool of whole pages any class takes first);
+ * to class dst (0: the pool of whole pages any class takes first) and empties
+ * it as far as it can (counted in cnt);
  * kv_automove_tick, called KV_AUTOMOVE_HZ times a second, empties the page being moved
  * (its items are copied to free chunks of their class, or evicted) and,
  * unless automove is 0, chooses the next move: 1 moves a page from the
@@ -389,7 +390,7 @@ enum kv_move_result {
 	KV_MOVE_SAME,	  /* source and destination are the same */
 };
 /* src -1: any class with a page to spare, as memcached's. */
-enum kv_move_result kv_slabs_reassign(kv_store *st, int src, int dst);
+enum kv_move_result kv_slabs_reassign(kv_store *st, struct kv_counts *cnt, int src, int dst);
 #define KV_AUTOMOVE_HZ 10 /* kv_automove_tick's calls a second */
 void kv_automove_tick(kv_store *st, struct kv_counts *cnt);
 void kv_automove_set(kv_store *st, int mode); /* 0, 1 or 2 */
