@@ -370,6 +370,8 @@ void kv_conn_close_idle(struct worker *w)
 		if ((int64_t)now - (int64_t)ld_relaxed(&c->last_cmd) > limit) {
 			kv_logv(2, "Closing idle fd %d", c->fd);
 			w->cnt.idle_kicks++;
+			/* Counted where stats reads it before the client can see the close. */
+			kv_counts_flush(kv_srv.st, &w->cnt);
 			kv_conn_close(c);
 		}
 	}

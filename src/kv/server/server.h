@@ -208,7 +208,8 @@ int kv_admin_command(struct conn *c, const char *line, size_t len);
 int kv_metadump_continue(struct conn *c);
 
 /* listen.c: bind every socket the options ask for (exits with a message if one cannot be
-   had), then watch them on the main loop; stop closes them (workers may still look at the
+   had), then, once the store is open, listen, write the port file and watch them on the
+   main loop; stop closes them (workers may still look at the
    list: "stats conns"), free forgets them once the workers are gone. */
 void kv_listen_open(void);
 void kv_listen_start(void);
