@@ -924,6 +924,23 @@ def test_bad_extended_value_refused(launch, opts):
     assert p.rc != 0 and p.stderr().strip(), p.describe()
 
 
+@pytest.mark.parametrize("opts,message", [
+    ("hot_lru_pct=50,warm_lru_pct=40", "hot_lru_pct + warm_lru_pct cannot be more than 80% combined"),
+    ("no_lru_maintainer,temporary_ttl=30", "temporary_ttl requires lru_maintainer to be enabled"),
+    ("temporary_ttl=30,no_modern", "temporary_ttl requires lru_maintainer to be enabled")])
+def test_lru_settings_refused_as_memcached(launch, opts, message):
+    """The LRU settings memcached checks together, with its words and status 64."""
+    p = launch.refused("-o", opts)
+    assert p.rc == 64 and message in p.stderr(), p.describe()
+
+
+@pytest.mark.parametrize("opts", ["lru_segmented", "no_lru_segmented"])
+def test_lru_segmented_is_not_an_extended_option(launch, opts):
+    """memcached 1.6.18 has no -o lru_segmented (lru_maintainer and "lru mode" set it)."""
+    p = launch.refused("-o", opts)
+    assert p.rc == 1 and f'Illegal suboption "{opts}"' in p.stderr(), p.describe()
+
+
 @pytest.mark.locus_only
 @pytest.mark.parametrize("opts,why", [("ext_path={scratch}/extstore:64m", "extstore"),
                                       ("ext_page_size=8", "extstore")])

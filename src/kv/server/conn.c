@@ -134,6 +134,7 @@ struct conn *kv_conn_new(struct worker *w, int fd, int tls)
  */
 void kv_conn_process(struct conn *c)
 {
+	kv_watch_conn(c->fd); /* the fd of watch fetchers' lines (kv_watch_fetch) */
 	/* UDP replies go out as datagrams after the whole request: nothing backs up. */
 	while (!c->closing && !c->close_now && !c->dumping && !c->watcher &&
 	       (c->udp || kv_out_pending(c) < OUT_HIGH)) {

@@ -629,6 +629,11 @@ static void check_line(struct kv_parse *p, int argc, char **argv)
 		kv_die("-N %d: Number of napi_ids(%d) cannot be greater than number of threads(%d)",
 		       s->napi_ids, s->napi_ids, s->threads);
 	check_item_size(p);
+	/* memcached's checks of the LRU settings, in its words. */
+	if (s->store.lru.hot_pct + s->store.lru.warm_pct > 80)
+		kv_die("hot_lru_pct + warm_lru_pct cannot be more than 80%% combined");
+	if (s->store.lru.temp_lru && !s->store.lru_maintainer)
+		kv_die("temporary_ttl requires lru_maintainer to be enabled");
 	if (s->auth_file && s->udp_port)
 		kv_die("Cannot use UDP with ascii authentication enabled (-U 0 to disable)");
 	if (s->unix_path && (s->port != 11211 || s->listen))

@@ -153,8 +153,11 @@ int main(int argc, char **argv)
 	if (!kv_srv.base)
 		kv_die("cannot create an event loop");
 	kv_store_set_evict_hook(kv_srv.st, kv_watch_eviction, NULL);
+	kv_store_set_fetch_hook(kv_srv.st, kv_watch_fetch, NULL);
 	if (kv_srv.set.store.lru_crawler && kv_crawler_enable(kv_srv.st) != 0)
 		kv_die("cannot start the LRU crawler thread");
+	if (kv_srv.set.store.lru_maintainer && kv_maintainer_start(kv_srv.st) != 0)
+		kv_die("cannot start the LRU maintainer thread");
 	kv_listen_start();
 	kv_srv.workers = calloc((size_t)kv_srv.set.threads, sizeof(*kv_srv.workers));
 	for (int i = 0; i < kv_srv.set.threads; i++) {
@@ -226,6 +229,7 @@ int main(int argc, char **argv)
 	kv_listen_free();
 	kv_counts_flush(kv_srv.st, &kv_srv.main_cnt);
 	kv_crawler_disable(kv_srv.st);
+	kv_maintainer_stop(kv_srv.st);
 	if (kv_srv.graceful)
 		kv_store_save(kv_srv.st); /* -e: FILE.meta, for the next start to find the items */
 	event_free(tick);

@@ -182,12 +182,13 @@ static void copy_item(struct kv_item *nw, const struct kv_item *old)
 {
 	nw->cas = old->cas;
 	nw->exptime = old->exptime;
-	nw->atime = old->atime;
+	nw->atime = ld_relaxed(&old->atime); /* the alloc section bumps it */
 	nw->flags = old->flags;
 	nw->nbytes = old->nbytes;
 	nw->nkey = old->nkey;
 	nw->cls = old->cls;
-	nw->state = ld_relaxed(&old->state) & KV_IT_FETCHED;
+	nw->state = ld_relaxed(&old->state) & (KV_IT_FETCHED | KV_IT_ACTIVE);
+	nw->lru = ld_relaxed(&old->lru); /* the copy goes back to the same LRU segment */
 	nw->mark = old->mark;
 	memcpy(nw->data, old->data, (size_t)old->nkey + old->nbytes + 2);
 }
@@ -244,7 +245,7 @@ static void rescue(kv_store *st, struct kv_counts *cnt, struct kv_item *old)
 	kv_sec_run(kv_assoc_stripe(&st->assoc, rq.hv), rescue_sec, &rq);
 	switch (rq.outcome) {
 	case RESCUED:
-		kv_lru_link(&st->alloc_sec, rq.nw);
+		kv_lru_link_kept(&st->alloc_sec, rq.nw);
 		cnt->slab_reassign_rescues++;
 		break;
 	case EVICTED: /* as memcached: not counted in evictions */

@@ -58,7 +58,7 @@ static uint64_t metadump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 			rq->err |= kv_buf_addf(rq->out,
 					       " exp=%s la=%" PRIu64 " cas=%" PRIu64
 					       " fetch=%s cls=%u size=%" PRIu64 "\n",
-					       exp, (uint64_t)it->atime + started,
+					       exp, (uint64_t)ld_relaxed(&it->atime) + started,
 					       st->cfg.use_cas ? it->cas : 0,
 					       kv_item_has(it, KV_IT_FETCHED) ? "yes" : "no", cls,
 					       kv_mc_item_size(it->nkey, it->flags, it->nbytes));

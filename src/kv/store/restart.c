@@ -39,7 +39,7 @@
 #include "kv/store/store_impl.h"
 
 #define TAG	    "locus-kv"
-#define FORMAT	    "1"
+#define FORMAT	    "2"
 #define KEY_MAX_LEN 250
 
 /* ---------- the metadata file: lines and their checksum ---------- */
@@ -114,8 +114,8 @@ struct kv_restart {
 	size_t pages;
 	struct kv_slabs_layout layout;
 	uint64_t items[KV_CLASSES_MAX + 1], bytes[KV_CLASSES_MAX + 1];
-	uint64_t lru_off[KV_CLASSES_MAX + 1], lru_n[KV_CLASSES_MAX + 1];
-	int has_lru[KV_CLASSES_MAX + 1];
+	uint64_t lru_off[KV_CLASSES_MAX + 1][KV_LRU_SEGS], lru_n[KV_CLASSES_MAX + 1][KV_LRU_SEGS];
+	int has_lru[KV_CLASSES_MAX + 1][KV_LRU_SEGS];
 };
 
 static int num(const char *v, uint64_t *out)
@@ -210,11 +210,12 @@ static int state_line(struct kv_restart *r, const char *key, const char *v, int 
 		return 0;
 	}
 	if ((cls = class_key(key, "lru"))) {
-		if (sscanf(v, "%" SCNu64 " %" SCNu64 "%1s", &z, &x, tail) != 2)
+		if (sscanf(v, "%" SCNu64 " %" SCNu64 " %" SCNu64 "%1s", &y, &z, &x, tail) != 3 ||
+		    y >= KV_LRU_SEGS)
 			return -1;
-		r->lru_off[cls] = z;
-		r->lru_n[cls] = x;
-		r->has_lru[cls] = 1;
+		r->lru_off[cls][y] = z;
+		r->lru_n[cls][y] = x;
+		r->has_lru[cls][y] = 1;
 		return 0;
 	}
 	say("[restart] unknown/unhandled key: %s\n", key);
@@ -395,23 +396,27 @@ static int scan_live(void *ctx, struct kv_item *it, unsigned cls)
 	return 1;
 }
 
-/* Class cls's LRU list again, from its head through the old next pointers (each checked to
-   be a live item of the class not yet listed), then any live item the walk did not reach. */
+/* Class cls's LRU lists again, each from its head through the old next pointers (each
+   checked to be a live item of the class and segment not yet listed), then any live item
+   the walks did not reach (to COLD if its segment is not one). */
 static void rebuild_lru(kv_store *st, const struct kv_restart *r, struct rebuild *b, unsigned cls)
 {
 	char *base = r->file.base;
 	size_t len = r->file.len;
-	uint64_t off = r->lru_off[cls];
-	for (uint64_t n = 0; r->has_lru[cls] && n < r->lru_n[cls] && off < len; n++) {
-		struct kv_item *it = (struct kv_item *)(base + off);
-		if (kv_slabs_chunk_class(st->slabs, it) != cls || !kv_item_has(it, KV_IT_HASH) ||
-		    kv_item_has(it, KV_IT_LRU))
-			break;
-		uintptr_t next = (uintptr_t)it->next;
-		kv_lru_restore_tail(st->lru, it);
-		if (!next || next < r->oldbase || next - r->oldbase >= len)
-			break;
-		off = next - r->oldbase;
+	for (unsigned seg = 0; seg < KV_LRU_SEGS; seg++) {
+		uint64_t off = r->lru_off[cls][seg];
+		for (uint64_t n = 0; r->has_lru[cls][seg] && n < r->lru_n[cls][seg] && off < len;
+		     n++) {
+			struct kv_item *it = (struct kv_item *)(base + off);
+			if (kv_slabs_chunk_class(st->slabs, it) != cls || it->lru != seg ||
+			    !kv_item_has(it, KV_IT_HASH) || kv_item_has(it, KV_IT_LRU))
+				break;
+			uintptr_t next = (uintptr_t)it->next;
+			kv_lru_restore_tail(st->lru, it);
+			if (!next || next < r->oldbase || next - r->oldbase >= len)
+				break;
+			off = next - r->oldbase;
+		}
 	}
 	for (size_t i = 0; i < b->nlive[cls]; i++)
 		if (!kv_item_has(b->live[cls][i], KV_IT_LRU))
@@ -678,9 +683,10 @@ int kv_store_save(kv_store *st)
 			if (m->items[c])
 				put(&w, "Kitems_%u %" PRIu64 " %" PRIu64 "\n", c, m->items[c],
 				    m->bytes[c]);
-			if (h->head[c])
-				put(&w, "Klru_%u %zu %" PRIu64 "\n", c,
-				    (size_t)((char *)h->head[c] - base), h->n[c]);
+			for (unsigned seg = 0; seg < KV_LRU_SEGS; seg++)
+				if (h->head[c][seg])
+					put(&w, "Klru_%u %u %zu %" PRIu64 "\n", c, seg,
+					    (size_t)((char *)h->head[c][seg] - base), h->n[c][seg]);
 		}
 		put_pages(&w, "pool", l->pool, l->npool);
 		char sum[40];

@@ -8,6 +8,7 @@
  *   assoc.c          the hash sections' table: buckets, stripes, hashing
  *   items.c          the operations, each a sequence of sections
  *   crawler.c        the expiry crawler
+ *   maintainer.c     the LRU maintainer: the segments kept in shape, expired items reclaimed
  *   automove.c       moving pages between classes, and when
  *   dump.c           stats cachedump and lru_crawler metadump
  *   clock.c          server time, exptime rules, flush_all marks
@@ -51,6 +52,8 @@ void kv_store_config_default(struct kv_store_config *c)
 	c->slab_chunk_max = KV_PAGE_SIZE / 2;
 	c->stripes = 1024;
 	c->hash_expand = 1;
+	kv_lru_tune_default(&c->lru);
+	c->lru_maintainer = 1;
 	c->lru_crawler = 1;
 	c->evict = 1;
 	c->use_cas = 1;
@@ -198,7 +201,7 @@ static int make_memory(kv_store *st)
 		hashpower = kv_restart_hashpower(st);
 	st->slabs = kv_slabs_new(st->cfg.mem_limit, st->cfg.item_size_max, st->cfg.factor,
 				 st->cfg.chunk_min, st->chunk_max, region, region_len);
-	st->lru = kv_lru_new(&st->clock);
+	st->lru = kv_lru_new(&st->clock, &st->cfg.lru);
 	if (!st->slabs || !st->lru)
 		return -1;
 	return kv_assoc_init(&st->assoc, hashpower, st->cfg.stripes, st->cfg.hash_expand);
@@ -249,7 +252,8 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 		goto fail;
 	st->prefixes = kv_prefixes_new();
 	st->crawler = kv_crawler_new(st->cfg.crawler_sleep, st->cfg.crawler_tocrawl);
-	if (!st->prefixes || !st->crawler) {
+	st->maintainer = kv_maintainer_new();
+	if (!st->prefixes || !st->crawler || !st->maintainer) {
 		msg(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -278,6 +282,7 @@ void kv_store_close(kv_store *st)
 	if (!st)
 		return;
 	kv_crawler_delete(st); /* its thread runs sections: stopped before they close */
+	kv_maintainer_delete(st);
 	if (st->assoc.stripes)
 		for (unsigned s = 0; s < st->assoc.nstripes; s++)
 			if (st->assoc.stripes[s].cs)
@@ -312,4 +317,14 @@ void kv_hash_tick(kv_store *st)
 	kv_assoc_grow_step(&st->assoc, c->curr_items > 0 ? (uint64_t)c->curr_items : 0,
 			   GROW_BUDGET);
 	free(c);
+}
+
+void kv_store_lru_get(const kv_store *st, struct kv_lru_tune *out)
+{
+	kv_lru_tune_get(st->lru, out);
+}
+
+void kv_store_lru_set(kv_store *st, const struct kv_lru_tune *t)
+{
+	kv_lru_tune_set(st->lru, t);
 }

@@ -46,6 +46,21 @@ extern const char *const kv_section_names[KV_SECTIONS];
 
 #define KV_SYNC_DEFAULT "hash=mutex,alloc=mutex,slabs=mutex,stats=mutex"
 
+/*
+ * How the LRU lists behave (lru.h; memcached's settings of the same names and defaults),
+ * changed at run time by "lru tune|mode|temp_ttl".
+ */
+struct kv_lru_tune {
+	int segmented;		/* hot, warm, cold and temp lists (0: flat, every item in cold) */
+	int temp_lru;		/* items with a TTL of at most temporary_ttl go to temp */
+	uint32_t temporary_ttl; /* 61 */
+	uint32_t hot_pct;	/* 20: hot's share of its class's bytes */
+	uint32_t warm_pct;	/* 40 */
+	double hot_max_factor;	/* 0.2: hot keeps items idle less than this times cold's age */
+	double warm_max_factor; /* 2.0 */
+};
+void kv_lru_tune_default(struct kv_lru_tune *t);
+
 struct kv_store_config {
 	size_t mem_limit;	  /* -m, bytes */
 	size_t item_size_max;	  /* -I, bytes */
@@ -69,6 +84,8 @@ struct kv_store_config {
 	/* -e: item memory is this file, kept across a graceful stop (restart.c); NULL: malloc */
 	const char *memory_file;
 	int slab_reassign; /* page moves allowed (checked by a restart, as memcached) */
+	struct kv_lru_tune lru;
+	int lru_maintainer; /* run the LRU maintainer thread (maintainer.c); 0: flat */
 	/* One executor spec per section ("mutex", "mcs:spin", "async", ...). */
 	char sync[KV_SECTIONS][128];
 };
@@ -104,6 +121,11 @@ enum kv_class_count {
 	KV_CC_EXPIRED_UNFETCHED,
 	KV_CC_CRAWLER_RECLAIMED,
 	KV_CC_CRAWLER_CHECKED,
+	KV_CC_DIRECT_RECLAIMS, /* items a store reclaimed or evicted itself */
+	KV_CC_HITS_HOT,	       /* get hits, by the LRU segment the item was in (lru.h) */
+	KV_CC_HITS_WARM,
+	KV_CC_HITS_COLD,
+	KV_CC_HITS_TEMP,
 	KV_CLASS_COUNTS
 };
 
@@ -214,14 +236,24 @@ typedef void (*kv_evict_hook)(void *ctx, const struct kv_item *it, uint32_t now)
 void kv_store_set_evict_hook(kv_store *st, kv_evict_hook hook, void *ctx);
 
 /*
+ * Called after every lookup of a client's key (a get, and the one inside a store, incr,
+ * delete, touch or meta command: memcached's item_get, which watch fetchers logs), once per
+ * command and key, on the command's thread, outside any section: what it found (kv_get_status
+ * below) and, when found, the item's class as shown and its value's size (else 0 and 0).
+ */
+enum kv_get_status { KV_GET_FOUND, KV_GET_NOT_FOUND, KV_GET_EXPIRED, KV_GET_FLUSHED };
+typedef void (*kv_fetch_hook)(void *ctx, const char *key, size_t nkey, enum kv_get_status status,
+			      unsigned cls, uint32_t nbytes);
+void kv_store_set_fetch_hook(kv_store *st, kv_fetch_hook hook, void *ctx);
+
+/*
  * get/gets/gat/gats of one key: on a hit append "VALUE key flags bytes
  * [cas]\r\n<data>\r\n" to out. touch: set the exptime to `exptime` (server
  * time) first. 1 hit, 0 miss, -1 out of memory for the reply.
  */
 int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
 	   int touch, uint32_t exptime, struct kv_buf *out);
-/* kv_get, saying also what it found (for watch fetchers). */
-enum kv_get_status { KV_GET_FOUND, KV_GET_NOT_FOUND, KV_GET_EXPIRED, KV_GET_FLUSHED };
+/* kv_get, saying also what it found. */
 struct kv_get_info {
 	enum kv_get_status status;
 	unsigned cls;	 /* 0 when not found */
@@ -305,7 +337,9 @@ struct kv_store_figures {
 	int hash_expanding;	    /* the table is doubling */
 	int moving;		    /* a slab page move is under way */
 	uint64_t moves, pool_pages; /* pages moved so far; whole pages in the pool */
-	uint64_t lrutail_reflocked;
+	uint64_t lrutail_reflocked, evicted_active, moves_to_cold, moves_to_warm, moves_within_lru;
+	int maintainer;	  /* the LRU maintainer runs */
+	uint64_t juggles; /* lru_maintainer_juggles */
 };
 void kv_store_figures(kv_store *st, struct kv_store_figures *f);
 int kv_stats_items(kv_store *st, struct kv_buf *out);
@@ -322,6 +356,18 @@ void kv_counts_read(kv_store *st, struct kv_counts *out);
  * out of memory.
  */
 int kv_stats_sync(kv_store *st, struct kv_buf *out);
+
+/*
+ * The LRU maintainer thread (maintainer.c, memcached's): start (-1 if it runs or cannot
+ * start), stop (once it has exited), whether it runs, and how many times it has woken
+ * (lru_maintainer_juggles). The LRU's settings: a copy, and new ones (any thread).
+ */
+int kv_maintainer_start(kv_store *st);
+void kv_maintainer_stop(kv_store *st);
+int kv_maintainer_running(const kv_store *st);
+uint64_t kv_maintainer_juggles(const kv_store *st);
+void kv_store_lru_get(const kv_store *st, struct kv_lru_tune *out);
+void kv_store_lru_set(kv_store *st, const struct kv_lru_tune *t);
 
 /* Remove expired (and flushed) items from every stripe now; returns how many. */
 uint64_t kv_crawl(kv_store *st, struct kv_counts *cnt);
