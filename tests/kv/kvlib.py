@@ -281,6 +281,20 @@ def exptime_extras(exptime=0):
     return struct.pack(">I", exptime)
 
 
+def responses(data):
+    """The responses in data (whole ones), as Response tuples."""
+    out = []
+    while len(data) >= HEADER.size:
+        magic, op, keylen, extlen, _, status, body, opaque, cas = HEADER.unpack_from(data)
+        rest = data[HEADER.size:HEADER.size + body]
+        assert len(rest) == body, f"a response cut short: {data!r:.200}"
+        out.append(Response(magic, op, status, opaque, cas, rest[:extlen],
+                            rest[extlen:extlen + keylen], rest[extlen + keylen:]))
+        data = data[HEADER.size + body:]
+    assert not data, f"bytes after the responses: {data!r:.200}"
+    return out
+
+
 class BinConn(Conn):
     """A raw binary-protocol connection: requests built with request(), responses read whole."""
 

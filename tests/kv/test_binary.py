@@ -13,7 +13,9 @@ import struct
 
 import pytest
 
-from kvlib import HEADER, Op, Status, arith_extras, exptime_extras, request, set_extras
+from kvlib import (HEADER, Op, Status, arith_extras, exptime_extras, request, responses,
+                   set_extras)
+from test_udp import Udp, udp_port
 
 
 def flags_of(r):
@@ -461,3 +463,33 @@ def test_connection_conversation_with_other_clients(srv):
     finally:
         for c in conns:
             c.close()
+
+
+# ---------- UDP ----------
+
+@pytest.mark.parametrize("protocol", ["auto", "ascii"])
+def test_udp(start, protocol):
+    """Over UDP a datagram whose payload starts with 0x80 is binary, whatever -B says (as
+    memcached); each response is its own message, and a quiet command's is the empty message
+    (a bare header) when it is the first of its datagram, else nothing."""
+    port = udp_port()
+    start("-U", port, "-B", protocol, "-t", "1")
+    with Udp(port) as u:
+        rid = u.send(request(Op.SET, "u", "value", set_extras(4), opaque=1) +
+                     request(Op.GET, "u", opaque=2))
+        (r1,), (r2,) = responses(u.message(rid)[1]), responses(u.message(rid)[1])
+        assert (r1.opcode, r1.status, r1.opaque) == (Op.SET, Status.SUCCESS, 1)
+        assert (r2.opaque, r2.value, r2.cas) == (2, b"value", r1.cas)
+        rid = u.send(request(Op.SETQ, "q", "v", set_extras()) + request(Op.GETQ, "none") +
+                     request(Op.NOOP, opaque=3))
+        assert u.message(rid)[1] == b""
+        (r,) = responses(u.message(rid)[1])
+        assert (r.opcode, r.opaque) == (Op.NOOP, 3)
+        big = bytes(range(256)) * 12
+        rid = u.send(request(Op.SETQ, "big", big, set_extras()))
+        assert u.message(rid)[1] == b""
+        rid = u.send(request(Op.GETK, "big", opaque=4))
+        (r,) = responses(u.message(rid)[1])
+        assert (r.key, r.value) == (b"big", big)
+        rid = u.send(b"get q\r\n")
+        assert u.message(rid)[1] == b"VALUE q 0 1\r\nv\r\nEND\r\n"

@@ -546,12 +546,21 @@ static void run(struct conn *c, const char *ext, const char *key)
 	}
 }
 
-/* The bytes a request needs in the input before it is served. */
+/*
+ * memcached reads a request's header, extras and key into its 16 KB read
+ * buffer: one that cannot fit closes the connection once the buffer is full.
+ */
+#define HEAD_MAX READ_CHUNK
+
+/* The bytes a request needs in the input before it is served (or refused: HEAD_MAX). */
 static size_t need_of(const struct conn *c, const struct kv_bin_header *h)
 {
+	size_t head = KV_BIN_HEADER + (size_t)h->extlen + h->keylen;
+	if (head > HEAD_MAX)
+		return HEAD_MAX;
 	if (sasl_exchange_runs(c, h))
 		return KV_BIN_HEADER + (size_t)h->bodylen;
-	return KV_BIN_HEADER + (size_t)h->extlen + h->keylen;
+	return head;
 }
 
 int kv_bin_runnable(const struct conn *c)
@@ -581,6 +590,12 @@ int kv_bin_step(struct conn *c)
 	if (avail < need_of(c, h))
 		return 0;
 	size_t head = KV_BIN_HEADER + (size_t)h->extlen + h->keylen;
+	if (head > HEAD_MAX) {
+		kv_logv(1, "<%d binary request of %zu bytes before its value, closing", c->fd,
+			head);
+		c->close_now = 1;
+		return 0;
+	}
 	c->in_pos += head;
 	c->w->cnt.bytes_read += head;
 	st_relaxed(&c->last_cmd, kv_now(kv_srv.st));
