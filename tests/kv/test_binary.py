@@ -451,15 +451,20 @@ def test_without_cas(server):
         assert b.call(Op.DELETE, "k", cas=5).status == Status.KEY_EEXISTS
 
 
-def test_connection_conversation_with_other_clients(srv):
-    """Binary and text clients at once on one server see each other's writes."""
+def test_clients_see_each_others_writes(srv):
+    """Binary clients on several workers, and a text one, see each other's writes once a
+    write's NOOP has come back (the NOOP follows the quiet set on its connection)."""
     conns = [srv.bconn() for _ in range(4)]
     try:
         for i, c in enumerate(conns):
-            c.send(request(Op.SETQ, f"multi{i}", f"v{i}", set_extras(i)))
-        for i, c in enumerate(conns):
-            other = conns[(i + 1) % 4]
-            assert other.get(f"multi{i}")[:2] == (i, f"v{i}".encode())
+            c.send(request(Op.SETQ, f"multi{i}", f"v{i}", set_extras(i)) +
+                   request(Op.NOOP, opaque=i))
+            assert c.response().opaque == i
+        with srv.conn() as t:
+            for i, c in enumerate(conns):
+                other = conns[(i + 1) % 4]
+                assert other.get(f"multi{i}")[:2] == (i, f"v{i}".encode())
+                assert t.get(f"multi{i}") == f"v{i}".encode()
     finally:
         for c in conns:
             c.close()
