@@ -105,8 +105,10 @@ static void cmd_get(struct conn *c, uint8_t base, int quiet, const char *ext, co
 	}
 	c->out.len += head;
 	struct kv_get_info info;
+	uint32_t flags;
+	uint64_t cas;
 	int hit = kv_get_value(kv_srv.st, &c->w->cnt, key, nkey, touch, exptime,
-			       base == KV_BIN_TOUCH ? NULL : &c->out, &info);
+			       base == KV_BIN_TOUCH ? NULL : &c->out, &info, &flags, &cas);
 	kv_detail_count(kv_srv.st, key, nkey, KV_PREFIX_GET, hit > 0);
 	if (kv_watch_wanted(KV_WATCH_FETCHERS))
 		kv_watch_get(key, nkey, kv_get_status_names[info.status], info.cls, c->fd,
@@ -114,8 +116,8 @@ static void cmd_get(struct conn *c, uint8_t base, int quiet, const char *ext, co
 	if (hit > 0) {
 		char *p = c->out.p + at;
 		kv_bin_response(p, &c->bin, KV_BIN_SUCCESS, 4, keylen,
-				(uint32_t)(c->out.len - at - KV_BIN_HEADER), info.cas);
-		kv_bin_put32(p + KV_BIN_HEADER, info.flags);
+				(uint32_t)(c->out.len - at - KV_BIN_HEADER), cas);
+		kv_bin_put32(p + KV_BIN_HEADER, flags);
 		if (keylen)
 			memcpy(p + KV_BIN_HEADER + 4, key, keylen);
 		return;

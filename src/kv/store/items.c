@@ -562,27 +562,36 @@ static int add_value(struct kv_buf *out, struct kv_item *it, int with_cas, uint6
 struct get_req {
 	struct hash_req h;
 	int with_cas, touch;
-	int raw; /* append the value alone (the binary protocol); out NULL: nothing */
 	uint32_t exptime;
 	struct kv_buf *out;
 	int oom;
 	unsigned cls;
-	uint32_t nbytes, flags;
+	uint32_t nbytes;
+};
+
+/* The binary protocol's get: the item's flags and cas come back as well. */
+struct value_req {
+	struct get_req g;
+	uint32_t flags;
 	uint64_t cas;
 };
 
-static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+/*
+ * A get's item, counted as memcached counts a get, or a touch for a gat (not
+ * a get), and accessed; NULL on a miss. Inlined into the text protocol's
+ * section and the binary protocol's, which differ in what they copy out.
+ */
+static inline __attribute__((always_inline)) struct kv_item *get_find(void *state,
+								      struct get_req *rq)
 {
-	struct get_req *rq = KV_REQ(struct get_req, a);
 	struct hash_req *h = &rq->h;
 	struct kv_item *it = find_live(state, h, 1);
-	/* As memcached: a gat counts as a touch, not as a get. */
 	if (!it) {
 		if (rq->touch)
 			h->cnt->touch_misses++;
 		else
 			h->cnt->get_misses++;
-		return 0;
+		return NULL;
 	}
 	if (rq->touch) {
 		kv_item_set_exptime(it, rq->exptime);
@@ -595,31 +604,52 @@ static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	access_item(h, it, 1);
 	rq->cls = it->cls;
 	rq->nbytes = it->nbytes;
-	rq->flags = it->flags;
-	rq->cas = shown_cas(h->st, it);
-	if (rq->raw ? rq->out && kv_buf_add(rq->out, kv_item_value(it), it->nbytes) != 0
-		    : add_value(rq->out, it, rq->with_cas, rq->cas) != 0)
+	return it;
+}
+
+/* The text protocol's: "VALUE ..." appended to out. */
+static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct get_req *rq = KV_REQ(struct get_req, a);
+	struct kv_item *it = get_find(state, rq);
+	if (!it)
+		return 0;
+	if (add_value(rq->out, it, rq->with_cas, shown_cas(rq->h.st, it)) != 0)
 		rq->oom = 1;
 	return 1;
 }
 
-static int get_run(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
-		   struct get_req *rq, struct kv_get_info *info)
+/* The binary protocol's: the flags and cas noted, the value alone appended (out NULL: not). */
+static uint64_t value_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct value_req *rq = KV_REQ(struct value_req, a);
+	struct kv_item *it = get_find(state, &rq->g);
+	if (!it)
+		return 0;
+	rq->flags = it->flags;
+	rq->cas = shown_cas(rq->g.h.st, it);
+	if (rq->g.out && kv_buf_add(rq->g.out, kv_item_value(it), it->nbytes) != 0)
+		rq->g.oom = 1;
+	return 1;
+}
+
+static inline __attribute__((always_inline)) int get_run(kv_store *st, struct kv_counts *cnt,
+							 const char *key, size_t nkey,
+							 struct get_req *rq, locus_fn fn,
+							 struct kv_get_info *info)
 {
 	req_init(&rq->h, st, cnt, key, nkey);
 	if (rq->touch)
 		cnt->cmd_touch++;
 	else
 		cnt->cmd_get++;
-	int hit = (int)hash_run(&rq->h, get_sec, rq);
+	int hit = (int)hash_run(&rq->h, fn, rq);
 	req_finish(&rq->h);
 	if (info)
 		*info = (struct kv_get_info){.status = hit ? KV_GET_FOUND : rq->h.miss,
 					     .cls = hit ? kv_slabs_shown_class(st->slabs, rq->cls)
 							: 0,
-					     .nbytes = hit ? rq->nbytes : 0,
-					     .flags = hit ? rq->flags : 0,
-					     .cas = hit ? rq->cas : 0};
+					     .nbytes = hit ? rq->nbytes : 0};
 	return rq->oom ? -1 : hit;
 }
 
@@ -627,14 +657,18 @@ int kv_get_info(kv_store *st, struct kv_counts *cnt, const char *key, size_t nke
 		int touch, uint32_t exptime, struct kv_buf *out, struct kv_get_info *info)
 {
 	struct get_req rq = {.with_cas = with_cas, .touch = touch, .exptime = exptime, .out = out};
-	return get_run(st, cnt, key, nkey, &rq, info);
+	return get_run(st, cnt, key, nkey, &rq, get_sec, info);
 }
 
 int kv_get_value(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int touch,
-		 uint32_t exptime, struct kv_buf *value, struct kv_get_info *info)
+		 uint32_t exptime, struct kv_buf *value, struct kv_get_info *info, uint32_t *flags,
+		 uint64_t *cas)
 {
-	struct get_req rq = {.raw = 1, .touch = touch, .exptime = exptime, .out = value};
-	return get_run(st, cnt, key, nkey, &rq, info);
+	struct value_req rq = {.g = {.touch = touch, .exptime = exptime, .out = value}};
+	int hit = get_run(st, cnt, key, nkey, &rq.g, value_sec, info);
+	*flags = rq.flags;
+	*cas = rq.cas;
+	return hit;
 }
 
 int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,

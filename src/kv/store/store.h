@@ -216,14 +216,18 @@ struct kv_get_info {
 	enum kv_get_status status;
 	unsigned cls;	 /* 0 when not found */
 	uint32_t nbytes; /* 0 when not found */
-	uint32_t flags;	 /* when found */
-	uint64_t cas;	 /* when found: the cas a client is shown */
 };
 int kv_get_info(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
 		int touch, uint32_t exptime, struct kv_buf *out, struct kv_get_info *info);
-/* kv_get_info appending the value alone, without "\r\n", to value (NULL: not even that). */
+/*
+ * kv_get_info appending the value alone, without "\r\n", to value (NULL: not
+ * even that), for the binary protocol; *flags and *cas (the cas a client is
+ * shown) are set when found, 0 otherwise. They are not in kv_get_info's info
+ * so that the text get does not copy them.
+ */
 int kv_get_value(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int touch,
-		 uint32_t exptime, struct kv_buf *value, struct kv_get_info *info);
+		 uint32_t exptime, struct kv_buf *value, struct kv_get_info *info, uint32_t *flags,
+		 uint64_t *cas);
 
 enum kv_result kv_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey);
 /* The value a set that could not be stored leaves behind goes, as memcached's (counted as a get
