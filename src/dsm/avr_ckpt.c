@@ -517,7 +517,9 @@ int dsm_avr_fault(size_t page, char *addr, int write, void *uctx)
 
 static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 {
-	if (!ck_thread || dsm_self.team > 1) {
+	/* Only the init thread speculates, and only while no other thread of
+	   its node touches the region: never in a fork-style run (spawn.c). */
+	if (!ck_thread || dsm_self.team > 1 || dsm_fork_mode) {
 		PROTO_STAT_ADD(AVR_ST_SC_THREADS, 1);
 		return 0;
 	}
@@ -554,6 +556,20 @@ static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 		return 0;
 	}
 	return open_interval(page, addr, write, uc);
+}
+
+/* A fault outside the region while a run is unvalidated may come from a
+   value the run should not have read (a pointer from a page that changed
+   elsewhere): resolve first. A rollback runs the thread again from the
+   checkpoint; a run that stands makes the fault the program's own. */
+int dsm_avr_stray(void *uctx)
+{
+	if (!ck_thread || !ck.open || ck.busy)
+		return 0;
+	ck.busy = 1;
+	int r = resolve(uctx, WHY_FAULT);
+	ck.busy = 0;
+	return r == 1;
 }
 
 void dsm_avr_sync(void)

@@ -49,6 +49,10 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 	char *addr = si->si_addr;
 	int fault = si->si_code > 0; /* raised by the kernel, not sent */
 	if (!fault || !dsm.app || addr < dsm.app || addr >= dsm.app + dsm.size) {
+		if (fault && dsm.app && dsm.proto->stray_fault && dsm.proto->stray_fault(uctx)) {
+			errno = saved_errno;
+			return;
+		}
 		if (fault && dsm_sigchain_default())
 			report_outside(addr);
 		dsm_sigchain_pass(sig, si, uctx);

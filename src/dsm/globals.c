@@ -38,8 +38,9 @@ struct range {
 
 static struct range keep[MAX_RANGES]; /* what is copied, in address order */
 static size_t nkeep, total;
-static int too_many;	     /* more holes than MAX_RANGES: refuse rather than copy them */
-static uintptr_t image_base; /* the program's load address: 0 unless it is PIE */
+static int too_many;		 /* more holes than MAX_RANGES: refuse rather than copy them */
+static uintptr_t image_base;	 /* the program's load address: 0 unless it is PIE */
+static uintptr_t seg_lo, seg_hi; /* the writable segment, whole */
 
 /* Take [lo, hi) out of the ranges kept (an emptied range stays, empty). */
 static void cut(uintptr_t lo, uintptr_t hi)
@@ -110,9 +111,14 @@ static int main_object(struct dl_phdr_info *info, size_t size, void *arg)
 	image_base = base;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W) && nkeep < MAX_RANGES)
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W) && nkeep < MAX_RANGES) {
 			keep[nkeep++] = (struct range){base + ph->p_vaddr,
 						       base + ph->p_vaddr + ph->p_memsz};
+			if (!seg_lo || base + ph->p_vaddr < seg_lo)
+				seg_lo = base + ph->p_vaddr;
+			if (base + ph->p_vaddr + ph->p_memsz > seg_hi)
+				seg_hi = base + ph->p_vaddr + ph->p_memsz;
+		}
 	}
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -127,6 +133,7 @@ static int main_object(struct dl_phdr_info *info, size_t size, void *arg)
 int dsm_globals_init(void)
 {
 	nkeep = total = 0;
+	seg_lo = seg_hi = 0;
 	too_many = 0;
 	dl_iterate_phdr(main_object, NULL);
 	if (image_base) {
@@ -156,6 +163,13 @@ int dsm_globals_init(void)
 		total += keep[i].hi - keep[i].lo;
 	}
 	return 0;
+}
+
+/* The offset of addr in the program's writable segment, or -1. */
+long dsm_globals_offset(const void *addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	return a >= seg_lo && a < seg_hi ? (long)(a - seg_lo) : -1;
 }
 
 size_t dsm_globals_size(void)

@@ -196,6 +196,8 @@ extern struct dsm_runtime dsm;
  * On the application threads: thread_init and thread_fini on the thread
  * that calls locus_dsm_init and locus_dsm_finalize; thread_fault in the
  * SIGSEGV handler, before the fault is posted (1: it took the fault);
+ * stray_fault in the same handler for a fault outside the region (1: it was
+ * a speculative run's, undone: run the thread again);
  * sync_point at the start of every locus-dsm call; fault_mask adds the
  * signals the fault handler keeps blocked.
  *
@@ -209,6 +211,7 @@ struct dsm_proto {
 	int (*thread_init)(void);
 	void (*thread_fini)(void);
 	int (*thread_fault)(size_t page, char *addr, int write, void *uctx);
+	int (*stray_fault)(void *uctx);
 	void (*sync_point)(void);
 	void (*fault_mask)(sigset_t *mask);
 	int (*init)(void);
@@ -383,6 +386,7 @@ int dsm_heap_owner(const void *addr); /* -1 outside the heap */
 /* globals.c: the program's globals, copied to where a spawned thread runs */
 int dsm_globals_init(void);
 size_t dsm_globals_size(void);
+long dsm_globals_offset(const void *addr);
 void dsm_globals_save(void *buf);
 int dsm_globals_differ(const void *buf);
 void dsm_globals_load(const void *buf);
