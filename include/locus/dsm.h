@@ -37,10 +37,12 @@
  *
  * Environment (read by locus_dsm_init; see docs/dsm.md):
  *   LOCUS_DSM_PROTOCOL        protocol name: sc, lrc or avr (sc)
- *   LOCUS_DSM_SIZE            shared region size in bytes, suffix k/m/g (1g): whole
+ *   LOCUS_DSM_SIZE            shared region size in bytes, suffix k/m/g (256g): whole
  *                             pages, up to 16384g; a node's memory grows with the
  *                             pages it touches, not with this size. The lower half
  *                             is for locus_dsm_alloc, the upper the shared heap
+ *   LOCUS_DSM_STDIN           a fork-style run (locus_dsm_start): a file rank 0 reads
+ *                             as its standard input (mpiexec forwards at most 64 KB)
  *   LOCUS_DSM_ADDR            where the region is mapped on every node (0x7e9000000000;
  *                             a region above 384g ends at 0x7ef000000000), at or above 4g
  *   LOCUS_DSM_DELAY_US        emulated transport delay per message, microseconds (0;

@@ -124,7 +124,7 @@ int dsm_config_read(struct dsm_config *c)
 	memset(c, 0, sizeof(*c));
 	const char *p = getenv("LOCUS_DSM_PROTOCOL");
 	snprintf(c->protocol, sizeof(c->protocol), "%s", p && *p ? p : "sc");
-	uint64_t size = 1ull << 30, addr = 0, delay_us = 0, per_byte = 0;
+	uint64_t size = 256ull << 30, addr = 0, delay_us = 0, per_byte = 0;
 	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, run = 32;
 	if (dsm_env_u64("LOCUS_DSM_SIZE", &size, 1) || dsm_env_u64("LOCUS_DSM_ADDR", &addr, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||

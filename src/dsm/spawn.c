@@ -14,10 +14,13 @@
  * address (objects.c) take their place.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/futex.h"
 #include "fnid.h"
@@ -179,6 +182,24 @@ void dsm_fork_finish(void)
 		locus_dsm_call(n, tell_quit, NULL, 0, 0, 0);
 }
 
+/* Rank 0's standard input from LOCUS_DSM_STDIN: mpiexec (MPICH's hydra)
+   forwards no more than a pipe holds, 64 KB, and fails on more. */
+static int stdin_from_file(void)
+{
+	const char *path = getenv("LOCUS_DSM_STDIN");
+	if (!path || !*path)
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || dup2(fd, 0) < 0) {
+		fprintf(stderr, "locus-dsm: LOCUS_DSM_STDIN=%s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 int locus_dsm_start(int *argc, char ***argv)
 {
 	if (dsm_globals_init() != 0)
@@ -187,7 +208,7 @@ int locus_dsm_start(int *argc, char ***argv)
 		return -1;
 	dsm_fork_mode = 1;
 	if (dsm.node == 0)
-		return 0;
+		return stdin_from_file();
 	setvbuf(stdout, NULL, _IOLBF, 0); /* workers' lines reach the terminal as they come */
 	while (!ld_acquire(&quit))
 		futex_wait(&quit, 0);
