@@ -115,6 +115,7 @@ static void forked_child(void)
 	if (dsm_phase != DSM_RUNNING || getpid() == node_pid)
 		return;
 	dsm_forked = 1;
+	dsm_region_keep_globals(); /* the child's own copy of the shared globals */
 	if (dsm.app)
 		mmap(dsm.app, dsm.size, PROT_NONE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
@@ -220,8 +221,14 @@ void locus_dsm_finalize(void)
 	dsm_sync_point();
 	dsm_outside_team("locus_dsm_finalize");
 	locus_dsm_drain(); /* this thread's posts: answered before the last barrier */
-	if (dsm_fork_mode && dsm.node == 0)
+	if (dsm_fork_mode && dsm.node == 0) {
+		/* The shared globals stay the program's after the run (region.c):
+		   every page of them read here first, so that this node holds
+		   them as they are. */
+		for (size_t off = 0; off < dsm.glen; off += dsm.page_size)
+			(void)*(volatile const char *)(dsm.gview + off);
 		dsm_fork_finish();
+	}
 	collective(DSM_BAR_FINALIZE, 0, 1, STALL_BARRIER);
 	locus_dsm_stats mine;
 	locus_dsm_stats_get(&mine);
@@ -379,7 +386,7 @@ void locus_dsm_unlock(uint32_t id)
 
 static void prefetch(const void *addr, size_t len, int write)
 {
-	const char *a = addr;
+	const char *a = dsm_canon(addr);
 	if (dsm_phase != DSM_RUNNING || dsm_forked)
 		return; /* a hint: nothing to do */
 	dsm_sync_point();

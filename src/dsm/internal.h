@@ -160,6 +160,11 @@ struct dsm_runtime {
 	char *alias;
 	size_t size, page_size, npages;
 	size_t alloc_next; /* bump allocator (application thread that calls alloc) */
+	/* A fork-style run's shared globals (globals.c): the program's own
+	   globals, mapped over the region's first pages (its lower half, unused
+	   in such a run): gview is where the program sees them, glen bytes. */
+	char *gview;
+	size_t glen;
 
 	/* Monotonic ns at which the thread that faulted on a page resumed. */
 	uint64_t *resume_ns;
@@ -387,6 +392,10 @@ int dsm_heap_owner(const void *addr); /* -1 outside the heap */
 int dsm_globals_init(void);
 size_t dsm_globals_size(void);
 long dsm_globals_offset(const void *addr);
+/* The program's globals that a fork-style run shares (linked with
+   globals.ld): [*lo, *hi), page-aligned; 0 when it has none. */
+int dsm_globals_shared(char **lo, char **hi);
+extern int dsm_fork_request; /* locus_dsm_start: map the shared globals */
 void dsm_globals_save(void *buf);
 int dsm_globals_differ(const void *buf);
 void dsm_globals_load(const void *buf);
@@ -402,10 +411,20 @@ void dsm_malloc_fini(void);
 /* region.c */
 int dsm_region_map(void);
 void dsm_region_unmap(void);
+void dsm_region_keep_globals(void);
 void dsm_region_protect(size_t page, size_t count, int prot);
 static inline char *dsm_page_alias(size_t page)
 {
 	return dsm.alias + page * dsm.page_size;
+}
+/* An address as the region knows it: one among the shared globals becomes
+   the region address of the same memory; any other stays as it is. */
+static inline const char *dsm_canon(const void *addr)
+{
+	const char *a = addr;
+	if (dsm.gview && a >= dsm.gview && a < dsm.gview + dsm.glen)
+		return dsm.app + (a - dsm.gview);
+	return a;
 }
 
 /* fault.c */

@@ -204,7 +204,10 @@ int locus_dsm_start(int *argc, char ***argv)
 {
 	if (dsm_globals_init() != 0)
 		return -1;
-	if (locus_dsm_init(argc, argv) != 0)
+	dsm_fork_request = 1; /* the region maps the shared globals (region.c) */
+	int r = locus_dsm_init(argc, argv);
+	dsm_fork_request = 0;
+	if (r != 0)
 		return -1;
 	dsm_fork_mode = 1;
 	if (dsm.node == 0)
