@@ -33,8 +33,24 @@
 
 enum { CC_DONE = 0, CC_COMBINE = 1 };
 
-int locus_ccsynch_init(locus_ccsynch *s, const locus_wait *wait, uint32_t pass)
+/* What a locus_ccsynch's opaque bytes hold. */
+struct ccsynch {
+	struct locus_qnode *tail; /* last node of the request queue (always a node) */
+	uint32_t pass;
+	locus_wait wait;
+};
+_Static_assert(sizeof(struct ccsynch) <= sizeof(locus_ccsynch) &&
+		       _Alignof(struct ccsynch) <= _Alignof(locus_ccsynch),
+	       "struct ccsynch does not fit a locus_ccsynch (include/locus/combine.h)");
+
+static struct ccsynch *ccsynch_of(locus_ccsynch *s)
 {
+	return (struct ccsynch *)(void *)s;
+}
+
+int locus_ccsynch_init(locus_ccsynch *ps, const locus_wait *wait, uint32_t pass)
+{
+	struct ccsynch *s = ccsynch_of(ps);
 	struct locus_qnode *dummy = qnode_get();
 	dummy->next = NULL;
 	dummy->flag = CC_COMBINE;
@@ -44,14 +60,15 @@ int locus_ccsynch_init(locus_ccsynch *s, const locus_wait *wait, uint32_t pass)
 	return 0;
 }
 
-void locus_ccsynch_destroy(locus_ccsynch *s)
+void locus_ccsynch_destroy(locus_ccsynch *ps)
 {
+	struct ccsynch *s = ccsynch_of(ps);
 	qnode_free(s->tail);
 	s->tail = NULL;
 }
 
 /* Run requests from `mine` on; return after handing the combiner role on. */
-static void combine(locus_ccsynch *s, struct locus_qnode *mine)
+static void combine(struct ccsynch *s, struct locus_qnode *mine)
 {
 	struct locus_qnode *n = mine;
 	for (uint32_t done = 0; done < s->pass; done++) {
@@ -66,9 +83,10 @@ static void combine(locus_ccsynch *s, struct locus_qnode *mine)
 	flag_release(&n->flag, CC_COMBINE);
 }
 
-uint64_t locus_ccsynch_run(locus_ccsynch *s, locus_fn fn, void *state, uint64_t a, uint64_t b,
+uint64_t locus_ccsynch_run(locus_ccsynch *ps, locus_fn fn, void *state, uint64_t a, uint64_t b,
 			   uint64_t c)
 {
+	struct ccsynch *s = ccsynch_of(ps);
 	struct locus_qnode *fresh = qnode_get();
 	fresh->next = NULL;
 	flag_arm(&fresh->flag);

@@ -33,7 +33,7 @@ struct mech;
 
 struct locus_cs {
 	union {
-		locus_lock lock;
+		struct lock lock; /* lock_state.h: a locus_lock's insides, without its padding */
 		locus_oyama oyama;
 		locus_ccsynch ccsynch;
 		struct {
@@ -267,9 +267,9 @@ static int stm_option(struct opts *o, const char *opt)
 	}
 	if (strcmp(opt, "admit") == 0 || strcmp(opt, "strict") == 0) {
 		if (opt[0] == 's')
-			o->lock.flags |= LOCUS_LOCK_STRICT;
+			o->lock.flags |= LOCK_STRICT;
 		else
-			o->lock.flags &= ~LOCUS_LOCK_STRICT;
+			o->lock.flags &= ~LOCK_STRICT;
 		return 1;
 	}
 	return 0;
@@ -280,7 +280,7 @@ static int stm_option(struct opts *o, const char *opt)
 
 static int lock_open(locus_cs *cs, const struct opts *o)
 {
-	int rc = locus_lock_init(&cs->u.lock, cs->m->kind, &o->wait);
+	int rc = lock_init(&cs->u.lock, cs->m->kind, &o->wait);
 	if (rc) {
 		fail("%s: cannot initialize: %s", cs->m->name, strerror(rc));
 		return -1;
@@ -291,15 +291,15 @@ static int lock_open(locus_cs *cs, const struct opts *o)
 
 static uint64_t lock_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
-	locus_lock_lock(&cs->u.lock);
+	lock_lock(&cs->u.lock);
 	uint64_t r = fn(cs->state, a, b, c);
-	locus_lock_unlock(&cs->u.lock);
+	lock_unlock(&cs->u.lock);
 	return r;
 }
 
 static void lock_close(locus_cs *cs)
 {
-	locus_lock_destroy(&cs->u.lock);
+	lock_destroy(&cs->u.lock);
 }
 
 /* ---- combining ------------------------------------------------------------ */
@@ -491,7 +491,7 @@ static int stm_open(locus_cs *cs, const struct opts *o)
 		fail("stm: %s", err);
 		return -1;
 	}
-	cs->u.stm_strict = (o->lock.flags & LOCUS_LOCK_STRICT) != 0;
+	cs->u.stm_strict = (o->lock.flags & LOCK_STRICT) != 0;
 	return 0;
 }
 
@@ -590,7 +590,7 @@ static int fmt_stm(const locus_cs *cs, const struct opts *o, char *buf, size_t l
 {
 	(void)cs;
 	return snprintf(buf, len, "%s,%s", o->method,
-			o->lock.flags & LOCUS_LOCK_STRICT ? "strict" : "admit");
+			o->lock.flags & LOCK_STRICT ? "strict" : "admit");
 }
 #endif
 
@@ -603,16 +603,16 @@ static int fmt_stm(const locus_cs *cs, const struct opts *o, char *buf, size_t l
 
 /* tas, ttas, futex: the reservation for a waiter that has waited 10 ms. */
 #define ANTISTARVE_OPTS                                                                            \
-	", antistarve (default: a waiter that has waited 10 ms gets the lock reserved) | barge "  \
+	", antistarve (default: a waiter that has waited 10 ms gets the lock reserved) | barge "   \
 	"(plain barging)"
 
 /* ticket, clh, mcs: at most N threads in the queue, the rest wait outside. */
 #define ADMIT_OPTS                                                                                 \
-	", admit (default: at most as many threads in the queue as there are CPUs, the rest "    \
+	", admit (default: at most as many threads in the queue as there are CPUs, the rest "      \
 	"wait outside, asleep) | admit=N (at most N, N >= 2) | strict (every thread queues)"
 
 /* A lock mechanism: name, lock kind, description, extra options and their parser. */
-#define LOCK_ROW(nm, k, sum, extra, parser)                                                   \
+#define LOCK_ROW(nm, k, sum, extra, parser)                                                        \
 	{                                                                                          \
 		.name = nm, .summary = sum, .options = WAIT_OPTS extra, .takes_wait = 1,           \
 		.option = parser, .open = lock_open, .run = lock_run, .close = lock_close,         \

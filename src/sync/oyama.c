@@ -35,6 +35,21 @@
 
 enum { OY_DONE = 0, OY_OWNER = 1 };
 
+/* What a locus_oyama's opaque bytes hold. */
+struct oyama {
+	uintptr_t word; /* OY_FREE, OY_LOCKED, else held + stack of requests */
+	uint32_t pass;
+	locus_wait wait;
+};
+_Static_assert(sizeof(struct oyama) <= sizeof(locus_oyama) &&
+		       _Alignof(struct oyama) <= _Alignof(locus_oyama),
+	       "struct oyama does not fit a locus_oyama (include/locus/combine.h)");
+
+static struct oyama *oyama_of(locus_oyama *o)
+{
+	return (struct oyama *)(void *)o;
+}
+
 struct oy_req {
 	uint32_t flag;
 	locus_fn fn;
@@ -45,8 +60,9 @@ struct oy_req {
 	struct oy_req *rest; /* with OY_OWNER: requests the new holder must run */
 } __attribute__((aligned(64)));
 
-int locus_oyama_init(locus_oyama *o, const locus_wait *wait, uint32_t pass)
+int locus_oyama_init(locus_oyama *po, const locus_wait *wait, uint32_t pass)
 {
+	struct oyama *o = oyama_of(po);
 	o->word = OY_FREE;
 	o->pass = pass ? pass : LOCUS_COMBINE_PASS_DEFAULT;
 	o->wait = wait ? *wait : locus_wait_default();
@@ -86,7 +102,7 @@ static uint32_t run_batch(struct oy_req *r)
 }
 
 /* Called by the holder after its own section: serve, then free or hand off. */
-static void serve_and_leave(locus_oyama *o, uint32_t done)
+static void serve_and_leave(struct oyama *o, uint32_t done)
 {
 	for (;;) {
 		uintptr_t expected = OY_LOCKED;
@@ -102,9 +118,10 @@ static void serve_and_leave(locus_oyama *o, uint32_t done)
 	}
 }
 
-uint64_t locus_oyama_run(locus_oyama *o, locus_fn fn, void *state, uint64_t a, uint64_t b,
+uint64_t locus_oyama_run(locus_oyama *po, locus_fn fn, void *state, uint64_t a, uint64_t b,
 			 uint64_t c)
 {
+	struct oyama *o = oyama_of(po);
 	uintptr_t cur = OY_FREE;
 	if (cas_acquire(&o->word, &cur, OY_LOCKED)) {
 		uint64_t r = fn(state, a, b, c);
