@@ -95,14 +95,14 @@ int bench_option(const char *prog, int argc, char **argv, int *i, const char *na
 
 double bench_now(void)
 {
-	return (double)mono_ns() * 1e-9;
+	return ns_to_s(mono_ns());
 }
 
 void bench_sleep_until(double t)
 {
 	struct timespec ts = {.tv_sec = (time_t)t};
 
-	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * NS_PER_S);
 	if (ts.tv_nsec > 999999999)
 		ts.tv_nsec = 999999999;
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)

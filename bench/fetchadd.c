@@ -14,19 +14,20 @@
 
 #include "child.h"
 #include "common.h"
+#include "common/clock.h"
 #include "locus/cs.h"
 #include "mechlist.h"
 #include "opts.h"
 
-#define PROG		 "locus-bench fetchadd"
-#define MAX_THREADS	 1024
-#define MAX_SERVERS	 FETCHADD_MAX_SERVERS
-#define MAX_VARS	 (1u << 20)
-#define MAX_DELAY	 1000000000ull
-#define MAX_SECTION_NS	 1000000000ull /* a second */
+#define PROG		  "locus-bench fetchadd"
+#define MAX_THREADS	  1024
+#define MAX_SERVERS	  FETCHADD_MAX_SERVERS
+#define MAX_VARS	  (1u << 20)
+#define MAX_DELAY	  1000000000ull
+#define MAX_SECTION_NS	  ((uint64_t)NS_PER_S) /* a second */
 #define MAX_LATENCY_EVERY 1000000ull
-#define MAX_DURATION	 86400.0
-#define SETUP_VARS_PER_S 50000.0 /* counters (and executors) set up per second, at worst */
+#define MAX_DURATION	  86400.0
+#define SETUP_VARS_PER_S  50000.0 /* counters (and executors) set up per second, at worst */
 
 struct config {
 	struct mechlist mechs;
@@ -263,7 +264,8 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 		return 0;
 	}
 	if ((r = bench_option(PROG, argc, argv, i, "--latency-every", &v)) != 0) {
-		if (r > 0 && opts_uint(v, 1, MAX_LATENCY_EVERY, &c->latency_every, err, sizeof(err)))
+		if (r > 0 &&
+		    opts_uint(v, 1, MAX_LATENCY_EVERY, &c->latency_every, err, sizeof(err)))
 			return complain("--latency-every: %s", err);
 		c->latency = 1;
 		return r < 0 ? 2 : 0;

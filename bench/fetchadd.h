@@ -13,13 +13,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "locus/export.h" /* LOCUS_CACHELINE */
+
 /*
  * One shared counter alone on its cache line, so that two counters never
  * share a line and contention is only the contention the workload asks for.
  * aux is written by the sqrt critical section only, on the same line.
  */
 struct fetchadd_slot {
-	_Alignas(64) uint64_t v;
+	_Alignas(LOCUS_CACHELINE) uint64_t v;
 	double aux;
 };
 
@@ -54,8 +56,8 @@ struct fetchadd_params {
 	double duration; /* seconds the threads run */
 	uint64_t delay;	 /* pause iterations between operations */
 	enum fetchadd_fn fn;
-	uint64_t section_ns;   /* --section-ns: each section lasts this long (0: as fn is) */
-	int latency;	       /* sample the latency of every latency_every-th operation */
+	uint64_t section_ns;	/* --section-ns: each section lasts this long (0: as fn is) */
+	int latency;		/* sample the latency of every latency_every-th operation */
 	unsigned latency_every; /* --latency-every (default FETCHADD_SAMPLE_EVERY) */
 	int sync;		/* --sync: run, not post, on asynchronous executors too */
 };

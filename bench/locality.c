@@ -11,6 +11,7 @@
 
 #include "child.h"
 #include "common.h"
+#include "common/clock.h"
 #include "locus/cs.h"
 #include "mechlist.h"
 #include "opts.h"
@@ -345,7 +346,7 @@ static int measure(const struct config *c, const struct mech *m, const struct lo
 	}
 	cell->state = CELL_OK;
 	cell->ips = r.seconds > 0 ? (double)r.iterations / r.seconds : 0;
-	cell->cpu_ns = r.iterations ? r.cpu_s * 1e9 / (double)r.iterations : 0;
+	cell->cpu_ns = r.iterations ? r.cpu_s * NS_PER_S / (double)r.iterations : 0;
 	cell->cycles = r.tsc_ghz > 0 ? cell->cpu_ns * r.tsc_ghz : -1;
 	cell->busy = r.server_busy;
 	cell->servers = r.servers;

@@ -23,6 +23,7 @@
 
 #include "common.h"
 #include "common/atomic.h"
+#include "common/clock.h"
 #include "locus/cs.h"
 #include "locus/delegate.h"
 
@@ -34,11 +35,11 @@ struct bench {
 	size_t n1, msg;
 	pthread_barrier_t start;
 	/* On its own line: every client reads it every iteration; only main writes it, once. */
-	_Alignas(64) int stop; /* relaxed atomic */
+	_Alignas(LOCUS_CACHELINE) int stop; /* relaxed atomic */
 };
 
 struct client {
-	_Alignas(64) struct bench *b;
+	_Alignas(LOCUS_CACHELINE) struct bench *b;
 	struct walk_line *priv; /* n1 lines, this thread's alone */
 	char *msg;		/* the message it sends, msg bytes */
 	uint64_t iterations;
@@ -188,7 +189,7 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 		locus_cs_server_stats(b->cs, &s1);
 	r->seconds = end - start;
 	r->tsc_ghz = tsc1 > tsc0 && tsc_t1 > tsc_t0
-			     ? (double)(tsc1 - tsc0) / ((tsc_t1 - tsc_t0) * 1e9)
+			     ? (double)(tsc1 - tsc0) / ((tsc_t1 - tsc_t0) * NS_PER_S)
 			     : 0;
 	if (has_server)
 		server_busy(&s0, &s1, r);
@@ -213,7 +214,8 @@ void locality_measure(const struct locality_params *p, struct locality_result *r
 {
 	struct bench b = {0};
 	struct walk_region reg = {0};
-	struct client *c = aligned_alloc(64, (p->threads ? p->threads : 1) * sizeof(*c));
+	struct client *c =
+		aligned_alloc(LOCUS_CACHELINE, (p->threads ? p->threads : 1) * sizeof(*c));
 
 	memset(r, 0, sizeof(*r));
 	r->server_busy = -1;

@@ -175,7 +175,7 @@ END_TEST
 /* The message really reaches the section: the section's buffer holds the last client's bytes. */
 START_TEST(message_is_copied)
 {
-	_Alignas(64) char msg[300], buf[LOCALITY_MAX_MSG];
+	_Alignas(LOCUS_CACHELINE) char msg[300], buf[LOCALITY_MAX_MSG];
 	struct walk_line *l = lines_new(4);
 	struct locality_cs_state st = {.lines = l, .n2 = 4, .msgbuf = buf};
 

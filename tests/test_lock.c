@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "locus/lock.h"
 #include "locus/wait.h"
 #include "sync/lock_state.h"
@@ -580,8 +581,7 @@ static void *chain_thread(void *arg)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		do
 			clock_gettime(CLOCK_MONOTONIC, &now);
-		while ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) <
-		       1000000L);
+		while ((now.tv_sec - t0.tv_sec) * NS_PER_S + (now.tv_nsec - t0.tv_nsec) < 1000000L);
 		sh->plain++;
 		sh->inside = 0;
 		locus_lock_unlock(&sh->l);

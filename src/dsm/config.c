@@ -151,7 +151,7 @@ int dsm_config_read(struct dsm_config *c)
 		const char *unit;
 	} lim[] = {
 		{"LOCUS_DSM_DELAY_US", &delay_us, 3600000000ull, "3600000000 (an hour)"},
-		{"LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 1000000000ull, "1000000000 (a second)"},
+		{"LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, NS_PER_S, "1000000000 (a second)"},
 		{"LOCUS_DSM_DELTA_US", &delta_us, 3600000000ull, "3600000000 (an hour)"},
 		{"LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 86400ull, "86400 (a day)"},
 	};
@@ -181,7 +181,7 @@ int dsm_config_read(struct dsm_config *c)
 		addr = default_addr(size);
 	if (place_region(size, addr) != 0)
 		return -1;
-	uint64_t timeout_ns = (timeout_s ? timeout_s : 1) * 1000000000ull;
+	uint64_t timeout_ns = (timeout_s ? timeout_s : 1) * NS_PER_S;
 	uint64_t page_delay_ns = delay_us * 1000 + per_byte * 4096;
 	if (page_delay_ns >= timeout_ns / 2) {
 		fprintf(stderr,
@@ -192,9 +192,8 @@ int dsm_config_read(struct dsm_config *c)
 			getenv("LOCUS_DSM_DELAY_US") ? getenv("LOCUS_DSM_DELAY_US") : "0",
 			per_byte ? " with LOCUS_DSM_DELAY_NS_PER_BYTE=" : "",
 			per_byte ? getenv("LOCUS_DSM_DELAY_NS_PER_BYTE") : "",
-			(double)page_delay_ns * 1e-9,
-			(unsigned long long)(timeout_ns / 1000000000ull),
-			(double)page_delay_ns * 2e-9 + 1);
+			ns_to_s(page_delay_ns), (unsigned long long)(timeout_ns / NS_PER_S),
+			ns_to_s(page_delay_ns) * 2 + 1);
 		return -1;
 	}
 	c->size = size;
@@ -202,7 +201,7 @@ int dsm_config_read(struct dsm_config *c)
 	c->delay_ns = delay_us * 1000;
 	c->delay_ns_per_byte = per_byte;
 	c->delta_ns = delta_us * 1000;
-	c->peer_timeout_ns = (timeout_s ? timeout_s : 1) * 1000000000ull;
+	c->peer_timeout_ns = (timeout_s ? timeout_s : 1) * NS_PER_S;
 	c->lock_handoff = (uint32_t)handoff;
 	const char *sw = getenv("LOCUS_DSM_SWITCH");
 	if (!sw || !*sw || !strcmp(sw, "all"))

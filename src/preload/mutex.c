@@ -15,8 +15,6 @@
 
 #include "preload.h"
 
-#define NSEC 1000000000L
-
 static int replacing(void)
 {
 	return lp_cfg.mode == LP_REPLACE;
@@ -100,7 +98,7 @@ static int locus_timed(struct lp_shadow *sh, clockid_t clk, const struct timespe
 		locus_acquired(sh, me, 0, 0);
 		return 0;
 	}
-	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= NSEC)
+	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= NS_PER_S)
 		return EINVAL;
 	uint64_t t0 = lp_ticks();
 	long nap = 1000;
@@ -118,7 +116,7 @@ static int locus_timed(struct lp_shadow *sh, clockid_t clk, const struct timespe
 				faa_relaxed(&sh->st.try_busy, 1);
 			return ETIMEDOUT;
 		}
-		long left = (long)(abstime->tv_sec - now.tv_sec) * NSEC +
+		long left = (long)(abstime->tv_sec - now.tv_sec) * NS_PER_S +
 			    (abstime->tv_nsec - now.tv_nsec);
 		struct timespec d = {0, left < nap ? left : nap};
 		nanosleep(&d, NULL);

@@ -138,7 +138,7 @@ struct lp_shadow {
 	struct lp_shadow *next_free;
 	struct lock lock; /* LP_LOCUS only (lock_state.h: a locus_lock's insides) */
 	struct lp_stats st;
-} __attribute__((aligned(64)));
+} __attribute__((aligned(LOCUS_CACHELINE)));
 
 /*
  * The shadow of m for a mutex of this label, made on first use (caller is

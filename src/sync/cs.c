@@ -46,7 +46,7 @@ struct locus_cs {
 	const struct mech *m;
 	void *state;
 	char spec[SPEC_MAX];
-} __attribute__((aligned(64)));
+} __attribute__((aligned(LOCUS_CACHELINE)));
 
 /* Options of one spec, already split; parsing fills these in. */
 struct opts {
@@ -834,7 +834,7 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 	if (apply_options(m, colon ? list : NULL, &o) != 0)
 		return NULL;
 
-	locus_cs *cs = aligned_alloc(64, sizeof(*cs));
+	locus_cs *cs = aligned_alloc(LOCUS_CACHELINE, sizeof(*cs));
 	if (!cs) {
 		fail("out of memory");
 		return NULL;

@@ -58,7 +58,7 @@ struct oy_req {
 	uint64_t ret;
 	struct oy_req *next; /* older request below this one on the stack */
 	struct oy_req *rest; /* with OY_OWNER: requests the new holder must run */
-} __attribute__((aligned(64)));
+} __attribute__((aligned(LOCUS_CACHELINE)));
 
 int locus_oyama_init(locus_oyama *po, const locus_wait *wait, uint32_t pass)
 {

@@ -54,8 +54,8 @@ static void deadline_ms(struct timespec *ts, clockid_t clk, long ms)
 {
 	clock_gettime(clk, ts);
 	ts->tv_nsec += ms * 1000000L;
-	ts->tv_sec += ts->tv_nsec / 1000000000L;
-	ts->tv_nsec %= 1000000000L;
+	ts->tv_sec += ts->tv_nsec / NS_PER_S;
+	ts->tv_nsec %= NS_PER_S;
 }
 
 /* ---- locus_lock_init_spec --------------------------------------------------- */
@@ -319,7 +319,7 @@ static void *other_main(void *p)
 		break;
 	case 3:
 		ts.tv_sec = time(NULL) + 10;
-		ts.tv_nsec = 1000000000L;
+		ts.tv_nsec = NS_PER_S;
 		o->rc = lp_mutex_timedlock(o->m, &ts, HERE);
 		break;
 	default: {
