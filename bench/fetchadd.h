@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "child.h"
 #include "locus/export.h" /* LOCUS_CACHELINE */
 
 /*
@@ -70,8 +71,8 @@ struct fetchadd_params {
 
 /* What one measurement sends back from its child process. */
 struct fetchadd_result {
-	int ok;		/* 0: err says what went wrong */
-	uint64_t ops;	/* increments the threads counted */
+	struct child_outcome out; /* ok, or why not */
+	uint64_t ops;		  /* increments the threads counted */
 	uint64_t sum;	/* sum of the counters afterwards: equal to ops, or updates were lost */
 	double seconds; /* from the start barrier until the last thread stopped (and drained) */
 	int posted;	/* an operation was a post (an asynchronous executor without --sync) */
@@ -86,7 +87,6 @@ struct fetchadd_result {
 	uint64_t lat_samples;
 	double lat_median, lat_p99, lat_mean, lat_max;
 	char spec[256]; /* locus_cs_spec() of the executor, or the peer name */
-	char err[512];
 };
 
 /* Run one measurement in the calling process (meant to be a fresh child). */

@@ -308,14 +308,15 @@ static int open_executors(struct bench *b, const char *spec, int sync, struct fe
 {
 	b->cs = calloc(b->vars, sizeof(*b->cs));
 	if (!b->cs) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %zu executors", b->vars);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %zu executors",
+			 b->vars);
 		return -1;
 	}
 	for (size_t i = 0; i < b->vars; i++) {
 		b->cs[i] = locus_cs_open(spec, &b->slot[i]);
 		if (!b->cs[i]) {
-			snprintf(r->err, sizeof(r->err), "opening executor %zu of %zu: %s", i + 1,
-				 b->vars, locus_cs_error());
+			snprintf(r->out.err, sizeof(r->out.err), "opening executor %zu of %zu: %s",
+				 i + 1, b->vars, locus_cs_error());
 			return -1;
 		}
 	}
@@ -350,7 +351,7 @@ static int setup(struct bench *b, const struct fetchadd_params *p, struct fetcha
 	b->every = p->latency_every ? p->latency_every : FETCHADD_SAMPLE_EVERY;
 	b->slot = aligned_alloc(LOCUS_CACHELINE, b->vars * sizeof(*b->slot));
 	if (!b->slot) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %zu counters", b->vars);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %zu counters", b->vars);
 		return -1;
 	}
 	memset(b->slot, 0, b->vars * sizeof(*b->slot));
@@ -364,7 +365,7 @@ static int setup(struct bench *b, const struct fetchadd_params *p, struct fetcha
 		return 0;
 	b->lock = aligned_alloc(LOCUS_CACHELINE, b->vars * sizeof(*b->lock));
 	if (!b->lock) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %zu locks", b->vars);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %zu locks", b->vars);
 		return -1;
 	}
 	init_peer_locks(b);
@@ -404,7 +405,8 @@ static int summarize_latency(const struct worker *w, unsigned threads, struct fe
 		return 0;
 	all = malloc(n * sizeof(*all));
 	if (!all) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %zu latency samples", n);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %zu latency samples",
+			 n);
 		return -1;
 	}
 	for (unsigned i = 0; i < threads; i++) {
@@ -435,7 +437,7 @@ static int alloc_samples(struct bench *b, struct worker *w, unsigned threads,
 	for (unsigned i = 0; i < threads; i++) {
 		w[i].samples = malloc(cap * sizeof(*w[i].samples));
 		if (!w[i].samples) {
-			snprintf(r->err, sizeof(r->err),
+			snprintf(r->out.err, sizeof(r->out.err),
 				 "out of memory for %zu latency samples per thread", cap);
 			return -1;
 		}
@@ -474,7 +476,7 @@ static int run_threads(struct bench *b, unsigned threads, double duration,
 	int err;
 
 	if (!w) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %u threads", threads);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %u threads", threads);
 		return -1;
 	}
 	for (i = 0; i < threads; i++)
@@ -485,8 +487,8 @@ static int run_threads(struct bench *b, unsigned threads, double duration,
 	for (i = 0; i < threads; i++) {
 		err = pthread_create(&w[i].tid, NULL, worker_main, &w[i]);
 		if (err) {
-			snprintf(r->err, sizeof(r->err), "starting thread %u of %u: %s", i + 1,
-				 threads, strerror(err));
+			snprintf(r->out.err, sizeof(r->out.err), "starting thread %u of %u: %s",
+				 i + 1, threads, strerror(err));
 			return -1;
 		}
 	}
@@ -533,7 +535,7 @@ void fetchadd_measure(const struct fetchadd_params *p, struct fetchadd_result *r
 	if (setup(&b, p, r) == 0 && run_threads(&b, p->threads, p->duration, r) == 0) {
 		for (size_t i = 0; i < b.vars; i++)
 			r->sum += b.slot[i].v;
-		r->ok = 1;
+		r->out.ok = 1;
 	}
 	teardown(&b);
 }

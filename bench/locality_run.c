@@ -101,7 +101,7 @@ static int setup_memory(struct walk_region *reg, const struct locality_params *p
 	char *at;
 
 	if (walk_region_map(reg, shared + per_client * p->threads)) {
-		snprintf(r->err, sizeof(r->err), "cannot map %zu bytes for the arrays: %s",
+		snprintf(r->out.err, sizeof(r->out.err), "cannot map %zu bytes for the arrays: %s",
 			 shared + per_client * p->threads, strerror(errno));
 		return -1;
 	}
@@ -162,8 +162,8 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 	for (unsigned i = 0; i < p->threads; i++) {
 		err = pthread_create(&c[i].tid, NULL, client_main, &c[i]);
 		if (err) {
-			snprintf(r->err, sizeof(r->err), "starting thread %u of %u: %s", i + 1,
-				 p->threads, strerror(err));
+			snprintf(r->out.err, sizeof(r->out.err), "starting thread %u of %u: %s",
+				 i + 1, p->threads, strerror(err));
 			return -1;
 		}
 	}
@@ -220,7 +220,8 @@ void locality_measure(const struct locality_params *p, struct locality_result *r
 	memset(r, 0, sizeof(*r));
 	r->server_busy = -1;
 	if (!c) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %u threads", p->threads);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %u threads",
+			 p->threads);
 		return;
 	}
 	for (unsigned i = 0; i < p->threads; i++)
@@ -231,7 +232,7 @@ void locality_measure(const struct locality_params *p, struct locality_result *r
 		goto out;
 	b.cs = locus_cs_open(p->mechanism, &b.st);
 	if (!b.cs) {
-		snprintf(r->err, sizeof(r->err), "%s", locus_cs_error());
+		snprintf(r->out.err, sizeof(r->out.err), "%s", locus_cs_error());
 		goto out;
 	}
 	snprintf(r->spec, sizeof(r->spec), "%s", locus_cs_spec(b.cs));
@@ -241,7 +242,7 @@ void locality_measure(const struct locality_params *p, struct locality_result *r
 		r->servers = 1;
 	if (run_clients(&b, c, p, r) == 0) {
 		r->bad_lines = check_lines(&b, r->iterations);
-		r->ok = 1;
+		r->out.ok = 1;
 	}
 	locus_cs_close(b.cs);
 out:
