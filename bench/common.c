@@ -70,6 +70,14 @@ void bench_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+void bench_json_head(const char *bench, const char *written, const char *spec)
+{
+	printf("{\"bench\":\"%s\",\"mechanism\":", bench);
+	bench_json_string(stdout, written);
+	printf(",\"spec\":");
+	bench_json_string(stdout, spec);
+}
+
 void bench_one_line(char *s)
 {
 	size_t n = strlen(s);

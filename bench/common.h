@@ -26,6 +26,10 @@ void bench_progress_clear(void);
 /* s as a JSON string literal, quotes included. */
 void bench_json_string(FILE *out, const char *s);
 
+/* A measurement's JSON object up to its own fields, on stdout:
+   {"bench":bench,"mechanism":written,"spec":spec */
+void bench_json_head(const char *bench, const char *written, const char *spec);
+
 /* Library messages may span lines; ours are one line each: fold s in place. */
 void bench_one_line(char *s);
 

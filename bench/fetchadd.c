@@ -283,10 +283,7 @@ static const char *fn_name(enum fetchadd_fn fn)
 static void print_json(const struct config *c, const char *written, const struct fetchadd_params *p,
 		       const struct fetchadd_result *r, const struct cell *cell)
 {
-	printf("{\"bench\":\"fetchadd\",\"mechanism\":");
-	bench_json_string(stdout, written);
-	printf(",\"spec\":");
-	bench_json_string(stdout, r->spec);
+	bench_json_head("fetchadd", written, r->spec);
 	printf(",\"fn\":\"%s\",\"threads\":%u,\"servers\":%u,\"vars\":%zu,\"duration_s\":%.6f,"
 	       "\"requested_s\":%.6f,\"ops\":%llu,\"mops\":%.4f,\"oversubscribed\":%s,"
 	       "\"cpus\":%ld,\"delay\":%llu,\"section_ns\":%llu,\"jain\":%.4f,\"op\":\"%s\"",

@@ -234,10 +234,7 @@ static int measure_body(void *arg, int fd)
 static void print_json(const struct config *c, const char *written, const struct locality_params *p,
 		       const struct locality_result *r, const struct cell *cell)
 {
-	printf("{\"bench\":\"locality\",\"mechanism\":");
-	bench_json_string(stdout, written);
-	printf(",\"spec\":");
-	bench_json_string(stdout, r->spec);
+	bench_json_head("locality", written, r->spec);
 	printf(",\"mode\":\"%s\",\"threads\":%u,\"servers\":%u,\"n1\":%zu,\"n2\":%zu,"
 	       "\"modify\":%zu,\"msg\":%zu,\"duration_s\":%.6f,\"requested_s\":%.6f,"
 	       "\"iterations\":%llu,\"iters_per_s\":%.1f,\"cpu_s\":%.6f,\"cpu_ns_per_iter\":%.1f,",
