@@ -26,31 +26,20 @@
  */
 #include <errno.h>
 
-#include "locus/combine.h"
 #include "common/atomic.h"
+#include "sync/combine_impl.h"
 #include "sync/flag.h"
 #include "sync/nodes.h"
 
 enum { CC_DONE = 0, CC_COMBINE = 1 };
-
-/* What a locus_ccsynch's opaque bytes hold. */
-struct ccsynch {
-	struct locus_qnode *tail; /* last node of the request queue (always a node) */
-	uint32_t pass;
-	locus_wait wait;
-};
-_Static_assert(sizeof(struct ccsynch) <= sizeof(locus_ccsynch) &&
-		       _Alignof(struct ccsynch) <= _Alignof(locus_ccsynch),
-	       "struct ccsynch does not fit a locus_ccsynch (include/locus/combine.h)");
 
 static struct ccsynch *ccsynch_of(locus_ccsynch *s)
 {
 	return (struct ccsynch *)(void *)s;
 }
 
-int locus_ccsynch_init(locus_ccsynch *ps, const locus_wait *wait, uint32_t pass)
+int ccsynch_init(struct ccsynch *s, const locus_wait *wait, uint32_t pass)
 {
-	struct ccsynch *s = ccsynch_of(ps);
 	struct locus_qnode *dummy = qnode_get();
 	dummy->next = NULL;
 	dummy->flag = CC_COMBINE;
@@ -60,9 +49,8 @@ int locus_ccsynch_init(locus_ccsynch *ps, const locus_wait *wait, uint32_t pass)
 	return 0;
 }
 
-void locus_ccsynch_destroy(locus_ccsynch *ps)
+void ccsynch_destroy(struct ccsynch *s)
 {
-	struct ccsynch *s = ccsynch_of(ps);
 	qnode_free(s->tail);
 	s->tail = NULL;
 }
@@ -83,10 +71,9 @@ static void combine(struct ccsynch *s, struct locus_qnode *mine)
 	flag_release(&n->flag, CC_COMBINE);
 }
 
-uint64_t locus_ccsynch_run(locus_ccsynch *ps, locus_fn fn, void *state, uint64_t a, uint64_t b,
-			   uint64_t c)
+uint64_t ccsynch_combine(struct ccsynch *s, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			 uint64_t c)
 {
-	struct ccsynch *s = ccsynch_of(ps);
 	struct locus_qnode *fresh = qnode_get();
 	fresh->next = NULL;
 	flag_arm(&fresh->flag);
@@ -102,4 +89,22 @@ uint64_t locus_ccsynch_run(locus_ccsynch *ps, locus_fn fn, void *state, uint64_t
 	uint64_t r = mine->ret;
 	qnode_put(mine);
 	return r;
+}
+
+/* The public API: the same on the struct ccsynch in a locus_ccsynch's bytes. */
+
+int locus_ccsynch_init(locus_ccsynch *s, const locus_wait *wait, uint32_t pass)
+{
+	return ccsynch_init(ccsynch_of(s), wait, pass);
+}
+
+uint64_t locus_ccsynch_run(locus_ccsynch *s, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			   uint64_t c)
+{
+	return ccsynch_combine(ccsynch_of(s), fn, state, a, b, c);
+}
+
+void locus_ccsynch_destroy(locus_ccsynch *s)
+{
+	ccsynch_destroy(ccsynch_of(s));
 }

@@ -22,6 +22,7 @@
 #include "sync/stm_impl.h"
 #include "common/atomic.h"
 #include "common/parse.h"
+#include "sync/combine_impl.h"
 #include "sync/deleg.h"
 #include "sync/fatal.h"
 #include "sync/lock_impl.h"
@@ -33,9 +34,9 @@ struct mech;
 
 struct locus_cs {
 	union {
-		struct lock lock; /* lock_state.h: a locus_lock's insides, without its padding */
-		locus_oyama oyama;
-		locus_ccsynch ccsynch;
+		struct lock lock;   /* lock_state.h: a locus_lock's insides, without its padding */
+		struct oyama oyama; /* combine_impl.h: as the lock, without the padding */
+		struct ccsynch ccsynch;
 		struct {
 			unsigned server;
 			struct dl_async_cfg cfg;
@@ -306,32 +307,32 @@ static void lock_close(locus_cs *cs)
 
 static int oyama_open(locus_cs *cs, const struct opts *o)
 {
-	return locus_oyama_init(&cs->u.oyama, &o->wait, o->pass);
+	return oyama_init(&cs->u.oyama, &o->wait, o->pass);
 }
 
 static uint64_t oyama_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
-	return locus_oyama_run(&cs->u.oyama, fn, cs->state, a, b, c);
+	return oyama_combine(&cs->u.oyama, fn, cs->state, a, b, c);
 }
 
 static void oyama_close(locus_cs *cs)
 {
-	locus_oyama_destroy(&cs->u.oyama);
+	oyama_destroy(&cs->u.oyama);
 }
 
 static int ccsynch_open(locus_cs *cs, const struct opts *o)
 {
-	return locus_ccsynch_init(&cs->u.ccsynch, &o->wait, o->pass);
+	return ccsynch_init(&cs->u.ccsynch, &o->wait, o->pass);
 }
 
 static uint64_t ccsynch_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
-	return locus_ccsynch_run(&cs->u.ccsynch, fn, cs->state, a, b, c);
+	return ccsynch_combine(&cs->u.ccsynch, fn, cs->state, a, b, c);
 }
 
 static void ccsynch_close(locus_cs *cs)
 {
-	locus_ccsynch_destroy(&cs->u.ccsynch);
+	ccsynch_destroy(&cs->u.ccsynch);
 }
 
 /* ---- delegation ----------------------------------------------------------- */

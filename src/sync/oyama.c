@@ -26,24 +26,14 @@
  */
 #include <errno.h>
 
-#include "locus/combine.h"
 #include "common/atomic.h"
+#include "sync/combine_impl.h"
 #include "sync/flag.h"
 
 #define OY_FREE	  ((uintptr_t)0)
 #define OY_LOCKED ((uintptr_t)1)
 
 enum { OY_DONE = 0, OY_OWNER = 1 };
-
-/* What a locus_oyama's opaque bytes hold. */
-struct oyama {
-	uintptr_t word; /* OY_FREE, OY_LOCKED, else held + stack of requests */
-	uint32_t pass;
-	locus_wait wait;
-};
-_Static_assert(sizeof(struct oyama) <= sizeof(locus_oyama) &&
-		       _Alignof(struct oyama) <= _Alignof(locus_oyama),
-	       "struct oyama does not fit a locus_oyama (include/locus/combine.h)");
 
 static struct oyama *oyama_of(locus_oyama *o)
 {
@@ -60,16 +50,15 @@ struct oy_req {
 	struct oy_req *rest; /* with OY_OWNER: requests the new holder must run */
 } __attribute__((aligned(LOCUS_CACHELINE)));
 
-int locus_oyama_init(locus_oyama *po, const locus_wait *wait, uint32_t pass)
+int oyama_init(struct oyama *o, const locus_wait *wait, uint32_t pass)
 {
-	struct oyama *o = oyama_of(po);
 	o->word = OY_FREE;
 	o->pass = pass ? pass : LOCUS_COMBINE_PASS_DEFAULT;
 	o->wait = wait ? *wait : locus_wait_default();
 	return 0;
 }
 
-void locus_oyama_destroy(locus_oyama *o)
+void oyama_destroy(struct oyama *o)
 {
 	(void)o;
 }
@@ -118,10 +107,9 @@ static void serve_and_leave(struct oyama *o, uint32_t done)
 	}
 }
 
-uint64_t locus_oyama_run(locus_oyama *po, locus_fn fn, void *state, uint64_t a, uint64_t b,
-			 uint64_t c)
+uint64_t oyama_combine(struct oyama *o, locus_fn fn, void *state, uint64_t a, uint64_t b,
+		       uint64_t c)
 {
-	struct oyama *o = oyama_of(po);
 	uintptr_t cur = OY_FREE;
 	if (cas_acquire(&o->word, &cur, OY_LOCKED)) {
 		uint64_t r = fn(state, a, b, c);
@@ -149,4 +137,22 @@ uint64_t locus_oyama_run(locus_oyama *po, locus_fn fn, void *state, uint64_t a, 
 	uint64_t r = fn(state, a, b, c);
 	serve_and_leave(o, 1 + run_batch(req.rest));
 	return r;
+}
+
+/* The public API: the same on the struct oyama in a locus_oyama's bytes. */
+
+int locus_oyama_init(locus_oyama *o, const locus_wait *wait, uint32_t pass)
+{
+	return oyama_init(oyama_of(o), wait, pass);
+}
+
+uint64_t locus_oyama_run(locus_oyama *o, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			 uint64_t c)
+{
+	return oyama_combine(oyama_of(o), fn, state, a, b, c);
+}
+
+void locus_oyama_destroy(locus_oyama *o)
+{
+	oyama_destroy(oyama_of(o));
 }
