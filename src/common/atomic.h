@@ -68,6 +68,6 @@
 
 #define cpu_relax() locus_cpu_relax()
 
-#define LOCUS_CACHELINE 64
+/* LOCUS_CACHELINE comes with locus/export.h (through locus/wait.h). */
 
 #endif

@@ -130,7 +130,7 @@ static struct {
 	uintptr_t sp_lo;
 	size_t stack_len, stack_cap;
 	char *stack_buf;
-	_Alignas(64) char fp[FP_MAX];
+	_Alignas(64) char fp[FP_MAX]; /* 64: an XSAVE area's alignment, as in the signal frame */
 	/* twins: each awaited page's, then the pages written in the interval */
 	char *ptwin; /* slot i's at i * page size */
 	char *twins;

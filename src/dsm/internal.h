@@ -295,7 +295,7 @@ static inline uint64_t dsm_clock_ns(clockid_t c)
 	struct timespec ts;
 	if (clock_gettime(c, &ts) != 0)
 		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return timespec_ns(&ts);
 }
 
 /* What an application thread is to the runtime (thread-local; initial-exec
