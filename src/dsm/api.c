@@ -73,6 +73,13 @@ static void exit_without_finalize(void)
 {
 	if (!started || dsm_forked)
 		return;
+	/* A program written for threads ends when main returns or calls exit:
+	   its fork-style run finalizes then (its threads end, as the process's
+	   would), with the exit status main gave. */
+	if (dsm_fork_mode && dsm.node == 0 && dsm_fork_is_main() && dsm_self.locks == 0) {
+		locus_dsm_finalize();
+		return;
+	}
 	dprintf(2, "locus-dsm: node %d: exit without locus_dsm_finalize\n", dsm.node);
 	_exit(LOCUS_DSM_EXIT_EARLY);
 }

@@ -403,6 +403,7 @@ void dsm_globals_load(const void *buf);
 /* spawn.c: a fork-style run (locus_dsm_start) */
 extern int dsm_fork_mode;
 void dsm_fork_finish(void); /* rank 0, at finalize */
+int dsm_fork_is_main(void); /* the thread that called locus_dsm_start */
 
 /* malloc.c */
 void dsm_malloc_init(void);

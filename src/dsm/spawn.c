@@ -28,8 +28,9 @@
 
 int dsm_fork_mode;
 
-static uint32_t done_count; /* threads this node spawned that have returned */
-static uint32_t quit;	    /* ranks > 0: rank 0 has begun to finalize */
+static pthread_t main_thread; /* rank 0: the thread that called locus_dsm_start */
+static uint32_t done_count;   /* threads this node spawned that have returned */
+static uint32_t quit;	      /* ranks > 0: rank 0 has begun to finalize */
 
 /* Main's globals as last published (rank 0), and the version each node has. */
 static struct {
@@ -200,6 +201,11 @@ static int stdin_from_file(void)
 	return 0;
 }
 
+int dsm_fork_is_main(void)
+{
+	return pthread_equal(main_thread, pthread_self());
+}
+
 int locus_dsm_start(int *argc, char ***argv)
 {
 	if (dsm_globals_init() != 0)
@@ -210,8 +216,10 @@ int locus_dsm_start(int *argc, char ***argv)
 	if (r != 0)
 		return -1;
 	dsm_fork_mode = 1;
-	if (dsm.node == 0)
+	if (dsm.node == 0) {
+		main_thread = pthread_self();
 		return stdin_from_file();
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0); /* workers' lines reach the terminal as they come */
 	while (!ld_acquire(&quit))
 		futex_wait(&quit, 0);
