@@ -574,11 +574,16 @@ int dsm_avr_stray(void *uctx)
 
 void dsm_avr_sync(void)
 {
-	if (ck_thread && ck.open) {
-		ck.busy = 1;
+	if (!ck_thread)
+		return;
+	/* Busy before ck.open is read: a nudge that came between the read and
+	   the resolution would resolve the interval itself, and this resolution
+	   would then close it a second time. */
+	ck.busy = 1;
+	fence_signal();
+	if (ck.open)
 		resolve(NULL, WHY_SYNC);
-		ck.busy = 0;
-	}
+	ck.busy = 0;
 }
 
 static void on_nudge(int sig, siginfo_t *si, void *uctx)
