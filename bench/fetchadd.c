@@ -14,43 +14,37 @@
 
 #include "child.h"
 #include "common.h"
+#include "common/clock.h"
 #include "locus/cs.h"
 #include "mechlist.h"
 #include "opts.h"
 
-#define PROG		 "locus-bench fetchadd"
-#define MAX_THREADS	 1024
-#define MAX_SERVERS	 FETCHADD_MAX_SERVERS
-#define MAX_VARS	 (1u << 20)
-#define MAX_DELAY	 1000000000ull
-#define MAX_SECTION_NS	 1000000000ull /* a second */
+#define PROG		  "locus-bench fetchadd"
+#define MAX_THREADS	  1024
+#define MAX_SERVERS	  FETCHADD_MAX_SERVERS
+#define MAX_VARS	  (1u << 20)
+#define MAX_DELAY	  1000000000ull
+#define MAX_SECTION_NS	  ((uint64_t)NS_PER_S) /* a second */
 #define MAX_LATENCY_EVERY 1000000ull
-#define MAX_DURATION	 86400.0
-#define SETUP_VARS_PER_S 50000.0 /* counters (and executors) set up per second, at worst */
+#define SETUP_VARS_PER_S  50000.0 /* counters (and executors) set up per second, at worst */
 
 struct config {
-	struct mechlist mechs;
+	struct bench_args a; /* --mechanisms, --duration, --servers, --json */
 	uint64_t *threads;
 	size_t nthreads;
 	uint64_t *vars;
 	size_t nvars;
-	double duration;
 	uint64_t delay;
-	uint64_t servers; /* --servers: for delegation specs that do not say servers= */
 	enum fetchadd_fn fn;
 	uint64_t section_ns;
 	int latency;
 	int sync;
 	uint64_t latency_every;
-	int json;
-	long cpus;
 };
-
-enum cell_state { CELL_EMPTY, CELL_OK, CELL_FAILED, CELL_LOST };
 
 /* One measurement in the table: row = mechanism, column = (threads, vars). */
 struct cell {
-	enum cell_state state;
+	enum bench_cell state;
 	double mops;
 	double lat_median, lat_p99; /* ns, with --latency */
 	unsigned servers;	    /* delegation server threads beside the clients */
@@ -169,33 +163,16 @@ void fetchadd_usage(FILE *out)
 		fprintf(out, "  %-18s  %s\n", fetchadd_peers[i], fetchadd_peer_help[i]);
 }
 
-static int default_threads(struct config *c)
-{
-	uint64_t t[3] = {1, (uint64_t)c->cpus, 2 * (uint64_t)c->cpus};
-
-	c->threads = malloc(sizeof(t));
-	if (!c->threads)
-		return -1;
-	c->nthreads = 0;
-	for (size_t i = 0; i < 3; i++)
-		if (c->nthreads == 0 || c->threads[c->nthreads - 1] < t[i])
-			c->threads[c->nthreads++] = t[i];
-	return 0;
-}
-
 static int apply_defaults(struct config *c)
 {
-	if (c->mechs.n == 0 && mechlist_add_all(&c->mechs))
+	uint64_t threads[3], one = 1;
+
+	if (bench_args_finish(&c->a))
 		return 2;
-	if (!c->threads && default_threads(c))
+	bench_default_threads(&c->a, threads);
+	if (opts_default_list(&c->threads, &c->nthreads, threads, 3) ||
+	    opts_default_list(&c->vars, &c->nvars, &one, 1))
 		return complain("out of memory");
-	if (!c->vars) {
-		c->vars = malloc(sizeof(*c->vars));
-		if (!c->vars)
-			return complain("out of memory");
-		c->vars[0] = 1;
-		c->nvars = 1;
-	}
 	return 0;
 }
 
@@ -217,30 +194,16 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 	char err[256];
 	int r;
 
-	if (strcmp(argv[*i], "--json") == 0) {
-		c->json = 1;
-		return 0;
-	}
-	if ((r = bench_option(PROG, argc, argv, i, "--mechanisms", &v)) != 0)
-		return r < 0 ? 2 : mechlist_parse(&c->mechs, v);
+	if ((r = bench_args_option(&c->a, argc, argv, i, MAX_SERVERS)) >= 0)
+		return r;
 	if ((r = bench_option(PROG, argc, argv, i, "--threads", &v)) != 0)
 		return r < 0 ? 2
 			     : parse_list("--threads", v, MAX_THREADS, &c->threads, &c->nthreads);
 	if ((r = bench_option(PROG, argc, argv, i, "--vars", &v)) != 0)
 		return r < 0 ? 2 : parse_list("--vars", v, MAX_VARS, &c->vars, &c->nvars);
-	if ((r = bench_option(PROG, argc, argv, i, "--duration", &v)) != 0) {
-		if (r > 0 && opts_seconds(v, 0, MAX_DURATION, &c->duration, err, sizeof(err)))
-			return complain("--duration: %s", err);
-		return r < 0 ? 2 : 0;
-	}
 	if ((r = bench_option(PROG, argc, argv, i, "--delay", &v)) != 0) {
 		if (r > 0 && opts_uint(v, 0, MAX_DELAY, &c->delay, err, sizeof(err)))
 			return complain("--delay: %s", err);
-		return r < 0 ? 2 : 0;
-	}
-	if ((r = bench_option(PROG, argc, argv, i, "--servers", &v)) != 0) {
-		if (r > 0 && opts_uint(v, 1, MAX_SERVERS, &c->servers, err, sizeof(err)))
-			return complain("--servers: %s", err);
 		return r < 0 ? 2 : 0;
 	}
 	if ((r = bench_option(PROG, argc, argv, i, "--fn", &v)) != 0) {
@@ -263,7 +226,8 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 		return 0;
 	}
 	if ((r = bench_option(PROG, argc, argv, i, "--latency-every", &v)) != 0) {
-		if (r > 0 && opts_uint(v, 1, MAX_LATENCY_EVERY, &c->latency_every, err, sizeof(err)))
+		if (r > 0 &&
+		    opts_uint(v, 1, MAX_LATENCY_EVERY, &c->latency_every, err, sizeof(err)))
 			return complain("--latency-every: %s", err);
 		c->latency = 1;
 		return r < 0 ? 2 : 0;
@@ -273,29 +237,17 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 			return complain("--section-ns: %s", err);
 		return r < 0 ? 2 : 0;
 	}
-	if (argv[*i][0] == '-')
-		return complain("unknown option '%s' (see --help)", argv[*i]);
-	return complain("unexpected argument '%s' (see --help)", argv[*i]);
+	return bench_args_unknown(&c->a, argv[*i]);
 }
 
 /* 0 to run, 1 if help was printed, 2 on a bad command line (reported). */
 static int parse_args(int argc, char **argv, struct config *c)
 {
-	int i;
-
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			fetchadd_usage(stdout);
-			return 1;
-		}
-	}
-	c->duration = 1.0;
-	c->servers = 1;
+	if (bench_args_start(&c->a, PROG, fetchadd_peers, argc, argv, fetchadd_usage))
+		return 1;
 	c->fn = FETCHADD_ADD;
 	c->latency_every = FETCHADD_SAMPLE_EVERY;
-	c->cpus = bench_cpus();
-	c->mechs = (struct mechlist){.prog = PROG, .peers = fetchadd_peers};
-	for (i = 1; i < argc; i++)
+	for (int i = 1; i < argc; i++)
 		if (parse_arg(argc, argv, &i, c))
 			return 2;
 	if (c->section_ns && c->fn == FETCHADD_SQRT)
@@ -303,16 +255,16 @@ static int parse_args(int argc, char **argv, struct config *c)
 	if (apply_defaults(c))
 		return 2;
 	/* peer:atomic has no section to lengthen: refused if asked for, left out of "all". */
-	for (size_t m = 0; c->section_ns && m < c->mechs.n; m++) {
-		if (strcmp(c->mechs.m[m].spec, "peer:atomic") != 0)
+	for (size_t m = 0; c->section_ns && m < c->a.mechs.n; m++) {
+		if (strcmp(c->a.mechs.m[m].spec, "peer:atomic") != 0)
 			continue;
-		if (!c->mechs.m[m].from_all)
+		if (!c->a.mechs.m[m].from_all)
 			return complain("--section-ns: peer:atomic has no critical section to "
 					"lengthen (leave it out of --mechanisms)");
-		free(c->mechs.m[m].spec);
-		memmove(&c->mechs.m[m], &c->mechs.m[m + 1],
-			(c->mechs.n - m - 1) * sizeof(c->mechs.m[0]));
-		c->mechs.n--;
+		free(c->a.mechs.m[m].spec);
+		memmove(&c->a.mechs.m[m], &c->a.mechs.m[m + 1],
+			(c->a.mechs.n - m - 1) * sizeof(c->a.mechs.m[0]));
+		c->a.mechs.n--;
 		m--;
 	}
 	return 0;
@@ -331,16 +283,13 @@ static const char *fn_name(enum fetchadd_fn fn)
 static void print_json(const struct config *c, const char *written, const struct fetchadd_params *p,
 		       const struct fetchadd_result *r, const struct cell *cell)
 {
-	printf("{\"bench\":\"fetchadd\",\"mechanism\":");
-	bench_json_string(stdout, written);
-	printf(",\"spec\":");
-	bench_json_string(stdout, r->spec);
+	bench_json_head("fetchadd", written, r->spec);
 	printf(",\"fn\":\"%s\",\"threads\":%u,\"servers\":%u,\"vars\":%zu,\"duration_s\":%.6f,"
 	       "\"requested_s\":%.6f,\"ops\":%llu,\"mops\":%.4f,\"oversubscribed\":%s,"
 	       "\"cpus\":%ld,\"delay\":%llu,\"section_ns\":%llu,\"jain\":%.4f,\"op\":\"%s\"",
 	       fn_name(p->fn), p->threads, r->servers, p->vars, r->seconds, p->duration,
 	       (unsigned long long)r->ops, cell->mops, cell->oversubscribed ? "true" : "false",
-	       c->cpus, (unsigned long long)p->delay, (unsigned long long)c->section_ns, r->jain,
+	       c->a.cpus, (unsigned long long)p->delay, (unsigned long long)c->section_ns, r->jain,
 	       r->posted ? "post" : "run");
 	if (r->servers) {
 		printf(",\"server_requests\":[");
@@ -374,16 +323,38 @@ static int measure_body(void *arg, int fd)
 	return child_write_all(fd, &r, sizeof(r)) ? 3 : 0;
 }
 
-static void measure_failed(const struct fetchadd_params *p, const char *why)
+/* Report a measurement that failed; returns -1. */
+static int measure_failed(const struct fetchadd_params *p, const char *why)
 {
 	bench_progress_clear();
 	fprintf(stderr, "%s: %s (T=%u V=%zu): %s\n", PROG, p->mechanism, p->threads, p->vars, why);
+	return -1;
 }
 
 /* Opening and closing a million executors takes seconds: allow for it beyond the run. */
 static double measure_timeout(const struct fetchadd_params *p)
 {
 	return 10 * p->duration + 10 + (double)p->vars / SETUP_VARS_PER_S;
+}
+
+/* What a result the child sent makes of its cell; why, if that is not OK. */
+static enum bench_cell verdict(const void *result, char *why, size_t n)
+{
+	const struct fetchadd_result *r = result;
+
+	if (r->post_failures) {
+		snprintf(why, n, "locus_cs_post failed %llu times",
+			 (unsigned long long)r->post_failures);
+		return BENCH_CELL_FAILED;
+	}
+	if (r->sum != r->ops) {
+		snprintf(why, n,
+			 "lost updates: the counters sum to %llu, the threads counted %llu "
+			 "increments",
+			 (unsigned long long)r->sum, (unsigned long long)r->ops);
+		return BENCH_CELL_LOST;
+	}
+	return BENCH_CELL_OK;
 }
 
 /* Measure one cell in a child; 0, or -1 if it failed (reported). */
@@ -393,39 +364,16 @@ static int measure(const struct config *c, const struct mech *m, const struct fe
 	struct fetchadd_result r;
 	char why[640];
 
-	cell->state = CELL_FAILED;
-	if (child_result(measure_body, (void *)p, measure_timeout(p), &r, sizeof(r), why,
-			 sizeof(why))) {
-		measure_failed(p, why);
-		return -1;
-	}
-	if (!r.ok) {
-		bench_one_line(r.err);
-		measure_failed(p, r.err);
-		return -1;
-	}
-	if (r.post_failures) {
-		snprintf(why, sizeof(why), "locus_cs_post failed %llu times",
-			 (unsigned long long)r.post_failures);
-		measure_failed(p, why);
-		return -1;
-	}
-	if (r.sum != r.ops) {
-		snprintf(why, sizeof(why),
-			 "lost updates: the counters sum to %llu, the threads counted %llu "
-			 "increments",
-			 (unsigned long long)r.sum, (unsigned long long)r.ops);
-		measure_failed(p, why);
-		cell->state = CELL_LOST;
-		return -1;
-	}
-	cell->state = CELL_OK;
+	cell->state = bench_measure(measure_body, (void *)p, measure_timeout(p), &r, sizeof(r),
+				    &r.out, verdict, why, sizeof(why));
+	if (cell->state != BENCH_CELL_OK)
+		return measure_failed(p, why);
 	cell->mops = r.seconds > 0 ? (double)r.ops / r.seconds / 1e6 : 0;
 	cell->lat_median = r.lat_samples ? r.lat_median : -1;
 	cell->lat_p99 = r.lat_samples ? r.lat_p99 : -1;
 	cell->servers = r.servers;
-	cell->oversubscribed = (long)p->threads + (long)r.servers > c->cpus;
-	if (c->json)
+	cell->oversubscribed = (long)p->threads + (long)r.servers > c->a.cpus;
+	if (c->a.json)
 		print_json(c, m->spec, p, &r, cell);
 	return 0;
 }
@@ -439,17 +387,17 @@ struct table_ctx {
 /* Columns are (threads, vars), threads-major; rows are mechanisms. */
 static int sweep(const struct config *c, struct cell *cells)
 {
-	size_t ncols = c->nthreads * c->nvars, total = ncols * c->mechs.n, done = 0;
+	size_t ncols = c->nthreads * c->nvars, total = ncols * c->a.mechs.n, done = 0;
 	int rc = 0;
 
 	for (size_t t = 0; t < c->nthreads; t++) {
 		for (size_t v = 0; v < c->nvars; v++) {
-			for (size_t m = 0; m < c->mechs.n; m++) {
+			for (size_t m = 0; m < c->a.mechs.n; m++) {
 				struct fetchadd_params p = {
-					.mechanism = c->mechs.m[m].run,
+					.mechanism = c->a.mechs.m[m].run,
 					.threads = (unsigned)c->threads[t],
 					.vars = (size_t)c->vars[v],
-					.duration = c->duration,
+					.duration = c->a.duration,
 					.delay = c->delay,
 					.fn = c->fn,
 					.section_ns = c->section_ns,
@@ -460,7 +408,7 @@ static int sweep(const struct config *c, struct cell *cells)
 
 				bench_progress("[%zu/%zu] %s T=%u V=%zu ...", ++done, total,
 					       p.mechanism, p.threads, p.vars);
-				if (measure(c, &c->mechs.m[m], &p,
+				if (measure(c, &c->a.mechs.m[m], &p,
 					    &cells[m * ncols + t * c->nvars + v]))
 					rc = 1;
 			}
@@ -474,7 +422,7 @@ static void column_label(const struct config *c, size_t col, char *buf, size_t n
 {
 	uint64_t t = c->threads[col / c->nvars], v = c->vars[col % c->nvars];
 
-	snprintf(buf, n, "T=%llu%s V=%llu", (unsigned long long)t, (long)t > c->cpus ? "*" : "",
+	snprintf(buf, n, "T=%llu%s V=%llu", (unsigned long long)t, (long)t > c->a.cpus ? "*" : "",
 		 (unsigned long long)v);
 }
 
@@ -487,25 +435,14 @@ static void format_cell(const struct config *c, const struct cell *cell, char *b
 {
 	const char *mark = cell->servers && cell->oversubscribed ? "*" : "";
 
-	switch (cell->state) {
-	case CELL_OK:
-		if (!c->latency)
-			snprintf(buf, n, "%.2f%s", cell->mops, mark);
-		else if (cell->lat_median < 0)
-			snprintf(buf, n, "-%s", mark);
-		else
-			snprintf(buf, n, "%.0f/%.0f%s", cell->lat_median, cell->lat_p99, mark);
-		break;
-	case CELL_LOST:
-		snprintf(buf, n, "LOST");
-		break;
-	case CELL_FAILED:
-		snprintf(buf, n, "FAIL");
-		break;
-	default:
-		snprintf(buf, n, "-");
-		break;
-	}
+	if (cell->state != BENCH_CELL_OK)
+		snprintf(buf, n, "%s", bench_cell_text(cell->state));
+	else if (!c->latency)
+		snprintf(buf, n, "%.2f%s", cell->mops, mark);
+	else if (cell->lat_median < 0)
+		snprintf(buf, n, "-%s", mark);
+	else
+		snprintf(buf, n, "%.0f/%.0f%s", cell->lat_median, cell->lat_p99, mark);
 }
 
 static void print_title(FILE *out, const struct config *c)
@@ -515,23 +452,23 @@ static void print_title(FILE *out, const struct config *c)
 			"fetchadd: latency in ns, median/p99, of one operation in %llu (post to "
 			"callback for asynchronous executors, the call otherwise), fn %s, %g s "
 			"each, delay %llu, section %llu ns\n",
-			(unsigned long long)c->latency_every, fn_name(c->fn), c->duration,
+			(unsigned long long)c->latency_every, fn_name(c->fn), c->a.duration,
 			(unsigned long long)c->delay, (unsigned long long)c->section_ns);
 	else
 		fprintf(out,
 			"fetchadd: Mops/s (million increments per second), fn %s, %g s each, "
 			"delay %llu, section %llu ns\n",
-			fn_name(c->fn), c->duration, (unsigned long long)c->delay,
+			fn_name(c->fn), c->a.duration, (unsigned long long)c->delay,
 			(unsigned long long)c->section_ns);
 }
 
 static void print_footnotes(FILE *out, const struct config *c, const struct cell *cells)
 {
-	size_t ncells = c->mechs.n * c->nthreads * c->nvars;
+	size_t ncells = c->a.mechs.n * c->nthreads * c->nvars;
 	int over = 0, cell_over = 0, deleg = 0;
 
 	for (size_t t = 0; t < c->nthreads; t++)
-		over |= (long)c->threads[t] > c->cpus;
+		over |= (long)c->threads[t] > c->a.cpus;
 	for (size_t i = 0; i < ncells; i++) {
 		deleg |= cells[i].servers > 0;
 		cell_over |= cells[i].servers > 0 && cells[i].oversubscribed;
@@ -540,16 +477,16 @@ static void print_footnotes(FILE *out, const struct config *c, const struct cell
 		fprintf(out,
 			"T counts client threads; delegation rows ran their servers= server "
 			"threads beside them (--servers %llu unless the spec says)\n",
-			(unsigned long long)c->servers);
+			(unsigned long long)c->a.servers);
 	if (over)
 		fprintf(out,
 			"* after T: oversubscribed, more client threads than the %ld online CPUs\n",
-			c->cpus);
+			c->a.cpus);
 	if (cell_over)
 		fprintf(out,
 			"* after a figure: oversubscribed, clients + servers more than the %ld "
 			"online CPUs\n",
-			c->cpus);
+			c->a.cpus);
 }
 
 static void table_label(const void *ctx, size_t col, char *buf, size_t n)
@@ -570,7 +507,7 @@ static void print_table(FILE *out, const struct config *c, const struct cell *ce
 	struct table_ctx t = {.c = c, .cells = cells};
 
 	print_title(out, c);
-	bench_print_table(out, &(struct bench_table){.rows = &c->mechs,
+	bench_print_table(out, &(struct bench_table){.rows = &c->a.mechs,
 						     .ncols = c->nthreads * c->nvars,
 						     .ctx = &t,
 						     .label = table_label,
@@ -581,7 +518,7 @@ static void print_table(FILE *out, const struct config *c, const struct cell *ce
 
 static void free_config(struct config *c)
 {
-	mechlist_free(&c->mechs);
+	mechlist_free(&c->a.mechs);
 	free(c->threads);
 	free(c->vars);
 }
@@ -593,18 +530,18 @@ int fetchadd_main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &c);
 
 	if (rc == 0)
-		rc = mechlist_check(&c.mechs, (unsigned)c.servers);
+		rc = mechlist_check(&c.a.mechs, (unsigned)c.a.servers);
 	if (rc) {
 		free_config(&c);
 		return rc == 1 ? 0 : 2;
 	}
-	cells = calloc(c.mechs.n * c.nthreads * c.nvars, sizeof(*cells));
+	cells = calloc(c.a.mechs.n * c.nthreads * c.nvars, sizeof(*cells));
 	if (!cells) {
 		free_config(&c);
 		return complain("out of memory");
 	}
 	rc = sweep(&c, cells);
-	print_table(c.json ? stderr : stdout, &c, cells);
+	print_table(c.a.json ? stderr : stdout, &c, cells);
 	free(cells);
 	free_config(&c);
 	return rc;

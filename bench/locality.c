@@ -11,6 +11,7 @@
 
 #include "child.h"
 #include "common.h"
+#include "common/clock.h"
 #include "locus/cs.h"
 #include "mechlist.h"
 #include "opts.h"
@@ -18,7 +19,6 @@
 #define PROG		  "locus-bench locality"
 #define MAX_THREADS	  1024
 #define MAX_SERVERS	  64
-#define MAX_DURATION	  86400.0
 #define SETUP_LINES_PER_S 1e6 /* array lines mapped and linked per second, at worst */
 
 #define complain(...) bench_complain(PROG, __VA_ARGS__)
@@ -33,20 +33,14 @@ static const uint64_t param_max[NPARAMS] = {MAX_THREADS, WALK_MAX_LINES, WALK_MA
 					    WALK_MAX_LINES, LOCALITY_MAX_MSG};
 
 struct config {
-	struct mechlist mechs;
+	struct bench_args a; /* --mechanisms, --duration, --servers, --json */
 	uint64_t *list[NPARAMS];
 	size_t n[NPARAMS];
-	double duration;
-	uint64_t servers;
-	int json;
-	long cpus;
 };
-
-enum cell_state { CELL_EMPTY, CELL_OK, CELL_FAILED, CELL_LOST };
 
 /* One measurement: row = mechanism, column = one combination of the parameters. */
 struct cell {
-	enum cell_state state;
+	enum bench_cell state;
 	double ips;	    /* iterations per second */
 	double cycles;	    /* per iteration; < 0 without a TSC */
 	double cpu_ns;	    /* per iteration */
@@ -147,12 +141,8 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 	char err[256];
 	int r;
 
-	if (strcmp(argv[*i], "--json") == 0) {
-		c->json = 1;
-		return 0;
-	}
-	if ((r = bench_option(PROG, argc, argv, i, "--mechanisms", &v)) != 0)
-		return r < 0 ? 2 : mechlist_parse(&c->mechs, v);
+	if ((r = bench_args_option(&c->a, argc, argv, i, MAX_SERVERS)) >= 0)
+		return r;
 	for (int k = 0; k < NPARAMS; k++) {
 		if ((r = bench_option(PROG, argc, argv, i, param_option[k], &v)) == 0)
 			continue;
@@ -165,34 +155,12 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 			return complain("%s: %s", param_option[k], err);
 		return 0;
 	}
-	if ((r = bench_option(PROG, argc, argv, i, "--duration", &v)) != 0) {
-		if (r > 0 && opts_seconds(v, 0, MAX_DURATION, &c->duration, err, sizeof(err)))
-			return complain("--duration: %s", err);
-		return r < 0 ? 2 : 0;
-	}
-	if ((r = bench_option(PROG, argc, argv, i, "--servers", &v)) != 0) {
-		if (r > 0 && opts_uint(v, 1, MAX_SERVERS, &c->servers, err, sizeof(err)))
-			return complain("--servers: %s", err);
-		return r < 0 ? 2 : 0;
-	}
-	if (argv[*i][0] == '-')
-		return complain("unknown option '%s' (see --help)", argv[*i]);
-	return complain("unexpected argument '%s' (see --help)", argv[*i]);
+	return bench_args_unknown(&c->a, argv[*i]);
 }
 
 static int set_default(struct config *c, enum param k, const uint64_t *v, size_t n)
 {
-	if (c->list[k])
-		return 0;
-	c->list[k] = malloc(n * sizeof(*v));
-	if (!c->list[k])
-		return complain("out of memory");
-	c->n[k] = 0;
-	/* Increasing and without repeats: 1, CPUs, 2 x CPUs collapse on one CPU. */
-	for (size_t i = 0; i < n; i++)
-		if (c->n[k] == 0 || c->list[k][c->n[k] - 1] < v[i])
-			c->list[k][c->n[k]++] = v[i];
-	return 0;
+	return opts_default_list(&c->list[k], &c->n[k], v, n) ? complain("out of memory") : 0;
 }
 
 static uint64_t list_max(const struct config *c, enum param k)
@@ -239,25 +207,14 @@ static int check_combinations(const struct config *c)
 static int parse_args(int argc, char **argv, struct config *c)
 {
 	uint64_t threads[3], n1 = 2048, n2 = 128, zero = 0;
-	int i;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			locality_usage(stdout);
-			return 1;
-		}
-	}
-	c->duration = 1.0;
-	c->servers = 1;
-	c->cpus = bench_cpus();
-	c->mechs = (struct mechlist){.prog = PROG, .peers = NULL};
-	for (i = 1; i < argc; i++)
+	if (bench_args_start(&c->a, PROG, NULL, argc, argv, locality_usage))
+		return 1;
+	for (int i = 1; i < argc; i++)
 		if (parse_arg(argc, argv, &i, c))
 			return 2;
-	threads[0] = 1;
-	threads[1] = (uint64_t)c->cpus;
-	threads[2] = 2 * (uint64_t)c->cpus;
-	if (c->mechs.n == 0 && mechlist_add_all(&c->mechs))
+	bench_default_threads(&c->a, threads);
+	if (bench_args_finish(&c->a))
 		return 2;
 	if (set_default(c, P_THREADS, threads, 3) || set_default(c, P_N1, &n1, 1) ||
 	    set_default(c, P_N2, &n2, 1) || set_default(c, P_MODIFY, &zero, 1) ||
@@ -277,10 +234,7 @@ static int measure_body(void *arg, int fd)
 static void print_json(const struct config *c, const char *written, const struct locality_params *p,
 		       const struct locality_result *r, const struct cell *cell)
 {
-	printf("{\"bench\":\"locality\",\"mechanism\":");
-	bench_json_string(stdout, written);
-	printf(",\"spec\":");
-	bench_json_string(stdout, r->spec);
+	bench_json_head("locality", written, r->spec);
 	printf(",\"mode\":\"%s\",\"threads\":%u,\"servers\":%u,\"n1\":%zu,\"n2\":%zu,"
 	       "\"modify\":%zu,\"msg\":%zu,\"duration_s\":%.6f,\"requested_s\":%.6f,"
 	       "\"iterations\":%llu,\"iters_per_s\":%.1f,\"cpu_s\":%.6f,\"cpu_ns_per_iter\":%.1f,",
@@ -297,15 +251,17 @@ static void print_json(const struct config *c, const char *written, const struct
 	else
 		printf("\"server_busy_pct\":null,\"server_busy_basis\":null,");
 	printf("\"hugepages\":\"%s\",\"oversubscribed\":%s,\"cpus\":%ld}\n",
-	       walk_pages_name(r->pages), cell->oversubscribed ? "true" : "false", c->cpus);
+	       walk_pages_name(r->pages), cell->oversubscribed ? "true" : "false", c->a.cpus);
 	fflush(stdout);
 }
 
-static void measure_failed(const struct locality_params *p, const char *why)
+/* Report a measurement that failed; returns -1. */
+static int measure_failed(const struct locality_params *p, const char *why)
 {
 	bench_progress_clear();
 	fprintf(stderr, "%s: %s (T=%u n1=%zu n2=%zu m=%zu s=%zu): %s\n", PROG, p->mechanism,
 		p->threads, p->n1, p->n2, p->modify, p->msg, why);
+	return -1;
 }
 
 /* Mapping and linking the arrays takes time too: allow for it beyond the run. */
@@ -316,6 +272,21 @@ static double measure_timeout(const struct locality_params *p)
 	return 10 * p->duration + 10 + lines / SETUP_LINES_PER_S;
 }
 
+/* What a result the child sent makes of its cell; why, if that is not OK. */
+static enum bench_cell verdict(const void *result, char *why, size_t n)
+{
+	const struct locality_result *r = result;
+
+	if (r->bad_lines) {
+		snprintf(why, n,
+			 "lost updates: %llu shared lines do not hold the %llu increments (or "
+			 "none) that the iterations imply",
+			 (unsigned long long)r->bad_lines, (unsigned long long)r->iterations);
+		return BENCH_CELL_LOST;
+	}
+	return BENCH_CELL_OK;
+}
+
 /* Measure one cell in a child; 0, or -1 if it failed (reported). */
 static int measure(const struct config *c, const struct mech *m, const struct locality_params *p,
 		   struct cell *cell, const char **pages)
@@ -323,35 +294,18 @@ static int measure(const struct config *c, const struct mech *m, const struct lo
 	struct locality_result r;
 	char why[640];
 
-	cell->state = CELL_FAILED;
-	if (child_result(measure_body, (void *)p, measure_timeout(p), &r, sizeof(r), why,
-			 sizeof(why))) {
-		measure_failed(p, why);
-		return -1;
-	}
-	if (!r.ok) {
-		bench_one_line(r.err);
-		measure_failed(p, r.err);
-		return -1;
-	}
-	if (r.bad_lines) {
-		snprintf(why, sizeof(why),
-			 "lost updates: %llu shared lines do not hold the %llu increments (or "
-			 "none) that the iterations imply",
-			 (unsigned long long)r.bad_lines, (unsigned long long)r.iterations);
-		measure_failed(p, why);
-		cell->state = CELL_LOST;
-		return -1;
-	}
-	cell->state = CELL_OK;
+	cell->state = bench_measure(measure_body, (void *)p, measure_timeout(p), &r, sizeof(r),
+				    &r.out, verdict, why, sizeof(why));
+	if (cell->state != BENCH_CELL_OK)
+		return measure_failed(p, why);
 	cell->ips = r.seconds > 0 ? (double)r.iterations / r.seconds : 0;
-	cell->cpu_ns = r.iterations ? r.cpu_s * 1e9 / (double)r.iterations : 0;
+	cell->cpu_ns = r.iterations ? r.cpu_s * NS_PER_S / (double)r.iterations : 0;
 	cell->cycles = r.tsc_ghz > 0 ? cell->cpu_ns * r.tsc_ghz : -1;
 	cell->busy = r.server_busy;
 	cell->servers = r.servers;
-	cell->oversubscribed = (long)p->threads + (long)r.servers > c->cpus;
+	cell->oversubscribed = (long)p->threads + (long)r.servers > c->a.cpus;
 	*pages = walk_pages_name(r.pages);
-	if (c->json)
+	if (c->a.json)
 		print_json(c, m->spec, p, &r, cell);
 	return 0;
 }
@@ -376,27 +330,27 @@ static void column_values(const struct config *c, size_t col, uint64_t v[NPARAMS
 
 static int sweep(const struct config *c, struct cell *cells, const char **pages)
 {
-	size_t cols = ncols(c), total = cols * c->mechs.n, done = 0;
+	size_t cols = ncols(c), total = cols * c->a.mechs.n, done = 0;
 	int rc = 0;
 
 	for (size_t col = 0; col < cols; col++) {
 		uint64_t v[NPARAMS];
 
 		column_values(c, col, v);
-		for (size_t m = 0; m < c->mechs.n; m++) {
+		for (size_t m = 0; m < c->a.mechs.n; m++) {
 			struct locality_params p = {
-				.mechanism = c->mechs.m[m].run,
+				.mechanism = c->a.mechs.m[m].run,
 				.threads = (unsigned)v[P_THREADS],
 				.n1 = (size_t)v[P_N1],
 				.n2 = (size_t)v[P_N2],
 				.modify = (size_t)v[P_MODIFY],
 				.msg = (size_t)v[P_MSG],
-				.duration = c->duration,
+				.duration = c->a.duration,
 			};
 
 			bench_progress("[%zu/%zu] %s T=%u n1=%zu n2=%zu m=%zu s=%zu ...", ++done,
 				       total, p.mechanism, p.threads, p.n1, p.n2, p.modify, p.msg);
-			if (measure(c, &c->mechs.m[m], &p, &cells[m * cols + col], pages))
+			if (measure(c, &c->a.mechs.m[m], &p, &cells[m * cols + col], pages))
 				rc = 1;
 		}
 	}
@@ -423,29 +377,18 @@ static void format_cell(const struct cell *cell, enum metric what, char *buf, si
 {
 	const char *mark = cell->oversubscribed ? "*" : "";
 
-	switch (cell->state) {
-	case CELL_OK:
-		if (what == M_THROUGHPUT)
-			snprintf(buf, n, "%.1f%s", cell->ips / 1e3, mark);
-		else if (what == M_CYCLES && cell->cycles >= 0)
-			snprintf(buf, n, "%.0f%s", cell->cycles, mark);
-		else if (what == M_CYCLES)
-			snprintf(buf, n, "%.0fns%s", cell->cpu_ns, mark);
-		else if (cell->busy >= 0)
-			snprintf(buf, n, "%.1f%s", 100 * cell->busy, mark);
-		else
-			snprintf(buf, n, "-");
-		break;
-	case CELL_LOST:
-		snprintf(buf, n, "LOST");
-		break;
-	case CELL_FAILED:
-		snprintf(buf, n, "FAIL");
-		break;
-	default:
+	if (cell->state != BENCH_CELL_OK)
+		snprintf(buf, n, "%s", bench_cell_text(cell->state));
+	else if (what == M_THROUGHPUT)
+		snprintf(buf, n, "%.1f%s", cell->ips / 1e3, mark);
+	else if (what == M_CYCLES && cell->cycles >= 0)
+		snprintf(buf, n, "%.0f%s", cell->cycles, mark);
+	else if (what == M_CYCLES)
+		snprintf(buf, n, "%.0fns%s", cell->cpu_ns, mark);
+	else if (cell->busy >= 0)
+		snprintf(buf, n, "%.1f%s", 100 * cell->busy, mark);
+	else
 		snprintf(buf, n, "-");
-		break;
-	}
 }
 
 /* What the table callbacks see. */
@@ -473,7 +416,7 @@ static void print_table(FILE *out, const struct config *c, const struct cell *ce
 	struct table_ctx t = {.c = c, .cells = cells, .what = what};
 
 	fprintf(out, "%s\n", title);
-	bench_print_table(out, &(struct bench_table){.rows = &c->mechs,
+	bench_print_table(out, &(struct bench_table){.rows = &c->a.mechs,
 						     .ncols = ncols(c),
 						     .ctx = &t,
 						     .label = table_label,
@@ -483,7 +426,7 @@ static void print_table(FILE *out, const struct config *c, const struct cell *ce
 static void print_report(FILE *out, const struct config *c, const struct cell *cells,
 			 const char *pages)
 {
-	size_t n = ncols(c) * c->mechs.n;
+	size_t n = ncols(c) * c->a.mechs.n;
 	char fixed[160] = "";
 	size_t len = 0;
 	int busy = 0, over = 0, servers = 0, no_tsc = 0;
@@ -493,12 +436,12 @@ static void print_report(FILE *out, const struct config *c, const struct cell *c
 			len += snprintf(fixed + len, sizeof(fixed) - len, " %s=%llu",
 					param_label[k], (unsigned long long)c->list[k][0]);
 	for (size_t i = 0; i < n; i++) {
-		busy |= cells[i].state == CELL_OK && cells[i].busy >= 0;
+		busy |= cells[i].state == BENCH_CELL_OK && cells[i].busy >= 0;
 		over |= cells[i].oversubscribed;
 		servers |= cells[i].servers > 0;
-		no_tsc |= cells[i].state == CELL_OK && cells[i].cycles < 0;
+		no_tsc |= cells[i].state == BENCH_CELL_OK && cells[i].cycles < 0;
 	}
-	fprintf(out, "locality:%s, %g s each, arrays on %s pages\n", fixed, c->duration,
+	fprintf(out, "locality:%s, %g s each, arrays on %s pages\n", fixed, c->a.duration,
 		strcmp(pages, "none") == 0 ? "ordinary" : pages);
 	print_table(out, c, cells, M_THROUGHPUT, "throughput, thousand iterations/s");
 	print_table(out, c, cells, M_CYCLES,
@@ -511,16 +454,16 @@ static void print_report(FILE *out, const struct config *c, const struct cell *c
 		fprintf(out,
 			"T counts client threads; delegation rows ran their server threads "
 			"beside them (--servers %llu unless the spec says; mpsc: one)\n",
-			(unsigned long long)c->servers);
+			(unsigned long long)c->a.servers);
 	if (over)
 		fprintf(out, "* oversubscribed: clients + servers more than the %ld online CPUs\n",
-			c->cpus);
+			c->a.cpus);
 	fflush(out);
 }
 
 static void free_config(struct config *c)
 {
-	mechlist_free(&c->mechs);
+	mechlist_free(&c->a.mechs);
 	for (int k = 0; k < NPARAMS; k++)
 		free(c->list[k]);
 }
@@ -533,18 +476,18 @@ int locality_main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &c);
 
 	if (rc == 0)
-		rc = mechlist_check(&c.mechs, (unsigned)c.servers);
+		rc = mechlist_check(&c.a.mechs, (unsigned)c.a.servers);
 	if (rc) {
 		free_config(&c);
 		return rc == 1 ? 0 : 2;
 	}
-	cells = calloc(c.mechs.n * ncols(&c), sizeof(*cells));
+	cells = calloc(c.a.mechs.n * ncols(&c), sizeof(*cells));
 	if (!cells) {
 		free_config(&c);
 		return complain("out of memory");
 	}
 	rc = sweep(&c, cells, &pages);
-	print_report(c.json ? stderr : stdout, &c, cells, pages);
+	print_report(c.a.json ? stderr : stdout, &c, cells, pages);
 	free(cells);
 	free_config(&c);
 	return rc;

@@ -160,6 +160,11 @@ struct dsm_runtime {
 	char *alias;
 	size_t size, page_size, npages;
 	size_t alloc_next; /* bump allocator (application thread that calls alloc) */
+	/* A fork-style run's shared globals (globals.c): the program's own
+	   globals, mapped over the region's first pages (its lower half, unused
+	   in such a run): gview is where the program sees them, glen bytes. */
+	char *gview;
+	size_t glen;
 
 	/* Monotonic ns at which the thread that faulted on a page resumed. */
 	uint64_t *resume_ns;
@@ -196,6 +201,8 @@ extern struct dsm_runtime dsm;
  * On the application threads: thread_init and thread_fini on the thread
  * that calls locus_dsm_init and locus_dsm_finalize; thread_fault in the
  * SIGSEGV handler, before the fault is posted (1: it took the fault);
+ * stray_fault in the same handler for a fault outside the region (1: it was
+ * a speculative run's, undone: run the thread again);
  * sync_point at the start of every locus-dsm call; fault_mask adds the
  * signals the fault handler keeps blocked.
  *
@@ -209,6 +216,7 @@ struct dsm_proto {
 	int (*thread_init)(void);
 	void (*thread_fini)(void);
 	int (*thread_fault)(size_t page, char *addr, int write, void *uctx);
+	int (*stray_fault)(void *uctx);
 	void (*sync_point)(void);
 	void (*fault_mask)(sigset_t *mask);
 	int (*init)(void);
@@ -287,7 +295,7 @@ static inline uint64_t dsm_clock_ns(clockid_t c)
 	struct timespec ts;
 	if (clock_gettime(c, &ts) != 0)
 		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return timespec_ns(&ts);
 }
 
 /* What an application thread is to the runtime (thread-local; initial-exec
@@ -383,6 +391,11 @@ int dsm_heap_owner(const void *addr); /* -1 outside the heap */
 /* globals.c: the program's globals, copied to where a spawned thread runs */
 int dsm_globals_init(void);
 size_t dsm_globals_size(void);
+long dsm_globals_offset(const void *addr);
+/* The program's globals that a fork-style run shares (linked with
+   globals.ld): [*lo, *hi), page-aligned; 0 when it has none. */
+int dsm_globals_shared(char **lo, char **hi);
+extern int dsm_fork_request; /* locus_dsm_start: map the shared globals */
 void dsm_globals_save(void *buf);
 int dsm_globals_differ(const void *buf);
 void dsm_globals_load(const void *buf);
@@ -390,6 +403,7 @@ void dsm_globals_load(const void *buf);
 /* spawn.c: a fork-style run (locus_dsm_start) */
 extern int dsm_fork_mode;
 void dsm_fork_finish(void); /* rank 0, at finalize */
+int dsm_fork_is_main(void); /* the thread that called locus_dsm_start */
 
 /* malloc.c */
 void dsm_malloc_init(void);
@@ -398,10 +412,20 @@ void dsm_malloc_fini(void);
 /* region.c */
 int dsm_region_map(void);
 void dsm_region_unmap(void);
+void dsm_region_keep_globals(void);
 void dsm_region_protect(size_t page, size_t count, int prot);
 static inline char *dsm_page_alias(size_t page)
 {
 	return dsm.alias + page * dsm.page_size;
+}
+/* An address as the region knows it: one among the shared globals becomes
+   the region address of the same memory; any other stays as it is. */
+static inline const char *dsm_canon(const void *addr)
+{
+	const char *a = addr;
+	if (dsm.gview && a >= dsm.gview && a < dsm.gview + dsm.glen)
+		return dsm.app + (a - dsm.gview);
+	return a;
 }
 
 /* fault.c */

@@ -49,6 +49,22 @@ static void pause_for(unsigned *us)
 		*us *= 2;
 }
 
+void locus_dsm_mutex_init(locus_dsm_mutex *m)
+{
+	check("locus_dsm_mutex_init", m);
+}
+
+void locus_dsm_cond_init(locus_dsm_cond *c)
+{
+	check("locus_dsm_cond_init", c);
+}
+
+void locus_dsm_barrier_init(locus_dsm_barrier_obj *b)
+{
+	check("locus_dsm_barrier_init", b);
+	locus_dsm_store(&b->count, 0);
+}
+
 void locus_dsm_mutex_lock(locus_dsm_mutex *m)
 {
 	check("locus_dsm_mutex_lock", m);

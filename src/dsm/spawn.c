@@ -14,10 +14,13 @@
  * address (objects.c) take their place.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/futex.h"
 #include "fnid.h"
@@ -25,8 +28,9 @@
 
 int dsm_fork_mode;
 
-static uint32_t done_count; /* threads this node spawned that have returned */
-static uint32_t quit;	    /* ranks > 0: rank 0 has begun to finalize */
+static pthread_t main_thread; /* rank 0: the thread that called locus_dsm_start */
+static uint32_t done_count;   /* threads this node spawned that have returned */
+static uint32_t quit;	      /* ranks > 0: rank 0 has begun to finalize */
 
 /* Main's globals as last published (rank 0), and the version each node has. */
 static struct {
@@ -179,15 +183,43 @@ void dsm_fork_finish(void)
 		locus_dsm_call(n, tell_quit, NULL, 0, 0, 0);
 }
 
+/* Rank 0's standard input from LOCUS_DSM_STDIN: mpiexec (MPICH's hydra)
+   forwards no more than a pipe holds, 64 KB, and fails on more. */
+static int stdin_from_file(void)
+{
+	const char *path = getenv("LOCUS_DSM_STDIN");
+	if (!path || !*path)
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || dup2(fd, 0) < 0) {
+		fprintf(stderr, "locus-dsm: LOCUS_DSM_STDIN=%s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int dsm_fork_is_main(void)
+{
+	return pthread_equal(main_thread, pthread_self());
+}
+
 int locus_dsm_start(int *argc, char ***argv)
 {
 	if (dsm_globals_init() != 0)
 		return -1;
-	if (locus_dsm_init(argc, argv) != 0)
+	dsm_fork_request = 1; /* the region maps the shared globals (region.c) */
+	int r = locus_dsm_init(argc, argv);
+	dsm_fork_request = 0;
+	if (r != 0)
 		return -1;
 	dsm_fork_mode = 1;
-	if (dsm.node == 0)
-		return 0;
+	if (dsm.node == 0) {
+		main_thread = pthread_self();
+		return stdin_from_file();
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0); /* workers' lines reach the terminal as they come */
 	while (!ld_acquire(&quit))
 		futex_wait(&quit, 0);

@@ -47,9 +47,10 @@ for app in jacobi sor gauss matmul lu fft radix water mpi-jacobi; do
 	for bad in abc 0 -5 99999999999999999999 1.5 12x ""; do
 		expect 2 "$flag $bad" "$MPIEXEC" -n 2 "$bin" "$flag" "$bad"
 	done
-	# 2^31 - 2: past every range but radix's, whose keys then do not fit the region.
+	# 2^31 - 2: past every range but radix's, whose keys (32 GB) then do not fit a
+	# region of 16g.
 	if [ "$app" = radix ]; then
-		expect 2 "LOCUS_DSM_SIZE" "$MPIEXEC" -n 2 "$bin" -n 2147483646
+		expect 2 "LOCUS_DSM_SIZE" env LOCUS_DSM_SIZE=16g "$MPIEXEC" -n 2 "$bin" -n 2147483646
 	else
 		expect 2 "$flag 2147483646" "$MPIEXEC" -n 2 "$bin" "$flag" 2147483646
 	fi

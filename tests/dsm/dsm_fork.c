@@ -7,6 +7,8 @@
  *
  *   dsm_fork THREADS ROUNDS < "a number"     (linked with liblocus-dsm.so)
  *   dsm_fork barrier                          (a collective call: refused)
+ *   dsm_fork return STATUS                    (main returns without finalize: the
+ *                                              run ends with STATUS on every rank 0)
  *
  * Rank 0 prints "ok: ..." and exits 0 when every check passed; other ranks
  * exit 0 after rank 0 finalizes.
@@ -57,6 +59,17 @@ int main(int argc, char **argv)
 	if (locus_dsm_start(&argc, &argv) != 0)
 		return 1;
 	/* Only rank 0 gets here. */
+	if (argc > 2 && strcmp(argv[1], "return") == 0) {
+		threads = 4, rounds = 2;
+		work = locus_dsm_malloc(sizeof(*work));
+		memset(work, 0, sizeof(*work));
+		for (int t = 1; t < 4; t++)
+			locus_dsm_spawn(t % locus_dsm_nodes(), worker, (void *)(intptr_t)t);
+		worker((void *)(intptr_t)0);
+		locus_dsm_join(3);
+		printf("returning %s\n", argv[2]);
+		return atoi(argv[2]); /* no finalize: as a program for threads ends */
+	}
 	if (argc > 1 && strcmp(argv[1], "barrier") == 0) {
 		locus_dsm_barrier(); /* names the mistake and exits 1 */
 		return 0;
