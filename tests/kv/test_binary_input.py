@@ -195,7 +195,7 @@ def test_garbage(one):
     on many connections: whatever the answers, the server goes on serving."""
     rng = random.Random(37)
     for _ in range(200):
-        with one.bconn(timeout=2) as c:
+        with one.bconn() as c:
             for _ in range(rng.randint(1, 5)):
                 extras = bytes(rng.getrandbits(8) for _ in range(rng.choice([0, 4, 8, 20, 3])))
                 key = bytes(rng.getrandbits(8) for _ in range(rng.choice([0, 1, 10, 251])))
