@@ -46,7 +46,7 @@ const char *kv_result_text(enum kv_result r)
 	return "SERVER_ERROR internal";
 }
 
-static const char *const get_status_names[] = {
+const char *const kv_get_status_names[] = {
 	[KV_GET_FOUND] = "found",
 	[KV_GET_NOT_FOUND] = "not_found",
 	[KV_GET_EXPIRED] = "expired",
@@ -78,8 +78,8 @@ static const char *const store_cmd_names[] = {
 	[KV_CAS_STALE] = "cas",
 };
 
-static void watch_store(struct conn *c, const char *key, size_t nkey, enum kv_result r,
-			enum kv_store_mode mode, unsigned cls, uint32_t exptime, uint32_t nbytes)
+void kv_watch_stored(struct conn *c, const char *key, size_t nkey, enum kv_result r,
+		     enum kv_store_mode mode, unsigned cls, uint32_t exptime, uint32_t nbytes)
 {
 	uint32_t now = kv_now(kv_srv.st);
 	int64_t ttl = exptime == 0 ? 0 : (int64_t)exptime - (int64_t)now;
@@ -105,7 +105,7 @@ static int get_batch(struct conn *c, const struct kv_cmd *cmd)
 		}
 		kv_detail_count(kv_srv.st, key, nkey, KV_PREFIX_GET, hit);
 		if (kv_watch_wanted(KV_WATCH_FETCHERS))
-			kv_watch_get(key, nkey, get_status_names[info.status], info.cls, c->fd,
+			kv_watch_get(key, nkey, kv_get_status_names[info.status], info.cls, c->fd,
 				     info.nbytes);
 	}
 	return 0;
@@ -174,12 +174,12 @@ static void cmd_store(struct conn *c, const struct kv_cmd *cmd)
 	struct kv_item *it = kv_item_new(kv_srv.st, &c->w->cnt, cmd->keys[0].ptr, cmd->keys[0].len,
 					 cmd->flags, exptime, cmd->bytes, &why);
 	if (!it && kv_watch_wanted(KV_WATCH_MUTATIONS))
-		watch_store(c, cmd->keys[0].ptr, cmd->keys[0].len, why, modes[cmd->cmd], 0, exptime,
-			    cmd->bytes);
+		kv_watch_stored(c, cmd->keys[0].ptr, cmd->keys[0].len, why, modes[cmd->cmd], 0,
+				exptime, cmd->bytes);
 	if (!it) {
 		/* memcached drops the data, and a failed set also removes the old value. */
 		if (cmd->cmd == KV_CMD_SET)
-			kv_delete(kv_srv.st, &c->w->cnt, cmd->keys[0].ptr, cmd->keys[0].len);
+			kv_drop(kv_srv.st, &c->w->cnt, cmd->keys[0].ptr, cmd->keys[0].len);
 		start_swallow(c, (uint64_t)cmd->bytes + 2, kv_result_text(why));
 		c->noreply = cmd->noreply;
 		return;
@@ -196,6 +196,10 @@ static void cmd_store(struct conn *c, const struct kv_cmd *cmd)
 /* The data block of a storage command has arrived in c->item. */
 void kv_data_done(struct conn *c)
 {
+	if (c->binary) {
+		kv_bin_data_done(c);
+		return;
+	}
 	struct kv_item *it = c->item;
 	c->item = NULL;
 	c->state = CONN_LINE;
@@ -224,7 +228,7 @@ void kv_data_done(struct conn *c)
 	enum kv_result r =
 		kv_store_item_info(kv_srv.st, &c->w->cnt, it, c->mode, c->cas, &cas, &info);
 	if (watched)
-		watch_store(c, key, nkey, r, c->mode, info.cls, info.exptime, info.nbytes);
+		kv_watch_stored(c, key, nkey, r, c->mode, info.cls, info.exptime, info.nbytes);
 	kv_reply(c, kv_result_text(r));
 	c->noreply = 0;
 }

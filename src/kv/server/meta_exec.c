@@ -235,7 +235,7 @@ static void do_ms_line(kv_store *st, struct kv_counts *cnt, const struct kv_meta
 		/* The data is dropped; a plain set also removes the old value, as memcached does.
 		 */
 		if (m->mode == 'S')
-			kv_delete(st, cnt, kv_meta_key(m), m->key_len);
+			kv_drop(st, cnt, kv_meta_key(m), m->key_len);
 		error_line(out, status_of(why));
 		return;
 	}
