@@ -1,6 +1,6 @@
 """Splash-3's programs as written, with pthreads and on locus-dsm (issue 35's benchmark).
 
-tools/splash3 --splash DIR takes a checkout of Splash-3 (git clone
+tools/splash3 --source DIR takes a checkout of Splash-3 (git clone
 https://github.com/SakalisC/Splash-3; DIR is only read), copies its codes/ twice into
 OUT/work and builds each chosen program in both copies with the program's own Makefile:
 
@@ -366,12 +366,12 @@ def need_commands(names):
 def splash_codes(path):
     """The checkout's codes/ directory (DIR/codes, or DIR when it is codes/ itself)."""
     if not os.path.isdir(path):
-        raise Refusal(f"--splash {path}: no such directory (a checkout of Splash-3: git clone "
+        raise Refusal(f"--source {path}: no such directory (a checkout of Splash-3: git clone "
                       "https://github.com/SakalisC/Splash-3)")
     for codes in (os.path.join(path, "codes"), path):
         if os.path.isfile(os.path.join(codes, "Makefile.config")):
             return os.path.realpath(codes)
-    raise Refusal(f"--splash {path}: no codes/Makefile.config there: not a checkout of "
+    raise Refusal(f"--source {path}: no codes/Makefile.config there: not a checkout of "
                   "Splash-3 (git clone https://github.com/SakalisC/Splash-3)")
 
 
@@ -724,7 +724,7 @@ def parser():
         description=doc[0],
         epilog=doc[1] + "\n" + programs_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--splash", required=True, metavar="DIR",
+    ap.add_argument("--source", "--splash", dest="splash", required=True, metavar="DIR",
                     help="a checkout of Splash-3 (DIR/codes is copied; DIR is never written)")
     ap.add_argument("--prefix", help="a locus install (default: the prefix of the locus-dsm "
                                      "pkg-config finds)")
