@@ -43,6 +43,9 @@
  *                             is for locus_dsm_alloc, the upper the shared heap
  *   LOCUS_DSM_STDIN           a fork-style run (locus_dsm_start): a file rank 0 reads
  *                             as its standard input (mpiexec forwards at most 64 KB)
+ *   LOCUS_DSM_ASLR            keep: a fork-style run keeps address randomization (by
+ *                             default it starts the program again without, so that
+ *                             libraries lie at one address on every node)
  *   LOCUS_DSM_ADDR            where the region is mapped on every node (0x7e9000000000;
  *                             a region above 384g ends at 0x7ef000000000), at or above 4g
  *   LOCUS_DSM_DELAY_US        emulated transport delay per message, microseconds (0;
