@@ -468,6 +468,17 @@ int dsm_ship_post(void *state, uint32_t lock, locus_fn fn, uint64_t a, uint64_t 
 		  locus_cb cb, void *ctx);
 int dsm_ship_running(void);   /* the server is in the middle of a batch */
 int dsm_ship_on_server(void); /* the calling thread is this node's server */
+/*
+ * A function of hardware atomics on state's words (atomic.c, objects.c), at
+ * state's home: where that is this node, the calling thread runs it at once
+ * (the server would run the same instructions on the same memory, a thread
+ * hop later); elsewhere it is shipped. Not where the protocol may run the
+ * caller speculatively (avr's thread_fault, with other nodes): a rolled-back
+ * run must not have done an atomic. dsm_atomic_here: that case.
+ */
+int dsm_atomic_here(const void *state);
+uint64_t dsm_call_atomic(const char *what, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			 uint64_t c);
 void dsm_ship_hold(int on);   /* the server starts no batch while held (lrc's collection) */
 
 /* cs_home.c: give locus_cs "home" and the guard of shared state (1), or take
