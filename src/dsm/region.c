@@ -139,7 +139,9 @@ void dsm_region_protect(size_t page, size_t count, int prot)
 {
 	if (mprotect(dsm.app + page * dsm.page_size, count * dsm.page_size, prot) != 0)
 		dsm_fatal("mprotect of page %zu: %s%s", page, strerror(errno),
-			  errno == ENOMEM ? " (too many mappings: raise vm.max_map_count)" : "");
+			  errno == ENOMEM ? " (too many mappings: raise vm.max_map_count, "
+					    "e.g. as root: sysctl -w vm.max_map_count=1048576)"
+					  : "");
 	size_t gpages = dsm.glen / dsm.page_size;
 	if (dsm.gview && page < gpages) {
 		size_t n = page + count > gpages ? gpages - page : count;
