@@ -16,18 +16,21 @@
 #include "common.h"
 #include "common/clock.h"
 #include "locus/cs.h"
+#include "locus/delegate.h"
 #include "mechlist.h"
 #include "opts.h"
+#include "pingpong.h"
 #include "repeat.h"
 
-#define PROG		  "locus-bench fetchadd"
-#define MAX_THREADS	  1024
-#define MAX_SERVERS	  FETCHADD_MAX_SERVERS
-#define MAX_VARS	  (1u << 20)
-#define MAX_DELAY	  1000000000ull
-#define MAX_SECTION_NS	  ((uint64_t)NS_PER_S) /* a second */
-#define MAX_LATENCY_EVERY 1000000ull
-#define SETUP_VARS_PER_S  50000.0 /* counters (and executors) set up per second, at worst */
+#define PROG		   "locus-bench fetchadd"
+#define MAX_THREADS	   1024
+#define MAX_SERVERS	   FETCHADD_MAX_SERVERS
+#define MAX_VARS	   (1u << 20)
+#define MAX_DELAY	   1000000000ull
+#define MAX_SECTION_NS	   ((uint64_t)NS_PER_S) /* a second */
+#define MAX_LATENCY_EVERY  1000000ull
+#define SETUP_VARS_PER_S   50000.0 /* counters (and executors) set up per second, at worst */
+#define FLOOR_MAX_DURATION 1.0	   /* seconds per floor test, at most */
 
 struct config {
 	struct bench_args a; /* --mechanisms, --duration, --servers, --json */
@@ -41,6 +44,7 @@ struct config {
 	int latency;
 	int sync;
 	uint64_t latency_every;
+	int floor; /* --floor 1, --no-floor 0; -1: as the run goes (want_floor) */
 };
 
 /*
@@ -69,7 +73,8 @@ void fetchadd_usage(FILE *out)
 		"usage: locus-bench fetchadd [--mechanisms LIST] [--threads LIST] [--vars LIST]\n"
 		"                            [--duration SECONDS] [--delay N] [--servers N]\n"
 		"                            [--fn add|sqrt] [--section-ns N] [--latency]\n"
-		"                            [--latency-every K] [--sync] [--repeat N] [--json]\n"
+		"                            [--latency-every K] [--sync] [--repeat N]\n"
+		"                            [--floor | --no-floor] [--json]\n"
 		"\n"
 		"Threads increment counters picked uniformly at random among V, each counter on\n"
 		"its own cache line and guarded by its own instance of the mechanism (one\n"
@@ -138,6 +143,19 @@ void fetchadd_usage(FILE *out)
 		"                      whose ranges overlap (tied: these runs do not tell\n"
 		"                      them apart). A cell with a failed run shows FAIL or\n"
 		"                      LOST and is not ranked.\n"
+		"  --floor, --no-floor after the table, measure the floor on this machine as\n"
+		"                      locus-bench pingpong does (a cache-line round trip and a\n"
+		"                      %d-slot ring between the first two CPUs this process\n"
+		"                      may use, min(duration, %g s) each, --repeat times,\n"
+		"                      interleaved) and set each 1-client delegation cell\n"
+		"                      (ffwd, async, flat, mpsc at T=1) against it: its Mops/s\n"
+		"                      over the floor's millions per second (with --latency,\n"
+		"                      its median latency in round trips). By default the\n"
+		"                      floor is measured when the table has such a cell and\n"
+		"                      there is no --json; --floor measures it anyway (with\n"
+		"                      --json its lines, bench \"pingpong\", join the\n"
+		"                      measurements' on stdout), --no-floor never. With one\n"
+		"                      CPU there is no round trip to measure: the report says so.\n"
 		"  --json              one JSON object per measurement on stdout, the table on\n"
 		"                      stderr. Fields: mechanism (as written), spec (as\n"
 		"                      measured, every default explicit), fn, threads (clients),\n"
@@ -173,13 +191,14 @@ void fetchadd_usage(FILE *out)
 		"to the increments counted) or has a post fail is reported\n"
 		"on stderr and as FAIL or LOST in the table, gives no JSON line, and makes the\n"
 		"exit status 1.\n"
-		"Exit status: 0 all measured, 1 a measurement failed, 2 bad command line.\n"
+		"Exit status: 0 all measured, 1 a measurement (or the floor) failed, 2 bad\n"
+		"command line.\n"
 		"\n"
 		"Executor mechanisms:",
 		cpus > 1 ? "1," : "", cpus, 2 * cpus, MAX_THREADS, MAX_VARS, MAX_SERVERS,
 		FETCHADD_SAMPLE_EVERY, FETCHADD_SAMPLES_PER_THREAD,
-		FETCHADD_SAMPLES_TOTAL / FETCHADD_SAMPLES_PER_THREAD, BENCH_MAX_REPEAT, cpus,
-		SETUP_VARS_PER_S);
+		FETCHADD_SAMPLES_TOTAL / FETCHADD_SAMPLES_PER_THREAD, BENCH_MAX_REPEAT,
+		LOCUS_DELEGATE_LINES_DEFAULT, FLOOR_MAX_DURATION, cpus, SETUP_VARS_PER_S);
 	for (i = 0; names[i]; i++)
 		fprintf(out, " %s", names[i]);
 	fprintf(out, "\n(spec = NAME or NAME:OPTION,OPTION...)\n\n");
@@ -251,6 +270,10 @@ static int parse_arg(int argc, char **argv, int *i, struct config *c)
 		c->sync = 1;
 		return 0;
 	}
+	if (strcmp(argv[*i], "--floor") == 0 || strcmp(argv[*i], "--no-floor") == 0) {
+		c->floor = argv[*i][2] == 'f';
+		return 0;
+	}
 	if ((r = bench_option(PROG, argc, argv, i, "--latency-every", &v)) != 0) {
 		if (r > 0 &&
 		    opts_uint(v, 1, MAX_LATENCY_EVERY, &c->latency_every, err, sizeof(err)))
@@ -273,6 +296,7 @@ static int parse_args(int argc, char **argv, struct config *c)
 		return 1;
 	c->fn = FETCHADD_ADD;
 	c->latency_every = FETCHADD_SAMPLE_EVERY;
+	c->floor = -1;
 	for (int i = 1; i < argc; i++)
 		if (parse_arg(argc, argv, &i, c))
 			return 2;
@@ -700,6 +724,120 @@ static void print_table(FILE *out, const struct config *c, const struct cell *ce
 	fflush(out);
 }
 
+/* The 1-client columns' delegation cells that were measured: what the floor is for. */
+static int one_client_delegation(const struct config *c, const struct cell *cells, size_t m,
+				 size_t col, struct view *w)
+{
+	if (c->threads[col / c->nvars] != 1)
+		return 0;
+	view_of(c, cells, m, col, w);
+	return w->state == BENCH_CELL_OK && w->delegated && w->v.n > 0;
+}
+
+/*
+ * The floor is measured with --floor; by default when the table is for
+ * reading (no --json: a tool that runs one point at a time would pay for it
+ * at every point) and it has a 1-client delegation cell to set against it.
+ */
+static int want_floor(const struct config *c, const struct cell *cells)
+{
+	struct view w;
+
+	if (c->floor >= 0)
+		return c->floor;
+	if (c->a.json)
+		return 0;
+	for (size_t m = 0; m < c->a.mechs.n; m++)
+		for (size_t col = 0; col < ncols(c); col++)
+			if (one_client_delegation(c, cells, m, col, &w))
+				return 1;
+	return 0;
+}
+
+static void print_floor_cells(FILE *out, const struct config *c, const struct cell *cells,
+			      const struct pingpong_floor *f)
+{
+	double rt = f->mops[PINGPONG_ROUND_TRIP].median, ring = f->mops[PINGPONG_RING].median;
+	int namew = (int)strlen("mechanism"), colw = (int)strlen("column"), any = 0;
+	char label[160];
+	struct view w;
+
+	for (size_t m = 0; m < c->a.mechs.n; m++) {
+		for (size_t col = 0; col < ncols(c); col++) {
+			if (!one_client_delegation(c, cells, m, col, &w))
+				continue;
+			column_label(c, col, label, sizeof(label));
+			namew = (int)strlen(c->a.mechs.m[m].run) > namew
+					? (int)strlen(c->a.mechs.m[m].run)
+					: namew;
+			colw = (int)strlen(label) > colw ? (int)strlen(label) : colw;
+			any = 1;
+		}
+	}
+	if (!any) {
+		fprintf(out, "(no 1-client delegation cell to set against it)\n");
+		return;
+	}
+	if (c->latency)
+		fprintf(out,
+			"1-client delegation cells against it: median latency in round trips\n"
+			"%-*s  %-*s  %10s  %11s\n",
+			namew, "mechanism", colw, "column", "latency ns", "round trips");
+	else
+		fprintf(out,
+			"1-client delegation cells against it: Mops/s over the floor's M/s\n"
+			"%-*s  %-*s  %8s  %12s  %6s\n",
+			namew, "mechanism", colw, "column", "Mops/s", "x round trip", "x ring");
+	for (size_t m = 0; m < c->a.mechs.n; m++) {
+		for (size_t col = 0; col < ncols(c); col++) {
+			if (!one_client_delegation(c, cells, m, col, &w))
+				continue;
+			column_label(c, col, label, sizeof(label));
+			if (c->latency)
+				fprintf(out, "%-*s  %-*s  %10.0f  %11.2f\n", namew,
+					c->a.mechs.m[m].run, colw, label, w.v.median,
+					w.v.median * rt / 1e3);
+			else
+				fprintf(out, "%-*s  %-*s  %8.2f  %12.2f  %6.2f\n", namew,
+					c->a.mechs.m[m].run, colw, label, w.v.median,
+					rt > 0 ? w.v.median / rt : 0,
+					ring > 0 ? w.v.median / ring : 0);
+		}
+	}
+}
+
+/* Measure the floor and print it under the table; 0, or 1 if it failed (reported). */
+static int report_floor(FILE *out, const struct config *c, const struct cell *cells)
+{
+	struct pingpong_floor f;
+	double d = c->a.duration < FLOOR_MAX_DURATION ? c->a.duration : FLOOR_MAX_DURATION;
+	int failed = pingpong_floor(&f, d, c->a.repeat, c->a.json);
+	const struct bench_summary *rt = &f.mops[PINGPONG_ROUND_TRIP];
+	char rtext[64], gtext[64];
+
+	if (!f.measured) {
+		fprintf(out, "floor: not measured: %s\n", f.why);
+		return 0;
+	}
+	if (failed) {
+		fprintf(out, "floor (CPUs %d and %d): %s\n", f.cpu[0], f.cpu[1],
+			bench_cell_text(f.state));
+		fprintf(stderr, "%s: floor (CPUs %d,%d): %s\n", PROG, f.cpu[0], f.cpu[1], f.why);
+		return 1;
+	}
+	bench_summary_text(rtext, sizeof(rtext), rt, 1, 2, "");
+	bench_summary_text(gtext, sizeof(gtext), &f.mops[PINGPONG_RING], 1, 2, "");
+	fprintf(out,
+		"floor, measured after the table (locus-bench pingpong: CPUs %d and %d, %g s "
+		"each%s):\n"
+		"  a cache-line round trip %.1f ns, %s M/s; a ring of %u slots %s M messages/s\n",
+		f.cpu[0], f.cpu[1], d, c->a.repeat > 1 ? ", medians and (ranges)" : "",
+		rt->median > 0 ? 1e3 / rt->median : 0, rtext, f.depth, gtext);
+	print_floor_cells(out, c, cells, &f);
+	fflush(out);
+	return 0;
+}
+
 static void free_config(struct config *c)
 {
 	mechlist_free(&c->a.mechs);
@@ -726,6 +864,8 @@ int fetchadd_main(int argc, char **argv)
 	}
 	rc = sweep(&c, cells);
 	print_table(c.a.json ? stderr : stdout, &c, cells);
+	if (want_floor(&c, cells) && report_floor(c.a.json ? stderr : stdout, &c, cells))
+		rc = 1;
 	free(cells);
 	free_config(&c);
 	return rc;
