@@ -18,8 +18,8 @@ PY         := $(VENV)/bin/python
 all: build
 
 help:
-	@echo "make demo    install what is missing, build, compare every mechanism, draw two quick seed"
-	@echo "             figures and a report into $(BUILD)/demo (tools/demo, about 1 minute)"
+	@echo "make demo    install what is missing, build, compare every mechanism (3 interleaved runs each),"
+	@echo "             draw two quick seed figures and a report into $(BUILD)/demo (tools/demo, about 2 minutes)"
 	@echo "make test    install what is missing, build release + ThreadSanitizer + ASan/UBSan, run every test (C and Python)"
 	@echo "make build   release build only ($(RELEASE))"
 	@echo "make install PREFIX=/usr/local  install liblocus (shared, static), liblocus-dsm, liblocus-preload.so,"

@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "opts.h"
+#include "repeat.h"
 
 static int progress_shown;
 
@@ -113,9 +114,27 @@ int bench_args_start(struct bench_args *a, const char *prog, const char *const *
 	a->mechs = (struct mechlist){.prog = prog, .peers = peers};
 	a->duration = 1.0;
 	a->servers = 1;
+	a->repeat = 1;
 	a->json = 0;
 	a->cpus = bench_cpus();
 	return 0;
+}
+
+int bench_repeat_option(const char *prog, int argc, char **argv, int *i, unsigned *repeat)
+{
+	const char *v;
+	char err[256];
+	uint64_t n;
+	int r = bench_option(prog, argc, argv, i, "--repeat", &v);
+
+	if (r <= 0)
+		return r;
+	if (opts_uint(v, 1, BENCH_MAX_REPEAT, &n, err, sizeof(err))) {
+		bench_complain(prog, "--repeat: %s", err);
+		return -1;
+	}
+	*repeat = (unsigned)n;
+	return 1;
 }
 
 int bench_args_option(struct bench_args *a, int argc, char **argv, int *i, uint64_t max_servers)
@@ -140,6 +159,8 @@ int bench_args_option(struct bench_args *a, int argc, char **argv, int *i, uint6
 			return bench_complain(prog, "--servers: %s", err);
 		return r < 0 ? 2 : 0;
 	}
+	if ((r = bench_repeat_option(prog, argc, argv, i, &a->repeat)) != 0)
+		return r < 0 ? 2 : 0;
 	return -1;
 }
 

@@ -43,13 +43,20 @@ int bench_option(const char *prog, int argc, char **argv, int *i, const char *na
 #define BENCH_MAX_DURATION 86400.0
 
 /*
+ * --repeat N at argv[*i] (1 to BENCH_MAX_REPEAT) into *repeat: 1 taken, 0 not
+ * that option, -1 bad (reported).
+ */
+int bench_repeat_option(const char *prog, int argc, char **argv, int *i, unsigned *repeat);
+
+/*
  * What every sweep subcommand (fetchadd, locality) takes besides its own
- * parameters: --mechanisms, --duration, --servers, --json and --help.
+ * parameters: --mechanisms, --duration, --servers, --repeat, --json and --help.
  */
 struct bench_args {
 	struct mechlist mechs; /* --mechanisms; every mechanism if none is named */
 	double duration;       /* --duration, seconds (1) */
 	uint64_t servers;      /* --servers (1): for delegation specs without servers= */
+	unsigned repeat;       /* --repeat (1): runs of every cell, interleaved (repeat.h) */
 	int json;	       /* --json */
 	long cpus;	       /* online CPUs */
 };

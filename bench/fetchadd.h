@@ -76,6 +76,8 @@ struct fetchadd_result {
 	uint64_t sum;	/* sum of the counters afterwards: equal to ops, or updates were lost */
 	double seconds; /* from the start barrier until the last thread stopped (and drained) */
 	int posted;	/* an operation was a post (an asynchronous executor without --sync) */
+	int delegated;	/* the sections ran away from the caller: servers, or an asynchronous
+			   executor (flat) */
 	uint64_t post_failures; /* locus_cs_post calls that returned nonzero (not counted in ops) */
 	unsigned servers;	/* delegation server threads during the run (0: none) */
 	uint64_t server_requests[FETCHADD_MAX_SERVERS]; /* requests each server served */

@@ -331,6 +331,7 @@ static int open_executors(struct bench *b, const char *spec, int sync, struct fe
 	b->own_servers = r->servers == 0 && locus_cs_server_stats(b->cs[0], &st) == 0;
 	if (b->own_servers)
 		r->servers = b->vars > UINT32_MAX ? UINT32_MAX : (unsigned)b->vars;
+	r->delegated = r->servers > 0 || locus_cs_is_async(b->cs[0]);
 	return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "locus/cs.h"
 #include "mechlist.h"
 #include "opts.h"
+#include "repeat.h"
 
 #define PROG		  "locus-bench locality"
 #define MAX_THREADS	  1024
@@ -38,7 +39,10 @@ struct config {
 	size_t n[NPARAMS];
 };
 
-/* One measurement: row = mechanism, column = one combination of the parameters. */
+/*
+ * One measurement: row = mechanism, column = one combination of the
+ * parameters, and its run (--repeat); a table cell summarizes the runs.
+ */
 struct cell {
 	enum bench_cell state;
 	double ips;	    /* iterations per second */
@@ -47,6 +51,7 @@ struct cell {
 	double busy;	    /* server-busy fraction; < 0: none */
 	unsigned servers;   /* threads that ran the section for the clients */
 	int oversubscribed; /* clients + servers > CPUs */
+	char spec[256];	    /* as measured */
 };
 
 void locality_usage(FILE *out)
@@ -57,7 +62,8 @@ void locality_usage(FILE *out)
 	fprintf(out,
 		"usage: locus-bench locality [--mechanisms LIST] [--threads LIST] [--n1 LIST]\n"
 		"                            [--n2 LIST] [--modify LIST] [--msg LIST]\n"
-		"                            [--duration SECONDS] [--servers N] [--json]\n"
+		"                            [--duration SECONDS] [--servers N] [--repeat N]\n"
+		"                            [--json]\n"
 		"\n"
 		"Seed 000's microbenchmark. Each client thread loops: it walks its private\n"
 		"array of n1 cache lines (the thread-local component), then runs the critical\n"
@@ -86,6 +92,11 @@ void locality_usage(FILE *out)
 		"  --duration SECONDS  how long each measurement runs (default: 1)\n"
 		"  --servers N         server threads for delegation specs that do not say\n"
 		"                      servers= (default 1; at most %d)\n"
+		"  --repeat N          measure every cell N times (default 1; at most %d),\n"
+		"                      interleaved as locus-bench fetchadd --help says; with\n"
+		"                      N > 1 a cell shows the median and (min-max) of its runs\n"
+		"                      and a ranking of each column by throughput follows the\n"
+		"                      tables ('>' ranges apart, '~' ranges overlap: tied)\n"
 		"  --json              one JSON object per measurement on stdout, the tables on\n"
 		"                      stderr. Fields: mechanism (as written), spec (as\n"
 		"                      measured), mode (async: the section ran on a server\n"
@@ -96,7 +107,12 @@ void locality_usage(FILE *out)
 		"                      server_busy_basis (time or dequeues; null without a\n"
 		"                      server thread), hugepages (hugetlb, thp or\n"
 		"                      none: what backs the arrays), oversubscribed (clients +\n"
-		"                      servers > CPUs), cpus.\n"
+		"                      servers > CPUs), cpus, run (1 to N: which of the\n"
+		"                      --repeat runs). With --repeat N > 1, after each column\n"
+		"                      one summary object per mechanism: summary (true),\n"
+		"                      mechanism, spec, threads, n1, n2, modify, msg, metric\n"
+		"                      (iters_per_s), runs, ok_runs, status, median, min, max,\n"
+		"                      rank and ties, as fetchadd's.\n"
 		"  --help              this text\n"
 		"\n"
 		"Metrics, as in seed 000 section 3.4.1:\n"
@@ -116,7 +132,7 @@ void locality_usage(FILE *out)
 		"iteration, one row per mechanism as measured, one column per combination of\n"
 		"the parameters; '*' marks measurements with more threads (clients + servers)\n"
 		"than the %ld online CPUs. Measurements run in the order threads, n1, n2,\n"
-		"modify, msg, mechanism, so mechanisms compared in one column ran close\n"
+		"modify, msg, run, mechanism, so mechanisms compared in one column ran close\n"
 		"together in time.\n"
 		"A measurement that crashes, runs past 10 x duration + 10 s (plus 1 s per\n"
 		"million array lines, for setting them up), or leaves a\n"
@@ -127,7 +143,7 @@ void locality_usage(FILE *out)
 		"\n"
 		"Executor mechanisms:",
 		cpus > 1 ? "1," : "", cpus, 2 * cpus, MAX_THREADS, LOCALITY_MAX_MSG, WALK_MAX_LINES,
-		WALK_LINE, MAX_SERVERS, cpus);
+		WALK_LINE, MAX_SERVERS, BENCH_MAX_REPEAT, cpus);
 	for (size_t i = 0; names[i]; i++)
 		fprintf(out, " %s", names[i]);
 	fprintf(out, "\n(spec = NAME or NAME:OPTION,OPTION...; locus-bench fetchadd --help lists "
@@ -232,15 +248,15 @@ static int measure_body(void *arg, int fd)
 }
 
 static void print_json(const struct config *c, const char *written, const struct locality_params *p,
-		       const struct locality_result *r, const struct cell *cell)
+		       const struct locality_result *r, const struct cell *cell, unsigned run)
 {
 	bench_json_head("locality", written, r->spec);
-	printf(",\"mode\":\"%s\",\"threads\":%u,\"servers\":%u,\"n1\":%zu,\"n2\":%zu,"
+	printf(",\"run\":%u,\"mode\":\"%s\",\"threads\":%u,\"servers\":%u,\"n1\":%zu,\"n2\":%zu,"
 	       "\"modify\":%zu,\"msg\":%zu,\"duration_s\":%.6f,\"requested_s\":%.6f,"
 	       "\"iterations\":%llu,\"iters_per_s\":%.1f,\"cpu_s\":%.6f,\"cpu_ns_per_iter\":%.1f,",
-	       r->servers ? "async" : "sync", p->threads, r->servers, p->n1, p->n2, p->modify,
-	       p->msg, r->seconds, p->duration, (unsigned long long)r->iterations, cell->ips,
-	       r->cpu_s, cell->cpu_ns);
+	       run + 1, r->servers ? "async" : "sync", p->threads, r->servers, p->n1, p->n2,
+	       p->modify, p->msg, r->seconds, p->duration, (unsigned long long)r->iterations,
+	       cell->ips, r->cpu_s, cell->cpu_ns);
 	if (cell->cycles >= 0)
 		printf("\"cycles_per_iter\":%.1f,\"tsc_ghz\":%.4f,", cell->cycles, r->tsc_ghz);
 	else
@@ -289,7 +305,7 @@ static enum bench_cell verdict(const void *result, char *why, size_t n)
 
 /* Measure one cell in a child; 0, or -1 if it failed (reported). */
 static int measure(const struct config *c, const struct mech *m, const struct locality_params *p,
-		   struct cell *cell, const char **pages)
+		   struct cell *cell, unsigned run, const char **pages)
 {
 	struct locality_result r;
 	char why[640];
@@ -304,9 +320,10 @@ static int measure(const struct config *c, const struct mech *m, const struct lo
 	cell->busy = r.server_busy;
 	cell->servers = r.servers;
 	cell->oversubscribed = (long)p->threads + (long)r.servers > c->a.cpus;
+	snprintf(cell->spec, sizeof(cell->spec), "%s", r.spec);
 	*pages = walk_pages_name(r.pages);
 	if (c->a.json)
-		print_json(c, m->spec, p, &r, cell);
+		print_json(c, m->spec, p, &r, cell, run);
 	return 0;
 }
 
@@ -328,32 +345,161 @@ static void column_values(const struct config *c, size_t col, uint64_t v[NPARAMS
 	}
 }
 
+/* Where run `run` of (mechanism m, column col) is. */
+static size_t cell_index(const struct config *c, size_t m, size_t col, unsigned run)
+{
+	return (m * ncols(c) + col) * c->a.repeat + run;
+}
+
+enum metric { M_THROUGHPUT, M_CYCLES, M_BUSY };
+
+/* What a table cell (one mechanism, one column) shows: its runs summarized. */
+struct view {
+	enum bench_cell state; /* OK only if every run was */
+	struct bench_summary ips, cycles, cpu_ns, busy;
+	int oversubscribed, no_tsc;
+	const char *spec;
+};
+
+static void view_of(const struct config *c, const struct cell *cells, size_t m, size_t col,
+		    struct view *out)
+{
+	double ips[BENCH_MAX_REPEAT], cycles[BENCH_MAX_REPEAT], cpu_ns[BENCH_MAX_REPEAT],
+		busy[BENCH_MAX_REPEAT];
+	size_t k = 0, kc = 0, kb = 0;
+
+	*out = (struct view){.state = BENCH_CELL_OK, .spec = c->a.mechs.m[m].run};
+	for (unsigned r = 0; r < c->a.repeat; r++) {
+		const struct cell *x = &cells[cell_index(c, m, col, r)];
+
+		if (x->state != BENCH_CELL_OK) {
+			if (out->state == BENCH_CELL_OK)
+				out->state = x->state;
+			continue;
+		}
+		out->oversubscribed |= x->oversubscribed;
+		out->spec = x->spec;
+		ips[k] = x->ips;
+		cpu_ns[k++] = x->cpu_ns;
+		if (x->cycles >= 0)
+			cycles[kc++] = x->cycles;
+		if (x->busy >= 0)
+			busy[kb++] = x->busy;
+	}
+	if (out->state != BENCH_CELL_OK)
+		k = kc = kb = 0;
+	out->no_tsc = k > 0 && kc < k;
+	bench_summarize(ips, k, &out->ips);
+	bench_summarize(cpu_ns, k, &out->cpu_ns);
+	bench_summarize(cycles, out->no_tsc ? 0 : kc, &out->cycles);
+	bench_summarize(busy, kb, &out->busy);
+}
+
+/* What the sweep's callbacks see. */
+struct sweep_ctx {
+	const struct config *c;
+	struct cell *cells;
+	const char **pages;
+	size_t done, total;
+};
+
+static int measure_one(void *ctx, size_t col, unsigned run, size_t m)
+{
+	struct sweep_ctx *x = ctx;
+	const struct config *c = x->c;
+	uint64_t v[NPARAMS];
+	char of[32] = "";
+
+	column_values(c, col, v);
+	struct locality_params p = {
+		.mechanism = c->a.mechs.m[m].run,
+		.threads = (unsigned)v[P_THREADS],
+		.n1 = (size_t)v[P_N1],
+		.n2 = (size_t)v[P_N2],
+		.modify = (size_t)v[P_MODIFY],
+		.msg = (size_t)v[P_MSG],
+		.duration = c->a.duration,
+	};
+	if (c->a.repeat > 1)
+		snprintf(of, sizeof(of), " run %u/%u", run + 1, c->a.repeat);
+	bench_progress("[%zu/%zu] %s T=%u n1=%zu n2=%zu m=%zu s=%zu%s ...", ++x->done, x->total,
+		       p.mechanism, p.threads, p.n1, p.n2, p.modify, p.msg, of);
+	return measure(c, &c->a.mechs.m[m], &p, &x->cells[cell_index(c, m, col, run)], run,
+		       x->pages);
+}
+
+/*
+ * --json --repeat N (N > 1): after a column, one summary line per mechanism:
+ * its runs' median throughput and range and its place in the column's ranking.
+ */
+static void column_summaries(void *ctx, size_t col)
+{
+	struct sweep_ctx *x = ctx;
+	const struct config *c = x->c;
+	size_t n = c->a.mechs.n, *order = calloc(n, sizeof(*order)), k;
+	struct bench_summary *s = calloc(n, sizeof(*s));
+	struct view *views = calloc(n, sizeof(*views));
+	char *rel = calloc(n, 1);
+	uint64_t v[NPARAMS];
+
+	if (!c->a.json || c->a.repeat < 2 || !order || !s || !views || !rel)
+		goto out;
+	column_values(c, col, v);
+	for (size_t m = 0; m < n; m++) {
+		view_of(c, x->cells, m, col, &views[m]);
+		s[m] = views[m].ips;
+	}
+	k = bench_rank(s, n, 1, order, rel);
+	for (size_t m = 0; m < n; m++) {
+		const struct view *w = &views[m];
+		size_t rank = 0, ties = 0;
+
+		for (size_t i = 0; i < k; i++)
+			rank = order[i] == m ? i + 1 : rank;
+		bench_json_head("locality", c->a.mechs.m[m].spec, w->spec);
+		printf(",\"summary\":true,\"threads\":%llu,\"n1\":%llu,\"n2\":%llu,"
+		       "\"modify\":%llu,\"msg\":%llu,\"metric\":\"iters_per_s\",\"runs\":%u,"
+		       "\"ok_runs\":%zu,\"status\":\"%s\"",
+		       (unsigned long long)v[P_THREADS], (unsigned long long)v[P_N1],
+		       (unsigned long long)v[P_N2], (unsigned long long)v[P_MODIFY],
+		       (unsigned long long)v[P_MSG], c->a.repeat, w->ips.n,
+		       w->state == BENCH_CELL_OK ? "ok" : bench_cell_text(w->state));
+		if (w->ips.n)
+			printf(",\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,\"rank\":%zu",
+			       w->ips.median, w->ips.min, w->ips.max, rank);
+		else
+			printf(",\"median\":null,\"min\":null,\"max\":null,\"rank\":null");
+		printf(",\"ties\":[");
+		for (size_t o = 0; w->ips.n && o < n; o++) {
+			if (o == m || !s[o].n || !bench_overlap(&s[m], &s[o]))
+				continue;
+			printf("%s", ties++ ? "," : "");
+			bench_json_string(stdout, c->a.mechs.m[o].spec);
+		}
+		printf("]}\n");
+	}
+	fflush(stdout);
+out:
+	free(order);
+	free(s);
+	free(views);
+	free(rel);
+}
+
+/* Every (column, run, mechanism), each column's runs interleaved (repeat.h). */
 static int sweep(const struct config *c, struct cell *cells, const char **pages)
 {
-	size_t cols = ncols(c), total = cols * c->a.mechs.n, done = 0;
-	int rc = 0;
+	struct sweep_ctx x = {.c = c,
+			      .cells = cells,
+			      .pages = pages,
+			      .total = ncols(c) * c->a.repeat * c->a.mechs.n};
+	int rc = bench_sweep_run(&(struct bench_sweep){.ncols = ncols(c),
+						       .nmech = c->a.mechs.n,
+						       .repeat = c->a.repeat,
+						       .ctx = &x,
+						       .measure = measure_one,
+						       .column_done = column_summaries});
 
-	for (size_t col = 0; col < cols; col++) {
-		uint64_t v[NPARAMS];
-
-		column_values(c, col, v);
-		for (size_t m = 0; m < c->a.mechs.n; m++) {
-			struct locality_params p = {
-				.mechanism = c->a.mechs.m[m].run,
-				.threads = (unsigned)v[P_THREADS],
-				.n1 = (size_t)v[P_N1],
-				.n2 = (size_t)v[P_N2],
-				.modify = (size_t)v[P_MODIFY],
-				.msg = (size_t)v[P_MSG],
-				.duration = c->a.duration,
-			};
-
-			bench_progress("[%zu/%zu] %s T=%u n1=%zu n2=%zu m=%zu s=%zu ...", ++done,
-				       total, p.mechanism, p.threads, p.n1, p.n2, p.modify, p.msg);
-			if (measure(c, &c->a.mechs.m[m], &p, &cells[m * cols + col], pages))
-				rc = 1;
-		}
-	}
 	bench_progress_clear();
 	return rc;
 }
@@ -371,22 +517,24 @@ static void column_label(const struct config *c, size_t col, char *buf, size_t n
 					param_label[k], (unsigned long long)v[k]);
 }
 
-enum metric { M_THROUGHPUT, M_CYCLES, M_BUSY };
-
-static void format_cell(const struct cell *cell, enum metric what, char *buf, size_t n)
+static void format_cell(const struct config *c, const struct view *w, enum metric what, char *buf,
+			size_t n)
 {
-	const char *mark = cell->oversubscribed ? "*" : "";
+	const char *mark = w->oversubscribed ? "*" : "";
+	char ns[64];
 
-	if (cell->state != BENCH_CELL_OK)
-		snprintf(buf, n, "%s", bench_cell_text(cell->state));
+	(void)c;
+	if (w->state != BENCH_CELL_OK)
+		snprintf(buf, n, "%s", bench_cell_text(w->state));
 	else if (what == M_THROUGHPUT)
-		snprintf(buf, n, "%.1f%s", cell->ips / 1e3, mark);
-	else if (what == M_CYCLES && cell->cycles >= 0)
-		snprintf(buf, n, "%.0f%s", cell->cycles, mark);
-	else if (what == M_CYCLES)
-		snprintf(buf, n, "%.0fns%s", cell->cpu_ns, mark);
-	else if (cell->busy >= 0)
-		snprintf(buf, n, "%.1f%s", 100 * cell->busy, mark);
+		bench_summary_text(buf, n, &w->ips, 1e3, 1, mark);
+	else if (what == M_CYCLES && !w->no_tsc)
+		bench_summary_text(buf, n, &w->cycles, 1, 0, mark);
+	else if (what == M_CYCLES) {
+		bench_summary_text(ns, sizeof(ns), &w->cpu_ns, 1, 0, "");
+		snprintf(buf, n, "%sns%s", ns, mark);
+	} else if (w->busy.n)
+		bench_summary_text(buf, n, &w->busy, 0.01, 1, mark);
 	else
 		snprintf(buf, n, "-");
 }
@@ -406,8 +554,19 @@ static void table_label(const void *ctx, size_t col, char *buf, size_t n)
 static void table_cell(const void *ctx, size_t row, size_t col, char *buf, size_t n)
 {
 	const struct table_ctx *t = ctx;
+	struct view w;
 
-	format_cell(&t->cells[row * ncols(t->c) + col], t->what, buf, n);
+	view_of(t->c, t->cells, row, col, &w);
+	format_cell(t->c, &w, t->what, buf, n);
+}
+
+static void table_summary(const void *ctx, size_t row, size_t col, struct bench_summary *s)
+{
+	const struct table_ctx *t = ctx;
+	struct view w;
+
+	view_of(t->c, t->cells, row, col, &w);
+	*s = w.ips;
 }
 
 static void print_table(FILE *out, const struct config *c, const struct cell *cells,
@@ -423,10 +582,24 @@ static void print_table(FILE *out, const struct config *c, const struct cell *ce
 						     .cell = table_cell});
 }
 
+static void print_rankings(FILE *out, const struct config *c, const struct cell *cells)
+{
+	struct table_ctx t = {.c = c, .cells = cells, .what = M_THROUGHPUT};
+
+	bench_print_rankings(out, &(struct bench_rankings){.what = "throughput",
+							   .higher_better = 1,
+							   .repeat = c->a.repeat,
+							   .rows = &c->a.mechs,
+							   .ncols = ncols(c),
+							   .ctx = &t,
+							   .label = table_label,
+							   .summary = table_summary});
+}
+
 static void print_report(FILE *out, const struct config *c, const struct cell *cells,
 			 const char *pages)
 {
-	size_t n = ncols(c) * c->a.mechs.n;
+	size_t n = ncols(c) * c->a.mechs.n * c->a.repeat;
 	char fixed[160] = "";
 	size_t len = 0;
 	int busy = 0, over = 0, servers = 0, no_tsc = 0;
@@ -443,6 +616,10 @@ static void print_report(FILE *out, const struct config *c, const struct cell *c
 	}
 	fprintf(out, "locality:%s, %g s each, arrays on %s pages\n", fixed, c->a.duration,
 		strcmp(pages, "none") == 0 ? "ordinary" : pages);
+	if (c->a.repeat > 1)
+		fprintf(out,
+			"%u runs of every cell, interleaved; a cell is their median and (range)\n",
+			c->a.repeat);
 	print_table(out, c, cells, M_THROUGHPUT, "throughput, thousand iterations/s");
 	print_table(out, c, cells, M_CYCLES,
 		    no_tsc ? "CPU per iteration (ns: no TSC here)"
@@ -458,6 +635,8 @@ static void print_report(FILE *out, const struct config *c, const struct cell *c
 	if (over)
 		fprintf(out, "* oversubscribed: clients + servers more than the %ld online CPUs\n",
 			c->a.cpus);
+	if (c->a.repeat > 1)
+		print_rankings(out, c, cells);
 	fflush(out);
 }
 
@@ -481,7 +660,7 @@ int locality_main(int argc, char **argv)
 		free_config(&c);
 		return rc == 1 ? 0 : 2;
 	}
-	cells = calloc(c.a.mechs.n * ncols(&c), sizeof(*cells));
+	cells = calloc(c.a.mechs.n * ncols(&c) * c.a.repeat, sizeof(*cells));
 	if (!cells) {
 		free_config(&c);
 		return complain("out of memory");
