@@ -43,6 +43,10 @@
  *                             is for locus_dsm_alloc, the upper the shared heap
  *   LOCUS_DSM_STDIN           a fork-style run (locus_dsm_start): a file rank 0 reads
  *                             as its standard input (mpiexec forwards at most 64 KB)
+ *   LOCUS_DSM_ONE_NODE        plain (default): a run of one node maps its region as
+ *                             plain memory, whatever the protocol (nothing to keep
+ *                             consistent: no faults, twins or diffs); protocol: the
+ *                             protocol's machinery on one node too
  *   LOCUS_DSM_ASLR            keep: a fork-style run keeps address randomization (by
  *                             default it starts the program again without, so that
  *                             libraries lie at one address on every node)

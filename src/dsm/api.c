@@ -278,7 +278,7 @@ int locus_dsm_nodes(void)
 
 const char *locus_dsm_protocol(void)
 {
-	return dsm.proto ? dsm.proto->name : "none";
+	return dsm.proto ? dsm.cfg.protocol : "none"; /* the one asked for (proto_one.c) */
 }
 
 /* home: a node, or LOCUS_DSM_HOME_SPREAD (round robin by page). */

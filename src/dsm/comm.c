@@ -741,6 +741,8 @@ static int comm_setup(void)
 			peers[i].pidfd = fd >= 0 ? (int)fd : -1;
 		}
 	}
+	if (ok && dsm.nodes == 1 && !dsm.cfg.one_node_protocol)
+		dsm.proto = &dsm_proto_one; /* before anything asks it (api.c waits for ready) */
 	if (ok && dsm_region_map() != 0)
 		ok = 0;
 	if (ok) {

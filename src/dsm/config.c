@@ -235,5 +235,11 @@ int dsm_config_read(struct dsm_config *c)
 	if (c->switch_sync < 0)
 		return -1;
 	c->stats = env_choice("LOCUS_DSM_STATS", stats, 1, "0 (or none), 1 (or table) or json");
-	return c->stats < 0 ? -1 : 0;
+	if (c->stats < 0)
+		return -1;
+	static const struct choice one[] = {{"plain", 0}, {"protocol", 1}, {NULL, 0}};
+	c->one_node_protocol = env_choice("LOCUS_DSM_ONE_NODE", one, 0,
+					  "plain (one node's region is plain memory) or protocol "
+					  "(the protocol's machinery on one node too)");
+	return c->one_node_protocol < 0 ? -1 : 0;
 }

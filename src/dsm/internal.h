@@ -147,6 +147,7 @@ struct dsm_config {
 	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
 	uint32_t run;	       /* pages fetched per miss of a node walking in order */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
+	int one_node_protocol; /* LOCUS_DSM_ONE_NODE=protocol: no plain region on one node */
 };
 
 struct dsm_runtime {
@@ -284,6 +285,9 @@ const char *dsm_proto_names(void);
 extern const struct dsm_proto dsm_proto_sc;
 extern const struct dsm_proto dsm_proto_lrc;
 extern const struct dsm_proto dsm_proto_avr;
+/* A run of one node (proto_one.c): the region plain memory, whatever the
+   protocol, unless LOCUS_DSM_ONE_NODE=protocol (cfg.one_node_protocol). */
+extern const struct dsm_proto dsm_proto_one;
 
 /*
  * Another thread's CPU clock (pthread_getcpuclockid): it stops existing when

@@ -98,6 +98,19 @@ expect 1 "LOCUS_DSM_PEER_TIMEOUT_S=1 s" env LOCUS_DSM_DELAY_US=500000 LOCUS_DSM_
 expect 0 "verification passed" env LOCUS_DSM_DELAY_US=100000 LOCUS_DSM_PEER_TIMEOUT_S=1 \
 	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 expect 1 "LOCUS_DSM_SWITCH=some" env LOCUS_DSM_SWITCH=some "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+# One node: the region is plain memory (not one fault), whatever the protocol, and
+# the protocol named is the one asked for; LOCUS_DSM_ONE_NODE=protocol keeps the
+# protocol's faults (and lrc's twins).
+expect 1 "LOCUS_DSM_ONE_NODE=some" env LOCUS_DSM_ONE_NODE=some "$MPIEXEC" -n 1 "$APPS/locus-jacobi" -n 16 -i 1
+for p in sc lrc avr; do
+	expect 0 "protocol $p" env LOCUS_DSM_PROTOCOL=$p LOCUS_DSM_STATS=json "$MPIEXEC" -n 1 \
+		"$APPS/locus-jacobi" -n 256 -i 4 --threads 2
+	grep -q '"faults_read": 0, "faults_write": 0, "faults_upgrade": 0, "faults_local": 0' "$OUT" ||
+		{ echo "FAIL: one node under $p faulted:"; grep faults "$OUT" | head -2; fail=1; }
+done
+expect 0 "protocol lrc" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_ONE_NODE=protocol LOCUS_DSM_STATS=json \
+	"$MPIEXEC" -n 1 "$APPS/locus-jacobi" -n 256 -i 4
+grep -q '"faults_local": 0,' "$OUT" && { echo "FAIL: LOCUS_DSM_ONE_NODE=protocol did not fault"; fail=1; }
 for v in 0 1025 -5 99999999999; do
 	expect 1 "LOCUS_DSM_RUN=$v" env LOCUS_DSM_RUN=$v "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
