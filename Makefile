@@ -18,8 +18,8 @@ PY         := $(VENV)/bin/python
 all: build
 
 help:
-	@echo "make demo    install what is missing, build, compare every mechanism, draw two quick seed"
-	@echo "             figures and a report into $(BUILD)/demo (tools/demo, about 1 minute)"
+	@echo "make demo    install what is missing, build, compare every mechanism (3 interleaved runs each),"
+	@echo "             draw two quick seed figures and a report into $(BUILD)/demo (tools/demo, about 2 minutes)"
 	@echo "make test    install what is missing, build release + ThreadSanitizer + ASan/UBSan, run every test (C and Python)"
 	@echo "make build   release build only ($(RELEASE))"
 	@echo "make install PREFIX=/usr/local  install liblocus (shared, static), liblocus-dsm, liblocus-preload.so,"
@@ -102,7 +102,8 @@ test-kv-tsan: tsan python
 	LOCUS_KV=$(KV_TSAN) TSAN_OPTIONS=halt_on_error=1 $(PY) -m pytest -q tests/kv/test_concurrency.py tests/kv/test_udp.py \
 	tests/kv/test_slabs.py tests/kv/test_admin.py tests/kv/test_lru.py \
 	tests/kv/test_bad_input.py tests/kv/test_commands.py tests/kv/test_meta.py tests/kv/test_pymemcache.py \
-	tests/kv/test_tls.py tests/kv/test_auth.py tests/kv/test_restart.py tests/kv/test_hash.py
+	tests/kv/test_tls.py tests/kv/test_auth.py tests/kv/test_restart.py tests/kv/test_hash.py \
+	tests/kv/test_binary.py tests/kv/test_binary_input.py tests/kv/test_sasl.py
 
 test-kv-memcached: python
 	LOCUS_KV=memcached $(PY) -m pytest -q tests/kv

@@ -1,3 +1,4 @@
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,9 +7,53 @@
 
 struct app app = {.threads = 1};
 
-void app_start(int *argc, char ***argv, const char *name)
+/* What every DSM application's --help says after its own summary. */
+static const char dsm_help[] =
+	"It runs on every node of an mpiexec run. The shared memory runtime reads\n"
+	"LOCUS_DSM_PROTOCOL (sc), LOCUS_DSM_SIZE (the shared region, 256g), LOCUS_DSM_DELAY_US\n"
+	"and the others listed in locus_dsm(3); every node must be given the same values.\n"
+	"Protocols: sc (sequential consistency), lrc (lazy release consistency) and avr\n"
+	"(sc that computes on through a fault and rolls back if what it read was stale).\n"
+	"Under lrc a program whose shared accesses are ordered by locus-dsm locks and\n"
+	"barriers sees sequentially consistent results; a racy read may see a stale value.\n"
+	"sc and avr are sequentially consistent for every program.\n"
+	"The result is verified on node 0 (against a sequential run, or exact counts); the exit\n"
+	"status is 0 only when it passed (1: it failed; 2: a bad command line or a size that\n"
+	"does not fit).";
+
+/* The options every DSM application has, after its own. */
+static const struct app_opt dsm_opts[] = {
+	{"--threads", "application threads per node (the work is divided over nodes x threads)",
+	 &app.threads, 1, 64},
+	{"--prefetch", "1: prefetch (non-binding) the shared data about to be read", &app.prefetch,
+	 0, 1},
+};
+#define NDSM_OPTS (sizeof(dsm_opts) / sizeof(dsm_opts[0]))
+
+void app_dsm_options(int argc, char **argv, const char *name, const char *summary,
+		     const struct app_opt *opts)
 {
+	size_t n = 0;
+	while (opts[n].flag)
+		n++;
+	struct app_opt *all = calloc(n + NDSM_OPTS + 1, sizeof(*all));
+	size_t len = strlen(summary) + 2 + sizeof(dsm_help);
+	char *help = malloc(len);
+	if (!all || !help) {
+		fprintf(stderr, "locus-%s: out of memory\n", name);
+		exit(2);
+	}
+	memcpy(all, opts, n * sizeof(*all));
+	memcpy(all + n, dsm_opts, sizeof(dsm_opts));
+	snprintf(help, len, "%s\n\n%s", summary, dsm_help);
 	app.name = name;
+	app_options(argc, argv, name, help, all);
+	free(all);
+	free(help);
+}
+
+void app_start(int *argc, char ***argv)
+{
 	if (locus_dsm_init(argc, argv) != 0)
 		exit(1);
 	app.me = locus_dsm_node();
@@ -75,8 +120,13 @@ void *app_alloc(size_t bytes)
 	return p;
 }
 
-int app_finish(int ok, const char *params)
+int app_finish(int ok, const char *fmt, ...)
 {
+	char params[128];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(params, sizeof(params), fmt, ap);
+	va_end(ap);
 	if (app.me == 0)
 		*app.verdict = ok;
 	locus_dsm_barrier();

@@ -26,20 +26,6 @@ struct app {
 
 extern struct app app;
 
-/* The option every DSM application has (put it in its option list). */
-#define APP_THREADS_OPT                                                                            \
-	{                                                                                          \
-		"--threads",                                                                       \
-			"application threads per node (the work is divided over nodes x threads)", \
-			&app.threads, 1, 64                                                        \
-	}
-
-#define APP_PREFETCH_OPT                                                                           \
-	{                                                                                          \
-		"--prefetch", "1: prefetch (non-binding) the shared data about to be read",        \
-			&app.prefetch, 0, 1                                                        \
-	}
-
 /* With --prefetch 1: locus_dsm_prefetch(p, len), or locus_dsm_prefetch_write
    for data about to be written; else nothing. */
 static inline void app_prefetch(const void *p, size_t len)
@@ -54,21 +40,17 @@ static inline void app_prefetch_write(void *p, size_t len)
 		locus_dsm_prefetch_write(p, len);
 }
 
-/* What every DSM application's --help says after its own summary. */
-#define APP_DSM_HELP                                                                               \
-	"It runs on every node of an mpiexec run. The shared memory runtime reads\n"               \
-	"LOCUS_DSM_PROTOCOL (sc), LOCUS_DSM_SIZE (the shared region, 1g), LOCUS_DSM_DELAY_US\n"    \
-	"and the others listed in locus_dsm(3); every node must be given the same values.\n"       \
-	"Protocols: sc (sequential consistency), lrc (lazy release consistency) and avr\n"       \
-	"(sc that computes on through a fault and rolls back if what it read was stale).\n"     \
-	"Under lrc a program whose shared accesses are ordered by locus-dsm locks and\n"         \
-	"barriers sees sequentially consistent results; a racy read may see a stale value.\n"   \
-	"sc and avr are sequentially consistent for every program.\n"                            \
-	"The result is verified against a sequential run on node 0; the exit status is 0\n"        \
-	"only when it passed (1: it failed; 2: a bad command line or a size that does not fit)."
+/*
+ * A DSM application's command line, read as app_options does: its own
+ * options (opts), then --threads and --prefetch, which every one has; --help
+ * prints summary and then what the runtime reads and how the result is
+ * verified. Call it first.
+ */
+void app_dsm_options(int argc, char **argv, const char *name, const char *summary,
+		     const struct app_opt *opts);
 
 /* locus_dsm_init plus the shared verdict word; exits on failure. */
-void app_start(int *argc, char ***argv, const char *name);
+void app_start(int *argc, char ***argv);
 
 /* Worker w's share [lo, hi) of [0, total), in contiguous blocks (w in
    0 .. app.workers-1; consecutive workers are on the same node). */
@@ -88,9 +70,10 @@ void *app_alloc(size_t bytes);
 
 /*
  * Node 0 passes ok (1 = verified); every node gets it, node 0 prints the
- * result line (human, and JSON for tools/dsm-suite), the runtime prints its
+ * result line (human, and JSON for tools/dsm-suite) with the parameters
+ * (printf's fmt and what follows, e.g. "n=%ld"), the runtime prints its
  * statistics at finalize. Returns the process exit status.
  */
-int app_finish(int ok, const char *params);
+int app_finish(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

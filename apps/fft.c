@@ -80,13 +80,9 @@ static void work(int worker, void *unused)
 int main(int argc, char **argv)
 {
 	long lm = 16;
-	const struct app_opt opts[] = {
-		{"-m", "log2 of the points", &lm, 1, 40}, APP_THREADS_OPT, APP_PREFETCH_OPT, {0}};
-	app_options(argc, argv, "fft",
-		    "Radix-2 complex FFT of 2^m points."
-		    "\n\n" APP_DSM_HELP,
-		    opts);
-	app_start(&argc, &argv, "fft");
+	const struct app_opt opts[] = {{"-m", "log2 of the points", &lm, 1, 40}, {0}};
+	app_dsm_options(argc, argv, "fft", "Radix-2 complex FFT of 2^m points.", opts);
+	app_start(&argc, &argv);
 	m = (int)lm;
 	n = 1L << m;
 	size_t bytes = app_bytes("the points", (size_t)n, sizeof(double complex), 1);
@@ -106,7 +102,5 @@ int main(int argc, char **argv)
 		free(sin_);
 		free(sx);
 	}
-	char params[32];
-	snprintf(params, sizeof(params), "points=2^%d", m);
-	return app_finish(ok, params);
+	return app_finish(ok, "points=2^%d", m);
 }

@@ -73,20 +73,17 @@ int main(int argc, char **argv)
 {
 	n = 512;
 	iters = 40;
-	const struct app_opt opts[] = {{"-n", "unknowns", &n, 1, 1000000},
-				       {"-i", "sweeps", &iters, 1, 1000000},
-				       APP_THREADS_OPT,
-				       APP_PREFETCH_OPT,
-				       {0}};
-	app_options(argc, argv, "gauss",
-		    "Gauss-Seidel for A x = b, A dense and diagonally dominant. Each block reads\n"
-		    "the other blocks' newest x as they are written, without synchronization:\n"
-		    "a racy program. Under sc it sees every write at once; under lrc it sees\n"
-		    "the other blocks' x as of the last barrier (Jacobi-like sweeps between\n"
-		    "barriers), and it still converges and verifies by residual."
-		    "\n\n" APP_DSM_HELP,
-		    opts);
-	app_start(&argc, &argv, "gauss");
+	const struct app_opt opts[] = {
+		{"-n", "unknowns", &n, 1, 1000000}, {"-i", "sweeps", &iters, 1, 1000000}, {0}};
+	app_dsm_options(
+		argc, argv, "gauss",
+		"Gauss-Seidel for A x = b, A dense and diagonally dominant. Each block reads\n"
+		"the other blocks' newest x as they are written, without synchronization:\n"
+		"a racy program. Under sc it sees every write at once; under lrc it sees\n"
+		"the other blocks' x as of the last barrier (Jacobi-like sweeps between\n"
+		"barriers), and it still converges and verifies by residual.",
+		opts);
+	app_start(&argc, &argv);
 	a = app_alloc(app_bytes("the matrix", (size_t)n, (size_t)n, sizeof(double)));
 	b = app_alloc((size_t)n * sizeof(double));
 	x = app_alloc((size_t)n * sizeof(double));
@@ -112,7 +109,5 @@ int main(int argc, char **argv)
 		free(sb);
 		free(sx);
 	}
-	char params[64];
-	snprintf(params, sizeof(params), "n=%ld iters=%ld", n, iters);
-	return app_finish(ok, params);
+	return app_finish(ok, "n=%ld iters=%ld", n, iters);
 }

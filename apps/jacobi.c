@@ -37,14 +37,11 @@ int main(int argc, char **argv)
 	iters = 20;
 	const struct app_opt opts[] = {{"-n", "grid points per side", &n, 1, 1000000},
 				       {"-i", "sweeps", &iters, 1, 1000000},
-				       APP_THREADS_OPT,
-				       APP_PREFETCH_OPT,
 				       {0}};
-	app_options(argc, argv, "jacobi",
-		    "Jacobi relaxation of the Laplace equation on an (n+2) x (n+2) grid."
-		    "\n\n" APP_DSM_HELP,
-		    opts);
-	app_start(&argc, &argv, "jacobi");
+	app_dsm_options(argc, argv, "jacobi",
+			"Jacobi relaxation of the Laplace equation on an (n+2) x (n+2) grid.",
+			opts);
+	app_start(&argc, &argv);
 	long w = n + 2;
 	size_t bytes = app_bytes("the grid", (size_t)w, (size_t)w, sizeof(double));
 	g[0] = app_alloc(bytes);
@@ -66,7 +63,5 @@ int main(int argc, char **argv)
 		free(s[0]);
 		free(s[1]);
 	}
-	char params[64];
-	snprintf(params, sizeof(params), "n=%ld iters=%ld", n, iters);
-	return app_finish(ok, params);
+	return app_finish(ok, "n=%ld iters=%ld", n, iters);
 }

@@ -136,13 +136,8 @@ int main(int argc, char **argv)
 	const struct app_opt opts[] = {
 		{"-n", "rows and columns of the matrix", &n, 1, 1000000},
 		{"-b", "rows and columns of a block (divides -n)", &bs, 1, 1000000},
-		APP_THREADS_OPT,
-		APP_PREFETCH_OPT,
 		{0}};
-	app_options(argc, argv, "lu",
-		    "Blocked LU factorization of an n x n matrix."
-		    "\n\n" APP_DSM_HELP,
-		    opts);
+	app_dsm_options(argc, argv, "lu", "Blocked LU factorization of an n x n matrix.", opts);
 	if (n % bs) {
 		if (app_first_node())
 			fprintf(stderr,
@@ -150,7 +145,7 @@ int main(int argc, char **argv)
 				bs);
 		return 2;
 	}
-	app_start(&argc, &argv, "lu");
+	app_start(&argc, &argv);
 	nb = n / bs;
 	size_t bytes = app_bytes("the matrix", (size_t)n, (size_t)n, sizeof(double));
 	double *m = shared_m = app_alloc(bytes);
@@ -165,7 +160,5 @@ int main(int argc, char **argv)
 		ok = memcmp(s, m, bytes) == 0;
 		free(s);
 	}
-	char params[64];
-	snprintf(params, sizeof(params), "n=%ld block=%ld", n, bs);
-	return app_finish(ok, params);
+	return app_finish(ok, "n=%ld block=%ld", n, bs);
 }

@@ -48,14 +48,9 @@ int main(int argc, char **argv)
 {
 	n = 256;
 	const struct app_opt opts[] = {{"-n", "rows and columns of the matrices", &n, 1, 1000000},
-				       APP_THREADS_OPT,
-				       APP_PREFETCH_OPT,
 				       {0}};
-	app_options(argc, argv, "matmul",
-		    "C = A x B for n x n matrices of doubles."
-		    "\n\n" APP_DSM_HELP,
-		    opts);
-	app_start(&argc, &argv, "matmul");
+	app_dsm_options(argc, argv, "matmul", "C = A x B for n x n matrices of doubles.", opts);
+	app_start(&argc, &argv);
 	size_t bytes = app_bytes("a matrix", (size_t)n, (size_t)n, sizeof(double));
 	a = app_alloc(bytes);
 	b = app_alloc(bytes);
@@ -82,7 +77,5 @@ int main(int argc, char **argv)
 		free(sb);
 		free(sc);
 	}
-	char params[32];
-	snprintf(params, sizeof(params), "n=%ld", n);
-	return app_finish(ok, params);
+	return app_finish(ok, "n=%ld", n);
 }

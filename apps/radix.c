@@ -89,16 +89,11 @@ int main(int argc, char **argv)
 {
 	n = 262144;
 	long lbits = 24;
-	const struct app_opt opts[] = {{"-n", "keys", &n, 1, 1L << 40},
-				       {"-bits", "bits of a key", &lbits, 1, 32},
-				       APP_THREADS_OPT,
-				       APP_PREFETCH_OPT,
-				       {0}};
-	app_options(argc, argv, "radix",
-		    "Radix sort of n integer keys, 8 bits per pass."
-		    "\n\n" APP_DSM_HELP,
-		    opts);
-	app_start(&argc, &argv, "radix");
+	const struct app_opt opts[] = {
+		{"-n", "keys", &n, 1, 1L << 40}, {"-bits", "bits of a key", &lbits, 1, 32}, {0}};
+	app_dsm_options(argc, argv, "radix", "Radix sort of n integer keys, 8 bits per pass.",
+			opts);
+	app_start(&argc, &argv);
 	int bits = (int)lbits;
 	passes = (bits + 7) / 8;
 	size_t kbytes = app_bytes("the keys", (size_t)n, 4, 1);
@@ -116,7 +111,5 @@ int main(int argc, char **argv)
 		ok = memcmp(s, keys[passes & 1], (size_t)n * 4) == 0;
 		free(s);
 	}
-	char params[64];
-	snprintf(params, sizeof(params), "keys=%ld bits=%d", n, bits);
-	return app_finish(ok, params);
+	return app_finish(ok, "keys=%ld bits=%d", n, bits);
 }

@@ -214,14 +214,13 @@ int main(int argc, char **argv)
 		 &table_words, 512, 1 << 26},
 		{"-run", "GUPS: consecutive words updated from each random start", &run, 1,
 		 1 << 20},
-		APP_THREADS_OPT,
 		{NULL, NULL, NULL, 0, 0},
 	};
-	app_options(argc, argv, "dsm-ship",
-		    "Moving the data or shipping the work: random updates of a table, one hot\n"
-		    "counter, or a hash table, each either way (--ship); prints operations/s.",
-		    opts);
-	app_start(&argc, &argv, "dsm-ship");
+	app_dsm_options(argc, argv, "dsm-ship",
+			"Moving the data or shipping the work: random updates of a table, one hot\n"
+			"counter, or a hash table, each either way (--ship); prints operations/s.",
+			opts);
+	app_start(&argc, &argv);
 	lrc = !strcmp(locus_dsm_protocol(), "lrc");
 	table_pages = (table_words * app.nodes + SLOTS_PER_PAGE - 1) / SLOTS_PER_PAGE;
 	size_t bytes = workload == 2

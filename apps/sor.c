@@ -47,14 +47,10 @@ int main(int argc, char **argv)
 	iters = 20;
 	const struct app_opt opts[] = {{"-n", "grid points per side", &n, 1, 1000000},
 				       {"-i", "red-black sweeps", &iters, 1, 1000000},
-				       APP_THREADS_OPT,
-				       APP_PREFETCH_OPT,
 				       {0}};
-	app_options(argc, argv, "sor",
-		    "Red-black successive over-relaxation on an (n+2) x (n+2) grid."
-		    "\n\n" APP_DSM_HELP,
-		    opts);
-	app_start(&argc, &argv, "sor");
+	app_dsm_options(argc, argv, "sor",
+			"Red-black successive over-relaxation on an (n+2) x (n+2) grid.", opts);
+	app_start(&argc, &argv);
 	long w = n + 2;
 	g = app_alloc(app_bytes("the grid", (size_t)w, (size_t)w, sizeof(double)));
 	if (app.me == 0)
@@ -70,7 +66,5 @@ int main(int argc, char **argv)
 		ok = grid_equal(g, s, n);
 		free(s);
 	}
-	char params[64];
-	snprintf(params, sizeof(params), "n=%ld iters=%ld", n, iters);
-	return app_finish(ok, params);
+	return app_finish(ok, "n=%ld iters=%ld", n, iters);
 }

@@ -125,14 +125,10 @@ int main(int argc, char **argv)
 	steps = 3;
 	const struct app_opt opts[] = {{"-n", "molecules", &n, 1, 10000000},
 				       {"-s", "time steps", &steps, 1, 1000000},
-				       APP_THREADS_OPT,
-				       APP_PREFETCH_OPT,
 				       {0}};
-	app_options(argc, argv, "water",
-		    "An O(n^2) molecular-dynamics kernel (Water-Nsquared)."
-		    "\n\n" APP_DSM_HELP,
-		    opts);
-	app_start(&argc, &argv, "water");
+	app_dsm_options(argc, argv, "water",
+			"An O(n^2) molecular-dynamics kernel (Water-Nsquared).", opts);
+	app_start(&argc, &argv);
 	m = app_alloc(app_bytes("the molecules", (size_t)n, sizeof(struct mol), 1));
 	if (app.me == 0)
 		fill(m, n);
@@ -183,7 +179,5 @@ int main(int argc, char **argv)
 		free(sm);
 		free(f);
 	}
-	char params[64];
-	snprintf(params, sizeof(params), "molecules=%ld steps=%ld", n, steps);
-	return app_finish(ok, params);
+	return app_finish(ok, "molecules=%ld steps=%ld", n, steps);
 }

@@ -13,7 +13,6 @@
 
 #include "common.h"
 
-
 int child_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -168,4 +167,16 @@ int child_result(child_body body, void *arg, double timeout, void *buf, size_t s
 		return -1;
 	}
 	return 0;
+}
+
+int child_measure(child_body body, void *arg, double timeout, void *buf, size_t size,
+		  struct child_outcome *out, char *why, size_t n)
+{
+	if (child_result(body, arg, timeout, buf, size, why, n))
+		return -1;
+	if (out->ok)
+		return 0;
+	bench_one_line(out->err);
+	snprintf(why, n, "%s", out->err);
+	return -1;
 }

@@ -51,6 +51,20 @@ void child_describe(const struct child_status *st, char *out, size_t n);
 int child_result(child_body body, void *arg, double timeout, void *buf, size_t size, char *why,
 		 size_t n);
 
+/* The head of a measurement's result: whether the work succeeded, and if not why. */
+struct child_outcome {
+	int ok; /* 0: err says what went wrong */
+	char err[512];
+};
+
+/*
+ * child_result for a measurement whose result (buf) holds `out`: 0 if the
+ * child sent all of it and out->ok says it succeeded; else -1 with why the
+ * measurement failed, on one line, in why.
+ */
+int child_measure(child_body body, void *arg, double timeout, void *buf, size_t size,
+		  struct child_outcome *out, char *why, size_t n);
+
 /* Write all of buf to fd, retrying short writes; 0 or -1. */
 int child_write_all(int fd, const void *buf, size_t len);
 

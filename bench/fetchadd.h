@@ -13,13 +13,16 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "child.h"
+#include "locus/export.h" /* LOCUS_CACHELINE */
+
 /*
  * One shared counter alone on its cache line, so that two counters never
  * share a line and contention is only the contention the workload asks for.
  * aux is written by the sqrt critical section only, on the same line.
  */
 struct fetchadd_slot {
-	_Alignas(64) uint64_t v;
+	_Alignas(LOCUS_CACHELINE) uint64_t v;
 	double aux;
 };
 
@@ -54,8 +57,8 @@ struct fetchadd_params {
 	double duration; /* seconds the threads run */
 	uint64_t delay;	 /* pause iterations between operations */
 	enum fetchadd_fn fn;
-	uint64_t section_ns;   /* --section-ns: each section lasts this long (0: as fn is) */
-	int latency;	       /* sample the latency of every latency_every-th operation */
+	uint64_t section_ns;	/* --section-ns: each section lasts this long (0: as fn is) */
+	int latency;		/* sample the latency of every latency_every-th operation */
 	unsigned latency_every; /* --latency-every (default FETCHADD_SAMPLE_EVERY) */
 	int sync;		/* --sync: run, not post, on asynchronous executors too */
 };
@@ -68,11 +71,13 @@ struct fetchadd_params {
 
 /* What one measurement sends back from its child process. */
 struct fetchadd_result {
-	int ok;		/* 0: err says what went wrong */
-	uint64_t ops;	/* increments the threads counted */
+	struct child_outcome out; /* ok, or why not */
+	uint64_t ops;		  /* increments the threads counted */
 	uint64_t sum;	/* sum of the counters afterwards: equal to ops, or updates were lost */
 	double seconds; /* from the start barrier until the last thread stopped (and drained) */
 	int posted;	/* an operation was a post (an asynchronous executor without --sync) */
+	int delegated;	/* the sections ran away from the caller: servers, or an asynchronous
+			   executor (flat) */
 	uint64_t post_failures; /* locus_cs_post calls that returned nonzero (not counted in ops) */
 	unsigned servers;	/* delegation server threads during the run (0: none) */
 	uint64_t server_requests[FETCHADD_MAX_SERVERS]; /* requests each server served */
@@ -84,7 +89,6 @@ struct fetchadd_result {
 	uint64_t lat_samples;
 	double lat_median, lat_p99, lat_mean, lat_max;
 	char spec[256]; /* locus_cs_spec() of the executor, or the peer name */
-	char err[512];
 };
 
 /* Run one measurement in the calling process (meant to be a fresh child). */

@@ -52,7 +52,7 @@ enum kind { KIND_CS, KIND_POST, KIND_ATOMIC, KIND_CK_TICKET, KIND_CK_MCS, KIND_P
 
 /* A peer's lock, on its own line like the counter it guards (as an executor's lock is). */
 struct peer_lock {
-	_Alignas(64) union {
+	_Alignas(LOCUS_CACHELINE) union {
 		ck_spinlock_ticket_t ticket;
 		ck_spinlock_mcs_t mcs;
 		pthread_spinlock_t spin;
@@ -78,11 +78,11 @@ struct bench {
 	unsigned every;		/* --latency: one operation in this many is timed */
 	pthread_barrier_t start;
 	/* On its own line: every thread reads it every operation; only main writes it, once. */
-	_Alignas(64) int stop; /* relaxed atomic */
+	_Alignas(LOCUS_CACHELINE) int stop; /* relaxed atomic */
 };
 
 struct worker {
-	_Alignas(64) struct bench *b;
+	_Alignas(LOCUS_CACHELINE) struct bench *b;
 	unsigned index;
 	uint64_t ops;
 	uint64_t failures; /* posts that returned nonzero */
@@ -209,7 +209,8 @@ sampled(struct worker *w, int (*op)(struct bench *, size_t), int post, size_t i)
 
 	if (post) {
 		*slot = mono_ns();
-		return locus_cs_post(w->b->cs[i], w->b->fn, 1, w->b->section_ns, 0, post_done, slot);
+		return locus_cs_post(w->b->cs[i], w->b->fn, 1, w->b->section_ns, 0, post_done,
+				     slot);
 	}
 	t0 = mono_ns();
 	r = op(w->b, i);
@@ -233,8 +234,7 @@ loop(struct worker *w, int (*op)(struct bench *, size_t), int post, int lat)
 		size_t i = pick(&rng, b->vars);
 		int r;
 
-		if (lat && (ops + failures) % b->every == 0 &&
-		    w->nsamples < b->sample_cap)
+		if (lat && (ops + failures) % b->every == 0 && w->nsamples < b->sample_cap)
 			r = sampled(w, op, post, i);
 		else
 			r = op(b, i);
@@ -308,14 +308,15 @@ static int open_executors(struct bench *b, const char *spec, int sync, struct fe
 {
 	b->cs = calloc(b->vars, sizeof(*b->cs));
 	if (!b->cs) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %zu executors", b->vars);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %zu executors",
+			 b->vars);
 		return -1;
 	}
 	for (size_t i = 0; i < b->vars; i++) {
 		b->cs[i] = locus_cs_open(spec, &b->slot[i]);
 		if (!b->cs[i]) {
-			snprintf(r->err, sizeof(r->err), "opening executor %zu of %zu: %s", i + 1,
-				 b->vars, locus_cs_error());
+			snprintf(r->out.err, sizeof(r->out.err), "opening executor %zu of %zu: %s",
+				 i + 1, b->vars, locus_cs_error());
 			return -1;
 		}
 	}
@@ -330,6 +331,7 @@ static int open_executors(struct bench *b, const char *spec, int sync, struct fe
 	b->own_servers = r->servers == 0 && locus_cs_server_stats(b->cs[0], &st) == 0;
 	if (b->own_servers)
 		r->servers = b->vars > UINT32_MAX ? UINT32_MAX : (unsigned)b->vars;
+	r->delegated = r->servers > 0 || locus_cs_is_async(b->cs[0]);
 	return 0;
 }
 
@@ -348,9 +350,9 @@ static int setup(struct bench *b, const struct fetchadd_params *p, struct fetcha
 		b->fn = fetchadd_slow;
 	b->latency = p->latency;
 	b->every = p->latency_every ? p->latency_every : FETCHADD_SAMPLE_EVERY;
-	b->slot = aligned_alloc(64, b->vars * sizeof(*b->slot));
+	b->slot = aligned_alloc(LOCUS_CACHELINE, b->vars * sizeof(*b->slot));
 	if (!b->slot) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %zu counters", b->vars);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %zu counters", b->vars);
 		return -1;
 	}
 	memset(b->slot, 0, b->vars * sizeof(*b->slot));
@@ -362,9 +364,9 @@ static int setup(struct bench *b, const struct fetchadd_params *p, struct fetcha
 	snprintf(r->spec, sizeof(r->spec), "%s", p->mechanism);
 	if (b->kind == KIND_ATOMIC)
 		return 0;
-	b->lock = aligned_alloc(64, b->vars * sizeof(*b->lock));
+	b->lock = aligned_alloc(LOCUS_CACHELINE, b->vars * sizeof(*b->lock));
 	if (!b->lock) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %zu locks", b->vars);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %zu locks", b->vars);
 		return -1;
 	}
 	init_peer_locks(b);
@@ -404,7 +406,8 @@ static int summarize_latency(const struct worker *w, unsigned threads, struct fe
 		return 0;
 	all = malloc(n * sizeof(*all));
 	if (!all) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %zu latency samples", n);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %zu latency samples",
+			 n);
 		return -1;
 	}
 	for (unsigned i = 0; i < threads; i++) {
@@ -435,7 +438,7 @@ static int alloc_samples(struct bench *b, struct worker *w, unsigned threads,
 	for (unsigned i = 0; i < threads; i++) {
 		w[i].samples = malloc(cap * sizeof(*w[i].samples));
 		if (!w[i].samples) {
-			snprintf(r->err, sizeof(r->err),
+			snprintf(r->out.err, sizeof(r->out.err),
 				 "out of memory for %zu latency samples per thread", cap);
 			return -1;
 		}
@@ -468,13 +471,13 @@ static void server_stats(const struct bench *b, struct fetchadd_result *r)
 static int run_threads(struct bench *b, unsigned threads, double duration,
 		       struct fetchadd_result *r)
 {
-	struct worker *w = aligned_alloc(64, threads * sizeof(*w));
+	struct worker *w = aligned_alloc(LOCUS_CACHELINE, threads * sizeof(*w));
 	double start, end = 0;
 	unsigned i;
 	int err;
 
 	if (!w) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %u threads", threads);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %u threads", threads);
 		return -1;
 	}
 	for (i = 0; i < threads; i++)
@@ -485,8 +488,8 @@ static int run_threads(struct bench *b, unsigned threads, double duration,
 	for (i = 0; i < threads; i++) {
 		err = pthread_create(&w[i].tid, NULL, worker_main, &w[i]);
 		if (err) {
-			snprintf(r->err, sizeof(r->err), "starting thread %u of %u: %s", i + 1,
-				 threads, strerror(err));
+			snprintf(r->out.err, sizeof(r->out.err), "starting thread %u of %u: %s",
+				 i + 1, threads, strerror(err));
 			return -1;
 		}
 	}
@@ -533,7 +536,7 @@ void fetchadd_measure(const struct fetchadd_params *p, struct fetchadd_result *r
 	if (setup(&b, p, r) == 0 && run_threads(&b, p->threads, p->duration, r) == 0) {
 		for (size_t i = 0; i < b.vars; i++)
 			r->sum += b.slot[i].v;
-		r->ok = 1;
+		r->out.ok = 1;
 	}
 	teardown(&b);
 }

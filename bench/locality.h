@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "child.h"
 #include "walk.h"
 
 #define LOCALITY_MAX_MSG (1u << 16)
@@ -46,19 +47,18 @@ enum locality_busy_basis {
 };
 
 struct locality_result {
-	int ok;		     /* 0: err says what went wrong */
-	uint64_t iterations; /* core-loop iterations, all clients */
-	double seconds;	     /* from the start until the last client stopped */
-	double cpu_s;	     /* process CPU time in that interval, every thread */
-	double tsc_ghz;	     /* TSC ticks per ns over the interval; 0: no TSC */
-	unsigned servers;    /* threads that ran the critical section for the clients */
-	double server_busy;  /* share of the server's time (or dequeues) with work; < 0: none */
+	struct child_outcome out; /* ok, or why not */
+	uint64_t iterations;	  /* core-loop iterations, all clients */
+	double seconds;		  /* from the start until the last client stopped */
+	double cpu_s;		  /* process CPU time in that interval, every thread */
+	double tsc_ghz;		  /* TSC ticks per ns over the interval; 0: no TSC */
+	unsigned servers;	  /* threads that ran the critical section for the clients */
+	double server_busy; /* share of the server's time (or dequeues) with work; < 0: none */
 	enum locality_busy_basis busy_basis;
 	enum walk_pages pages;
 	uint64_t bad_lines; /* shared lines whose count is not what the runs imply */
 	uint64_t sink;	    /* every walk's result, so no walk can be optimized away */
 	char spec[256];
-	char err[512];
 };
 
 /* Run one measurement in the calling process (meant to be a fresh child). */

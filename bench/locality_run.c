@@ -23,6 +23,7 @@
 
 #include "common.h"
 #include "common/atomic.h"
+#include "common/clock.h"
 #include "locus/cs.h"
 #include "locus/delegate.h"
 
@@ -34,11 +35,11 @@ struct bench {
 	size_t n1, msg;
 	pthread_barrier_t start;
 	/* On its own line: every client reads it every iteration; only main writes it, once. */
-	_Alignas(64) int stop; /* relaxed atomic */
+	_Alignas(LOCUS_CACHELINE) int stop; /* relaxed atomic */
 };
 
 struct client {
-	_Alignas(64) struct bench *b;
+	_Alignas(LOCUS_CACHELINE) struct bench *b;
 	struct walk_line *priv; /* n1 lines, this thread's alone */
 	char *msg;		/* the message it sends, msg bytes */
 	uint64_t iterations;
@@ -100,7 +101,7 @@ static int setup_memory(struct walk_region *reg, const struct locality_params *p
 	char *at;
 
 	if (walk_region_map(reg, shared + per_client * p->threads)) {
-		snprintf(r->err, sizeof(r->err), "cannot map %zu bytes for the arrays: %s",
+		snprintf(r->out.err, sizeof(r->out.err), "cannot map %zu bytes for the arrays: %s",
 			 shared + per_client * p->threads, strerror(errno));
 		return -1;
 	}
@@ -161,8 +162,8 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 	for (unsigned i = 0; i < p->threads; i++) {
 		err = pthread_create(&c[i].tid, NULL, client_main, &c[i]);
 		if (err) {
-			snprintf(r->err, sizeof(r->err), "starting thread %u of %u: %s", i + 1,
-				 p->threads, strerror(err));
+			snprintf(r->out.err, sizeof(r->out.err), "starting thread %u of %u: %s",
+				 i + 1, p->threads, strerror(err));
 			return -1;
 		}
 	}
@@ -188,7 +189,7 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 		locus_cs_server_stats(b->cs, &s1);
 	r->seconds = end - start;
 	r->tsc_ghz = tsc1 > tsc0 && tsc_t1 > tsc_t0
-			     ? (double)(tsc1 - tsc0) / ((tsc_t1 - tsc_t0) * 1e9)
+			     ? (double)(tsc1 - tsc0) / ((tsc_t1 - tsc_t0) * NS_PER_S)
 			     : 0;
 	if (has_server)
 		server_busy(&s0, &s1, r);
@@ -213,12 +214,14 @@ void locality_measure(const struct locality_params *p, struct locality_result *r
 {
 	struct bench b = {0};
 	struct walk_region reg = {0};
-	struct client *c = aligned_alloc(64, (p->threads ? p->threads : 1) * sizeof(*c));
+	struct client *c =
+		aligned_alloc(LOCUS_CACHELINE, (p->threads ? p->threads : 1) * sizeof(*c));
 
 	memset(r, 0, sizeof(*r));
 	r->server_busy = -1;
 	if (!c) {
-		snprintf(r->err, sizeof(r->err), "out of memory for %u threads", p->threads);
+		snprintf(r->out.err, sizeof(r->out.err), "out of memory for %u threads",
+			 p->threads);
 		return;
 	}
 	for (unsigned i = 0; i < p->threads; i++)
@@ -229,7 +232,7 @@ void locality_measure(const struct locality_params *p, struct locality_result *r
 		goto out;
 	b.cs = locus_cs_open(p->mechanism, &b.st);
 	if (!b.cs) {
-		snprintf(r->err, sizeof(r->err), "%s", locus_cs_error());
+		snprintf(r->out.err, sizeof(r->out.err), "%s", locus_cs_error());
 		goto out;
 	}
 	snprintf(r->spec, sizeof(r->spec), "%s", locus_cs_spec(b.cs));
@@ -239,7 +242,7 @@ void locality_measure(const struct locality_params *p, struct locality_result *r
 		r->servers = 1;
 	if (run_clients(&b, c, p, r) == 0) {
 		r->bad_lines = check_lines(&b, r->iterations);
-		r->ok = 1;
+		r->out.ok = 1;
 	}
 	locus_cs_close(b.cs);
 out:

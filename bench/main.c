@@ -8,6 +8,7 @@
 
 #include "fetchadd.h"
 #include "locality.h"
+#include "pingpong.h"
 
 struct command {
 	const char *name;
@@ -21,6 +22,8 @@ static const struct command commands[] = {
 	 fetchadd_usage},
 	{"locality", "seed 000's microbenchmark: thread-local walk, then a critical section",
 	 locality_main, locality_usage},
+	{"pingpong", "the floor: one cache-line round trip between two cores, and a ring",
+	 pingpong_main, pingpong_usage},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

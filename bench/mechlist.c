@@ -137,7 +137,7 @@ static int spec_has_option(const char *spec, const char *prefix)
 /* Open spec and close it again; 0, or -1 with the library's reason. */
 static int try_open(const char *spec, char *canonical, size_t cap, char *err, size_t errlen)
 {
-	_Alignas(64) char state[256] = {0};
+	_Alignas(LOCUS_CACHELINE) char state[256] = {0};
 	locus_cs *cs = locus_cs_open(spec, state);
 
 	if (!cs) {

@@ -72,6 +72,20 @@ int opts_uint_list(const char *s, uint64_t min, uint64_t max, uint64_t **out, si
 	return 0;
 }
 
+int opts_default_list(uint64_t **list, size_t *count, const uint64_t *v, size_t n)
+{
+	if (*list)
+		return 0;
+	*list = malloc(n * sizeof(*v));
+	if (!*list)
+		return -1;
+	*count = 0;
+	for (size_t i = 0; i < n; i++)
+		if (*count == 0 || (*list)[*count - 1] < v[i])
+			(*list)[(*count)++] = v[i];
+	return 0;
+}
+
 int opts_seconds(const char *s, double min, double max, double *out, char *err, size_t errlen)
 {
 	char *end;

@@ -17,6 +17,13 @@ int opts_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *er
 int opts_uint_list(const char *s, uint64_t min, uint64_t max, uint64_t **out, size_t *n, char *err,
 		   size_t errlen);
 
+/*
+ * An option's default list: if *list is NULL (the option was not given), a new
+ * array of v[0..n) in increasing order without repeats (so 1, CPUs, 2 x CPUs
+ * is 1, 2 on one CPU); 0, or -1 if out of memory.
+ */
+int opts_default_list(uint64_t **list, size_t *count, const uint64_t *v, size_t n);
+
 /* A finite decimal number greater than min and at most max. */
 int opts_seconds(const char *s, double min, double max, double *out, char *err, size_t errlen);
 

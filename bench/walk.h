@@ -18,7 +18,7 @@
 
 #include "locus/fn.h"
 
-#define WALK_LINE 64
+#define WALK_LINE LOCUS_CACHELINE
 
 struct walk_line {
 	_Alignas(WALK_LINE) uint32_t next; /* index of the next line of the cycle */

@@ -246,6 +246,8 @@ END_TEST
 
 /* ---- fork ------------------------------------------------------------------ */
 
+#ifndef LOCUS_TEST_TSAN /* not under ThreadSanitizer: see main */
+
 static const char *const fork_specs[] = {"ffwd", "async",   "async:direct",
 					 "flat", "mpsc",    "mpsc:locked,copy",
 					 "mcs",	 "ccsynch", NULL};
@@ -316,6 +318,7 @@ START_TEST(fork_child_can_use_executors)
 	locus_cs_close(cs);
 }
 END_TEST
+#endif
 
 int main(void)
 {

@@ -895,7 +895,7 @@ static void check_result(int rc, const struct kv_meta *m, const char *line, size
 
 START_TEST(random_lines)
 {
-	enum { LINES = 200000, CAP = 512 };
+	enum { LINES = 200000 / TEST_SCALE, CAP = 512 };
 	char scratch[CAP];
 	unsigned parsed = 0, swallowed = 0;
 	unsigned per_cmd[KV_META_DEBUG + 1] = {0};
@@ -950,7 +950,7 @@ int main(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("random");
-	tcase_set_timeout(tc, 30 * TEST_SLOWDOWN);
+	tcase_set_timeout(tc, 120 * TEST_SLOWDOWN);
 	tcase_add_test(tc, random_lines);
 	suite_add_tcase(s, tc);
 

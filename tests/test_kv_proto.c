@@ -972,7 +972,7 @@ static void check_result(int rc, const struct kv_cmd *c, const char *line, size_
 
 START_TEST(random_lines)
 {
-	enum { LINES = 200000, CAP = 4096 };
+	enum { LINES = 200000 / TEST_SCALE, CAP = 4096 };
 	char scratch[CAP];
 	unsigned parsed = 0, batches = 0;
 	for (unsigned i = 0; i < LINES; i++) {
@@ -1044,7 +1044,7 @@ int main(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("random");
-	tcase_set_timeout(tc, 30 * TEST_SLOWDOWN);
+	tcase_set_timeout(tc, 120 * TEST_SLOWDOWN);
 	tcase_add_test(tc, random_lines);
 	suite_add_tcase(s, tc);
 

@@ -156,9 +156,9 @@ START_TEST(measure_every_mechanism)
 		struct locality_result r;
 
 		locality_measure(&p, &r);
-		if (!r.ok && strcmp(names[i], "stm") == 0 && TEST_SANITIZED)
+		if (!r.out.ok && strcmp(names[i], "stm") == 0 && TEST_SANITIZED)
 			continue; /* GCC TM is not built into sanitizer builds */
-		ck_assert_msg(r.ok, "%s: %s", names[i], r.err);
+		ck_assert_msg(r.out.ok, "%s: %s", names[i], r.out.err);
 		ck_assert_msg(r.iterations > 0, "%s ran no iteration", names[i]);
 		ck_assert_msg(r.bad_lines == 0, "%s: %llu shared lines lost updates", names[i],
 			      (unsigned long long)r.bad_lines);
@@ -175,7 +175,7 @@ END_TEST
 /* The message really reaches the section: the section's buffer holds the last client's bytes. */
 START_TEST(message_is_copied)
 {
-	_Alignas(64) char msg[300], buf[LOCALITY_MAX_MSG];
+	_Alignas(LOCUS_CACHELINE) char msg[300], buf[LOCALITY_MAX_MSG];
 	struct walk_line *l = lines_new(4);
 	struct locality_cs_state st = {.lines = l, .n2 = 4, .msgbuf = buf};
 

@@ -12,8 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "locus/lock.h"
 #include "locus/wait.h"
+#include "sync/lock_state.h"
 #include "testutil.h"
 
 static const locus_wait_kind policies[] = {LOCUS_WAIT_SPIN, LOCUS_WAIT_SPINPARK, LOCUS_WAIT_PARK};
@@ -463,8 +465,9 @@ static struct lcase word_case(int i)
 	return c;
 }
 
-static int reservation_out(locus_lock *l)
+static int reservation_out(locus_lock *pl)
 {
+	struct lock *l = lock_of(pl);
 	return __atomic_load_n(&l->u.word.urgent_next, __ATOMIC_ACQUIRE) !=
 	       __atomic_load_n(&l->u.word.urgent_owner, __ATOMIC_ACQUIRE);
 }
@@ -475,11 +478,12 @@ START_TEST(word_reserved_refuses_others)
 	struct lcase c = word_case(_i);
 	locus_lock l;
 	init_lock(&l, &c);
-	__atomic_store_n(&l.u.word.urgent_next, 1, __ATOMIC_RELEASE); /* a waiter's ticket */
-	ck_assert_msg(locus_lock_trylock(&l) == EBUSY, "%s: trylock took a reserved lock",
-		      c.name);
+	__atomic_store_n(&lock_of(&l)->u.word.urgent_next, 1,
+			 __ATOMIC_RELEASE); /* a waiter's ticket */
+	ck_assert_msg(locus_lock_trylock(&l) == EBUSY, "%s: trylock took a reserved lock", c.name);
 	ck_assert_int_eq(trylock_elsewhere(&c, &l, 1), EBUSY);
-	__atomic_store_n(&l.u.word.urgent_owner, 1, __ATOMIC_RELEASE); /* its turn has passed */
+	__atomic_store_n(&lock_of(&l)->u.word.urgent_owner, 1,
+			 __ATOMIC_RELEASE); /* its turn has passed */
 	ck_assert_msg(locus_lock_trylock(&l) == 0, "%s: trylock failed once unreserved", c.name);
 	locus_lock_unlock(&l);
 	locus_lock_destroy(&l);
@@ -577,7 +581,7 @@ static void *chain_thread(void *arg)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		do
 			clock_gettime(CLOCK_MONOTONIC, &now);
-		while ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) < 1000000L);
+		while ((now.tv_sec - t0.tv_sec) * NS_PER_S + (now.tv_nsec - t0.tv_nsec) < 1000000L);
 		sh->plain++;
 		sh->inside = 0;
 		locus_lock_unlock(&sh->l);
@@ -598,9 +602,10 @@ START_TEST(word_reservation_chains)
 		ck_assert_msg(test_join_within(th[t], 4 * HANG_S) == 0,
 			      "%s: thread %d did not finish within %d s", c.name, t, 4 * HANG_S);
 	ck_assert_uint_eq(sh->plain, (uint64_t)CHAIN_THREADS * CHAIN_ITERS);
-	ck_assert_msg(!reservation_out(&sh->l), "%s: tickets %u, served %u: one was lost",
-		      c.name, sh->l.u.word.urgent_next, sh->l.u.word.urgent_owner);
-	ck_assert_msg(sh->l.u.word.urgent_next > 0, "%s: nobody waited 10 ms to reserve?", c.name);
+	ck_assert_msg(!reservation_out(&sh->l), "%s: tickets %u, served %u: one was lost", c.name,
+		      lock_of(&sh->l)->u.word.urgent_next, lock_of(&sh->l)->u.word.urgent_owner);
+	ck_assert_msg(lock_of(&sh->l)->u.word.urgent_next > 0,
+		      "%s: nobody waited 10 ms to reserve?", c.name);
 	ck_assert_int_eq(locus_lock_trylock(&sh->l), 0);
 	locus_lock_unlock(&sh->l);
 	locus_lock_destroy(&sh->l);

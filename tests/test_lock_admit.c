@@ -5,7 +5,7 @@
  * queue alone as a gate (stm's), which lets the oldest in when it empties or
  * at the first leave a grant is due.
  *
- * The test hook (lock_impl.h) runs in a waiter right after it has taken its
+ * The test hook (lock_test.h) runs in a waiter right after it has taken its
  * place in a queue, the moment at which being descheduled hurts most: the
  * stress test sleeps there now and then, as if the scheduler had taken the
  * CPU away; the ordered tests use it to know who is where.
@@ -23,6 +23,7 @@
 #include "locus/lock.h"
 #include "sync/flag.h"
 #include "sync/lock_impl.h"
+#include "sync/lock_test.h"
 #include "sync/nodes.h"
 #include "testutil.h"
 
@@ -36,12 +37,12 @@ struct acase {
 };
 
 static const struct acase cases[] = {
-	{"ticket:admit=2", 1},	     {"ticket:admit=2,park", 1},   {"ticket:admit=2,spin", 1},
-	{"ticket:strict", 0},	     {"clh:admit=2", 1},	   {"clh:admit=2,park", 1},
-	{"clh:admit=2,spin", 1},     {"clh:strict", 0},		   {"mcs:admit=2", 1},
-	{"mcs:admit=2,park", 1},     {"mcs:admit=2,spin", 1},	   {"mcs:nocr,admit=2", 1},
-	{"mcs:nocr,admit=2,park", 1}, {"mcs:nocr,strict", 0},	   {"mcs:strict", 0},
-	{"ticket:admit=3", 1},	     {"mcs:nocr,admit=5", 1},
+	{"ticket:admit=2", 1},	      {"ticket:admit=2,park", 1}, {"ticket:admit=2,spin", 1},
+	{"ticket:strict", 0},	      {"clh:admit=2", 1},	  {"clh:admit=2,park", 1},
+	{"clh:admit=2,spin", 1},      {"clh:strict", 0},	  {"mcs:admit=2", 1},
+	{"mcs:admit=2,park", 1},      {"mcs:admit=2,spin", 1},	  {"mcs:nocr,admit=2", 1},
+	{"mcs:nocr,admit=2,park", 1}, {"mcs:nocr,strict", 0},	  {"mcs:strict", 0},
+	{"ticket:admit=3", 1},	      {"mcs:nocr,admit=5", 1},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -57,8 +58,9 @@ static void init_spec(locus_lock *l, const char *spec)
 }
 
 /* Threads admitted to the lock's queue, the holder included. */
-static uint32_t admitted(locus_lock *l)
+static uint32_t admitted(locus_lock *pl)
 {
+	struct lock *l = lock_of(pl);
 	if (l->kind == LOCUS_LOCK_TICKET) {
 		uint64_t w = __atomic_load_n(&l->u.ticket.t.both, __ATOMIC_SEQ_CST);
 		return (uint32_t)(w >> 32) - (uint32_t)w;
@@ -72,19 +74,19 @@ static uint32_t admitted(locus_lock *l)
 static void assert_at_rest(locus_lock *l, const char *spec)
 {
 	ck_assert_msg(admitted(l) == 0, "%s: %u still counted as admitted", spec, admitted(l));
-	ck_assert_msg(l->adm.tail == NULL && l->adm.head == NULL,
+	ck_assert_msg(lock_of(l)->adm.tail == NULL && lock_of(l)->adm.head == NULL,
 		      "%s: the queue outside is not empty", spec);
 }
 
 /* --- the hook ------------------------------------------------------------------- */
 
-static __thread int my_id = -1;	    /* the ordered tests' thread number */
-static __thread uint32_t my_rand;   /* the stress test's per-thread random numbers */
-static uint32_t hook_calls[2];	    /* by `where` */
-static uint32_t hook_seen[2];	    /* by `where`: bit my_id, once that thread got there */
-static int hook_sleeps;		    /* stress: sleep now and then */
+static __thread int my_id = -1;	  /* the ordered tests' thread number */
+static __thread uint32_t my_rand; /* the stress test's per-thread random numbers */
+static uint32_t hook_calls[2];	  /* by `where` */
+static uint32_t hook_seen[2];	  /* by `where`: bit my_id, once that thread got there */
+static int hook_sleeps;		  /* stress: sleep now and then */
 
-static void hook(const locus_lock *l, int where)
+static void hook(const struct lock *l, int where)
 {
 	(void)l;
 	__atomic_fetch_add(&hook_calls[where], 1, __ATOMIC_RELAXED);
@@ -105,12 +107,12 @@ static void hook_install(int sleeps)
 	memset(hook_calls, 0, sizeof hook_calls);
 	memset(hook_seen, 0, sizeof hook_seen);
 	__atomic_store_n(&hook_sleeps, sleeps, __ATOMIC_RELAXED);
-	__atomic_store_n(&lock_test_enqueued, hook, __ATOMIC_SEQ_CST);
+	lock_test_set_enqueued(hook);
 }
 
 static void hook_remove(void)
 {
-	__atomic_store_n(&lock_test_enqueued, NULL, __ATOMIC_SEQ_CST);
+	lock_test_set_enqueued(NULL);
 }
 
 /* Wait (yielding) until thread `id` has passed the hook at `where`. */
@@ -189,9 +191,8 @@ START_TEST(descheduled_waiters)
 			      "%s: %d threads, and nobody ever waited outside?", c->spec,
 			      STRESS_THREADS);
 	else
-		ck_assert_msg(hook_calls[LOCK_HOOK_ADMIT] == 0,
-			      "%s: strict, yet %u waited outside", c->spec,
-			      hook_calls[LOCK_HOOK_ADMIT]);
+		ck_assert_msg(hook_calls[LOCK_HOOK_ADMIT] == 0, "%s: strict, yet %u waited outside",
+			      c->spec, hook_calls[LOCK_HOOK_ADMIT]);
 	/* Free and usable: a trylock succeeds at once. */
 	ck_assert_int_eq(locus_lock_trylock(&sh->l), 0);
 	locus_lock_unlock(&sh->l);
@@ -207,8 +208,8 @@ struct ordered {
 	locus_lock l;
 	int order[8]; /* thread ids, in the order they held the lock (under l) */
 	int n;
-	int go;	      /* the first holder may unlock */
-	int held;     /* grant test: H holds the lock (its first time) */
+	int go;	  /* the first holder may unlock */
+	int held; /* grant test: H holds the lock (its first time) */
 };
 
 static void record(struct ordered *sh, int id)
@@ -234,7 +235,7 @@ static void *plain_thread(void *arg)
 
 /* Until the head waiting outside is published and asleep: it has looked for
    room for the last time (the ordered tests' policy parks outside at once). */
-static void wait_head_published(locus_lock *l)
+static void wait_head_published(struct lock *l)
 {
 	struct locus_qnode *h;
 	while (!(h = __atomic_load_n(&l->adm.head, __ATOMIC_SEQ_CST)) ||
@@ -270,7 +271,7 @@ static void queue_one_and_one_outside(struct ordered *sh, struct role *r, pthrea
 	wait_seen(LOCK_HOOK_QUEUE, 1);
 	test_start_thread(&t[1], plain_thread, &r[1]);
 	wait_seen(LOCK_HOOK_ADMIT, 2);
-	wait_head_published(&sh->l);
+	wait_head_published(lock_of(&sh->l));
 }
 
 /*
@@ -364,7 +365,7 @@ START_TEST(full_queue_lets_the_oldest_in_on_time)
 	wait_seen(LOCK_HOOK_QUEUE, 1);
 	test_start_thread(&t2, plain_thread, &r2);
 	wait_seen(LOCK_HOOK_ADMIT, 2);
-	wait_head_published(&sh->l);
+	wait_head_published(lock_of(&sh->l));
 	/* H's second place in line is its second pass through the hook: clear the first. */
 	__atomic_fetch_and(&hook_seen[LOCK_HOOK_QUEUE], ~1u, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
@@ -408,8 +409,8 @@ START_TEST(default_admit_is_the_cpus)
 	cpu_set_t set;
 	ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
 	uint32_t cpus = (uint32_t)CPU_COUNT(&set);
-	ck_assert_uint_eq(l.admit, cpus < 2 ? 2 : cpus);
-	ck_assert_uint_eq(l.flags & LOCUS_LOCK_STRICT, 0);
+	ck_assert_uint_eq(lock_of(&l)->admit, cpus < 2 ? 2 : cpus);
+	ck_assert_uint_eq(lock_of(&l)->flags & LOCK_STRICT, 0);
 	locus_lock_destroy(&l);
 }
 END_TEST
@@ -417,13 +418,13 @@ END_TEST
 /* --- the gate: admission alone, in front of stm's transactions -------------------- */
 
 struct gate {
-	locus_lock g;
-	int inside;	  /* threads between enter and leave */
-	int most_inside;  /* stress: the most seen at once */
-	int order[8], n;  /* thread ids in the order they got in */
-	int stay[8];	  /* thread id may leave once this is 0 */
-	uint32_t passes;  /* stress: passes through the gate */
-	uint32_t iters;	  /* stress: per thread */
+	struct lock g;
+	int inside;	 /* threads between enter and leave */
+	int most_inside; /* stress: the most seen at once */
+	int order[8], n; /* thread ids in the order they got in */
+	int stay[8];	 /* thread id may leave once this is 0 */
+	uint32_t passes; /* stress: passes through the gate */
+	uint32_t iters;	 /* stress: per thread */
 	pthread_barrier_t start;
 };
 
@@ -599,8 +600,9 @@ static void *gate_stress_thread(void *arg)
 		admit_gate_enter(&sh->g);
 		int in = __atomic_add_fetch(&sh->inside, 1, __ATOMIC_SEQ_CST);
 		int most = __atomic_load_n(&sh->most_inside, __ATOMIC_RELAXED);
-		while (in > most && !__atomic_compare_exchange_n(&sh->most_inside, &most, in, 0,
-								 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		while (in > most &&
+		       !__atomic_compare_exchange_n(&sh->most_inside, &most, in, 0,
+						    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
 		__atomic_fetch_add(&sh->passes, 1, __ATOMIC_RELAXED);
 		if (j % 4 == 0)

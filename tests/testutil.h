@@ -25,6 +25,13 @@
  */
 #define TEST_SLOWDOWN (TEST_SANITIZED ? 4 : 1)
 
+/*
+ * Work that only repeats (random inputs, rounds) is divided by this under
+ * sanitizers, as tests/dsm's dsm_scale does, so that a sanitized run on a
+ * busy machine stays far inside its limits; what it checks is the same.
+ */
+#define TEST_SCALE (TEST_SANITIZED ? 4 : 1)
+
 /* Online CPUs (at least 1). */
 int test_ncpus(void);
 

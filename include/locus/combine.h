@@ -27,16 +27,17 @@ LOCUS_BEGIN_DECLS
 
 #define LOCUS_COMBINE_PASS_DEFAULT 64
 
+/* Bytes of a locus_oyama and of a locus_ccsynch: a cache line. Opaque
+   storage that a program may embed or declare statically, used only through
+   the functions below and not copied once initialized. */
+#define LOCUS_COMBINE_SIZE LOCUS_CACHELINE
+
 typedef struct locus_oyama {
-	uintptr_t word; /* 0 free, 1 held with no requests, else held + stack of requests */
-	uint32_t pass;
-	locus_wait wait;
+	LOCUS_CACHELINE_ALIGNED unsigned char opaque[LOCUS_COMBINE_SIZE];
 } locus_oyama;
 
 typedef struct locus_ccsynch {
-	struct locus_qnode *tail; /* last node of the request queue (always a node) */
-	uint32_t pass;
-	locus_wait wait;
+	LOCUS_CACHELINE_ALIGNED unsigned char opaque[LOCUS_COMBINE_SIZE];
 } locus_ccsynch;
 
 /* wait = NULL: default policy; pass = 0: LOCUS_COMBINE_PASS_DEFAULT. */

@@ -37,10 +37,19 @@
  *
  * Environment (read by locus_dsm_init; see docs/dsm.md):
  *   LOCUS_DSM_PROTOCOL        protocol name: sc, lrc or avr (sc)
- *   LOCUS_DSM_SIZE            shared region size in bytes, suffix k/m/g (1g): whole
+ *   LOCUS_DSM_SIZE            shared region size in bytes, suffix k/m/g (256g): whole
  *                             pages, up to 16384g; a node's memory grows with the
  *                             pages it touches, not with this size. The lower half
  *                             is for locus_dsm_alloc, the upper the shared heap
+ *   LOCUS_DSM_STDIN           a fork-style run (locus_dsm_start): a file rank 0 reads
+ *                             as its standard input (mpiexec forwards at most 64 KB)
+ *   LOCUS_DSM_ONE_NODE        plain (default): a run of one node maps its region as
+ *                             plain memory, whatever the protocol (nothing to keep
+ *                             consistent: no faults, twins or diffs); protocol: the
+ *                             protocol's machinery on one node too
+ *   LOCUS_DSM_ASLR            keep: a fork-style run keeps address randomization (by
+ *                             default it starts the program again without, so that
+ *                             libraries lie at one address on every node)
  *   LOCUS_DSM_ADDR            where the region is mapped on every node (0x7e9000000000;
  *                             a region above 384g ends at 0x7ef000000000), at or above 4g
  *   LOCUS_DSM_DELAY_US        emulated transport delay per message, microseconds (0;
@@ -412,7 +421,9 @@ LOCUS_API double locus_dsm_now(void);
  */
 #define LOCUS_DSM_HOME_SPREAD (-1) /* pages dealt round robin, as locus_dsm_alloc does */
 
-/* The home node of a shared address; -1 outside the region. */
+/* The home node of a shared address; -1 outside the region. In a
+   fork-style run (locus_dsm_start) the program's globals are node 0's:
+   an object or a word among them is homed there. */
 LOCUS_API int locus_dsm_home(const void *addr);
 
 /* Collective, as locus_dsm_alloc, with every page of the block at node
@@ -488,11 +499,11 @@ LOCUS_API void locus_dsm_free(void *p);
 /*
  * Synchronization objects in shared memory, named by their address: as
  * many as a program has, zero-filled memory a fresh one (a semaphore starts
- * at 0; locus_dsm_sem_init sets it). Each must lie in the shared region,
- * 8-byte aligned. Under lrc, taking a mutex, returning from a condition
- * wait, taking a semaphore and passing a barrier are acquires; their
- * counterparts releases. A condition wait may wake without a signal, as
- * pthread_cond_wait may; signal wakes every waiter.
+ * at 0; locus_dsm_sem_init sets it). Each must lie in the shared region
+ * (or, in a fork-style run, among the program's globals), 8-byte aligned. Under lrc, taking a
+ * mutex, returning from a condition wait, taking a semaphore and passing a barrier are acquires;
+ * their counterparts releases. A condition wait may wake without a signal, as pthread_cond_wait
+ * may; signal wakes every waiter.
  */
 typedef struct locus_dsm_mutex {
 	uint64_t word;
@@ -507,6 +518,12 @@ typedef struct locus_dsm_barrier_obj {
 	uint64_t count, generation;
 } locus_dsm_barrier_obj;
 
+/* Make an object fresh (a reused block may hold an old one's words): a
+   barrier with nobody arrived, a semaphore at value. A mutex or condition
+   needs nothing; their init only checks the address. */
+LOCUS_API void locus_dsm_mutex_init(locus_dsm_mutex *m);
+LOCUS_API void locus_dsm_cond_init(locus_dsm_cond *c);
+LOCUS_API void locus_dsm_barrier_init(locus_dsm_barrier_obj *b);
 LOCUS_API void locus_dsm_mutex_lock(locus_dsm_mutex *m);
 LOCUS_API int locus_dsm_mutex_trylock(locus_dsm_mutex *m); /* 1: taken */
 LOCUS_API void locus_dsm_mutex_unlock(locus_dsm_mutex *m);

@@ -21,7 +21,7 @@
  *
  * Admission: locus_stm_run lets at most as many threads into transactions
  * at once as the process has CPUs; the others wait asleep, in FIFO order, until
- * let in (see stm.c). While no more threads than that have used it, it skips
+ * let in. While no more threads than that have used it, it skips
  * the limit. A run from inside a transaction is part of it and does not wait.
  * The stm executor's "strict" option runs without the limit.
  *

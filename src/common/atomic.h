@@ -33,6 +33,8 @@
 #define fand_relaxed(p, v) __atomic_fetch_and((p), (v), __ATOMIC_RELAXED)
 #define fas_seqcst(p, v)   __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
 #define fence_seqcst()	   __atomic_thread_fence(__ATOMIC_SEQ_CST)
+/* Orders this thread's accesses for a signal handler that interrupts it (no CPU fence). */
+#define fence_signal() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
 /* A store of a type the _n forms refuse (a double): the value is read from *src. */
 #define st_relaxed_from(p, src) __atomic_store((p), (src), __ATOMIC_RELAXED)
@@ -68,6 +70,6 @@
 
 #define cpu_relax() locus_cpu_relax()
 
-#define LOCUS_CACHELINE 64
+/* LOCUS_CACHELINE comes with locus/export.h (through locus/wait.h). */
 
 #endif

@@ -35,7 +35,7 @@ static void proto_stats_get(locus_dsm_stats *s, const struct dsm_counters *d)
 		uint64_t v =
 			row->kind == DSM_STAT_GAUGE ? ld_relaxed(&dsm.cnt.proto[i]) : d->proto[i];
 		if (row->kind == DSM_STAT_SECONDS)
-			*(double *)(void *)field = (double)v * 1e-9;
+			*(double *)(void *)field = ns_to_s(v);
 		else
 			*(uint64_t *)(void *)field = v;
 	}
@@ -73,6 +73,13 @@ static void exit_without_finalize(void)
 {
 	if (!started || dsm_forked)
 		return;
+	/* A program written for threads ends when main returns or calls exit:
+	   its fork-style run finalizes then (its threads end, as the process's
+	   would), with the exit status main gave. */
+	if (dsm_fork_mode && dsm.node == 0 && dsm_fork_is_main() && dsm_self.locks == 0) {
+		locus_dsm_finalize();
+		return;
+	}
 	dprintf(2, "locus-dsm: node %d: exit without locus_dsm_finalize\n", dsm.node);
 	_exit(LOCUS_DSM_EXIT_EARLY);
 }
@@ -115,6 +122,7 @@ static void forked_child(void)
 	if (dsm_phase != DSM_RUNNING || getpid() == node_pid)
 		return;
 	dsm_forked = 1;
+	dsm_region_keep_globals(); /* the child's own copy of the shared globals */
 	if (dsm.app)
 		mmap(dsm.app, dsm.size, PROT_NONE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
@@ -220,8 +228,14 @@ void locus_dsm_finalize(void)
 	dsm_sync_point();
 	dsm_outside_team("locus_dsm_finalize");
 	locus_dsm_drain(); /* this thread's posts: answered before the last barrier */
-	if (dsm_fork_mode && dsm.node == 0)
+	if (dsm_fork_mode && dsm.node == 0) {
+		/* The shared globals stay the program's after the run (region.c):
+		   every page of them read here first, so that this node holds
+		   them as they are. */
+		for (size_t off = 0; off < dsm.glen; off += dsm.page_size)
+			(void)*(volatile const char *)(dsm.gview + off);
 		dsm_fork_finish();
+	}
 	collective(DSM_BAR_FINALIZE, 0, 1, STALL_BARRIER);
 	locus_dsm_stats mine;
 	locus_dsm_stats_get(&mine);
@@ -264,7 +278,7 @@ int locus_dsm_nodes(void)
 
 const char *locus_dsm_protocol(void)
 {
-	return dsm.proto ? dsm.proto->name : "none";
+	return dsm.proto ? dsm.cfg.protocol : "none"; /* the one asked for (proto_one.c) */
 }
 
 /* home: a node, or LOCUS_DSM_HOME_SPREAD (round robin by page). */
@@ -379,7 +393,7 @@ void locus_dsm_unlock(uint32_t id)
 
 static void prefetch(const void *addr, size_t len, int write)
 {
-	const char *a = addr;
+	const char *a = dsm_canon(addr);
 	if (dsm_phase != DSM_RUNNING || dsm_forked)
 		return; /* a hint: nothing to do */
 	dsm_sync_point();
@@ -409,7 +423,7 @@ void locus_dsm_prefetch_write(void *addr, size_t len)
 
 double locus_dsm_now(void)
 {
-	return (double)mono_ns() * 1e-9;
+	return ns_to_s(mono_ns());
 }
 
 void locus_dsm_stats_reset(void)
@@ -446,17 +460,17 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	for (size_t i = 0; i < sizeof(d) / sizeof(uint64_t); i++)
 		dv[i] = ld_relaxed(&c[i]) - b[i];
 	memset(s, 0, sizeof(*s));
-	s->total_s = (double)wall * 1e-9;
-	s->fault_s = (double)d.fault_ns * 1e-9;
-	s->sync_s = (double)d.sync_ns * 1e-9;
+	s->total_s = ns_to_s(wall);
+	s->fault_s = ns_to_s(d.fault_ns);
+	s->sync_s = ns_to_s(d.sync_ns);
 	/* The stall CPU is part of the threads' CPU: busy >= 0 unless the call
 	   comes while a team runs (its threads' CPU is added when they return). */
 	cpu += d.team_cpu_ns;
-	s->busy_s = cpu > d.stall_cpu_ns ? (double)(cpu - d.stall_cpu_ns) * 1e-9 : 0;
-	s->overhead_s = (double)d.work_ns * 1e-9;
+	s->busy_s = cpu > d.stall_cpu_ns ? ns_to_s(cpu - d.stall_cpu_ns) : 0;
+	s->overhead_s = ns_to_s(d.work_ns);
 	s->other_s = s->total_s - s->busy_s - s->fault_s - s->sync_s - s->overhead_s;
-	s->overhead_in_stall_s = (double)d.work_stall_ns * 1e-9;
-	s->comm_cpu_s = (double)comm_cpu * 1e-9;
+	s->overhead_in_stall_s = ns_to_s(d.work_stall_ns);
+	s->comm_cpu_s = ns_to_s(comm_cpu);
 	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
 		s->faults[k] = d.faults[k];
 	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++) {
@@ -470,24 +484,24 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->lock_acquires = d.lock_acquires;
 	s->barriers = d.barriers;
 	s->comm_sleeps = d.comm_sleeps;
-	s->comm_sleep_s = (double)d.comm_sleep_ns * 1e-9;
+	s->comm_sleep_s = ns_to_s(d.comm_sleep_ns);
 	s->threads = ld_relaxed(&dsm.team_max);
 	s->stalls = d.stalls;
-	s->stall_s = (double)d.stall_ns * 1e-9;
-	s->run_s = (double)d.run_ns * 1e-9;
+	s->stall_s = ns_to_s(d.stall_ns);
+	s->run_s = ns_to_s(d.run_ns);
 	s->switches = d.switches;
 	s->remote_misses = d.remote_misses;
-	s->remote_miss_s = (double)d.remote_miss_ns * 1e-9;
+	s->remote_miss_s = ns_to_s(d.remote_miss_ns);
 	s->remote_locks = d.remote_locks;
-	s->remote_lock_s = (double)d.remote_lock_ns * 1e-9;
+	s->remote_lock_s = ns_to_s(d.remote_lock_ns);
 	s->lock_handoffs = d.lock_handoffs;
 	s->barrier_waits = d.barrier_waits;
-	s->barrier_wait_s = (double)d.barrier_wait_ns * 1e-9;
+	s->barrier_wait_s = ns_to_s(d.barrier_wait_ns);
 	s->prefetches = d.prefetches;
 	s->prefetch_unneeded = d.prefetch_unneeded;
 	s->run_ahead = d.run_ahead;
 	s->prefetch_late = d.prefetch_late;
-	s->prefetch_s = (double)d.prefetch_ns * 1e-9;
+	s->prefetch_s = ns_to_s(d.prefetch_ns);
 	s->prefetch_lost = d.prefetch_lost;
 	s->lock_records = ld_relaxed(&dsm.lock_records);
 	proto_stats_get(s, &d);

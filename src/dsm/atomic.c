@@ -1,8 +1,9 @@
 /*
  * Atomics on shared words, each one shipped call to the word's home
  * (ship.c): the word's page stays there, and every node's operation on it
- * is one round trip. The functions run on the home's server, one at a
- * time; the hardware atomics make them atomic with plain accesses of the
+ * is one round trip. The functions run on the home's server, or on the
+ * calling thread when it is at the home (dsm_call_atomic); the hardware
+ * atomics make them atomic with each other and with plain accesses of the
  * home's other threads too (a locked instruction on a page this node may
  * not write faults before it does anything, and runs again once the page
  * is writable here).
@@ -61,13 +62,13 @@ static void check(const char *call, const void *w)
 uint64_t locus_dsm_fetch_add(uint64_t *word, uint64_t v)
 {
 	check("locus_dsm_fetch_add", word);
-	return locus_dsm_call_home(at_add, word, v, 0, 0);
+	return dsm_call_atomic(__func__, at_add, word, v, 0, 0);
 }
 
 int locus_dsm_compare_exchange(uint64_t *word, uint64_t *expected, uint64_t desired)
 {
 	check("locus_dsm_compare_exchange", word);
-	uint64_t seen = locus_dsm_call_home(at_cas, word, *expected, desired, 0);
+	uint64_t seen = dsm_call_atomic(__func__, at_cas, word, *expected, desired, 0);
 	if (seen == *expected)
 		return 1;
 	*expected = seen;
@@ -77,17 +78,17 @@ int locus_dsm_compare_exchange(uint64_t *word, uint64_t *expected, uint64_t desi
 uint64_t locus_dsm_exchange(uint64_t *word, uint64_t v)
 {
 	check("locus_dsm_exchange", word);
-	return locus_dsm_call_home(at_xchg, word, v, 0, 0);
+	return dsm_call_atomic(__func__, at_xchg, word, v, 0, 0);
 }
 
 uint64_t locus_dsm_load(const uint64_t *word)
 {
 	check("locus_dsm_load", word);
-	return locus_dsm_call_home(at_load, (void *)(uintptr_t)word, 0, 0, 0);
+	return dsm_call_atomic(__func__, at_load, (void *)(uintptr_t)word, 0, 0, 0);
 }
 
 void locus_dsm_store(uint64_t *word, uint64_t v)
 {
 	check("locus_dsm_store", word);
-	locus_dsm_call_home(at_store, word, v, 0, 0);
+	dsm_call_atomic(__func__, at_store, word, v, 0, 0);
 }

@@ -165,7 +165,8 @@ extern const struct dsm_stat avr_stats[AVR_NSTATS];
 /* avr_ckpt.c (application side: the protocol's thread hooks) */
 int dsm_avr_init(void); /* the init thread, when the protocol is avr */
 int dsm_avr_fault(size_t page, char *addr, int write, void *uctx); /* 1: handled */
-void dsm_avr_sync(void); /* a locus-dsm call: resolve an open interval first */
+int dsm_avr_stray(void *uctx); /* 1: the fault was an interval's, rolled back */
+void dsm_avr_sync(void);       /* a locus-dsm call: resolve an open interval first */
 void dsm_avr_fini(void);
 
 #endif

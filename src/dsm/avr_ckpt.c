@@ -130,7 +130,7 @@ static struct {
 	uintptr_t sp_lo;
 	size_t stack_len, stack_cap;
 	char *stack_buf;
-	_Alignas(64) char fp[FP_MAX];
+	_Alignas(64) char fp[FP_MAX]; /* 64: an XSAVE area's alignment, as in the signal frame */
 	/* twins: each awaited page's, then the pages written in the interval */
 	char *ptwin; /* slot i's at i * page size */
 	char *twins;
@@ -517,7 +517,9 @@ int dsm_avr_fault(size_t page, char *addr, int write, void *uctx)
 
 static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 {
-	if (!ck_thread || dsm_self.team > 1) {
+	/* Only the init thread speculates, and only while no other thread of
+	   its node touches the region: never in a fork-style run (spawn.c). */
+	if (!ck_thread || dsm_self.team > 1 || dsm_fork_mode) {
 		PROTO_STAT_ADD(AVR_ST_SC_THREADS, 1);
 		return 0;
 	}
@@ -556,13 +558,32 @@ static int avr_fault(size_t page, char *addr, int write, ucontext_t *uc)
 	return open_interval(page, addr, write, uc);
 }
 
+/* A fault outside the region while a run is unvalidated may come from a
+   value the run should not have read (a pointer from a page that changed
+   elsewhere): resolve first. A rollback runs the thread again from the
+   checkpoint; a run that stands makes the fault the program's own. */
+int dsm_avr_stray(void *uctx)
+{
+	if (!ck_thread || !ck.open || ck.busy)
+		return 0;
+	ck.busy = 1;
+	int r = resolve(uctx, WHY_FAULT);
+	ck.busy = 0;
+	return r == 1;
+}
+
 void dsm_avr_sync(void)
 {
-	if (ck_thread && ck.open) {
-		ck.busy = 1;
+	if (!ck_thread)
+		return;
+	/* Busy before ck.open is read: a nudge that came between the read and
+	   the resolution would resolve the interval itself, and this resolution
+	   would then close it a second time. */
+	ck.busy = 1;
+	fence_signal();
+	if (ck.open)
 		resolve(NULL, WHY_SYNC);
-		ck.busy = 0;
-	}
+	ck.busy = 0;
 }
 
 static void on_nudge(int sig, siginfo_t *si, void *uctx)

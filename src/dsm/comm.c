@@ -470,7 +470,7 @@ static int abort_peers(const char *msg)
 			free(buf[n]);
 	}
 	/* The buffers stay: the process exits next. */
-	uint64_t until = mono_ns() + 1000000000ull;
+	uint64_t until = mono_ns() + NS_PER_S;
 	MPI_Status st[DSM_MAX_NODES];
 	for (int done = n == 0; !done && mono_ns() < until;) {
 		if (MPI_Testall(n, req, &done, st) != MPI_SUCCESS)
@@ -596,8 +596,7 @@ static void on_launcher_signal(int sig)
 
 static void sleep_on_wake(uint32_t seen, uint64_t ns)
 {
-	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
-			      .tv_nsec = (long)(ns % 1000000000ull)};
+	struct timespec ts = {.tv_sec = (time_t)(ns / NS_PER_S), .tv_nsec = (long)(ns % NS_PER_S)};
 	uint64_t t0 = mono_ns();
 	futex_wait_for(&dsm.wake, seen, &ts);
 	STAT_ADD(comm_sleeps, 1);
@@ -742,6 +741,8 @@ static int comm_setup(void)
 			peers[i].pidfd = fd >= 0 ? (int)fd : -1;
 		}
 	}
+	if (ok && dsm.nodes == 1 && !dsm.cfg.one_node_protocol)
+		dsm.proto = &dsm_proto_one; /* before anything asks it (api.c waits for ready) */
 	if (ok && dsm_region_map() != 0)
 		ok = 0;
 	if (ok) {

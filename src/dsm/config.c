@@ -119,12 +119,35 @@ int dsm_env_known(const char *prefix, const char *const *known)
 	return 0;
 }
 
+/* One of the names an environment variable may hold, and what it means. */
+struct choice {
+	const char *name;
+	int value;
+};
+
+/*
+ * The value of the choice variable name holds (NULL-terminated choices), or
+ * unset: unset or empty; -1 with a message saying what was expected.
+ */
+static int env_choice(const char *name, const struct choice *choices, int unset,
+		      const char *expected)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return unset;
+	for (const struct choice *ch = choices; ch->name; ch++)
+		if (!strcmp(v, ch->name))
+			return ch->value;
+	fprintf(stderr, "locus-dsm: %s=%s: expected %s\n", name, v, expected);
+	return -1;
+}
+
 int dsm_config_read(struct dsm_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	const char *p = getenv("LOCUS_DSM_PROTOCOL");
 	snprintf(c->protocol, sizeof(c->protocol), "%s", p && *p ? p : "sc");
-	uint64_t size = 1ull << 30, addr = 0, delay_us = 0, per_byte = 0;
+	uint64_t size = 256ull << 30, addr = 0, delay_us = 0, per_byte = 0;
 	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, run = 32;
 	if (dsm_env_u64("LOCUS_DSM_SIZE", &size, 1) || dsm_env_u64("LOCUS_DSM_ADDR", &addr, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
@@ -151,7 +174,7 @@ int dsm_config_read(struct dsm_config *c)
 		const char *unit;
 	} lim[] = {
 		{"LOCUS_DSM_DELAY_US", &delay_us, 3600000000ull, "3600000000 (an hour)"},
-		{"LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 1000000000ull, "1000000000 (a second)"},
+		{"LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, NS_PER_S, "1000000000 (a second)"},
 		{"LOCUS_DSM_DELTA_US", &delta_us, 3600000000ull, "3600000000 (an hour)"},
 		{"LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 86400ull, "86400 (a day)"},
 	};
@@ -181,7 +204,7 @@ int dsm_config_read(struct dsm_config *c)
 		addr = default_addr(size);
 	if (place_region(size, addr) != 0)
 		return -1;
-	uint64_t timeout_ns = (timeout_s ? timeout_s : 1) * 1000000000ull;
+	uint64_t timeout_ns = (timeout_s ? timeout_s : 1) * NS_PER_S;
 	uint64_t page_delay_ns = delay_us * 1000 + per_byte * 4096;
 	if (page_delay_ns >= timeout_ns / 2) {
 		fprintf(stderr,
@@ -192,9 +215,8 @@ int dsm_config_read(struct dsm_config *c)
 			getenv("LOCUS_DSM_DELAY_US") ? getenv("LOCUS_DSM_DELAY_US") : "0",
 			per_byte ? " with LOCUS_DSM_DELAY_NS_PER_BYTE=" : "",
 			per_byte ? getenv("LOCUS_DSM_DELAY_NS_PER_BYTE") : "",
-			(double)page_delay_ns * 1e-9,
-			(unsigned long long)(timeout_ns / 1000000000ull),
-			(double)page_delay_ns * 2e-9 + 1);
+			ns_to_s(page_delay_ns), (unsigned long long)(timeout_ns / NS_PER_S),
+			ns_to_s(page_delay_ns) * 2 + 1);
 		return -1;
 	}
 	c->size = size;
@@ -202,33 +224,22 @@ int dsm_config_read(struct dsm_config *c)
 	c->delay_ns = delay_us * 1000;
 	c->delay_ns_per_byte = per_byte;
 	c->delta_ns = delta_us * 1000;
-	c->peer_timeout_ns = (timeout_s ? timeout_s : 1) * 1000000000ull;
+	c->peer_timeout_ns = (timeout_s ? timeout_s : 1) * NS_PER_S;
 	c->lock_handoff = (uint32_t)handoff;
-	const char *sw = getenv("LOCUS_DSM_SWITCH");
-	if (!sw || !*sw || !strcmp(sw, "all"))
-		c->switch_sync = 0;
-	else if (!strcmp(sw, "sync"))
-		c->switch_sync = 1;
-	else {
-		fprintf(stderr,
-			"locus-dsm: LOCUS_DSM_SWITCH=%s: expected all (another thread runs during "
-			"any stall) or sync (only during lock, barrier and team waits)\n",
-			sw);
+	static const struct choice switches[] = {{"all", 0}, {"sync", 1}, {NULL, 0}};
+	static const struct choice stats[] = {{"1", 1},	   {"table", 1}, {"0", 0},
+					      {"none", 0}, {"json", 2},	 {NULL, 0}};
+	c->switch_sync = env_choice("LOCUS_DSM_SWITCH", switches, 0,
+				    "all (another thread runs during any stall) or sync (only "
+				    "during lock, barrier and team waits)");
+	if (c->switch_sync < 0)
 		return -1;
-	}
-	const char *st = getenv("LOCUS_DSM_STATS");
-	if (!st || !*st || !strcmp(st, "1") || !strcmp(st, "table"))
-		c->stats = 1;
-	else if (!strcmp(st, "0") || !strcmp(st, "none"))
-		c->stats = 0;
-	else if (!strcmp(st, "json"))
-		c->stats = 2;
-	else {
-		fprintf(stderr,
-			"locus-dsm: LOCUS_DSM_STATS=%s: expected 0 (or none), 1 (or table) or "
-			"json\n",
-			st);
+	c->stats = env_choice("LOCUS_DSM_STATS", stats, 1, "0 (or none), 1 (or table) or json");
+	if (c->stats < 0)
 		return -1;
-	}
-	return 0;
+	static const struct choice one[] = {{"plain", 0}, {"protocol", 1}, {NULL, 0}};
+	c->one_node_protocol = env_choice("LOCUS_DSM_ONE_NODE", one, 0,
+					  "plain (one node's region is plain memory) or protocol "
+					  "(the protocol's machinery on one node too)");
+	return c->one_node_protocol < 0 ? -1 : 0;
 }

@@ -9,6 +9,15 @@
    page written back to its old values changes none. */
 #define BLOCK_WORDS 16
 
+/* Which bytes of a word differ: bit b for the word's byte b in memory. */
+static unsigned changed_bytes(uint32_t a, uint32_t b)
+{
+	uint32_t x = a ^ b;
+	unsigned char xb[DSM_DIFF_WORD];
+	memcpy(xb, &x, sizeof(xb));
+	return (xb[0] != 0) | (xb[1] != 0) << 1 | (xb[2] != 0) << 2 | (xb[3] != 0) << 3;
+}
+
 size_t dsm_diff_make(const void *page, const void *twin, size_t size, void *out)
 {
 	const uint32_t *p = page, *t = twin;
@@ -30,11 +39,18 @@ size_t dsm_diff_make(const void *page, const void *twin, size_t size, void *out)
 		size_t first = w;
 		while (w < words && p[w] != t[w] && w - first < UINT16_MAX)
 			w++;
-		uint16_t hdr[2] = {(uint16_t)first, (uint16_t)(w - first)};
+		size_t count = w - first;
+		uint16_t hdr[2] = {(uint16_t)first, (uint16_t)count};
 		memcpy(o + n, hdr, sizeof(hdr));
 		n += sizeof(hdr);
-		memcpy(o + n, p + first, (w - first) * DSM_DIFF_WORD);
-		n += (w - first) * DSM_DIFF_WORD;
+		memcpy(o + n, p + first, count * DSM_DIFF_WORD);
+		n += count * DSM_DIFF_WORD;
+		for (size_t k = 0; k < count; k += 2)
+			o[n++] = (unsigned char)(changed_bytes(p[first + k], t[first + k]) |
+						 (k + 1 < count ? changed_bytes(p[first + k + 1],
+										t[first + k + 1])
+								: 0)
+							 << 4);
 	}
 	return n;
 }
@@ -43,17 +59,28 @@ int dsm_diff_apply(void *page, size_t size, const void *diff, size_t len)
 {
 	const unsigned char *d = diff;
 	size_t words = size / DSM_DIFF_WORD, off = 0;
-	uint32_t *p = page;
+	unsigned char *p = page;
 	while (off < len) {
 		uint16_t hdr[2];
 		if (len - off < sizeof(hdr))
 			return -1;
 		memcpy(hdr, d + off, sizeof(hdr));
 		off += sizeof(hdr);
-		size_t bytes = (size_t)hdr[1] * DSM_DIFF_WORD;
-		if (!hdr[1] || (size_t)hdr[0] + hdr[1] > words || len - off < bytes)
+		size_t count = hdr[1], bytes = count * DSM_DIFF_WORD + (count + 1) / 2;
+		if (!count || (size_t)hdr[0] + count > words || len - off < bytes)
 			return -1;
-		memcpy(p + hdr[0], d + off, bytes);
+		const unsigned char *src = d + off, *mask = src + count * DSM_DIFF_WORD;
+		unsigned char *dst = p + (size_t)hdr[0] * DSM_DIFF_WORD;
+		for (size_t k = 0; k < count; k++) {
+			unsigned m = (mask[k / 2] >> (k % 2 * 4)) & 0xf;
+			if (m == 0xf) {
+				memcpy(dst + k * DSM_DIFF_WORD, src + k * DSM_DIFF_WORD, DSM_DIFF_WORD);
+				continue;
+			}
+			for (unsigned b = 0; b < DSM_DIFF_WORD; b++)
+				if (m >> b & 1)
+					dst[k * DSM_DIFF_WORD + b] = src[k * DSM_DIFF_WORD + b];
+		}
 		off += bytes;
 	}
 	return 0;

@@ -1,10 +1,14 @@
 /*
- * Diffs for lrc's multiple writers: the words of a page that differ from its
- * twin, run-length encoded. A diff is a sequence of runs, each
- *     uint16_t first word, uint16_t word count, then count 4-byte words
- * in increasing word order, runs separated by at least one unchanged word.
- * Words are 4 bytes: two nodes may write different words of one page in the
- * same interval, not different bytes of one word (docs/dsm.md).
+ * Diffs for lrc's multiple writers: the bytes of a page that differ from its
+ * twin, in runs of the 4-byte words that hold them. A diff is a sequence of
+ * runs, each
+ *     uint16_t first word, uint16_t word count, count 4-byte words,
+ *     then (count + 1) / 2 bytes of masks, a nibble per word (the low nibble
+ *     first): bit b set where the word's byte b changed
+ * in increasing word order, runs separated by at least one unchanged word,
+ * with no alignment. Applying writes only the bytes a mask names, so two
+ * nodes may write different bytes of one word in the same interval
+ * (docs/dsm.md).
  */
 #ifndef LOCUS_DSM_DIFF_H
 #define LOCUS_DSM_DIFF_H
@@ -13,10 +17,12 @@
 
 #define DSM_DIFF_WORD 4
 
-/* The largest diff of a page of `size` bytes: size + one run header. */
+/* The largest diff of a page of `size` bytes: at most 4.5 bytes a word and a
+   run, runs and changed words together at most a word more than the page
+   holds (one more where a run is cut at 65535 words). */
 static inline size_t dsm_diff_max(size_t size)
 {
-	return size + 4;
+	return size + size / 8 + 16;
 }
 
 /* Encode page - twin into out (dsm_diff_max(size) bytes); returns its length

@@ -46,9 +46,13 @@ static void report_outside(void *addr)
 static void on_segv(int sig, siginfo_t *si, void *uctx)
 {
 	int saved_errno = errno;
-	char *addr = si->si_addr;
-	int fault = si->si_code > 0; /* raised by the kernel, not sent */
+	char *addr = (char *)dsm_canon(si->si_addr); /* a shared global: its region page */
+	int fault = si->si_code > 0;		     /* raised by the kernel, not sent */
 	if (!fault || !dsm.app || addr < dsm.app || addr >= dsm.app + dsm.size) {
+		if (fault && dsm.app && dsm.proto->stray_fault && dsm.proto->stray_fault(uctx)) {
+			errno = saved_errno;
+			return;
+		}
 		if (fault && dsm_sigchain_default())
 			report_outside(addr);
 		dsm_sigchain_pass(sig, si, uctx);

@@ -13,6 +13,12 @@
  * it (a string, a function, another global) means the same on every node.
  * One that points into a library or the process's own heap does not.
  *
+ * A program linked with globals.ld (pkg-config --libs locus-dsm) has its
+ * own globals apart, on whole pages: those are not copied but shared, as
+ * pages of the region (region.c), and what any thread writes to them is seen
+ * by the others under the protocol's rules. What stays copied is the rest
+ * of the segment (the start files' and static libraries' variables).
+ *
  * What is copied: the executable's writable segment, but for what is this
  * process's own and would break another: the part the loader makes read-only
  * after relocation (RELRO: the GOT and init arrays), the PLT's GOT, and the
@@ -38,8 +44,26 @@ struct range {
 
 static struct range keep[MAX_RANGES]; /* what is copied, in address order */
 static size_t nkeep, total;
-static int too_many;	     /* more holes than MAX_RANGES: refuse rather than copy them */
-static uintptr_t image_base; /* the program's load address: 0 unless it is PIE */
+static int too_many;		 /* more holes than MAX_RANGES: refuse rather than copy them */
+static uintptr_t image_base;	 /* the program's load address: 0 unless it is PIE */
+static uintptr_t seg_lo, seg_hi; /* the writable segment, whole */
+
+/* Defined by globals.ld when the program is linked with it: its own globals
+   (not the C library's copies, nor the start files' or static libraries'),
+   whole pages, which a fork-style run shares (region.c maps them). */
+extern char __locus_globals_start[] __attribute__((weak));
+extern char __locus_globals_end[] __attribute__((weak));
+int dsm_fork_request;
+
+int dsm_globals_shared(char **lo, char **hi)
+{
+	uintptr_t lo_at = (uintptr_t)__locus_globals_start, hi_at = (uintptr_t)__locus_globals_end;
+	if (!lo_at || !hi_at || hi_at <= lo_at)
+		return 0;
+	*lo = __locus_globals_start;
+	*hi = __locus_globals_end;
+	return 1;
+}
 
 /* Take [lo, hi) out of the ranges kept (an emptied range stays, empty). */
 static void cut(uintptr_t lo, uintptr_t hi)
@@ -110,9 +134,14 @@ static int main_object(struct dl_phdr_info *info, size_t size, void *arg)
 	image_base = base;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W) && nkeep < MAX_RANGES)
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W) && nkeep < MAX_RANGES) {
 			keep[nkeep++] = (struct range){base + ph->p_vaddr,
 						       base + ph->p_vaddr + ph->p_memsz};
+			if (!seg_lo || base + ph->p_vaddr < seg_lo)
+				seg_lo = base + ph->p_vaddr;
+			if (base + ph->p_vaddr + ph->p_memsz > seg_hi)
+				seg_hi = base + ph->p_vaddr + ph->p_memsz;
+		}
 	}
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -121,12 +150,16 @@ static int main_object(struct dl_phdr_info *info, size_t size, void *arg)
 		if (ph->p_type == PT_DYNAMIC)
 			cut_dynamic(base, (const ElfW(Dyn) *)(base + ph->p_vaddr));
 	}
+	char *lo, *hi; /* shared, not copied */
+	if (dsm_globals_shared(&lo, &hi))
+		cut((uintptr_t)lo, (uintptr_t)hi);
 	return 1; /* the first object is the program */
 }
 
 int dsm_globals_init(void)
 {
 	nkeep = total = 0;
+	seg_lo = seg_hi = 0;
 	too_many = 0;
 	dl_iterate_phdr(main_object, NULL);
 	if (image_base) {
@@ -156,6 +189,13 @@ int dsm_globals_init(void)
 		total += keep[i].hi - keep[i].lo;
 	}
 	return 0;
+}
+
+/* The offset of addr in the program's writable segment, or -1. */
+long dsm_globals_offset(const void *addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	return a >= seg_lo && a < seg_hi ? (long)(a - seg_lo) : -1;
 }
 
 size_t dsm_globals_size(void)

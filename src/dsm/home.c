@@ -72,14 +72,21 @@ void dsm_home_place(size_t first, size_t count, int home)
 
 uint32_t dsm_addr_lock(const void *addr)
 {
+	addr = dsm_canon(addr);
+	long g = dsm_fork_mode ? dsm_globals_offset(addr) : -1;
+	if (g >= 0) /* after the region's words */
+		return 0x80000000u | (uint32_t)((dsm.size / 8 + (uint64_t)g / 8) & 0x7fffffffu);
 	uint64_t words = (uint64_t)((const char *)addr - dsm.app) / 8;
 	return 0x80000000u | (uint32_t)(words & 0x7fffffffu);
 }
 
 int locus_dsm_home(const void *addr)
 {
-	const char *a = addr;
-	if (dsm_phase != DSM_RUNNING || !dsm.app || a < dsm.app || a >= dsm.app + dsm.size)
+	const char *a = dsm_canon(addr);
+	if (dsm_phase != DSM_RUNNING || !dsm.app)
 		return -1;
+	/* A fork-style run's globals that are not shared (copied at a spawn): node 0's. */
+	if (a < dsm.app || a >= dsm.app + dsm.size)
+		return dsm_fork_mode && dsm_globals_offset(a) >= 0 ? 0 : -1;
 	return dsm_home_of((size_t)(a - dsm.app) / dsm.page_size);
 }

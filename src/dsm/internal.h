@@ -147,6 +147,7 @@ struct dsm_config {
 	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
 	uint32_t run;	       /* pages fetched per miss of a node walking in order */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
+	int one_node_protocol; /* LOCUS_DSM_ONE_NODE=protocol: no plain region on one node */
 };
 
 struct dsm_runtime {
@@ -160,6 +161,11 @@ struct dsm_runtime {
 	char *alias;
 	size_t size, page_size, npages;
 	size_t alloc_next; /* bump allocator (application thread that calls alloc) */
+	/* A fork-style run's shared globals (globals.c): the program's own
+	   globals, mapped over the region's first pages (its lower half, unused
+	   in such a run): gview is where the program sees them, glen bytes. */
+	char *gview;
+	size_t glen;
 
 	/* Monotonic ns at which the thread that faulted on a page resumed. */
 	uint64_t *resume_ns;
@@ -196,6 +202,8 @@ extern struct dsm_runtime dsm;
  * On the application threads: thread_init and thread_fini on the thread
  * that calls locus_dsm_init and locus_dsm_finalize; thread_fault in the
  * SIGSEGV handler, before the fault is posted (1: it took the fault);
+ * stray_fault in the same handler for a fault outside the region (1: it was
+ * a speculative run's, undone: run the thread again);
  * sync_point at the start of every locus-dsm call; fault_mask adds the
  * signals the fault handler keeps blocked.
  *
@@ -209,6 +217,7 @@ struct dsm_proto {
 	int (*thread_init)(void);
 	void (*thread_fini)(void);
 	int (*thread_fault)(size_t page, char *addr, int write, void *uctx);
+	int (*stray_fault)(void *uctx);
 	void (*sync_point)(void);
 	void (*fault_mask)(sigset_t *mask);
 	int (*init)(void);
@@ -276,6 +285,9 @@ const char *dsm_proto_names(void);
 extern const struct dsm_proto dsm_proto_sc;
 extern const struct dsm_proto dsm_proto_lrc;
 extern const struct dsm_proto dsm_proto_avr;
+/* A run of one node (proto_one.c): the region plain memory, whatever the
+   protocol, unless LOCUS_DSM_ONE_NODE=protocol (cfg.one_node_protocol). */
+extern const struct dsm_proto dsm_proto_one;
 
 /*
  * Another thread's CPU clock (pthread_getcpuclockid): it stops existing when
@@ -287,7 +299,7 @@ static inline uint64_t dsm_clock_ns(clockid_t c)
 	struct timespec ts;
 	if (clock_gettime(c, &ts) != 0)
 		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return timespec_ns(&ts);
 }
 
 /* What an application thread is to the runtime (thread-local; initial-exec
@@ -383,6 +395,11 @@ int dsm_heap_owner(const void *addr); /* -1 outside the heap */
 /* globals.c: the program's globals, copied to where a spawned thread runs */
 int dsm_globals_init(void);
 size_t dsm_globals_size(void);
+long dsm_globals_offset(const void *addr);
+/* The program's globals that a fork-style run shares (linked with
+   globals.ld): [*lo, *hi), page-aligned; 0 when it has none. */
+int dsm_globals_shared(char **lo, char **hi);
+extern int dsm_fork_request; /* locus_dsm_start: map the shared globals */
 void dsm_globals_save(void *buf);
 int dsm_globals_differ(const void *buf);
 void dsm_globals_load(const void *buf);
@@ -390,6 +407,7 @@ void dsm_globals_load(const void *buf);
 /* spawn.c: a fork-style run (locus_dsm_start) */
 extern int dsm_fork_mode;
 void dsm_fork_finish(void); /* rank 0, at finalize */
+int dsm_fork_is_main(void); /* the thread that called locus_dsm_start */
 
 /* malloc.c */
 void dsm_malloc_init(void);
@@ -398,10 +416,20 @@ void dsm_malloc_fini(void);
 /* region.c */
 int dsm_region_map(void);
 void dsm_region_unmap(void);
+void dsm_region_keep_globals(void);
 void dsm_region_protect(size_t page, size_t count, int prot);
 static inline char *dsm_page_alias(size_t page)
 {
 	return dsm.alias + page * dsm.page_size;
+}
+/* An address as the region knows it: one among the shared globals becomes
+   the region address of the same memory; any other stays as it is. */
+static inline const char *dsm_canon(const void *addr)
+{
+	const char *a = addr;
+	if (dsm.gview && a >= dsm.gview && a < dsm.gview + dsm.glen)
+		return dsm.app + (a - dsm.gview);
+	return a;
 }
 
 /* fault.c */
@@ -444,6 +472,17 @@ int dsm_ship_post(void *state, uint32_t lock, locus_fn fn, uint64_t a, uint64_t 
 		  locus_cb cb, void *ctx);
 int dsm_ship_running(void);   /* the server is in the middle of a batch */
 int dsm_ship_on_server(void); /* the calling thread is this node's server */
+/*
+ * A function of hardware atomics on state's words (atomic.c, objects.c), at
+ * state's home: where that is this node, the calling thread runs it at once
+ * (the server would run the same instructions on the same memory, a thread
+ * hop later); elsewhere it is shipped. Not where the protocol may run the
+ * caller speculatively (avr's thread_fault, with other nodes): a rolled-back
+ * run must not have done an atomic. dsm_atomic_here: that case.
+ */
+int dsm_atomic_here(const void *state);
+uint64_t dsm_call_atomic(const char *what, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			 uint64_t c);
 void dsm_ship_hold(int on);   /* the server starts no batch while held (lrc's collection) */
 
 /* cs_home.c: give locus_cs "home" and the guard of shared state (1), or take

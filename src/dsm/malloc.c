@@ -33,6 +33,7 @@ struct list {
 static struct {
 	pthread_mutex_t mu;
 	uintptr_t next, end; /* this node's partition: bump pointer and end */
+	size_t size;
 	struct list free[NCLASSES];
 	struct list big; /* free runs of pages, as (address, bytes) pairs */
 	uintptr_t slab, slab_end;
@@ -58,6 +59,7 @@ void dsm_malloc_init(void)
 	dsm_heap_partition(dsm.node, &lo, &hi);
 	heap.next = lo;
 	heap.end = hi;
+	heap.size = hi - lo;
 	heap.slab = heap.slab_end = 0;
 }
 
@@ -148,8 +150,9 @@ void *locus_dsm_malloc(size_t size)
 	if (!at) {
 		fprintf(stderr,
 			"locus-dsm: node %d: locus_dsm_malloc(%zu): this node's part of the shared "
-			"heap is full (%zu bytes; LOCUS_DSM_SIZE sets the region's size)\n",
-			dsm.node, size, (size_t)(heap.end - (heap.end - heap.next)));
+			"heap is full (%zu bytes, %zu of them never used; LOCUS_DSM_SIZE sets the "
+			"region's size, half of it the heap, shared equally by the nodes)\n",
+			dsm.node, size, heap.size, (size_t)(heap.end - heap.next));
 		errno = ENOMEM;
 		return NULL;
 	}

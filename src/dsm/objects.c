@@ -20,12 +20,20 @@
  * Every read and change of an object's words is a shipped call to its home
  * (ship.c, atomic.c): under lrc each one is a release and an acquire, so
  * taking a mutex, returning from a condition wait, taking a semaphore and
- * passing a barrier are acquires, and their counterparts releases.
+ * passing a barrier are acquires, and their counterparts releases. At the
+ * home the calling thread does it itself (dsm_call_atomic), and a thread
+ * there that waits for a word to move sleeps on the word (a futex) that
+ * whoever moves it wakes; a thread on another node polls.
+ *
+ * On one node there is nobody to carry writes to: a mutex is then the word
+ * itself, taken and given as a futex lock (0 free, 1 held, 2 held with
+ * sleepers), without the communication thread.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/futex.h"
 #include "internal.h"
 
 /* An object's words must be aligned words of the region. */
@@ -49,22 +57,122 @@ static void pause_for(unsigned *us)
 		*us *= 2;
 }
 
+/* Until *word (an object's, 8-aligned: its low half is a futex word) is no
+   longer seen: a sleep on the word at its home, a growing pause elsewhere. */
+static void wait_moved(uint64_t *word, uint64_t seen, unsigned *us)
+{
+	if (!dsm_atomic_here(word)) {
+		pause_for(us);
+		return;
+	}
+	/* A backstop against a wake lost to a page taken away meanwhile. */
+	struct timespec backstop = {0, 10 * 1000 * 1000};
+	futex_wait_for((uint32_t *)word, (uint32_t)seen, &backstop);
+}
+
+/* At the word's home, after it moved: every thread of the node sleeping on it. */
+static void wake_all(uint64_t *word)
+{
+	futex_call((uint32_t *)word, FUTEX_WAKE_PRIVATE, FUTEX_WAKE_ALL, NULL, 0);
+}
+
+static uint64_t add_wake(void *w, uint64_t v, uint64_t b, uint64_t c)
+{
+	(void)b, (void)c;
+	uint64_t old = __atomic_fetch_add((uint64_t *)w, v, __ATOMIC_SEQ_CST);
+	wake_all(w);
+	return old;
+}
+
+/* One node: the mutex word as a futex lock. */
+static uint32_t *lock_word(locus_dsm_mutex *m)
+{
+	return (uint32_t *)&m->word;
+}
+
+static int word_trylock(locus_dsm_mutex *m)
+{
+	uint32_t free_ = 0;
+	return __atomic_compare_exchange_n(lock_word(m), &free_, 1, 0, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+static void word_lock(locus_dsm_mutex *m)
+{
+	uint32_t *w = lock_word(m);
+	for (int i = 0; i < 100; i++) {
+		if (word_trylock(m))
+			return;
+		cpu_relax();
+	}
+	while (__atomic_exchange_n(w, 2, __ATOMIC_ACQUIRE) != 0)
+		futex_wait(w, 2);
+}
+
+static void word_unlock(locus_dsm_mutex *m)
+{
+	uint32_t *w = lock_word(m);
+	if (__atomic_exchange_n(w, 0, __ATOMIC_RELEASE) == 2)
+		futex_call(w, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
+}
+
+static int one_node(const char *call)
+{
+	dsm_require_running(call);
+	if (dsm.nodes != 1)
+		return 0;
+	dsm_sync_point();
+	return 1;
+}
+
+void locus_dsm_mutex_init(locus_dsm_mutex *m)
+{
+	check("locus_dsm_mutex_init", m);
+}
+
+void locus_dsm_cond_init(locus_dsm_cond *c)
+{
+	check("locus_dsm_cond_init", c);
+}
+
+void locus_dsm_barrier_init(locus_dsm_barrier_obj *b)
+{
+	check("locus_dsm_barrier_init", b);
+	locus_dsm_store(&b->count, 0);
+}
+
 void locus_dsm_mutex_lock(locus_dsm_mutex *m)
 {
 	check("locus_dsm_mutex_lock", m);
-	locus_dsm_lock(dsm_addr_lock(m));
+	if (!one_node("locus_dsm_mutex_lock")) {
+		locus_dsm_lock(dsm_addr_lock(m));
+		return;
+	}
+	word_lock(m);
+	dsm_self.locks++;
 }
 
 int locus_dsm_mutex_trylock(locus_dsm_mutex *m)
 {
 	check("locus_dsm_mutex_trylock", m);
-	return locus_dsm_trylock(dsm_addr_lock(m));
+	if (!one_node("locus_dsm_mutex_trylock"))
+		return locus_dsm_trylock(dsm_addr_lock(m));
+	if (!word_trylock(m))
+		return 0;
+	dsm_self.locks++;
+	return 1;
 }
 
 void locus_dsm_mutex_unlock(locus_dsm_mutex *m)
 {
 	check("locus_dsm_mutex_unlock", m);
-	locus_dsm_unlock(dsm_addr_lock(m));
+	if (!one_node("locus_dsm_mutex_unlock")) {
+		locus_dsm_unlock(dsm_addr_lock(m));
+		return;
+	}
+	word_unlock(m);
+	if (dsm_self.locks > 0)
+		dsm_self.locks--;
 }
 
 void locus_dsm_cond_wait(locus_dsm_cond *c, locus_dsm_mutex *m)
@@ -74,20 +182,20 @@ void locus_dsm_cond_wait(locus_dsm_cond *c, locus_dsm_mutex *m)
 	uint64_t seq = locus_dsm_load(&c->seq);
 	locus_dsm_mutex_unlock(m);
 	for (unsigned us = 20; locus_dsm_load(&c->seq) == seq;)
-		pause_for(&us);
+		wait_moved(&c->seq, seq, &us);
 	locus_dsm_mutex_lock(m);
 }
 
 void locus_dsm_cond_signal(locus_dsm_cond *c)
 {
 	check("locus_dsm_cond_signal", c);
-	locus_dsm_fetch_add(&c->seq, 1);
+	dsm_call_atomic("locus_dsm_cond_signal", add_wake, &c->seq, 1, 0, 0);
 }
 
 void locus_dsm_cond_broadcast(locus_dsm_cond *c)
 {
 	check("locus_dsm_cond_broadcast", c);
-	locus_dsm_fetch_add(&c->seq, 1);
+	dsm_call_atomic("locus_dsm_cond_broadcast", add_wake, &c->seq, 1, 0, 0);
 }
 
 void locus_dsm_sem_init(locus_dsm_sem *s, uint64_t value)
@@ -105,7 +213,7 @@ void locus_dsm_sem_wait(locus_dsm_sem *s)
 		if (v > 0 && locus_dsm_compare_exchange(&s->count, &v, v - 1))
 			return;
 		if (v == 0) {
-			pause_for(&us);
+			wait_moved(&s->count, 0, &us);
 			v = locus_dsm_load(&s->count);
 		}
 	}
@@ -114,7 +222,7 @@ void locus_dsm_sem_wait(locus_dsm_sem *s)
 void locus_dsm_sem_post(locus_dsm_sem *s)
 {
 	check("locus_dsm_sem_post", s);
-	locus_dsm_fetch_add(&s->count, 1);
+	dsm_call_atomic("locus_dsm_sem_post", add_wake, &s->count, 1, 0, 0);
 }
 
 /* At the barrier's home: one more has arrived. Returns the generation it
@@ -128,6 +236,7 @@ static uint64_t arrive(void *state, uint64_t participants, uint64_t b, uint64_t 
 		return gen;
 	__atomic_store_n(&bar->count, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&bar->generation, gen + 1, __ATOMIC_SEQ_CST);
+	wake_all(&bar->generation);
 	return gen | 1ull << 63;
 }
 
@@ -138,9 +247,9 @@ void locus_dsm_barrier_wait(locus_dsm_barrier_obj *b, unsigned participants)
 		fprintf(stderr, "locus-dsm: locus_dsm_barrier_wait: 0 participants\n");
 		exit(1);
 	}
-	uint64_t gen = locus_dsm_call_home(arrive, b, participants, 0, 0);
+	uint64_t gen = dsm_call_atomic("locus_dsm_barrier_wait", arrive, b, participants, 0, 0);
 	if (gen >> 63)
 		return;
 	for (unsigned us = 20; locus_dsm_load(&b->generation) == gen;)
-		pause_for(&us);
+		wait_moved(&b->generation, gen, &us);
 }

@@ -422,6 +422,7 @@ const struct dsm_proto dsm_proto_avr = {
 	.thread_init = dsm_avr_init,
 	.thread_fini = dsm_avr_fini,
 	.thread_fault = dsm_avr_fault,
+	.stray_fault = dsm_avr_stray,
 	.sync_point = dsm_avr_sync,
 	.fault_mask = avr_fault_mask,
 	.init = avr_init,

@@ -3,10 +3,16 @@
  * at the same address on every node and carries the protocol's protections;
  * the alias view is always read-write, so the runtime can install and copy
  * pages while the application cannot touch them.
+ *
+ * In a fork-style run of a program linked with globals.ld, a third view:
+ * the program's own globals, mapped over the region's first pages (the
+ * lower half, for collective allocations, unused in such a run), with the
+ * same protections as those pages, so that a global is shared memory.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -16,6 +22,64 @@
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
+
+/* Copies that neither sanitizer checks (the globals hold their red zones). */
+__attribute__((no_sanitize("address", "thread"), noinline)) static void
+raw_copy(char *to, const char *from, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		to[i] = from[i];
+		__asm__ volatile("" ::: "memory"); /* no memcpy made of the loop */
+	}
+}
+
+/* The shared globals onto the region's first pages: their contents (the
+   same on every node: the program has not run yet) into the memory object,
+   then the object mapped where they are, inaccessible until the protocol
+   gives the pages. Nothing touches them in between: this runs before
+   locus_dsm_start returns, and only the program's own code uses them. */
+static int map_globals(int fd)
+{
+	char *lo, *hi;
+	if (!dsm_globals_shared(&lo, &hi))
+		return 0;
+	size_t len = (size_t)(hi - lo);
+	if ((uintptr_t)lo % dsm.page_size || len % dsm.page_size || len > dsm.size / 2) {
+		fprintf(stderr,
+			"locus-dsm: node %d: the program's globals (%zu bytes at %p) are not whole "
+			"pages or do not fit the lower half of the region (LOCUS_DSM_SIZE)\n",
+			dsm.node, len, (void *)lo);
+		return -1;
+	}
+	raw_copy(dsm.alias, lo, len);
+	if (mmap(lo, len, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, 0) != lo) {
+		fprintf(stderr, "locus-dsm: node %d: cannot map the program's globals: %s\n",
+			dsm.node, strerror(errno));
+		return -1;
+	}
+	dsm.gview = lo;
+	dsm.glen = len;
+	return 0;
+}
+
+/* The globals back to private memory with what this node holds of them
+   (after the run: the program may still read them, at exit), or, in a
+   child of fork(), the same as the child's own copy. */
+void dsm_region_keep_globals(void)
+{
+	if (!dsm.gview)
+		return;
+	char *copy = malloc(dsm.glen);
+	if (copy)
+		raw_copy(copy, dsm.alias, dsm.glen);
+	mmap(dsm.gview, dsm.glen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+	     -1, 0);
+	if (copy)
+		raw_copy(dsm.gview, copy, dsm.glen);
+	free(copy);
+	dsm.gview = NULL;
+	dsm.glen = 0;
+}
 
 int dsm_region_map(void)
 {
@@ -44,20 +108,23 @@ int dsm_region_map(void)
 		return -1;
 	}
 	void *alias = mmap(NULL, dsm.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
 	if (alias == MAP_FAILED) {
 		fprintf(stderr, "locus-dsm: node %d: alias mapping: %s\n", dsm.node,
 			strerror(errno));
 		munmap(app, dsm.size);
+		close(fd);
 		return -1;
 	}
 	dsm.app = app;
 	dsm.alias = alias;
-	return 0;
+	int r = dsm_fork_request ? map_globals(fd) : 0;
+	close(fd);
+	return r;
 }
 
 void dsm_region_unmap(void)
 {
+	dsm_region_keep_globals();
 	if (dsm.app)
 		munmap(dsm.app, dsm.size);
 	if (dsm.alias)
@@ -72,5 +139,13 @@ void dsm_region_protect(size_t page, size_t count, int prot)
 {
 	if (mprotect(dsm.app + page * dsm.page_size, count * dsm.page_size, prot) != 0)
 		dsm_fatal("mprotect of page %zu: %s%s", page, strerror(errno),
-			  errno == ENOMEM ? " (too many mappings: raise vm.max_map_count)" : "");
+			  errno == ENOMEM ? " (too many mappings: raise vm.max_map_count, "
+					    "e.g. as root: sysctl -w vm.max_map_count=1048576)"
+					  : "");
+	size_t gpages = dsm.glen / dsm.page_size;
+	if (dsm.gview && page < gpages) {
+		size_t n = page + count > gpages ? gpages - page : count;
+		if (mprotect(dsm.gview + page * dsm.page_size, n * dsm.page_size, prot) != 0)
+			dsm_fatal("mprotect of the globals' page %zu: %s", page, strerror(errno));
+	}
 }

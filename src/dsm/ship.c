@@ -535,6 +535,26 @@ uint64_t locus_dsm_call_home(locus_fn fn, void *state, uint64_t a, uint64_t b, u
 	return locus_dsm_call(home, fn, state, a, b, c);
 }
 
+int dsm_atomic_here(const void *state)
+{
+	return locus_dsm_home(state) == dsm.node && !on_server && dsm.proto &&
+	       (dsm.nodes == 1 || !dsm.proto->thread_fault);
+}
+
+uint64_t dsm_call_atomic(const char *what, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			 uint64_t c)
+{
+	int home = home_of(what, state);
+	if (home < 0)
+		exit(1);
+	dsm_require_running(what);
+	if (dsm_atomic_here(state)) {
+		dsm_sync_point();
+		return fn(state, a, b, c);
+	}
+	return locus_dsm_call(home, fn, state, a, b, c);
+}
+
 uint64_t dsm_ship_run(void *state, uint32_t lock, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
 	int home = home_of("home", state);

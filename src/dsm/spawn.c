@@ -14,10 +14,14 @@
  * address (objects.c) take their place.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
+#include <unistd.h>
 
 #include "common/futex.h"
 #include "fnid.h"
@@ -25,8 +29,9 @@
 
 int dsm_fork_mode;
 
-static uint32_t done_count; /* threads this node spawned that have returned */
-static uint32_t quit;	    /* ranks > 0: rank 0 has begun to finalize */
+static pthread_t main_thread; /* rank 0: the thread that called locus_dsm_start */
+static uint32_t done_count;   /* threads this node spawned that have returned */
+static uint32_t quit;	      /* ranks > 0: rank 0 has begun to finalize */
 
 /* Main's globals as last published (rank 0), and the version each node has. */
 static struct {
@@ -179,15 +184,104 @@ void dsm_fork_finish(void)
 		locus_dsm_call(n, tell_quit, NULL, 0, 0, 0);
 }
 
+/* Rank 0's standard input from LOCUS_DSM_STDIN: mpiexec (MPICH's hydra)
+   forwards no more than a pipe holds, 64 KB, and fails on more. */
+static int stdin_from_file(void)
+{
+	const char *path = getenv("LOCUS_DSM_STDIN");
+	if (!path || !*path)
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || dup2(fd, 0) < 0) {
+		fprintf(stderr, "locus-dsm: LOCUS_DSM_STDIN=%s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int dsm_fork_is_main(void)
+{
+	return pthread_equal(main_thread, pthread_self());
+}
+
+/*
+ * The program's globals are one memory on every node, so a pointer main
+ * stores there must mean the same on every node. The program's own code and
+ * data are at fixed addresses (it is linked -no-pie), but the C library and
+ * every other shared library are placed at random per process: a FILE *
+ * such as stdout kept in a global (Splash-3's water does) would point into
+ * nothing on another node. So the program starts again, once, with address
+ * randomization off for itself (personality ADDR_NO_RANDOMIZE, as
+ * `setarch -R` does); the same binaries on the same kind of machine then map
+ * alike. LOCUS_DSM_ASLR=keep keeps randomization (and skips this restart).
+ * Before anything else runs: argv comes from /proc/self/cmdline, as the
+ * program was started.
+ */
+static void restart_without_aslr(void)
+{
+	const char *keep = getenv("LOCUS_DSM_ASLR");
+	int now = personality(0xffffffff);
+	if ((keep && strcmp(keep, "keep") == 0) || now == -1 || (now & ADDR_NO_RANDOMIZE))
+		return;
+	if (personality((unsigned long)now | ADDR_NO_RANDOMIZE) == -1 ||
+	    !(personality(0xffffffff) & ADDR_NO_RANDOMIZE))
+		return; /* not allowed here (a container's filter): checked after init */
+	char *args[4096 + 1], buf[1 << 16];
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC), n = 0;
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (len > 0 && (size_t)len < sizeof(buf) - 1) {
+		buf[len] = 0;
+		for (char *p = buf; p < buf + len && n < 4096; p += strlen(p) + 1)
+			args[n++] = p;
+		args[n] = NULL;
+		fflush(NULL);
+		execv("/proc/self/exe", args);
+	}
+	personality((unsigned long)now); /* left as it was: checked after init */
+}
+
+static uint64_t where_stdout(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)state, (void)a, (void)b, (void)c;
+	return (uint64_t)(uintptr_t)stdout;
+}
+
+/* Rank 0: say once if the C library lies elsewhere on some node. */
+static void check_libraries(void)
+{
+	for (int n = 1; n < dsm.nodes; n++)
+		if (locus_dsm_call(n, where_stdout, NULL, 0, 0, 0) != (uint64_t)(uintptr_t)stdout) {
+			fprintf(stderr,
+				"locus-dsm: warning: the C library lies at another address on "
+				"node %d (address randomization is on there, or other "
+				"libraries): a pointer into a library (stdout, a FILE *) "
+				"stored in shared memory means nothing on another node\n",
+				n);
+			return;
+		}
+}
+
 int locus_dsm_start(int *argc, char ***argv)
 {
+	restart_without_aslr();
 	if (dsm_globals_init() != 0)
 		return -1;
-	if (locus_dsm_init(argc, argv) != 0)
+	dsm_fork_request = 1; /* the region maps the shared globals (region.c) */
+	int r = locus_dsm_init(argc, argv);
+	dsm_fork_request = 0;
+	if (r != 0)
 		return -1;
 	dsm_fork_mode = 1;
-	if (dsm.node == 0)
-		return 0;
+	if (dsm.node == 0) {
+		main_thread = pthread_self();
+		check_libraries();
+		return stdin_from_file();
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0); /* workers' lines reach the terminal as they come */
 	while (!ld_acquire(&quit))
 		futex_wait(&quit, 0);

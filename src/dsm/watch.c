@@ -25,8 +25,8 @@
 
 #include "internal.h"
 
-#define WATCH_AFTER_NS 1000000000ull
-#define WATCH_EVERY_NS 1000000000ull
+#define WATCH_AFTER_NS ((uint64_t)NS_PER_S)
+#define WATCH_EVERY_NS ((uint64_t)NS_PER_S)
 #define QUIET_ROUNDS   2
 #define TEXT_MAX       240
 
@@ -58,7 +58,7 @@ static void report(uint64_t now)
 	char msg[1024];
 	size_t at = (size_t)snprintf(msg, sizeof(msg),
 				     "deadlock: every node waits and nothing has moved for %.1f s:",
-				     (double)(now - w.stalled_since) * 1e-9);
+				     ns_to_s(now - w.stalled_since));
 	for (int n = 0; n < dsm.nodes && at < sizeof(msg); n++)
 		at += (size_t)snprintf(msg + at, sizeof(msg) - at, "\n  node %d: %s", n,
 				       w.cur[n].text);

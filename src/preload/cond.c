@@ -91,7 +91,7 @@ static int own_wait(pthread_cond_t *cond, pthread_mutex_t *m, clockid_t clk,
 		    const struct timespec *abstime, void *caller)
 {
 	struct lp_cond *c = cv(cond);
-	if (abstime && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L))
+	if (abstime && (abstime->tv_nsec < 0 || abstime->tv_nsec >= NS_PER_S))
 		return EINVAL;
 	int saved = errno;
 	faa_seqcst(&c->waiters, 1);

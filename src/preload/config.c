@@ -111,12 +111,13 @@ static const char known_help[] =
 	"admit|admit=N|strict";
 
 /* The spec with every default spelled out, for the profile's header. */
-static void canonical_spec(const locus_lock *l, char *buf, size_t len)
+static void canonical_spec(const struct lock *l, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "%s:", locus_lock_kind_name((locus_lock_kind)l->kind));
 	n += lock_wait_format(&l->wait, buf + n, (size_t)n < len ? len - (size_t)n : 0);
 	struct lock_opts o = {.backoff_max = l->backoff_max, .flags = l->flags, .admit = l->admit};
-	lock_kind_format((locus_lock_kind)l->kind, &o, buf + n, (size_t)n < len ? len - (size_t)n : 0);
+	lock_kind_format((locus_lock_kind)l->kind, &o, buf + n,
+			 (size_t)n < len ? len - (size_t)n : 0);
 }
 
 /*
@@ -137,7 +138,7 @@ static void configure_lock(void)
 			       spec);
 		return;
 	}
-	int rc = locus_lock_init_spec(&lp_cfg.tpl, spec);
+	int rc = lock_init_spec(&lp_cfg.tpl, spec);
 	if (rc == ENOENT) {
 		lp_say("unknown lock '%s' in LOCUS_LOCK (%s); running with the original pthread "
 		       "mutexes",
@@ -153,7 +154,7 @@ static void configure_lock(void)
 	canonical_spec(&lp_cfg.tpl, lp_cfg.lock_spec, sizeof(lp_cfg.lock_spec));
 	/* The template is a configuration, never locked; drop what init allocated
 	   (clh's first node) and keep the fields that lp_lock_init copies. */
-	locus_lock_destroy(&lp_cfg.tpl);
+	lock_destroy(&lp_cfg.tpl);
 	lp_cfg.mode = LP_REPLACE;
 }
 
@@ -226,9 +227,9 @@ int lp_ready_slow(void)
 	return 1;
 }
 
-void lp_lock_init(locus_lock *l)
+void lp_lock_init(struct lock *l)
 {
-	locus_lock_init(l, (locus_lock_kind)lp_cfg.tpl.kind, &lp_cfg.tpl.wait);
+	lock_init(l, (locus_lock_kind)lp_cfg.tpl.kind, &lp_cfg.tpl.wait);
 	struct lock_opts o = {.backoff_max = lp_cfg.tpl.backoff_max,
 			      .flags = lp_cfg.tpl.flags,
 			      .admit = lp_cfg.tpl.admit};

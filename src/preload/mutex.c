@@ -15,8 +15,6 @@
 
 #include "preload.h"
 
-#define NSEC 1000000000L
-
 static int replacing(void)
 {
 	return lp_cfg.mode == LP_REPLACE;
@@ -37,22 +35,22 @@ static void locus_acquire(struct lp_shadow *sh)
 {
 	pthread_t me = pthread_self();
 	if (!lp_cfg.profiling) {
-		locus_lock_lock(&sh->lock);
+		lock_lock(&sh->lock);
 		st_relaxed(&sh->owner, me);
 		return;
 	}
-	if (locus_lock_trylock(&sh->lock) == 0) {
+	if (lock_trylock(&sh->lock) == 0) {
 		locus_acquired(sh, me, 0, 0);
 		return;
 	}
 	uint64_t t0 = lp_ticks();
-	locus_lock_lock(&sh->lock);
+	lock_lock(&sh->lock);
 	locus_acquired(sh, me, 1, t0);
 }
 
 static int locus_try(struct lp_shadow *sh)
 {
-	if (locus_lock_trylock(&sh->lock) != 0) {
+	if (lock_trylock(&sh->lock) != 0) {
 		if (lp_cfg.profiling)
 			faa_relaxed(&sh->st.try_busy, 1);
 		return EBUSY;
@@ -73,7 +71,7 @@ static int locus_release(struct lp_shadow *sh)
 	if (lp_cfg.profiling)
 		lp_prof_released(sh, lp_ticks());
 	st_relaxed(&sh->owner, 0);
-	locus_lock_unlock(&sh->lock);
+	lock_unlock(&sh->lock);
 	return 0;
 }
 
@@ -96,16 +94,16 @@ static int ts_before(const struct timespec *a, const struct timespec *b)
 static int locus_timed(struct lp_shadow *sh, clockid_t clk, const struct timespec *abstime)
 {
 	pthread_t me = pthread_self();
-	if (locus_lock_trylock(&sh->lock) == 0) {
+	if (lock_trylock(&sh->lock) == 0) {
 		locus_acquired(sh, me, 0, 0);
 		return 0;
 	}
-	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= NSEC)
+	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= NS_PER_S)
 		return EINVAL;
 	uint64_t t0 = lp_ticks();
 	long nap = 1000;
 	for (unsigned i = 0;; i++) {
-		if (locus_lock_trylock(&sh->lock) == 0)
+		if (lock_trylock(&sh->lock) == 0)
 			break;
 		if (i < 1024) {
 			cpu_relax();
@@ -118,7 +116,7 @@ static int locus_timed(struct lp_shadow *sh, clockid_t clk, const struct timespe
 				faa_relaxed(&sh->st.try_busy, 1);
 			return ETIMEDOUT;
 		}
-		long left = (long)(abstime->tv_sec - now.tv_sec) * NSEC +
+		long left = (long)(abstime->tv_sec - now.tv_sec) * NS_PER_S +
 			    (abstime->tv_nsec - now.tv_nsec);
 		struct timespec d = {0, left < nap ? left : nap};
 		nanosleep(&d, NULL);

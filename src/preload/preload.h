@@ -27,6 +27,7 @@
 #include "common/atomic.h"
 #include "common/clock.h"
 #include "locus/lock.h"
+#include "sync/lock_impl.h"
 
 #define lp_likely(x)   __builtin_expect(!!(x), 1)
 #define lp_unlikely(x) __builtin_expect(!!(x), 0)
@@ -73,7 +74,7 @@ struct lp_real {
 struct lp_config {
 	int mode;	     /* enum lp_mode */
 	int profiling;	     /* LOCUS_PROFILE set */
-	locus_lock tpl;	     /* LP_REPLACE: the configuration every new lock copies */
+	struct lock tpl;     /* LP_REPLACE: the configuration every new lock copies */
 	char lock_spec[96];  /* canonical spec, or "pthread" */
 	char json_path[512]; /* "" = text only */
 	unsigned top;	     /* LOCUS_PROFILE_TOP, 1..LP_TOP_LIMIT */
@@ -135,9 +136,9 @@ struct lp_shadow {
 	void *first_caller;	/* return address of the first lock */
 	pthread_t owner;	/* holder (0 when free): fork repair, destroy, unlock checks */
 	struct lp_shadow *next_free;
-	locus_lock lock; /* LP_LOCUS only */
+	struct lock lock; /* LP_LOCUS only (lock_state.h: a locus_lock's insides) */
 	struct lp_stats st;
-} __attribute__((aligned(64)));
+} __attribute__((aligned(LOCUS_CACHELINE)));
 
 /*
  * The shadow of m for a mutex of this label, made on first use (caller is
@@ -190,7 +191,7 @@ static inline uint32_t lp_label_of(const pthread_mutex_t *m, int replace)
 }
 
 /* Initialize a fresh shadow's locus lock from lp_cfg.tpl. */
-void lp_lock_init(locus_lock *l);
+void lp_lock_init(struct lock *l);
 
 /* ---- mutexes (mutex.c) --------------------------------------------------- */
 

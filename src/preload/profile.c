@@ -22,7 +22,7 @@
 #include "common/parse.h"
 #include "preload.h"
 
-#define HIST_MAX  (1u << 18) /* histograms: one per contended mutex, 2 KiB each */
+#define HIST_MAX (1u << 18) /* histograms: one per contended mutex, 2 KiB each */
 
 static uint64_t *hist_arena;
 static uint64_t hist_next;
@@ -334,7 +334,7 @@ static double calibrate(double *seconds)
 	while (ns - base_ns < 10000000ull)
 		ns = mono_ns();
 	uint64_t t = lp_ticks();
-	*seconds = (double)(ns - base_ns) / 1e9;
+	*seconds = (double)(ns - base_ns) / NS_PER_S;
 #if defined(__x86_64__) || defined(__i386__)
 	return (double)(t - base_ticks) / (double)(ns - base_ns);
 #else
@@ -588,11 +588,11 @@ static void setup_signal(void)
 	if (strncmp(s, "SIG", 3) == 0)
 		s += 3;
 	uint32_t num = 0;
-	int sig = strcmp(s, "USR1") == 0   ? SIGUSR1
-		  : strcmp(s, "USR2") == 0 ? SIGUSR2
-		  : strcmp(s, "HUP") == 0  ? SIGHUP
+	int sig = strcmp(s, "USR1") == 0		     ? SIGUSR1
+		  : strcmp(s, "USR2") == 0		     ? SIGUSR2
+		  : strcmp(s, "HUP") == 0		     ? SIGHUP
 		  : parse_num_u32(s, 1, NSIG - 1, &num) == 0 ? (int)num
-							      : 0;
+							     : 0;
 	if (sig <= 0 || sig == SIGKILL || sig == SIGSTOP) {
 		lp_say("LOCUS_PROFILE_SIGNAL=%s is not a signal; ignored", s);
 		return;

@@ -111,7 +111,7 @@ static struct lp_shadow *shadow_alloc(void)
 static void shadow_free(struct lp_shadow *sh)
 {
 	if (sh->label == LP_LOCUS && ld_relaxed(&sh->owner) == 0)
-		locus_lock_destroy(&sh->lock);
+		lock_destroy(&sh->lock);
 	st_relaxed(&sh->mutex, NULL);
 	st_release(&sh->state, SH_FREE);
 	free_list_lock();
@@ -274,7 +274,7 @@ void lp_shadow_after_fork(void)
 		if (sh->label == LP_LOCUS && (sh->owner == 0 || pthread_equal(sh->owner, self))) {
 			lp_lock_init(&sh->lock);
 			if (sh->owner)
-				locus_lock_lock(&sh->lock);
+				lock_lock(&sh->lock);
 		}
 		stats_clear(&sh->st);
 		if (sh->owner) {

@@ -26,14 +26,19 @@
  */
 #include <errno.h>
 
-#include "locus/combine.h"
 #include "common/atomic.h"
+#include "sync/combine_impl.h"
 #include "sync/flag.h"
 #include "sync/nodes.h"
 
 enum { CC_DONE = 0, CC_COMBINE = 1 };
 
-int locus_ccsynch_init(locus_ccsynch *s, const locus_wait *wait, uint32_t pass)
+static struct ccsynch *ccsynch_of(locus_ccsynch *s)
+{
+	return (struct ccsynch *)(void *)s;
+}
+
+int ccsynch_init(struct ccsynch *s, const locus_wait *wait, uint32_t pass)
 {
 	struct locus_qnode *dummy = qnode_get();
 	dummy->next = NULL;
@@ -44,14 +49,14 @@ int locus_ccsynch_init(locus_ccsynch *s, const locus_wait *wait, uint32_t pass)
 	return 0;
 }
 
-void locus_ccsynch_destroy(locus_ccsynch *s)
+void ccsynch_destroy(struct ccsynch *s)
 {
 	qnode_free(s->tail);
 	s->tail = NULL;
 }
 
 /* Run requests from `mine` on; return after handing the combiner role on. */
-static void combine(locus_ccsynch *s, struct locus_qnode *mine)
+static void combine(struct ccsynch *s, struct locus_qnode *mine)
 {
 	struct locus_qnode *n = mine;
 	for (uint32_t done = 0; done < s->pass; done++) {
@@ -66,8 +71,8 @@ static void combine(locus_ccsynch *s, struct locus_qnode *mine)
 	flag_release(&n->flag, CC_COMBINE);
 }
 
-uint64_t locus_ccsynch_run(locus_ccsynch *s, locus_fn fn, void *state, uint64_t a, uint64_t b,
-			   uint64_t c)
+uint64_t ccsynch_combine(struct ccsynch *s, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			 uint64_t c)
 {
 	struct locus_qnode *fresh = qnode_get();
 	fresh->next = NULL;
@@ -84,4 +89,22 @@ uint64_t locus_ccsynch_run(locus_ccsynch *s, locus_fn fn, void *state, uint64_t 
 	uint64_t r = mine->ret;
 	qnode_put(mine);
 	return r;
+}
+
+/* The public API: the same on the struct ccsynch in a locus_ccsynch's bytes. */
+
+int locus_ccsynch_init(locus_ccsynch *s, const locus_wait *wait, uint32_t pass)
+{
+	return ccsynch_init(ccsynch_of(s), wait, pass);
+}
+
+uint64_t locus_ccsynch_run(locus_ccsynch *s, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			   uint64_t c)
+{
+	return ccsynch_combine(ccsynch_of(s), fn, state, a, b, c);
+}
+
+void locus_ccsynch_destroy(locus_ccsynch *s)
+{
+	ccsynch_destroy(ccsynch_of(s));
 }

@@ -22,6 +22,7 @@
 #include "sync/stm_impl.h"
 #include "common/atomic.h"
 #include "common/parse.h"
+#include "sync/combine_impl.h"
 #include "sync/deleg.h"
 #include "sync/fatal.h"
 #include "sync/lock_impl.h"
@@ -33,9 +34,9 @@ struct mech;
 
 struct locus_cs {
 	union {
-		locus_lock lock;
-		locus_oyama oyama;
-		locus_ccsynch ccsynch;
+		struct lock lock;   /* lock_state.h: a locus_lock's insides, without its padding */
+		struct oyama oyama; /* combine_impl.h: as the lock, without the padding */
+		struct ccsynch ccsynch;
 		struct {
 			unsigned server;
 			struct dl_async_cfg cfg;
@@ -48,7 +49,7 @@ struct locus_cs {
 	void *state;
 	int guarded; /* sections run between the provider's enter and leave */
 	char spec[SPEC_MAX];
-} __attribute__((aligned(64)));
+} __attribute__((aligned(LOCUS_CACHELINE)));
 
 /* Options of one spec, already split; parsing fills these in. */
 struct opts {
@@ -269,9 +270,9 @@ static int stm_option(struct opts *o, const char *opt)
 	}
 	if (strcmp(opt, "admit") == 0 || strcmp(opt, "strict") == 0) {
 		if (opt[0] == 's')
-			o->lock.flags |= LOCUS_LOCK_STRICT;
+			o->lock.flags |= LOCK_STRICT;
 		else
-			o->lock.flags &= ~LOCUS_LOCK_STRICT;
+			o->lock.flags &= ~LOCK_STRICT;
 		return 1;
 	}
 	return 0;
@@ -282,7 +283,7 @@ static int stm_option(struct opts *o, const char *opt)
 
 static int lock_open(locus_cs *cs, const struct opts *o)
 {
-	int rc = locus_lock_init(&cs->u.lock, cs->m->kind, &o->wait);
+	int rc = lock_init(&cs->u.lock, cs->m->kind, &o->wait);
 	if (rc) {
 		fail("%s: cannot initialize: %s", cs->m->name, strerror(rc));
 		return -1;
@@ -293,47 +294,47 @@ static int lock_open(locus_cs *cs, const struct opts *o)
 
 static uint64_t lock_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
-	locus_lock_lock(&cs->u.lock);
+	lock_lock(&cs->u.lock);
 	uint64_t r = fn(cs->state, a, b, c);
-	locus_lock_unlock(&cs->u.lock);
+	lock_unlock(&cs->u.lock);
 	return r;
 }
 
 static void lock_close(locus_cs *cs)
 {
-	locus_lock_destroy(&cs->u.lock);
+	lock_destroy(&cs->u.lock);
 }
 
 /* ---- combining ------------------------------------------------------------ */
 
 static int oyama_open(locus_cs *cs, const struct opts *o)
 {
-	return locus_oyama_init(&cs->u.oyama, &o->wait, o->pass);
+	return oyama_init(&cs->u.oyama, &o->wait, o->pass);
 }
 
 static uint64_t oyama_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
-	return locus_oyama_run(&cs->u.oyama, fn, cs->state, a, b, c);
+	return oyama_combine(&cs->u.oyama, fn, cs->state, a, b, c);
 }
 
 static void oyama_close(locus_cs *cs)
 {
-	locus_oyama_destroy(&cs->u.oyama);
+	oyama_destroy(&cs->u.oyama);
 }
 
 static int ccsynch_open(locus_cs *cs, const struct opts *o)
 {
-	return locus_ccsynch_init(&cs->u.ccsynch, &o->wait, o->pass);
+	return ccsynch_init(&cs->u.ccsynch, &o->wait, o->pass);
 }
 
 static uint64_t ccsynch_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
-	return locus_ccsynch_run(&cs->u.ccsynch, fn, cs->state, a, b, c);
+	return ccsynch_combine(&cs->u.ccsynch, fn, cs->state, a, b, c);
 }
 
 static void ccsynch_close(locus_cs *cs)
 {
-	locus_ccsynch_destroy(&cs->u.ccsynch);
+	ccsynch_destroy(&cs->u.ccsynch);
 }
 
 /* ---- delegation ----------------------------------------------------------- */
@@ -493,7 +494,7 @@ static int stm_open(locus_cs *cs, const struct opts *o)
 		fail("stm: %s", err);
 		return -1;
 	}
-	cs->u.stm_strict = (o->lock.flags & LOCUS_LOCK_STRICT) != 0;
+	cs->u.stm_strict = (o->lock.flags & LOCK_STRICT) != 0;
 	return 0;
 }
 
@@ -592,7 +593,7 @@ static int fmt_stm(const locus_cs *cs, const struct opts *o, char *buf, size_t l
 {
 	(void)cs;
 	return snprintf(buf, len, "%s,%s", o->method,
-			o->lock.flags & LOCUS_LOCK_STRICT ? "strict" : "admit");
+			o->lock.flags & LOCK_STRICT ? "strict" : "admit");
 }
 #endif
 
@@ -934,7 +935,7 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 	if (m != &provided && apply_options(m, colon ? list : NULL, &o) != 0)
 		return NULL;
 
-	locus_cs *cs = aligned_alloc(64, sizeof(*cs));
+	locus_cs *cs = aligned_alloc(LOCUS_CACHELINE, sizeof(*cs));
 	if (!cs) {
 		fail("out of memory");
 		return NULL;

@@ -16,7 +16,7 @@ struct dl_req {
 	uint64_t a, b, c;
 	uint64_t seq; /* the client bumps it (release) to publish a request */
 	uint64_t pad[2];
-} __attribute__((aligned(64)));
+} __attribute__((aligned(LOCUS_CACHELINE)));
 
 /* A response slot: written by the server, read by one client. Four to a line. */
 struct dl_resp {
@@ -34,7 +34,7 @@ struct dl_chan {
 	uint32_t kind;
 	struct dl_chan *next; /* in the server's list; set before publication */
 	/* park.h word: the client parks on it waiting for responses */
-	uint32_t client_wait __attribute__((aligned(64)));
+	uint32_t client_wait __attribute__((aligned(LOCUS_CACHELINE)));
 	uint32_t owned; /* 1 while a thread owns the channel; 0: free for reuse */
 };
 
@@ -48,14 +48,16 @@ struct dl_server {
 	void **allocs; /* everything allocated for this server, freed at stop */
 	size_t nallocs, capallocs;
 	uint32_t flat; /* a flat slot: no thread; clients serve it themselves */
-	uint32_t serving __attribute__((aligned(64)));	/* flat: 1 while a thread serves */
-	uint32_t bell;					/* flat doorbell: serve me */
-	uint32_t sleeping __attribute__((aligned(64))); /* park.h word of the server thread */
+	uint32_t serving
+		__attribute__((aligned(LOCUS_CACHELINE))); /* flat: 1 while a thread serves */
+	uint32_t bell;					   /* flat doorbell: serve me */
+	uint32_t sleeping
+		__attribute__((aligned(LOCUS_CACHELINE))); /* park.h word of the server thread */
 	uint32_t stop;
 	uint32_t spins;
 	struct locus_delegate_stats stats;
 	uint64_t started_ns;
-} __attribute__((aligned(64)));
+} __attribute__((aligned(LOCUS_CACHELINE)));
 
 /*
  * The two pools: dedicated servers and flat slots. Who owns them and when

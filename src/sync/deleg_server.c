@@ -288,7 +288,7 @@ void dl_fork_child(void)
 /* n zeroed servers with their registration locks; flat ones have no thread. */
 static struct dl_server *servers_new(unsigned n, int is_flat, char *err, size_t errlen)
 {
-	struct dl_server *servers = aligned_alloc(64, n * sizeof(*servers));
+	struct dl_server *servers = aligned_alloc(LOCUS_CACHELINE, n * sizeof(*servers));
 	if (!servers) {
 		snprintf(err, errlen, "delegation: out of memory for %u %s", n,
 			 is_flat ? "slots" : "servers");
@@ -455,7 +455,7 @@ void dl_client_wait(struct dl_chan *ch, int (*ready)(void *), void *arg, const l
 /* Zeroed memory for a channel, freed with the server (a post cannot fail halfway). */
 static void *server_alloc(struct dl_server *s, size_t size)
 {
-	void *p = sync_aligned_zalloc(64, size, "delegation channel");
+	void *p = sync_aligned_zalloc(LOCUS_CACHELINE, size, "delegation channel");
 	if (s->nallocs == s->capallocs) {
 		s->capallocs = s->capallocs ? 2 * s->capallocs : 16;
 		s->allocs = sync_realloc(s->allocs, s->capallocs * sizeof(*s->allocs),
@@ -470,8 +470,8 @@ static struct dl_resp *alloc_slots(struct dl_server *s, uint32_t lines)
 {
 	if (lines > 1)
 		return server_alloc(s, lines * sizeof(struct dl_resp));
-	if (!s->slot_block || s->slot_used == 64 / sizeof(struct dl_resp)) {
-		s->slot_block = server_alloc(s, 64);
+	if (!s->slot_block || s->slot_used == LOCUS_CACHELINE / sizeof(struct dl_resp)) {
+		s->slot_block = server_alloc(s, LOCUS_CACHELINE);
 		s->slot_used = 0;
 	}
 	return &s->slot_block[s->slot_used++];

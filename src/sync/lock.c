@@ -29,7 +29,7 @@ int locus_lock_kind_parse(const char *name, locus_lock_kind *kind)
 	return -1;
 }
 
-int locus_lock_init(locus_lock *l, locus_lock_kind kind, const locus_wait *wait)
+int lock_init(struct lock *l, locus_lock_kind kind, const locus_wait *wait)
 {
 	if ((unsigned)kind >= LOCUS_LOCK_NKINDS)
 		return EINVAL;
@@ -55,7 +55,7 @@ int locus_lock_init(locus_lock *l, locus_lock_kind kind, const locus_wait *wait)
 	}
 }
 
-void locus_lock_lock(locus_lock *l)
+void lock_lock(struct lock *l)
 {
 	switch (l->kind) {
 	case LOCUS_LOCK_MUTEX:
@@ -82,7 +82,7 @@ void locus_lock_lock(locus_lock *l)
 	}
 }
 
-int locus_lock_trylock(locus_lock *l)
+int lock_trylock(struct lock *l)
 {
 	switch (l->kind) {
 	case LOCUS_LOCK_MUTEX:
@@ -98,7 +98,7 @@ int locus_lock_trylock(locus_lock *l)
 	}
 }
 
-void locus_lock_unlock(locus_lock *l)
+void lock_unlock(struct lock *l)
 {
 	switch (l->kind) {
 	case LOCUS_LOCK_MUTEX:
@@ -119,7 +119,7 @@ void locus_lock_unlock(locus_lock *l)
 	}
 }
 
-void locus_lock_destroy(locus_lock *l)
+void lock_destroy(struct lock *l)
 {
 	if (l->kind == LOCUS_LOCK_MUTEX)
 		pthread_mutex_destroy(&l->u.mutex);
@@ -144,47 +144,48 @@ int lock_kind_option(locus_lock_kind kind, const char *opt, struct lock_opts *o)
 			return 1;
 		}
 		if (strncmp(opt, "backoff_max=", 12) == 0)
-			return parse_num_u32(opt + 12, 1, UINT32_MAX, &o->backoff_max) == 0 ? 1 : -1;
+			return parse_num_u32(opt + 12, 1, UINT32_MAX, &o->backoff_max) == 0 ? 1
+											    : -1;
 	}
 	if (kind == LOCUS_LOCK_TAS || kind == LOCUS_LOCK_TTAS || kind == LOCUS_LOCK_FUTEX) {
 		if (strcmp(opt, "antistarve") == 0) {
-			o->flags &= ~LOCUS_LOCK_BARGE;
+			o->flags &= ~LOCK_BARGE;
 			return 1;
 		}
 		if (strcmp(opt, "barge") == 0) {
-			o->flags |= LOCUS_LOCK_BARGE;
+			o->flags |= LOCK_BARGE;
 			return 1;
 		}
 	}
 	if (kind == LOCUS_LOCK_MCS) {
 		if (strcmp(opt, "cr") == 0) {
-			o->flags &= ~LOCUS_LOCK_NOCR;
+			o->flags &= ~LOCK_NOCR;
 			return 1;
 		}
 		if (strcmp(opt, "nocr") == 0) {
-			o->flags |= LOCUS_LOCK_NOCR;
+			o->flags |= LOCK_NOCR;
 			return 1;
 		}
 	}
 	if (queue_kind(kind)) {
 		if (strcmp(opt, "strict") == 0) {
-			o->flags |= LOCUS_LOCK_STRICT;
+			o->flags |= LOCK_STRICT;
 			return 1;
 		}
 		if (strcmp(opt, "admit") == 0) {
-			o->flags &= ~LOCUS_LOCK_STRICT;
+			o->flags &= ~LOCK_STRICT;
 			o->admit = 0;
 			return 1;
 		}
 		if (strncmp(opt, "admit=", 6) == 0) {
-			o->flags &= ~LOCUS_LOCK_STRICT;
+			o->flags &= ~LOCK_STRICT;
 			return parse_num_u32(opt + 6, 2, UINT32_MAX, &o->admit) == 0 ? 1 : -1;
 		}
 	}
 	return 0;
 }
 
-void lock_apply_opts(locus_lock *l, const struct lock_opts *o)
+void lock_apply_opts(struct lock *l, const struct lock_opts *o)
 {
 	l->backoff_max = o->backoff_max;
 	l->flags = o->flags;
@@ -201,14 +202,14 @@ int lock_wait_format(const locus_wait *w, char *buf, size_t len)
 /* ",strict" or ",admit=N" for the queue locks. */
 static int admit_format(const struct lock_opts *o, char *buf, size_t len)
 {
-	if (o->flags & LOCUS_LOCK_STRICT)
+	if (o->flags & LOCK_STRICT)
 		return snprintf(buf, len, ",strict");
 	return snprintf(buf, len, ",admit=%u", o->admit ? o->admit : admit_default());
 }
 
 int lock_kind_format(locus_lock_kind kind, const struct lock_opts *o, char *buf, size_t len)
 {
-	const char *starve = o->flags & LOCUS_LOCK_BARGE ? "barge" : "antistarve";
+	const char *starve = o->flags & LOCK_BARGE ? "barge" : "antistarve";
 	int n;
 	switch (kind) {
 	case LOCUS_LOCK_TAS:
@@ -217,7 +218,7 @@ int lock_kind_format(locus_lock_kind kind, const struct lock_opts *o, char *buf,
 	case LOCUS_LOCK_TTAS:
 		return snprintf(buf, len, ",%s,backoff_max=%u", starve, o->backoff_max);
 	case LOCUS_LOCK_MCS:
-		n = snprintf(buf, len, ",%s", o->flags & LOCUS_LOCK_NOCR ? "nocr" : "cr");
+		n = snprintf(buf, len, ",%s", o->flags & LOCK_NOCR ? "nocr" : "cr");
 		return n + admit_format(o, buf + n, (size_t)n < len ? len - (size_t)n : 0);
 	case LOCUS_LOCK_TICKET:
 	case LOCUS_LOCK_CLH:
@@ -228,7 +229,7 @@ int lock_kind_format(locus_lock_kind kind, const struct lock_opts *o, char *buf,
 }
 
 /* Parses without allocating: it may run where malloc is not yet safe to call. */
-int locus_lock_init_spec(locus_lock *l, const char *spec)
+int lock_init_spec(struct lock *l, const char *spec)
 {
 	char part[64];
 	size_t n = strcspn(spec, ":");
@@ -254,8 +255,41 @@ int locus_lock_init_spec(locus_lock *l, const char *spec)
 			return EINVAL;
 		p = p[len] ? p + len + 1 : NULL;
 	}
-	int rc = locus_lock_init(l, kind, &wait);
+	int rc = lock_init(l, kind, &wait);
 	if (rc == 0)
 		lock_apply_opts(l, &o);
 	return rc;
+}
+
+/* The public API: the same on the struct lock in a locus_lock's bytes. */
+
+int locus_lock_init(locus_lock *l, locus_lock_kind kind, const locus_wait *wait)
+{
+	memset(l, 0, sizeof(*l));
+	return lock_init(lock_of(l), kind, wait);
+}
+
+int locus_lock_init_spec(locus_lock *l, const char *spec)
+{
+	return lock_init_spec(lock_of(l), spec);
+}
+
+void locus_lock_lock(locus_lock *l)
+{
+	lock_lock(lock_of(l));
+}
+
+int locus_lock_trylock(locus_lock *l)
+{
+	return lock_trylock(lock_of(l));
+}
+
+void locus_lock_unlock(locus_lock *l)
+{
+	lock_unlock(lock_of(l));
+}
+
+void locus_lock_destroy(locus_lock *l)
+{
+	lock_destroy(lock_of(l));
 }

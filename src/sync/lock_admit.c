@@ -65,8 +65,6 @@
 #include "sync/lock_impl.h"
 #include "sync/nodes.h"
 
-void (*lock_test_enqueued)(const locus_lock *l, int where);
-
 uint32_t admit_default(void)
 {
 	static uint32_t cpus;
@@ -82,7 +80,7 @@ uint32_t admit_default(void)
 	return n;
 }
 
-int admit_clock(locus_lock *l)
+int admit_clock(struct lock *l)
 {
 	uint64_t now = mono_ns();
 	if (l->adm.clock_ns == 0) {
@@ -102,15 +100,15 @@ int admit_clock(locus_lock *l)
 #define LET_IN	       0u
 #define LET_IN_COUNTED 2u
 
-/* A gate is a locus_lock that is never locked (admit_gate_init). */
-static int is_gate(const locus_lock *l)
+/* A gate is a struct lock that is never locked (admit_gate_init). */
+static int is_gate(const struct lock *l)
 {
 	return l->kind == LOCUS_LOCK_NKINDS;
 }
 
 /* Make n the head. A gate notes when: its head asks for a place once it has
    been the head for LOCUS_LOCK_ADMIT_NS (wait_outside). */
-static void publish_head(locus_lock *l, struct locus_qnode *n)
+static void publish_head(struct lock *l, struct locus_qnode *n)
 {
 	if (is_gate(l))
 		st_relaxed(&l->adm.clock_ns, mono_ns());
@@ -118,7 +116,7 @@ static void publish_head(locus_lock *l, struct locus_qnode *n)
 }
 
 /* Let the head in with `counted` in its release value: 0 if none is published. */
-static int grant(locus_lock *l, uint32_t counted)
+static int grant(struct lock *l, uint32_t counted)
 {
 	struct locus_qnode *h = xchg_seqcst(&l->adm.head, (struct locus_qnode *)NULL);
 	if (!h)
@@ -137,7 +135,7 @@ static int grant(locus_lock *l, uint32_t counted)
 	return 1;
 }
 
-void admit_grant(locus_lock *l)
+void admit_grant(struct lock *l)
 {
 	grant(l, 0);
 }
@@ -180,7 +178,7 @@ static uint32_t flag_wait_a_while(uint32_t *f, const locus_wait *w, uint64_t ns)
  * it is counted already. If it finds none it asks the next leave for its
  * place (u.gate.due).
  */
-static uint32_t wait_outside(locus_lock *l, struct locus_qnode *n, const locus_wait *w,
+static uint32_t wait_outside(struct lock *l, struct locus_qnode *n, const locus_wait *w,
 			     admit_enter_fn enter, int *counted)
 {
 	if (!is_gate(l))
@@ -212,11 +210,12 @@ static uint32_t wait_outside(locus_lock *l, struct locus_qnode *n, const locus_w
 	}
 }
 
-void admit_wait(locus_lock *l, admit_enter_fn enter)
+void admit_wait(struct lock *l, admit_enter_fn enter)
 {
 	/* Outside, the wait is usually milliseconds: sleep at once, unless the
 	   policy is to spin (then the caller has CPUs to spare). */
-	locus_wait w = {.kind = l->wait.kind == LOCUS_WAIT_SPIN ? LOCUS_WAIT_SPIN : LOCUS_WAIT_PARK};
+	locus_wait w = {.kind = l->wait.kind == LOCUS_WAIT_SPIN ? LOCUS_WAIT_SPIN
+								: LOCUS_WAIT_PARK};
 	/*
 	 * The node lives on this stack: others use it only while we are here (a
 	 * successor links itself to it, and we wait for that before leaving; a
@@ -284,10 +283,11 @@ void admit_wait(locus_lock *l, admit_enter_fn enter)
  * that finds room when it looks enters by itself, so room left by a leave
  * that had nothing to give is not lost while nobody else leaves.
  */
-void admit_gate_init(locus_lock *g, const locus_wait *w, uint32_t admit)
+void admit_gate_init(struct lock *g, const locus_wait *w, uint32_t admit)
 {
-	*g = (locus_lock){.kind = LOCUS_LOCK_NKINDS, .wait = w ? *w : locus_wait_default(),
-			  .admit = admit ? admit : admit_default()};
+	*g = (struct lock){.kind = LOCUS_LOCK_NKINDS,
+			   .wait = w ? *w : locus_wait_default(),
+			   .admit = admit ? admit : admit_default()};
 }
 
 /*
@@ -299,7 +299,7 @@ void admit_gate_init(locus_lock *g, const locus_wait *w, uint32_t admit)
  * others left, and their leaves were not due to grant), a place is taken for
  * it while there is one below the limit, and handed over as above.
  */
-static void gate_give_back(locus_lock *g, int hand_over)
+static void gate_give_back(struct lock *g, int hand_over)
 {
 	for (;;) {
 		if (hand_over && grant(g, LET_IN_COUNTED))
@@ -315,13 +315,13 @@ static void gate_give_back(locus_lock *g, int hand_over)
 	}
 }
 
-void admit_gate_leave(locus_lock *g)
+void admit_gate_leave(struct lock *g)
 {
 	/* One leave takes the head's request (a look first: the line is read-mostly). */
 	gate_give_back(g, ld_relaxed(&g->u.gate.due) && xchg_acquire(&g->u.gate.due, 0u));
 }
 
-static int gate_enter(locus_lock *g, int forced)
+static int gate_enter(struct lock *g, int forced)
 {
 	if (faa_seqcst(&g->u.gate.active, 1) < g->admit || forced)
 		return 1;
@@ -331,7 +331,7 @@ static int gate_enter(locus_lock *g, int forced)
 	return 0;
 }
 
-void admit_gate_enter(locus_lock *g)
+void admit_gate_enter(struct lock *g)
 {
 	if (!gate_enter(g, 0))
 		admit_wait(g, gate_enter);

@@ -28,12 +28,12 @@ static struct locus_qnode *clh_node(uintptr_t w)
 }
 
 /* Admission (lock_admit.c), as in mcs: `active` counts the threads admitted. */
-static int clh_enter(locus_lock *l, int forced)
+static int clh_enter(struct lock *l, int forced)
 {
 	return admit_count_enter(l, &l->u.clh.active, forced);
 }
 
-int clh_init(locus_lock *l)
+int clh_init(struct lock *l)
 {
 	struct locus_qnode *dummy = qnode_get();
 	dummy->flag = 0;
@@ -44,9 +44,9 @@ int clh_init(locus_lock *l)
 	return 0;
 }
 
-void clh_lock(locus_lock *l)
+void clh_lock(struct lock *l)
 {
-	if (!(l->flags & LOCUS_LOCK_STRICT) && !clh_enter(l, 0))
+	if (!(l->flags & LOCK_STRICT) && !clh_enter(l, 0))
 		admit_wait(l, clh_enter);
 	struct locus_qnode *n = qnode_get();
 	flag_arm(&n->flag);
@@ -60,7 +60,7 @@ void clh_lock(locus_lock *l)
 	l->u.clh.pred = pred;
 }
 
-int clh_trylock(locus_lock *l)
+int clh_trylock(struct lock *l)
 {
 	uintptr_t w = ld_relaxed(&l->u.clh.tail);
 	if (!(w & CLH_FREE))
@@ -72,16 +72,16 @@ int clh_trylock(locus_lock *l)
 		qnode_put(n);
 		return EBUSY;
 	}
-	if (!(l->flags & LOCUS_LOCK_STRICT))
+	if (!(l->flags & LOCK_STRICT))
 		faa_seqcst(&l->u.clh.active, 1);
 	l->u.clh.holder = n;
 	l->u.clh.pred = clh_node(w);
 	return 0;
 }
 
-void clh_unlock(locus_lock *l)
+void clh_unlock(struct lock *l)
 {
-	int admit = !(l->flags & LOCUS_LOCK_STRICT), due = admit && admit_due(l);
+	int admit = !(l->flags & LOCK_STRICT), due = admit && admit_due(l);
 	struct locus_qnode *n = l->u.clh.holder;
 	struct locus_qnode *pred = l->u.clh.pred;
 	uintptr_t expected = (uintptr_t)n;
@@ -93,7 +93,7 @@ void clh_unlock(locus_lock *l)
 		admit_leave(l, due, faa_seqcst(&l->u.clh.active, (uint32_t)-1) == 1);
 }
 
-void clh_destroy(locus_lock *l)
+void clh_destroy(struct lock *l)
 {
 	qnode_free(clh_node(l->u.clh.tail));
 }

@@ -1,57 +1,71 @@
-/* The per-algorithm lock functions behind lock.c's dispatch. */
+/* The lock functions on struct lock (lock_state.h): lock.c's dispatch and the
+   per-algorithm functions behind it. */
 #ifndef LOCUS_SYNC_LOCK_IMPL_H
 #define LOCUS_SYNC_LOCK_IMPL_H
 
 #include "common/atomic.h"
 #include "locus/lock.h"
+#include "sync/lock_state.h"
 
-void word_init(locus_lock *l);
-void tas_lock(locus_lock *l);
-void ttas_lock(locus_lock *l);
-void futex_lock(locus_lock *l);
-int word_trylock(locus_lock *l);
-void word_unlock(locus_lock *l);
+/*
+ * locus_lock's functions on the struct lock itself, for the library's own
+ * users that embed one (the executor, stm's gate, the preload library's
+ * shadows): the same contracts as in locus/lock.h.
+ */
+int lock_init(struct lock *l, locus_lock_kind kind, const locus_wait *wait);
+int lock_init_spec(struct lock *l, const char *spec);
+void lock_lock(struct lock *l);
+int lock_trylock(struct lock *l);
+void lock_unlock(struct lock *l);
+void lock_destroy(struct lock *l);
 
-void ticket_init(locus_lock *l);
-void ticket_lock(locus_lock *l);
-int ticket_trylock(locus_lock *l);
-void ticket_unlock(locus_lock *l);
+void word_init(struct lock *l);
+void tas_lock(struct lock *l);
+void ttas_lock(struct lock *l);
+void futex_lock(struct lock *l);
+int word_trylock(struct lock *l);
+void word_unlock(struct lock *l);
 
-void mcs_init(locus_lock *l);
-void mcs_lock(locus_lock *l);
-int mcs_trylock(locus_lock *l);
-void mcs_unlock(locus_lock *l);
+void ticket_init(struct lock *l);
+void ticket_lock(struct lock *l);
+int ticket_trylock(struct lock *l);
+void ticket_unlock(struct lock *l);
 
-int clh_init(locus_lock *l);
-void clh_lock(locus_lock *l);
-int clh_trylock(locus_lock *l);
-void clh_unlock(locus_lock *l);
-void clh_destroy(locus_lock *l);
+void mcs_init(struct lock *l);
+void mcs_lock(struct lock *l);
+int mcs_trylock(struct lock *l);
+void mcs_unlock(struct lock *l);
+
+int clh_init(struct lock *l);
+void clh_lock(struct lock *l);
+int clh_trylock(struct lock *l);
+void clh_unlock(struct lock *l);
+void clh_destroy(struct lock *l);
 
 #define TTAS_BACKOFF_MAX_DEFAULT 1024
 
 /*
- * Admission (lock_admit.c), for ticket, clh and mcs unless LOCUS_LOCK_STRICT.
+ * Admission (lock_admit.c), for ticket, clh and mcs unless LOCK_STRICT.
  *
  * enter(l, 0): is there room in the queue? ticket: 1 if fewer than l->admit
  * tickets are out (the caller then takes one); clh, mcs: 1 if it reserved a
  * place in their `active` count. enter(l, 1): the caller was let in
  * regardless (clh, mcs: count it).
  */
-typedef int (*admit_enter_fn)(locus_lock *l, int forced);
+typedef int (*admit_enter_fn)(struct lock *l, int forced);
 
 /* The default l->admit: the CPUs this process may run on, at least 2. */
 uint32_t admit_default(void);
 /* Wait outside the queue until admitted; enter says how (above). */
-void admit_wait(locus_lock *l, admit_enter_fn enter);
+void admit_wait(struct lock *l, admit_enter_fn enter);
 /* Let the head outside in, if one is published. */
-void admit_grant(locus_lock *l);
+void admit_grant(struct lock *l);
 /* Holder only: has LOCUS_LOCK_ADMIT_NS passed since the last grant (starting
    the clock if it was not running)? */
-int admit_clock(locus_lock *l);
+int admit_clock(struct lock *l);
 
 /* Holder only, before releasing: is the oldest waiter outside due to be let in? */
-static inline int admit_due(locus_lock *l)
+static inline int admit_due(struct lock *l)
 {
 	if (ld_relaxed(&l->adm.head))
 		return admit_clock(l);
@@ -65,7 +79,7 @@ static inline int admit_due(locus_lock *l)
 /* After releasing: let the head outside in if `due`, or if `idle` (nobody
    admitted is left; the count must have been lowered with a sequentially
    consistent operation, which orders it before the look at the head). */
-static inline void admit_leave(locus_lock *l, int due, int idle)
+static inline void admit_leave(struct lock *l, int due, int idle)
 {
 	if ((due || idle) && ld_seqcst(&l->adm.head))
 		admit_grant(l);
@@ -78,12 +92,12 @@ static inline void admit_leave(locus_lock *l, int due, int idle)
  * unless g->wait is spin. The oldest outside looks for room every
  * LOCUS_LOCK_ADMIT_NS and enters if it finds some; if not, the next leave
  * gives it its place. A leave that leaves the gate empty lets it in at once.
- * g is a locus_lock used
+ * g is a struct lock used
  * for its admission fields and u.gate only; it is never locked.
  */
-void admit_gate_init(locus_lock *g, const locus_wait *w, uint32_t admit);
-void admit_gate_enter(locus_lock *g);
-void admit_gate_leave(locus_lock *g);
+void admit_gate_init(struct lock *g, const locus_wait *w, uint32_t admit);
+void admit_gate_enter(struct lock *g);
+void admit_gate_leave(struct lock *g);
 
 /*
  * enter for a lock that counts those admitted in *active (clh, mcs).
@@ -92,7 +106,7 @@ void admit_gate_leave(locus_lock *g);
  * fetch the line twice. Giving it back may leave nobody admitted (the others
  * left meanwhile), and then it does what leaving does.
  */
-static inline int admit_count_enter(locus_lock *l, uint32_t *active, int forced)
+static inline int admit_count_enter(struct lock *l, uint32_t *active, int forced)
 {
 	if (faa_seqcst(active, 1) < l->admit || forced)
 		return 1;
@@ -101,19 +115,22 @@ static inline int admit_count_enter(locus_lock *l, uint32_t *active, int forced)
 }
 
 /*
- * Test hook: when set, called by a waiter just after it has taken its place
- * in a queue (a ticket, a queue lock's tail, the admission queue) and before
- * anything else, where being descheduled hurts most. `where` is one of:
+ * Where a waiter has just taken its place in a queue (a ticket, a queue
+ * lock's tail, the admission queue), before anything else: the moment at
+ * which being descheduled hurts most. A test seam (lock_test.h): only the
+ * tests' build of the library, compiled with LOCUS_LOCK_TEST_HOOK, calls
+ * anything there; everywhere else it is nothing.
  */
 enum { LOCK_HOOK_QUEUE = 0, LOCK_HOOK_ADMIT = 1 };
-extern void (*lock_test_enqueued)(const locus_lock *l, int where);
-
-static inline void lock_hook(const locus_lock *l, int where)
+#ifdef LOCUS_LOCK_TEST_HOOK
+void lock_hook(const struct lock *l, int where);
+#else
+static inline void lock_hook(const struct lock *l, int where)
 {
-	void (*h)(const locus_lock *, int) = ld_relaxed(&lock_test_enqueued);
-	if (__builtin_expect(h != NULL, 0))
-		h(l, where);
+	(void)l;
+	(void)where;
 }
+#endif
 
 /* A lock kind's own settings, as a spec gives them (admit 0: the default). */
 struct lock_opts {
@@ -131,7 +148,7 @@ struct lock_opts {
  */
 int lock_kind_option(locus_lock_kind kind, const char *opt, struct lock_opts *o);
 /* Apply them to an initialized lock that is not yet in use. */
-void lock_apply_opts(locus_lock *l, const struct lock_opts *o);
+void lock_apply_opts(struct lock *l, const struct lock_opts *o);
 
 /*
  * The inverse, for a spec with every default spelled out: the waiting policy

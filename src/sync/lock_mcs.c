@@ -4,7 +4,7 @@
  * (flag.h explains why the hand-off cannot lose a wake-up). The holder keeps
  * its node in the lock, so callers need not carry it from lock to unlock.
  *
- * Concurrency restriction (on unless LOCUS_LOCK_NOCR; after Dice's
+ * Concurrency restriction (on unless LOCK_NOCR; after Dice's
  * Malthusian locks). Strict FIFO hand-off collapses when threads outnumber
  * cores: the next thread in line has usually been preempted or has gone to
  * sleep, so every acquisition waits for the scheduler. So unlock moves the
@@ -63,7 +63,7 @@
  * At a hand-off while the passive list is non-empty: is its oldest waiter
  * due? If so, the count and the clock restart. Called by the holder only.
  */
-static int cr_readmit_due(locus_lock *l)
+static int cr_readmit_due(struct lock *l)
 {
 	uint64_t now = mono_ns();
 	if (++l->u.mcs.handoffs < CR_BYPASS && now - l->u.mcs.readmitted_ns < CR_READMIT_NS)
@@ -74,12 +74,12 @@ static int cr_readmit_due(locus_lock *l)
 }
 
 /* Admission (lock_admit.c): `active` counts the threads admitted, holder and queue. */
-static int mcs_enter(locus_lock *l, int forced)
+static int mcs_enter(struct lock *l, int forced)
 {
 	return admit_count_enter(l, &l->u.mcs.active, forced);
 }
 
-void mcs_init(locus_lock *l)
+void mcs_init(struct lock *l)
 {
 	l->u.mcs.tail = NULL;
 	l->u.mcs.holder = NULL;
@@ -90,9 +90,9 @@ void mcs_init(locus_lock *l)
 	l->u.mcs.active = 0;
 }
 
-void mcs_lock(locus_lock *l)
+void mcs_lock(struct lock *l)
 {
-	if (!(l->flags & LOCUS_LOCK_STRICT) && !mcs_enter(l, 0))
+	if (!(l->flags & LOCK_STRICT) && !mcs_enter(l, 0))
 		admit_wait(l, mcs_enter);
 	struct locus_qnode *n = qnode_get();
 	n->next = NULL;
@@ -106,7 +106,7 @@ void mcs_lock(locus_lock *l)
 	l->u.mcs.holder = n;
 }
 
-int mcs_trylock(locus_lock *l)
+int mcs_trylock(struct lock *l)
 {
 	struct locus_qnode *n = qnode_get();
 	n->next = NULL;
@@ -116,7 +116,7 @@ int mcs_trylock(locus_lock *l)
 		qnode_put(n);
 		return EBUSY;
 	}
-	if (!(l->flags & LOCUS_LOCK_STRICT))
+	if (!(l->flags & LOCK_STRICT))
 		faa_seqcst(&l->u.mcs.active, 1);
 	l->u.mcs.holder = n;
 	return 0;
@@ -128,7 +128,7 @@ int mcs_trylock(locus_lock *l)
  * it grows only while the list is non-empty and restarts at every
  * readmission, the only way the list empties.)
  */
-static void passive_push(locus_lock *l, struct locus_qnode *w)
+static void passive_push(struct lock *l, struct locus_qnode *w)
 {
 	w->next = NULL;
 	if (l->u.mcs.passive_tail) {
@@ -140,7 +140,7 @@ static void passive_push(locus_lock *l, struct locus_qnode *w)
 	l->u.mcs.passive_tail = w;
 }
 
-static struct locus_qnode *passive_pop(locus_lock *l)
+static struct locus_qnode *passive_pop(struct lock *l)
 {
 	struct locus_qnode *w = l->u.mcs.passive_head;
 	if (w) {
@@ -170,7 +170,8 @@ static struct locus_qnode *cr_grace(struct locus_qnode *n)
  * the holder is the tail), applying concurrency restriction. Returns the
  * node to release.
  */
-static struct locus_qnode *cr_choose(locus_lock *l, struct locus_qnode *n, struct locus_qnode *next)
+static struct locus_qnode *cr_choose(struct lock *l, struct locus_qnode *n,
+				     struct locus_qnode *next)
 {
 	if (!next)
 		next = cr_grace(n);
@@ -204,11 +205,11 @@ static struct locus_qnode *cr_choose(locus_lock *l, struct locus_qnode *n, struc
 }
 
 /* Hand the lock on, or free it. */
-static void mcs_release(locus_lock *l)
+static void mcs_release(struct lock *l)
 {
 	struct locus_qnode *n = l->u.mcs.holder;
 	struct locus_qnode *next = ld_acquire(&n->next);
-	int cr = !(l->flags & LOCUS_LOCK_NOCR);
+	int cr = !(l->flags & LOCK_NOCR);
 	if (!next && !(cr && l->u.mcs.passive_head)) {
 		struct locus_qnode *expected = n;
 		if (cas_release(&l->u.mcs.tail, &expected, NULL)) {
@@ -223,9 +224,9 @@ static void mcs_release(locus_lock *l)
 	qnode_put(n);
 }
 
-void mcs_unlock(locus_lock *l)
+void mcs_unlock(struct lock *l)
 {
-	if (l->flags & LOCUS_LOCK_STRICT) {
+	if (l->flags & LOCK_STRICT) {
 		mcs_release(l);
 		return;
 	}

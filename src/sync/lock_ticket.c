@@ -25,18 +25,18 @@ static uint32_t ticket_out(uint64_t both)
 
 /* Admission (lock_admit.c): the tickets out are the count of those admitted,
    so a thread let in takes a ticket and that is all. */
-static int ticket_enter(locus_lock *l, int forced)
+static int ticket_enter(struct lock *l, int forced)
 {
 	return forced || ticket_out(ld_seqcst(&l->u.ticket.t.both)) < l->admit;
 }
 
-void ticket_init(locus_lock *l)
+void ticket_init(struct lock *l)
 {
 	l->u.ticket.t.both = 0;
 	l->u.ticket.parked = 0;
 }
 
-static void ticket_park(locus_lock *l, uint32_t my)
+static void ticket_park(struct lock *l, uint32_t my)
 {
 	faa_seqcst(&l->u.ticket.parked, 1);
 	for (;;) {
@@ -48,9 +48,9 @@ static void ticket_park(locus_lock *l, uint32_t my)
 	fas_seqcst(&l->u.ticket.parked, 1);
 }
 
-void ticket_lock(locus_lock *l)
+void ticket_lock(struct lock *l)
 {
-	if (!(l->flags & LOCUS_LOCK_STRICT)) {
+	if (!(l->flags & LOCK_STRICT)) {
 		/* Ask for the line in exclusive state: a plain load would fetch it
 		   shared and the add below fetch it again. */
 		__builtin_prefetch(&l->u.ticket.t.both, 1);
@@ -77,7 +77,7 @@ void ticket_lock(locus_lock *l)
 	ticket_park(l, my);
 }
 
-int ticket_trylock(locus_lock *l)
+int ticket_trylock(struct lock *l)
 {
 	uint64_t w = ld_relaxed(&l->u.ticket.t.both);
 	if ((uint32_t)w != (uint32_t)(w >> 32))
@@ -85,9 +85,9 @@ int ticket_trylock(locus_lock *l)
 	return cas_acquire(&l->u.ticket.t.both, &w, w + NEXT_ONE) ? 0 : EBUSY;
 }
 
-void ticket_unlock(locus_lock *l)
+void ticket_unlock(struct lock *l)
 {
-	int admit = !(l->flags & LOCUS_LOCK_STRICT), due = admit && admit_due(l);
+	int admit = !(l->flags & LOCK_STRICT), due = admit && admit_due(l);
 	uint32_t owner = ld_relaxed(&l->u.ticket.t.half.owner);
 	st_seqcst(&l->u.ticket.t.half.owner, owner + 1);
 	if (ld_seqcst(&l->u.ticket.parked) != 0)

@@ -27,7 +27,7 @@
  * moves. A thread that checked before a reservation was made may still take
  * the lock once, so a waiter that has reserved gets the lock within one
  * section per thread, and one that has waited the threshold within that
- * plus one such round per reservation ahead of it. LOCUS_LOCK_BARGE turns
+ * plus one such round per reservation ahead of it. LOCK_BARGE turns
  * this off: nobody ever takes a ticket, and the check costs two loads.
  */
 #include <errno.h>
@@ -42,7 +42,7 @@
 #define CLOCK_EVERY  256
 #define URGENT_YIELD 64
 
-void word_init(locus_lock *l)
+void word_init(struct lock *l)
 {
 	l->u.word.state = 0;
 	l->u.word.urgent_next = 0;
@@ -51,7 +51,7 @@ void word_init(locus_lock *l)
 }
 
 /* Someone holds a ticket: the lock is not for the taking. */
-static inline int reserved(locus_lock *l)
+static inline int reserved(struct lock *l)
 {
 	return ld_relaxed(&l->u.word.urgent_next) != ld_relaxed(&l->u.word.urgent_owner);
 }
@@ -62,9 +62,9 @@ static inline int reserved(locus_lock *l)
  * worth of spinning never reads the clock; that is microseconds against a
  * threshold of milliseconds.
  */
-static int starving(const locus_lock *l, uint64_t *t0)
+static int starving(const struct lock *l, uint64_t *t0)
 {
-	if (l->flags & LOCUS_LOCK_BARGE)
+	if (l->flags & LOCK_BARGE)
 		return 0;
 	uint64_t now = mono_ns();
 	if (*t0 == 0) {
@@ -74,12 +74,12 @@ static int starving(const locus_lock *l, uint64_t *t0)
 	return now - *t0 >= LOCUS_LOCK_STARVE_NS;
 }
 
-static int policy_spins_forever(const locus_lock *l)
+static int policy_spins_forever(const struct lock *l)
 {
 	return l->wait.kind == LOCUS_WAIT_SPIN;
 }
 
-static uint32_t policy_budget(const locus_lock *l)
+static uint32_t policy_budget(const struct lock *l)
 {
 	return l->wait.kind == LOCUS_WAIT_PARK ? 0 : l->wait.spins;
 }
@@ -88,7 +88,7 @@ static uint32_t policy_budget(const locus_lock *l)
  * Take a ticket, wait for its turn, then for the lock; on return the caller
  * holds the lock and the next ticket (if any) has the reservation.
  */
-static void word_reserve(locus_lock *l)
+static void word_reserve(struct lock *l)
 {
 	/* Sequentially consistent with the passing on below: a ticket taken after
 	   the previous holder read urgent_next finds urgent_owner already at it. */
@@ -125,7 +125,7 @@ static void word_reserve(locus_lock *l)
 }
 
 /* Wait while the lock is reserved, for at most the threshold (the waiter may starve too). */
-static void wait_reserved(locus_lock *l)
+static void wait_reserved(struct lock *l)
 {
 	uint32_t calm = ld_acquire(&l->u.word.calm);
 	if (!reserved(l))
@@ -143,7 +143,7 @@ static void wait_reserved(locus_lock *l)
  * we have waited the threshold since t0. Sleeps are bounded by the threshold,
  * so a waiter that nobody wakes still gets to reserve.
  */
-static void word_park(locus_lock *l, uint64_t *t0)
+static void word_park(struct lock *l, uint64_t *t0)
 {
 	for (;;) {
 		if (starving(l, t0)) {
@@ -156,7 +156,7 @@ static void word_park(locus_lock *l, uint64_t *t0)
 		}
 		if (xchg_acquire(&l->u.word.state, 2) == 0)
 			return;
-		if (l->flags & LOCUS_LOCK_BARGE) {
+		if (l->flags & LOCK_BARGE) {
 			futex_wait(&l->u.word.state, 2);
 		} else if (policy_spins_forever(l)) {
 			cpu_relax();
@@ -173,7 +173,7 @@ static void word_park(locus_lock *l, uint64_t *t0)
  * the lock was freed in between, this thread now holds it with the state at
  * 2, so its own unlock does the wake.
  */
-static int word_grab(locus_lock *l)
+static int word_grab(struct lock *l)
 {
 	uint32_t old = xchg_acquire(&l->u.word.state, 1);
 	if (old == 2)
@@ -186,7 +186,7 @@ static int word_grab(locus_lock *l)
  * the waiter has waited the threshold (word_park then reserves). A reserved
  * lock is not taken; the spinning goes on.
  */
-static int tas_spin(locus_lock *l, uint64_t *t0)
+static int tas_spin(struct lock *l, uint64_t *t0)
 {
 	uint32_t budget = policy_budget(l);
 	for (uint32_t i = 1; policy_spins_forever(l) || i <= budget; i++) {
@@ -199,7 +199,7 @@ static int tas_spin(locus_lock *l, uint64_t *t0)
 	return 0;
 }
 
-static int ttas_spin(locus_lock *l, uint64_t *t0)
+static int ttas_spin(struct lock *l, uint64_t *t0)
 {
 	uint32_t budget = policy_budget(l);
 	uint32_t backoff = 1, spent = 0, looks = 0;
@@ -223,7 +223,7 @@ static int ttas_spin(locus_lock *l, uint64_t *t0)
 	return 0;
 }
 
-static int futex_spin(locus_lock *l, uint64_t *t0)
+static int futex_spin(struct lock *l, uint64_t *t0)
 {
 	uint32_t budget = policy_budget(l);
 	for (uint32_t i = 1; policy_spins_forever(l) || i <= budget; i++) {
@@ -238,7 +238,7 @@ static int futex_spin(locus_lock *l, uint64_t *t0)
 	return 0;
 }
 
-void tas_lock(locus_lock *l)
+void tas_lock(struct lock *l)
 {
 	if (!reserved(l) && word_grab(l))
 		return;
@@ -247,7 +247,7 @@ void tas_lock(locus_lock *l)
 		word_park(l, &t0);
 }
 
-void ttas_lock(locus_lock *l)
+void ttas_lock(struct lock *l)
 {
 	if (!reserved(l) && word_grab(l))
 		return;
@@ -256,7 +256,7 @@ void ttas_lock(locus_lock *l)
 		word_park(l, &t0);
 }
 
-void futex_lock(locus_lock *l)
+void futex_lock(struct lock *l)
 {
 	uint32_t expected = 0;
 	if (!reserved(l) && cas_acquire(&l->u.word.state, &expected, 1))
@@ -266,7 +266,7 @@ void futex_lock(locus_lock *l)
 		word_park(l, &t0);
 }
 
-int word_trylock(locus_lock *l)
+int word_trylock(struct lock *l)
 {
 	uint32_t expected = 0;
 	if (reserved(l))
@@ -274,7 +274,7 @@ int word_trylock(locus_lock *l)
 	return cas_acquire(&l->u.word.state, &expected, 1) ? 0 : EBUSY;
 }
 
-void word_unlock(locus_lock *l)
+void word_unlock(struct lock *l)
 {
 	if (xchg_release(&l->u.word.state, 0) == 2)
 		futex_wake(&l->u.word.state, 1);

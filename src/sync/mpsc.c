@@ -118,7 +118,7 @@ struct mpsc_rec {
 	locus_cb cb;		/* post: completion, NULL for none */
 	void *ctx;		/* post: cb's argument */
 	struct mpsc_rec *next;	/* owner's in-flight list or free list */
-} __attribute__((aligned(64)));
+} __attribute__((aligned(LOCUS_CACHELINE)));
 
 /* ---- locked ring ----------------------------------------------------------- */
 
@@ -233,8 +233,9 @@ static void ring_destroy(struct ring *r)
 /* ---- Vyukov intrusive list (lock-free, zero-copy) ------------------------- */
 
 struct vyq {
-	struct mpsc_link *tail __attribute__((aligned(64))); /* producers exchange it */
-	struct mpsc_link *head __attribute__((aligned(64))); /* consumer only */
+	struct mpsc_link *tail
+		__attribute__((aligned(LOCUS_CACHELINE))); /* producers exchange it */
+	struct mpsc_link *head __attribute__((aligned(LOCUS_CACHELINE))); /* consumer only */
 	struct mpsc_link stub; /* keeps the list non-empty so producers never touch head */
 };
 
@@ -300,15 +301,15 @@ struct seg {
 	uint32_t size;		  /* immutable */
 	struct seg *next;	  /* set once, by CAS */
 	struct seg *retired_next; /* consumer: in the retired or limbo list */
-	struct seg_slot slot[] __attribute__((aligned(64)));
+	struct seg_slot slot[] __attribute__((aligned(LOCUS_CACHELINE)));
 };
 
 struct segq {
-	struct seg *tail __attribute__((aligned(64))); /* producers claim here */
-	uint32_t phase __attribute__((aligned(64)));   /* bumped by the consumer */
-	uint32_t active[2];			       /* producers inside, by phase parity */
+	struct seg *tail __attribute__((aligned(LOCUS_CACHELINE))); /* producers claim here */
+	uint32_t phase __attribute__((aligned(LOCUS_CACHELINE)));   /* bumped by the consumer */
+	uint32_t active[2]; /* producers inside, by phase parity */
 	/* consumer only */
-	struct seg *head __attribute__((aligned(64)));
+	struct seg *head __attribute__((aligned(LOCUS_CACHELINE)));
 	uint32_t idx;	     /* next slot of head to read */
 	struct seg *retired; /* used up, since the last phase flip */
 	struct seg *limbo;   /* retired before the last flip: freed once its phase is idle */
@@ -317,7 +318,7 @@ struct segq {
 
 static struct seg *seg_new(uint32_t size)
 {
-	struct seg *s = sync_aligned_zalloc(64, sizeof(*s) + size * sizeof(s->slot[0]),
+	struct seg *s = sync_aligned_zalloc(LOCUS_CACHELINE, sizeof(*s) + size * sizeof(s->slot[0]),
 					    "mpsc queue segment");
 	s->size = size; /* claim, links and every slot's `ready` start at zero */
 	return s;
@@ -463,14 +464,15 @@ struct mpsc {
 	uint32_t capacity;
 	locus_wait wait;
 	pthread_t thread;
-	struct ring ring;				/* !lockfree */
-	struct vyq vy;					/* lockfree && zerocopy */
-	struct segq seg;				/* lockfree && !zerocopy */
-	struct sbuf out;				/* server only: dequeued elements */
-	uint32_t sleeping __attribute__((aligned(64))); /* park.h word of the server thread */
+	struct ring ring; /* !lockfree */
+	struct vyq vy;	  /* lockfree && zerocopy */
+	struct segq seg;  /* lockfree && !zerocopy */
+	struct sbuf out;  /* server only: dequeued elements */
+	uint32_t sleeping
+		__attribute__((aligned(LOCUS_CACHELINE))); /* park.h word of the server thread */
 	uint32_t stop;
 	/* Written by the server only, read by anyone (mpsc_stats), on a line of their own. */
-	uint64_t polls __attribute__((aligned(64)));
+	uint64_t polls __attribute__((aligned(LOCUS_CACHELINE)));
 	uint64_t empty_polls, requests;
 };
 
@@ -632,7 +634,8 @@ struct mpsc *mpsc_open(const struct mpsc_opts *o, char *err, size_t errlen)
 	}
 	if (check_opts(o, err, errlen))
 		return NULL;
-	struct mpsc *m = aligned_alloc(64, (sizeof(*m) + 63) & ~63ul);
+	struct mpsc *m = aligned_alloc(LOCUS_CACHELINE, (sizeof(*m) + LOCUS_CACHELINE - 1) &
+								~(size_t)(LOCUS_CACHELINE - 1));
 	if (!m) {
 		snprintf(err, errlen, "mpsc: out of memory");
 		return NULL;
@@ -739,7 +742,7 @@ static struct mpsc_rec *rec_get(void)
 	/* A thread with records: drain and free them at its exit. */
 	sync_exit_arm(EXIT_DRAIN, locus_cs_drain);
 	sync_exit_arm(EXIT_MPSC, client_forget);
-	return sync_aligned_zalloc(64, sizeof(*r), "mpsc request record");
+	return sync_aligned_zalloc(LOCUS_CACHELINE, sizeof(*r), "mpsc request record");
 }
 
 static void rec_put(struct mpsc_rec *r)

@@ -32,7 +32,7 @@ struct locus_qnode *qnode_get(void)
 	}
 	sync_exit_arm(EXIT_QNODES, pool_release);
 	/* A lock cannot report failure from lock(); out of memory is fatal. */
-	return sync_aligned_zalloc(64, sizeof(*n), "lock queue node");
+	return sync_aligned_zalloc(LOCUS_CACHELINE, sizeof(*n), "lock queue node");
 }
 
 void qnode_put(struct locus_qnode *n)

@@ -24,7 +24,7 @@ struct locus_qnode {
 	void *state;
 	uint64_t a, b, c;
 	uint64_t ret;
-} __attribute__((aligned(64)));
+} __attribute__((aligned(LOCUS_CACHELINE)));
 
 struct locus_qnode *qnode_get(void);
 void qnode_put(struct locus_qnode *n);

@@ -26,14 +26,19 @@
  */
 #include <errno.h>
 
-#include "locus/combine.h"
 #include "common/atomic.h"
+#include "sync/combine_impl.h"
 #include "sync/flag.h"
 
 #define OY_FREE	  ((uintptr_t)0)
 #define OY_LOCKED ((uintptr_t)1)
 
 enum { OY_DONE = 0, OY_OWNER = 1 };
+
+static struct oyama *oyama_of(locus_oyama *o)
+{
+	return (struct oyama *)(void *)o;
+}
 
 struct oy_req {
 	uint32_t flag;
@@ -43,9 +48,9 @@ struct oy_req {
 	uint64_t ret;
 	struct oy_req *next; /* older request below this one on the stack */
 	struct oy_req *rest; /* with OY_OWNER: requests the new holder must run */
-} __attribute__((aligned(64)));
+} __attribute__((aligned(LOCUS_CACHELINE)));
 
-int locus_oyama_init(locus_oyama *o, const locus_wait *wait, uint32_t pass)
+int oyama_init(struct oyama *o, const locus_wait *wait, uint32_t pass)
 {
 	o->word = OY_FREE;
 	o->pass = pass ? pass : LOCUS_COMBINE_PASS_DEFAULT;
@@ -53,7 +58,7 @@ int locus_oyama_init(locus_oyama *o, const locus_wait *wait, uint32_t pass)
 	return 0;
 }
 
-void locus_oyama_destroy(locus_oyama *o)
+void oyama_destroy(struct oyama *o)
 {
 	(void)o;
 }
@@ -86,7 +91,7 @@ static uint32_t run_batch(struct oy_req *r)
 }
 
 /* Called by the holder after its own section: serve, then free or hand off. */
-static void serve_and_leave(locus_oyama *o, uint32_t done)
+static void serve_and_leave(struct oyama *o, uint32_t done)
 {
 	for (;;) {
 		uintptr_t expected = OY_LOCKED;
@@ -102,8 +107,8 @@ static void serve_and_leave(locus_oyama *o, uint32_t done)
 	}
 }
 
-uint64_t locus_oyama_run(locus_oyama *o, locus_fn fn, void *state, uint64_t a, uint64_t b,
-			 uint64_t c)
+uint64_t oyama_combine(struct oyama *o, locus_fn fn, void *state, uint64_t a, uint64_t b,
+		       uint64_t c)
 {
 	uintptr_t cur = OY_FREE;
 	if (cas_acquire(&o->word, &cur, OY_LOCKED)) {
@@ -132,4 +137,22 @@ uint64_t locus_oyama_run(locus_oyama *o, locus_fn fn, void *state, uint64_t a, u
 	uint64_t r = fn(state, a, b, c);
 	serve_and_leave(o, 1 + run_batch(req.rest));
 	return r;
+}
+
+/* The public API: the same on the struct oyama in a locus_oyama's bytes. */
+
+int locus_oyama_init(locus_oyama *o, const locus_wait *wait, uint32_t pass)
+{
+	return oyama_init(oyama_of(o), wait, pass);
+}
+
+uint64_t locus_oyama_run(locus_oyama *o, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			 uint64_t c)
+{
+	return oyama_combine(oyama_of(o), fn, state, a, b, c);
+}
+
+void locus_oyama_destroy(locus_oyama *o)
+{
+	oyama_destroy(oyama_of(o));
 }

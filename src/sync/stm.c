@@ -89,7 +89,7 @@ uint64_t stm_run_strict(locus_fn fn, void *state, uint64_t a, uint64_t b, uint64
 	return r;
 }
 
-static locus_lock gate;
+static struct lock gate;
 static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
 
 /*

@@ -47,9 +47,10 @@ for app in jacobi sor gauss matmul lu fft radix water mpi-jacobi; do
 	for bad in abc 0 -5 99999999999999999999 1.5 12x ""; do
 		expect 2 "$flag $bad" "$MPIEXEC" -n 2 "$bin" "$flag" "$bad"
 	done
-	# 2^31 - 2: past every range but radix's, whose keys then do not fit the region.
+	# 2^31 - 2: past every range but radix's, whose keys (32 GB) then do not fit a
+	# region of 16g.
 	if [ "$app" = radix ]; then
-		expect 2 "LOCUS_DSM_SIZE" "$MPIEXEC" -n 2 "$bin" -n 2147483646
+		expect 2 "LOCUS_DSM_SIZE" env LOCUS_DSM_SIZE=16g "$MPIEXEC" -n 2 "$bin" -n 2147483646
 	else
 		expect 2 "$flag 2147483646" "$MPIEXEC" -n 2 "$bin" "$flag" 2147483646
 	fi
@@ -97,6 +98,19 @@ expect 1 "LOCUS_DSM_PEER_TIMEOUT_S=1 s" env LOCUS_DSM_DELAY_US=500000 LOCUS_DSM_
 expect 0 "verification passed" env LOCUS_DSM_DELAY_US=100000 LOCUS_DSM_PEER_TIMEOUT_S=1 \
 	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 expect 1 "LOCUS_DSM_SWITCH=some" env LOCUS_DSM_SWITCH=some "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+# One node: the region is plain memory (not one fault), whatever the protocol, and
+# the protocol named is the one asked for; LOCUS_DSM_ONE_NODE=protocol keeps the
+# protocol's faults (and lrc's twins).
+expect 1 "LOCUS_DSM_ONE_NODE=some" env LOCUS_DSM_ONE_NODE=some "$MPIEXEC" -n 1 "$APPS/locus-jacobi" -n 16 -i 1
+for p in sc lrc avr; do
+	expect 0 "protocol $p" env LOCUS_DSM_PROTOCOL=$p LOCUS_DSM_STATS=json "$MPIEXEC" -n 1 \
+		"$APPS/locus-jacobi" -n 256 -i 4 --threads 2
+	grep -q '"faults_read": 0, "faults_write": 0, "faults_upgrade": 0, "faults_local": 0' "$OUT" ||
+		{ echo "FAIL: one node under $p faulted:"; grep faults "$OUT" | head -2; fail=1; }
+done
+expect 0 "protocol lrc" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_ONE_NODE=protocol LOCUS_DSM_STATS=json \
+	"$MPIEXEC" -n 1 "$APPS/locus-jacobi" -n 256 -i 4
+grep -q '"faults_local": 0,' "$OUT" && { echo "FAIL: LOCUS_DSM_ONE_NODE=protocol did not fault"; fail=1; }
 for v in 0 1025 -5 99999999999; do
 	expect 1 "LOCUS_DSM_RUN=$v" env LOCUS_DSM_RUN=$v "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done

@@ -38,7 +38,13 @@
  *             a count may also be one more, except on node 0; the final
  *             counts are exact. Some interval was rolled back
  *
- * regs, deep and signal also fail if no interval was rolled back.
+ *   pointer R each round one node publishes a pointer (NULL the round
+ *             before, when every node read it) and every node follows it
+ *             after a barrier: a run on the old copy follows NULL, and that
+ *             fault outside the region must roll the run back, never end the
+ *             process; every value followed is right
+ *
+ * regs, deep, signal and pointer also fail if no interval was rolled back.
  *
  * Results are checked with avr paused (a check must not print twice). Every
  * node leaves with node 0's verdict; exit 0 when every check held.
@@ -422,6 +428,43 @@ static void turns_round(volatile uint64_t **pg, long r, int slack)
 	locus_dsm_avr_resume();
 }
 
+/* A load through p, NULL included: the fault is the test (UBSan's check of
+   NULL would see the speculative value first). */
+__attribute__((noinline, no_sanitize("null"))) static uint64_t follow(uint64_t *p)
+{
+	return *(volatile uint64_t *)p;
+}
+
+static void pointer(long rounds)
+{
+	uint64_t *volatile *slot = locus_dsm_alloc(PAGE);
+	volatile uint64_t *target = locus_dsm_alloc(PAGE), *slots = locus_dsm_alloc(PAGE);
+	locus_dsm_barrier();
+	uint64_t r0 = rollbacks();
+	for (long r = 0; r < rounds; r++) {
+		int writer = (int)(r % nodes);
+		if (me == writer)
+			slot[0] = NULL;
+		locus_dsm_barrier();
+		uint64_t *p = slot[0]; /* every node holds the page, NULL in it */
+		locus_dsm_barrier();
+		if (p != NULL)
+			fail("pointer: NULL published", r, 1, 0);
+		if (me == writer) {
+			target[r % 64] = (uint64_t)r + 1;
+			slot[0] = (uint64_t *)&target[r % 64];
+		}
+		locus_dsm_barrier();
+		uint64_t v = follow(slot[0]); /* a run on the old copy follows NULL */
+		locus_dsm_barrier();	      /* v stands (checked after a call: never twice) */
+		if (v != (uint64_t)r + 1)
+			fail("pointer: the value followed", r, (long)v, r + 1);
+	}
+	locus_dsm_avr_pause();
+	report_rollbacks("pointer", rounds, slots, r0);
+	locus_dsm_avr_resume();
+}
+
 static void turns(long rounds)
 {
 	volatile uint64_t *pg[NPAGES];
@@ -450,7 +493,8 @@ static void turns(long rounds)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s true|false|regs|deep|signal|pending|turns [rounds]\n",
+		fprintf(stderr,
+			"usage: %s true|false|regs|deep|signal|pending|turns|pointer [rounds]\n",
 			argv[0]);
 		return 2;
 	}
@@ -479,6 +523,8 @@ int main(int argc, char **argv)
 		pending(rounds);
 	} else if (!strcmp(mode, "turns")) {
 		turns(rounds);
+	} else if (!strcmp(mode, "pointer")) {
+		pointer(rounds);
 	} else {
 		if (me == 0)
 			fprintf(stderr, "dsm_avr: unknown mode %s\n", mode);

@@ -4,9 +4,13 @@
  * and joins them; the workers see what main wrote to the globals, allocate
  * and free shared memory, take mutexes and pass counted barriers; main reads
  * its standard input (only rank 0's is the program's) and checks everything.
+ * A pointer into the C library that main keeps in a global (stdout) is good
+ * on every node.
  *
  *   dsm_fork THREADS ROUNDS < "a number"     (linked with liblocus-dsm.so)
  *   dsm_fork barrier                          (a collective call: refused)
+ *   dsm_fork return STATUS                    (main returns without finalize: the
+ *                                              run ends with STATUS on every rank 0)
  *
  * Rank 0 prints "ok: ..." and exits 0 when every check passed; other ranks
  * exit 0 after rank 0 finalizes.
@@ -23,6 +27,7 @@ struct work {
 	locus_dsm_barrier_obj bar;
 	uint64_t total, joined;
 	uint64_t seen_factor[256];
+	uint8_t same_stdout[256];
 	uint64_t *cells[256];
 };
 
@@ -31,12 +36,14 @@ static struct work *work;
 static long factor, rounds, threads;
 static const char *label = "unset";
 static uint64_t table[1024]; /* a large one, in .bss */
+static FILE *out;	     /* a pointer into the C library: the same on every node */
 
 static void worker(void *arg)
 {
 	long id = (long)(intptr_t)arg;
 	work->seen_factor[id] =
 		(uint64_t)factor * (strcmp(label, "set by main") == 0) + table[1023] * 1000000;
+	work->same_stdout[id] = out == stdout && fileno(out) == 1;
 	for (long r = 0; r < rounds; r++) {
 		uint64_t *cell = locus_dsm_malloc(64 * sizeof(uint64_t));
 		cell[0] = (uint64_t)id;
@@ -57,6 +64,17 @@ int main(int argc, char **argv)
 	if (locus_dsm_start(&argc, &argv) != 0)
 		return 1;
 	/* Only rank 0 gets here. */
+	if (argc > 2 && strcmp(argv[1], "return") == 0) {
+		threads = 4, rounds = 2;
+		work = locus_dsm_malloc(sizeof(*work));
+		memset(work, 0, sizeof(*work));
+		for (int t = 1; t < 4; t++)
+			locus_dsm_spawn(t % locus_dsm_nodes(), worker, (void *)(intptr_t)t);
+		worker((void *)(intptr_t)0);
+		locus_dsm_join(3);
+		printf("returning %s\n", argv[2]);
+		return atoi(argv[2]); /* no finalize: as a program for threads ends */
+	}
 	if (argc > 1 && strcmp(argv[1], "barrier") == 0) {
 		locus_dsm_barrier(); /* names the mistake and exits 1 */
 		return 0;
@@ -73,6 +91,7 @@ int main(int argc, char **argv)
 	}
 	label = "set by main";
 	table[1023] = 7;
+	out = stdout;
 	work = locus_dsm_malloc(sizeof(*work));
 	memset(work, 0, sizeof(*work));
 	int nodes = locus_dsm_nodes();
@@ -94,6 +113,10 @@ int main(int argc, char **argv)
 		if (work->seen_factor[t] != (uint64_t)factor + 7000000) {
 			fprintf(stderr, "dsm_fork: FAIL: thread %ld saw the globals as %llu\n", t,
 				(unsigned long long)work->seen_factor[t]);
+			ok = 0;
+		}
+		if (!work->same_stdout[t]) {
+			fprintf(stderr, "dsm_fork: FAIL: thread %ld's stdout is not main's\n", t);
 			ok = 0;
 		}
 		if (!work->cells[t] || work->cells[t][0] != (uint64_t)t) {

@@ -55,20 +55,21 @@ def is_memcached(kv):
 
 class Starter:
     """start(*args) -> a running Server (or the test fails with the server's output);
-    start.attempt(*args) raises ServerError instead. All are stopped after the test."""
+    start.attempt(*args) raises ServerError instead; env= gives the server's environment.
+    All are stopped after the test."""
 
     def __init__(self, kv):
         self.path, self.is_memcached = kv
         self.servers = []
 
-    def attempt(self, *args):
-        s = start_server(self.path, self.is_memcached, args)
+    def attempt(self, *args, env=None):
+        s = start_server(self.path, self.is_memcached, args, env=env)
         self.servers.append(s)
         return s
 
-    def __call__(self, *args):
+    def __call__(self, *args, env=None):
         try:
-            return self.attempt(*args)
+            return self.attempt(*args, env=env)
         except ServerError as e:
             pytest.fail(str(e), pytrace=False)
 

@@ -8,8 +8,10 @@ tests were checked against, and the tests that need locus-kv's extras skip there
 import os
 import signal
 import socket
+import struct
 import sys
 import time
+from collections import namedtuple
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,6 +62,10 @@ class Server(server.Server):
     def conn(self, timeout=REPLY_SECONDS):
         return Conn(self.addr, timeout)
 
+    def bconn(self, timeout=REPLY_SECONDS):
+        """A binary-protocol connection (BinConn)."""
+        return BinConn(self.addr, timeout)
+
     def stop(self, sig=signal.SIGTERM, check=True):
         """Signal the server and wait: it must exit with status 0 within STOP_SECONDS."""
         if self.stopped is not None:
@@ -84,11 +90,12 @@ class Server(server.Server):
         return rc
 
 
-def start_server(path, is_memcached, args=(), wait=10.0):
+def start_server(path, is_memcached, args=(), wait=10.0, env=None):
     """Start the server on a free port and wait until it accepts connections.
 
     Raises ServerError with the server's output if it exits first (a refused option, say)."""
-    return server.start(path, args, memcached=is_memcached, seconds=wait, server_class=Server)
+    return server.start(path, args, memcached=is_memcached, env=env, seconds=wait,
+                        server_class=Server)
 
 
 class Conn:
@@ -226,3 +233,111 @@ class Conn:
                 _, name, value = line.decode().split(" ", 2)
                 out[name] = value
         return out
+
+
+# ---------- the binary protocol ----------
+
+class Op:
+    """memcached's binary opcodes."""
+    GET, SET, ADD, REPLACE, DELETE, INCR, DECR, QUIT, FLUSH, GETQ, NOOP, VERSION = range(12)
+    GETK, GETKQ, APPEND, PREPEND, STAT = 0x0C, 0x0D, 0x0E, 0x0F, 0x10
+    SETQ, ADDQ, REPLACEQ, DELETEQ, INCRQ, DECRQ, QUITQ, FLUSHQ, APPENDQ, PREPENDQ = range(0x11, 0x1B)
+    VERBOSITY, TOUCH, GAT, GATQ = 0x1B, 0x1C, 0x1D, 0x1E
+    SASL_LIST_MECHS, SASL_AUTH, SASL_STEP, GATK, GATKQ = 0x20, 0x21, 0x22, 0x23, 0x24
+
+
+class Status:
+    """memcached's binary response statuses."""
+    SUCCESS, KEY_ENOENT, KEY_EEXISTS, E2BIG, EINVAL, NOT_STORED, DELTA_BADVAL = range(7)
+    AUTH_ERROR, AUTH_CONTINUE, UNKNOWN_COMMAND, ENOMEM = 0x20, 0x21, 0x81, 0x82
+
+
+HEADER = struct.Struct(">BBHBBHIIQ")  # magic opcode keylen extlen datatype vbucket/status body opaque cas
+
+Response = namedtuple("Response", "magic opcode status opaque cas extras key value")
+
+
+def request(op, key=b"", value=b"", extras=b"", opaque=0, cas=0, magic=0x80, keylen=None,
+            bodylen=None):
+    """One binary request's bytes; keylen and bodylen may be given to lie about the lengths."""
+    key = key.encode() if isinstance(key, str) else key
+    value = value.encode() if isinstance(value, str) else value
+    if keylen is None:
+        keylen = len(key)
+    if bodylen is None:
+        bodylen = len(extras) + len(key) + len(value)
+    return HEADER.pack(magic, op, keylen, len(extras), 0, 0, bodylen, opaque, cas) + extras + key + value
+
+
+def set_extras(flags=0, exptime=0):
+    return struct.pack(">II", flags, exptime)
+
+
+def arith_extras(delta=1, initial=0, exptime=0):
+    return struct.pack(">QQI", delta, initial, exptime)
+
+
+def exptime_extras(exptime=0):
+    return struct.pack(">I", exptime)
+
+
+def responses(data):
+    """The responses in data (whole ones), as Response tuples."""
+    out = []
+    while len(data) >= HEADER.size:
+        magic, op, keylen, extlen, _, status, body, opaque, cas = HEADER.unpack_from(data)
+        rest = data[HEADER.size:HEADER.size + body]
+        assert len(rest) == body, f"a response cut short: {data!r:.200}"
+        out.append(Response(magic, op, status, opaque, cas, rest[:extlen],
+                            rest[extlen:extlen + keylen], rest[extlen + keylen:]))
+        data = data[HEADER.size + body:]
+    assert not data, f"bytes after the responses: {data!r:.200}"
+    return out
+
+
+class BinConn(Conn):
+    """A raw binary-protocol connection: requests built with request(), responses read whole."""
+
+    def call(self, op, key=b"", value=b"", extras=b"", opaque=0, cas=0):
+        """Send one request and read one response."""
+        self.send(request(op, key, value, extras, opaque, cas))
+        return self.response()
+
+    def response(self):
+        head = self.read(HEADER.size)
+        magic, op, keylen, extlen, _, status, body, opaque, cas = HEADER.unpack(head)
+        assert magic == 0x81, f"not a response: {head!r}"
+        data = self.read(body)
+        return Response(magic, op, status, opaque, cas, data[:extlen], data[extlen:extlen + keylen],
+                        data[extlen + keylen:])
+
+    def responses_until(self, opaque):
+        """Every response up to and including the one carrying opaque (a NOOP's, say)."""
+        out = []
+        while True:
+            r = self.response()
+            out.append(r)
+            if r.opaque == opaque:
+                return out
+
+    def get(self, key, op=Op.GET):
+        """(flags, value, cas), or None on a miss."""
+        r = self.call(op, key)
+        if r.status == Status.KEY_ENOENT:
+            return None
+        assert r.status == Status.SUCCESS, r
+        return struct.unpack(">I", r.extras)[0], r.value, r.cas
+
+    def set(self, key, value, flags=0, exptime=0, cas=0, op=Op.SET):
+        return self.call(op, key, value, set_extras(flags, exptime), cas=cas)
+
+    def stats(self, sub=""):
+        """A stat request's responses as a dict, up to the empty one that ends them."""
+        self.send(request(Op.STAT, sub))
+        out = {}
+        while True:
+            r = self.response()
+            assert r.status == Status.SUCCESS, r
+            if not r.key:
+                return out
+            out[r.key.decode()] = r.value.decode()

@@ -271,3 +271,21 @@ def test_ms_with_an_older_cas_and_invalidate_stores_a_stale_value(srv):
         c.call("mg st v\r\n", "VA 2 Z X\r\nv4\r\n")
         c.call(f"ms st 2 C{cas[1]} c\r\nv5\r\n", "EX c0\r\n")
         c.call("mg st v\r\n", "VA 2 Z X\r\nv4\r\n")
+
+
+def test_ms_append_and_prepend_compare_cas(srv):
+    """As memcached: ms in append or prepend mode given C needs the cas to match."""
+    with srv.conn() as c:
+        c.send("ms ap 1 c\r\nx\r\n")
+        cas = int(line_re(c, r"HD c(\d+)").group(1))
+        c.call(f"ms ap 1 MA C{cas + 1}\r\ny\r\n", "EX\r\n")
+        c.call(f"ms ap 1 MP C{cas + 1}\r\ny\r\n", "EX\r\n")
+        c.call(f"ms ap 1 MA C{cas}\r\ny\r\n", "HD\r\n")
+        c.call("mg ap v\r\n", "VA 2\r\nxy\r\n")
+
+
+def test_ma_of_an_empty_value_is_not_a_number_whatever_the_cas(srv):
+    with srv.conn() as c:
+        c.call("ms e 0\r\n\r\n", "HD\r\n")
+        c.call("ma e C99999\r\n",
+               "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n")

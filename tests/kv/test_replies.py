@@ -437,3 +437,16 @@ def test_flush_all_delay_is_strtol_cut_to_int32(srv):
         c.call("flush_all 9223372036854775808\r\n", BAD_EXPTIME)
         # noreply silences the error too.
         c.call("flush_all abc noreply\r\nmn\r\n", "MN\r\n")
+
+
+def test_failed_set_drops_the_old_value_without_counting_a_delete(start):
+    """As memcached: a set too large for the cache removes the key's old value, and that is not
+    a delete in the statistics."""
+    s = start()
+    with s.conn() as c:
+        c.call("set k 0 0 1\r\nv\r\n", "STORED\r\n")
+        big = b"x" * (1024 * 1024 + 1)
+        c.call(b"set k 0 0 %d\r\n%s\r\n" % (len(big), big), TOO_LARGE)
+        assert c.get("k") is None
+        st = c.stats()
+        assert (st["delete_hits"], st["delete_misses"], st["store_too_large"]) == ("0", "0", "1")

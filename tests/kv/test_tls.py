@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from kvlib import REPLY_SECONDS, STOP_SECONDS, Conn, ServerError, free_port
+from kvlib import (REPLY_SECONDS, STOP_SECONDS, BinConn, Conn, Op, ServerError, Status,
+                   free_port, request)
 
 DEADLINE = 10.0
 
@@ -94,6 +95,10 @@ class TLSConn(Conn):
         return ssl.DER_cert_to_PEM_cert(self.sock.getpeercert(binary_form=True))
 
 
+class TLSBinConn(TLSConn, BinConn):
+    """The binary protocol over TLS."""
+
+
 def serves(c, key="tls"):
     c.call(f"set {key} 0 0 5\r\nhello\r\n", "STORED\r\n")
     c.call(f"get {key}\r\n", f"VALUE {key} 0 5\r\nhello\r\nEND\r\n")
@@ -167,6 +172,24 @@ def test_tls_get_set_meta_round_trip(start, certs):
         names = list(st)
         assert names.index("log_watchers") < names.index("ssl_handshake_errors") < \
             names.index("time_since_server_cert_refresh") < names.index("unexpected_napi_ids")
+
+
+@pytest.mark.parametrize("protocol", ["auto", "binary"])
+def test_tls_binary_protocol(start, certs, protocol):
+    """The binary protocol over TLS: -B auto decides on the first decrypted byte."""
+    s = start(*tls_opts(certs), "-B", protocol)
+    with TLSBinConn(s.addr) as b:
+        big = bytes(range(256)) * 2000
+        assert b.set("tb", big, flags=3).status == Status.SUCCESS
+        assert b.get("tb")[:2] == (3, big)
+        b.send(b"".join(request(Op.GETKQ, k, opaque=i) for i, k in
+                        enumerate(["tb", "none", "tb"])) + request(Op.NOOP, opaque=9))
+        assert [(r.key, r.opaque) for r in b.responses_until(9)] == [
+            (b"tb", 0), (b"tb", 2), (b"", 9)]
+        assert b.stats("settings")["ssl_enabled"] == "yes"
+    if protocol == "auto":
+        with TLSConn(s.addr) as c:
+            serves(c)
 
 
 def test_tls_pipelined_gets_of_large_values(start, certs):

@@ -54,79 +54,81 @@ static void deadline_ms(struct timespec *ts, clockid_t clk, long ms)
 {
 	clock_gettime(clk, ts);
 	ts->tv_nsec += ms * 1000000L;
-	ts->tv_sec += ts->tv_nsec / 1000000000L;
-	ts->tv_nsec %= 1000000000L;
+	ts->tv_sec += ts->tv_nsec / NS_PER_S;
+	ts->tv_nsec %= NS_PER_S;
 }
 
 /* ---- locus_lock_init_spec --------------------------------------------------- */
 
 START_TEST(spec_parse)
 {
-	locus_lock l;
-	ck_assert_int_eq(locus_lock_init_spec(&l, "mcs"), 0);
-	ck_assert_int_eq(l.kind, LOCUS_LOCK_MCS);
-	ck_assert_int_eq(l.wait.kind, LOCUS_WAIT_SPINPARK);
-	ck_assert_uint_eq(l.wait.spins, LOCUS_WAIT_SPINS_DEFAULT);
-	ck_assert_uint_eq(l.flags, 0);
-	locus_lock_destroy(&l);
+	locus_lock lk;
+	const struct lock *l = lock_of(&lk);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "mcs"), 0);
+	ck_assert_int_eq(l->kind, LOCUS_LOCK_MCS);
+	ck_assert_int_eq(l->wait.kind, LOCUS_WAIT_SPINPARK);
+	ck_assert_uint_eq(l->wait.spins, LOCUS_WAIT_SPINS_DEFAULT);
+	ck_assert_uint_eq(l->flags, 0);
+	locus_lock_destroy(&lk);
 
-	ck_assert_int_eq(locus_lock_init_spec(&l, "mcs:nocr,park"), 0);
-	ck_assert_uint_eq(l.flags, LOCUS_LOCK_NOCR);
-	ck_assert_int_eq(l.wait.kind, LOCUS_WAIT_PARK);
-	locus_lock_destroy(&l);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "mcs:nocr,park"), 0);
+	ck_assert_uint_eq(l->flags, LOCK_NOCR);
+	ck_assert_int_eq(l->wait.kind, LOCUS_WAIT_PARK);
+	locus_lock_destroy(&lk);
 
-	ck_assert_int_eq(locus_lock_init_spec(&l, "futex:barge"), 0);
-	ck_assert_uint_eq(l.flags, LOCUS_LOCK_BARGE);
-	locus_lock_destroy(&l);
-	ck_assert_int_eq(locus_lock_init_spec(&l, "tas:barge,antistarve"), 0);
-	ck_assert_uint_eq(l.flags, 0);
-	locus_lock_destroy(&l);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "futex:barge"), 0);
+	ck_assert_uint_eq(l->flags, LOCK_BARGE);
+	locus_lock_destroy(&lk);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "tas:barge,antistarve"), 0);
+	ck_assert_uint_eq(l->flags, 0);
+	locus_lock_destroy(&lk);
 
-	ck_assert_int_eq(locus_lock_init_spec(&l, "ttas:spin,backoff_max=8"), 0);
-	ck_assert_int_eq(l.kind, LOCUS_LOCK_TTAS);
-	ck_assert_int_eq(l.wait.kind, LOCUS_WAIT_SPIN);
-	ck_assert_uint_eq(l.backoff_max, 8);
-	locus_lock_destroy(&l);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "ttas:spin,backoff_max=8"), 0);
+	ck_assert_int_eq(l->kind, LOCUS_LOCK_TTAS);
+	ck_assert_int_eq(l->wait.kind, LOCUS_WAIT_SPIN);
+	ck_assert_uint_eq(l->backoff_max, 8);
+	locus_lock_destroy(&lk);
 
-	ck_assert_int_eq(locus_lock_init_spec(&l, "ttas:nobackoff"), 0);
-	ck_assert_uint_eq(l.backoff_max, 1);
-	locus_lock_destroy(&l);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "ttas:nobackoff"), 0);
+	ck_assert_uint_eq(l->backoff_max, 1);
+	locus_lock_destroy(&lk);
 
-	ck_assert_int_eq(locus_lock_init_spec(&l, "ticket:spins=10"), 0);
-	ck_assert_uint_eq(l.wait.spins, 10);
-	locus_lock_destroy(&l);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "ticket:spins=10"), 0);
+	ck_assert_uint_eq(l->wait.spins, 10);
+	locus_lock_destroy(&lk);
 
-	ck_assert_int_eq(locus_lock_init_spec(&l, "clh"), 0);
-	ck_assert_int_eq(locus_lock_trylock(&l), 0);
-	locus_lock_unlock(&l);
-	locus_lock_destroy(&l);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "clh"), 0);
+	ck_assert_int_eq(locus_lock_trylock(&lk), 0);
+	locus_lock_unlock(&lk);
+	locus_lock_destroy(&lk);
 
-	ck_assert_int_eq(locus_lock_init_spec(&l, "mutex"), 0);
-	locus_lock_destroy(&l);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "mutex"), 0);
+	locus_lock_destroy(&lk);
 
 	/* The queue locks' admission: a limit, the default, or none. */
-	ck_assert_int_eq(locus_lock_init_spec(&l, "clh:admit=5"), 0);
-	ck_assert_uint_eq(l.admit, 5);
-	ck_assert_uint_eq(l.flags & LOCUS_LOCK_STRICT, 0);
-	locus_lock_destroy(&l);
-	ck_assert_int_eq(locus_lock_init_spec(&l, "ticket:park,strict"), 0);
-	ck_assert_uint_eq(l.flags & LOCUS_LOCK_STRICT, LOCUS_LOCK_STRICT);
-	locus_lock_destroy(&l);
-	ck_assert_int_eq(locus_lock_init_spec(&l, "mcs:strict,admit"), 0);
-	ck_assert_uint_eq(l.flags & LOCUS_LOCK_STRICT, 0);
-	ck_assert_uint_eq(l.admit, admit_default());
-	ck_assert_uint_ge(l.admit, 2);
-	locus_lock_destroy(&l);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "clh:admit=5"), 0);
+	ck_assert_uint_eq(l->admit, 5);
+	ck_assert_uint_eq(l->flags & LOCK_STRICT, 0);
+	locus_lock_destroy(&lk);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "ticket:park,strict"), 0);
+	ck_assert_uint_eq(l->flags & LOCK_STRICT, LOCK_STRICT);
+	locus_lock_destroy(&lk);
+	ck_assert_int_eq(locus_lock_init_spec(&lk, "mcs:strict,admit"), 0);
+	ck_assert_uint_eq(l->flags & LOCK_STRICT, 0);
+	ck_assert_uint_eq(l->admit, admit_default());
+	ck_assert_uint_ge(l->admit, 2);
+	locus_lock_destroy(&lk);
 
 	const char *unknown[] = {"", "nosuch", "mcsx", ":spin", "MCS"};
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(*unknown); i++)
-		ck_assert_msg(locus_lock_init_spec(&l, unknown[i]) == ENOENT, "'%s'", unknown[i]);
-	const char *bad[] = {
-		"mcs:",		 "mcs:bogus",	    "mcs:nocr,",	  "mcs:,nocr",
-		"mutex:spin",	 "tas:nocr", "mcs:barge",	    "ttas:backoff_max=0", "ttas:backoff_max=x",
-		"ticket:spins=", "futex:spin,,park", "ticket:admit=1", "tas:strict", "futex:admit=2"};
+		ck_assert_msg(locus_lock_init_spec(&lk, unknown[i]) == ENOENT, "'%s'", unknown[i]);
+	const char *bad[] = {"mcs:",	      "mcs:bogus",	    "mcs:nocr,",
+			     "mcs:,nocr",     "mutex:spin",	    "tas:nocr",
+			     "mcs:barge",     "ttas:backoff_max=0", "ttas:backoff_max=x",
+			     "ticket:spins=", "futex:spin,,park",   "ticket:admit=1",
+			     "tas:strict",    "futex:admit=2"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
-		ck_assert_msg(locus_lock_init_spec(&l, bad[i]) == EINVAL, "'%s'", bad[i]);
+		ck_assert_msg(locus_lock_init_spec(&lk, bad[i]) == EINVAL, "'%s'", bad[i]);
 }
 END_TEST
 
@@ -141,7 +143,6 @@ START_TEST(config_modes)
 	char expect[64];
 	snprintf(expect, sizeof expect, "mcs:spinpark,spins=2048,nocr,admit=%u", admit_default());
 	ck_assert_str_eq(lp_cfg.lock_spec, expect);
-
 }
 END_TEST
 
@@ -318,7 +319,7 @@ static void *other_main(void *p)
 		break;
 	case 3:
 		ts.tv_sec = time(NULL) + 10;
-		ts.tv_nsec = 1000000000L;
+		ts.tv_nsec = NS_PER_S;
 		o->rc = lp_mutex_timedlock(o->m, &ts, HERE);
 		break;
 	default: {
@@ -679,7 +680,8 @@ START_TEST(report_json_and_text)
 	const char *j = slurp(json);
 	ck_assert_msg(strstr(j, "\"tool\": \"locus-preload\"") != NULL, "%s", j);
 	char lock[64];
-	snprintf(lock, sizeof lock, "\"lock\": \"ticket:spinpark,spins=2048,admit=%u\"", admit_default());
+	snprintf(lock, sizeof lock, "\"lock\": \"ticket:spinpark,spins=2048,admit=%u\"",
+		 admit_default());
 	ck_assert_msg(strstr(j, lock) != NULL, "%s", j);
 	ck_assert_msg(strstr(j, "\"replaced\": true") != NULL, "%s", j);
 	ck_assert_msg(strstr(j, "\"mutexes_used\": 2,") != NULL, "%s", j);

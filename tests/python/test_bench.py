@@ -1,5 +1,6 @@
 """locus-bench's JSON lines, as the tools run and read them."""
 
+import re
 import subprocess
 
 import pytest
@@ -141,3 +142,87 @@ def test_mechanisms_and_peers_come_from_the_help(bench):
     assert {"mutex", "ffwd", "async", "flat", "mpsc"} <= set(mechs)
     assert "peer:atomic" in bench.peers()
     assert all(p.startswith("peer:") for p in bench.peers())
+
+
+def _json_lines(bench_path, command, *args):
+    p = subprocess.run([bench_path, command, *map(str, args), "--json"], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    records, bad = parse_json_lines(p.stdout)
+    assert not bad, bad
+    return records, p.stderr
+
+
+def test_repeat_interleaves_runs_within_each_column(bench_path):
+    """--repeat 2 over two columns: A B C A B C for the first column, its summaries, then the
+    second column the same way; never A A B B."""
+    lines, _ = _json_lines(bench_path, "fetchadd", "--mechanisms", "mutex,tas,peer:atomic",
+                           "--threads", "1,2", "--vars", 1, "--duration", 0.02, "--repeat", 2)
+    order = [("S" if rec.get("summary") else rec["run"], rec["threads"], rec["mechanism"])
+             for rec in lines]
+    mechs = ["mutex", "tas", "peer:atomic"]
+    expected = []
+    for t in (1, 2):
+        expected += [(run, t, m) for run in (1, 2) for m in mechs]
+        expected += [("S", t, m) for m in mechs]
+    assert order == expected
+
+
+def test_repeat_summaries_agree_with_the_runs(bench):
+    r = bench.run("fetchadd", ["--mechanisms", "mutex,ttas,peer:atomic", "--threads", 1,
+                               "--vars", 1, "--repeat", 3], 0.02)
+    assert r.ok, r.error
+    assert len(r.records) == 9 and len(r.summaries) == 3
+    for s in r.summaries:
+        runs = sorted(rec["mops"] for rec in r.records if rec["mechanism"] == s["mechanism"])
+        assert (s["runs"], s["ok_runs"], s["status"], s["metric"]) == (3, 3, "ok", "mops")
+        assert (s["min"], s["median"], s["max"]) == pytest.approx(tuple(runs), rel=1e-3, abs=1e-3)
+    by_rank = sorted(r.summaries, key=lambda s: s["rank"])
+    assert [s["rank"] for s in by_rank] == [1, 2, 3]
+    assert [s["median"] for s in by_rank] == sorted((s["median"] for s in by_rank), reverse=True)
+    for s in r.summaries:  # a tie is mutual, and exactly the overlapping ranges
+        for o in r.summaries:
+            if o is s:
+                continue
+            overlap = s["min"] <= o["max"] and o["min"] <= s["max"]
+            assert (o["mechanism"] in s["ties"]) == overlap, (s, o)
+
+
+def test_repeat_table_shows_ranges_and_a_ranking_per_column(bench_path):
+    p = subprocess.run([bench_path, "fetchadd", "--mechanisms", "mutex,peer:atomic", "--threads",
+                        "1,2", "--duration", "0.02", "--repeat", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert any(l.startswith("2 runs of every cell, interleaved") for l in lines), p.stdout
+    row = next(l for l in lines if l.startswith("mutex"))
+    assert re.search(r"\d+\.\d\d \(\d+\.\d\d-\d+\.\d\d\)", row), row
+    head = next(i for i, l in enumerate(lines) if l.startswith("ranking by the median Mops/s"))
+    ranks = lines[head + 1:head + 3]
+    assert [r.split()[0] for r in ranks] == ["T=1", "T=2"], ranks
+    for r in ranks:
+        assert re.fullmatch(r"\s+T=\d\s+V=1\s+\S+ [>~] \S+", r), r
+        assert {"mutex", "peer:atomic"} == set(r.split()[2::2])
+
+
+def test_one_run_has_no_ranking_and_no_summaries(bench):
+    r = bench.run("fetchadd", ["--mechanisms", "mutex", "--threads", 1], 0.02)
+    assert r.ok, r.error
+    assert r.summaries == [] and [rec["run"] for rec in r.records] == [1]
+
+
+def test_locality_repeat_interleaves_and_summarizes(locality_bench):
+    r = locality_bench.run("locality", ["--mechanisms", "mutex,ffwd", "--threads", 1, "--n1", 16,
+                                        "--n2", 4, "--repeat", 2], 0.02)
+    assert r.ok, r.error
+    assert [(rec["run"], rec["mechanism"]) for rec in r.records] == [
+        (1, "mutex"), (1, "ffwd"), (2, "mutex"), (2, "ffwd")]
+    assert {s["mechanism"] for s in r.summaries} == {"mutex", "ffwd"}
+    for s in r.summaries:
+        assert s["metric"] == "iters_per_s" and s["min"] <= s["median"] <= s["max"]
+
+
+def test_repeat_is_refused_out_of_range(bench_path):
+    for bad in ("0", "1001", "x"):
+        p = subprocess.run([bench_path, "fetchadd", "--repeat", bad], capture_output=True, text=True)
+        assert p.returncode == 2 and "--repeat" in p.stderr, (bad, p.stderr)

@@ -13,6 +13,7 @@ ENTRY_POINTS = {
     "tools/dsm-lrc": "dsm_lrc",
     "tools/dsm-mt": "dsm_mt",
     "tools/dsm-ship": "dsm_ship",
+    "tools/splash3": "splash3",
     "bench/kv-memcaslap": "kv_memcaslap",
     "bench/kv-threads": "kv_threads",
     "bench/kv-resources": "kv_resources",

@@ -70,12 +70,35 @@ def parse_json_lines(text):
     return records, bad
 
 
+def split_records(lines, command):
+    """A run's JSON lines as (measurements of `command`, summaries, other lines).
+
+    With --repeat N > 1 the bench follows each column with summary lines ("summary": true),
+    and fetchadd --floor adds the floor's own measurements ("bench": "pingpong"); a caller
+    that takes every record for one measurement must not see either.
+    """
+    records, summaries, others = [], [], []
+    for rec in lines:
+        if rec.get("summary"):
+            summaries.append(rec)
+        elif rec.get("bench", command) != command:
+            others.append(rec)
+        else:
+            records.append(rec)
+    return records, summaries, others
+
+
 @dataclass
 class Result:
     argv: list
     returncode: int
-    records: list = field(default_factory=list)
+    records: list = field(default_factory=list)  # one per measurement of the command
     error: str = ""  # why records are missing, from the bench's stderr
+    # --repeat N > 1: one per (mechanism, column), {"summary": true, "median", "min", "max",
+    # "rank", "ties", ...}, after each column's measurements
+    summaries: list = field(default_factory=list)
+    # Lines of other measurements in the same run (fetchadd --floor: the pingpong floor)
+    others: list = field(default_factory=list)
 
     @property
     def ok(self):
@@ -154,8 +177,9 @@ class Bench:
             return Result(argv, -1, error=f"no answer within {timeout:.0f} s; killed")
         except OSError as e:
             return Result(argv, -1, error=f"cannot run {argv[0]}: {e.strerror}")
-        records, bad = parse_json_lines(p.stdout)
-        result = Result(argv, p.returncode, records)
+        lines, bad = parse_json_lines(p.stdout)
+        records, summaries, others = split_records(lines, command)
+        result = Result(argv, p.returncode, records, summaries=summaries, others=others)
         if p.returncode != 0 or not records:
             result.error = _failure_reason(p.stderr, p.returncode)
             if bad:

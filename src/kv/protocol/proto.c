@@ -269,14 +269,24 @@ static int parse_delete(struct kv_cmd *c, const struct tokens *tk)
 	return 0;
 }
 
-/* incr/decr <key> <delta> [noreply] */
-static int parse_arith(struct kv_cmd *c, const struct tokens *tk)
+/* <cmd> <key> <number> [noreply], as incr, decr and touch take it: the count
+   of tokens, noreply and the key; 0, or -1 having failed. The number is the
+   caller's, checked after the key as memcached does. */
+static int parse_key_number(struct kv_cmd *c, const struct tokens *tk)
 {
 	if (tk->n != 3 && tk->n != 4)
 		return fail(c, KV_ERR_ERROR);
 	note_noreply(c, tk);
 	if (!key_ok(tk->t[1]))
 		return fail(c, KV_ERR_FORMAT);
+	return 0;
+}
+
+/* incr/decr <key> <delta> [noreply] */
+static int parse_arith(struct kv_cmd *c, const struct tokens *tk)
+{
+	if (parse_key_number(c, tk))
+		return -1;
 	if (!num_u64(tk->t[2], &c->delta))
 		return fail(c, KV_ERR_DELTA);
 	c->keys[0] = tk->t[1];
@@ -287,11 +297,8 @@ static int parse_arith(struct kv_cmd *c, const struct tokens *tk)
 /* touch <key> <exptime> [noreply] */
 static int parse_touch(struct kv_cmd *c, const struct tokens *tk)
 {
-	if (tk->n != 3 && tk->n != 4)
-		return fail(c, KV_ERR_ERROR);
-	note_noreply(c, tk);
-	if (!key_ok(tk->t[1]))
-		return fail(c, KV_ERR_FORMAT);
+	if (parse_key_number(c, tk))
+		return -1;
 	int32_t exptime;
 	if (!num_i32(tk->t[2], &exptime))
 		return fail(c, KV_ERR_EXPTIME);

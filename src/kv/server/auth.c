@@ -123,6 +123,13 @@ uint64_t kv_auth_count(int failed)
 	return ld_relaxed(&counts[failed != 0]);
 }
 
+void kv_auth_note(int failed)
+{
+	faa_relaxed(&counts[0], 1);
+	if (failed)
+		faa_relaxed(&counts[1], 1);
+}
+
 void kv_auth_count_reset(void)
 {
 	st_relaxed(&counts[0], 0);
@@ -224,12 +231,12 @@ int kv_auth_step(struct conn *c)
 	} else if (kv_split_words(data, c_len(data, need - 2), t, 2) < 2) {
 		auth_reply(c, "CLIENT_ERROR bad authentication token format");
 	} else {
-		faa_relaxed(&counts[0], 1);
-		if (known(t[0], t[1])) {
+		int ok = known(t[0], t[1]);
+		kv_auth_note(!ok);
+		if (ok) {
 			auth_reply(c, "STORED");
 			c->needs_auth = 0;
 		} else {
-			faa_relaxed(&counts[1], 1);
 			auth_reply(c, "CLIENT_ERROR authentication failure");
 		}
 	}

@@ -22,6 +22,8 @@ void kv_auth_free(void);
 /* "stats": auth_cmds (failed 0) and auth_errors (failed 1); "stats reset" zeroes them. */
 uint64_t kv_auth_count(int failed);
 void kv_auth_count_reset(void);
+/* Count an attempt (failed: and a failure); SASL's too (sasl.c). */
+void kv_auth_note(int failed);
 
 /*
  * Run the next step of an unauthenticated connection's input: 1 if it

@@ -46,10 +46,11 @@ const char *kv_result_text(enum kv_result r)
 	return "SERVER_ERROR internal";
 }
 
-static void watch_store(struct conn *c, const char *key, size_t nkey, enum kv_result r,
-			enum kv_store_mode mode, unsigned cls, uint32_t exptime, uint32_t nbytes)
+/* watch mutations' item_store line of a store on c (watch.c says the words). */
+void kv_watch_stored(struct conn *c, const char *key, size_t nkey, enum kv_result r,
+		     enum kv_store_mode mode, unsigned cls, uint32_t exptime, uint32_t nbytes)
 {
-	kv_watch_stored(key, nkey, r, mode, exptime, kv_now(kv_srv.st), cls, c->fd, nbytes);
+	kv_watch_store_result(key, nkey, r, mode, exptime, kv_now(kv_srv.st), cls, c->fd, nbytes);
 }
 
 static int get_batch(struct conn *c, const struct kv_cmd *cmd)
@@ -137,12 +138,12 @@ static void cmd_store(struct conn *c, const struct kv_cmd *cmd)
 	struct kv_item *it = kv_item_new(kv_srv.st, &c->w->cnt, cmd->keys[0].ptr, cmd->keys[0].len,
 					 cmd->flags, exptime, cmd->bytes, &why);
 	if (!it && kv_watch_wanted(KV_WATCH_MUTATIONS))
-		watch_store(c, cmd->keys[0].ptr, cmd->keys[0].len, why, modes[cmd->cmd], 0, exptime,
-			    cmd->bytes);
+		kv_watch_stored(c, cmd->keys[0].ptr, cmd->keys[0].len, why, modes[cmd->cmd], 0,
+				exptime, cmd->bytes);
 	if (!it) {
 		/* memcached drops the data, and a failed set also removes the old value. */
 		if (cmd->cmd == KV_CMD_SET)
-			kv_delete(kv_srv.st, &c->w->cnt, cmd->keys[0].ptr, cmd->keys[0].len);
+			kv_drop(kv_srv.st, &c->w->cnt, cmd->keys[0].ptr, cmd->keys[0].len);
 		start_swallow(c, (uint64_t)cmd->bytes + 2, kv_result_text(why));
 		c->noreply = cmd->noreply;
 		return;
@@ -159,6 +160,10 @@ static void cmd_store(struct conn *c, const struct kv_cmd *cmd)
 /* The data block of a storage command has arrived in c->item. */
 void kv_data_done(struct conn *c)
 {
+	if (c->binary) {
+		kv_bin_data_done(c);
+		return;
+	}
 	struct kv_item *it = c->item;
 	c->item = NULL;
 	c->state = CONN_LINE;
@@ -187,7 +192,7 @@ void kv_data_done(struct conn *c)
 	enum kv_result r =
 		kv_store_item_info(kv_srv.st, &c->w->cnt, it, c->mode, c->cas, &cas, &info);
 	if (watched)
-		watch_store(c, key, nkey, r, c->mode, info.cls, info.exptime, info.nbytes);
+		kv_watch_stored(c, key, nkey, r, c->mode, info.cls, info.exptime, info.nbytes);
 	kv_reply(c, kv_result_text(r));
 	c->noreply = 0;
 }

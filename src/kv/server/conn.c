@@ -20,6 +20,7 @@
 
 #include "common/atomic.h"
 #include "kv/server/auth.h"
+#include "kv/server/sasl.h"
 #include "kv/server/server.h"
 #include "kv/server/tls.h"
 
@@ -85,6 +86,8 @@ void kv_conn_close(struct conn *c)
 	event_free(c->ev);
 	if (c->ssl)
 		kv_tls_close(c);
+	if (c->sasl)
+		kv_sasl_close(c);
 	close(c->fd);
 	if (c->item)
 		kv_item_release(kv_srv.st, c->item);
@@ -106,6 +109,8 @@ struct conn *kv_conn_new(struct worker *w, int fd, int tls)
 	c->fd = fd;
 	c->w = w;
 	c->needs_auth = kv_srv.set.auth_file != NULL;
+	c->binary = kv_srv.set.protocol == KV_PROTO_BINARY;
+	c->negotiating = kv_srv.set.protocol == KV_PROTO_AUTO;
 	c->ev = event_new(w->base, fd, EV_READ | EV_PERSIST, conn_event, c);
 	if (!c->ev || (tls && kv_tls_open(c) != 0)) {
 		if (c->ev)
@@ -173,6 +178,13 @@ void kv_conn_process(struct conn *c)
 		if (c->needs_auth) {
 			if (!kv_auth_step(c))
 				break;
+			continue;
+		}
+		if (c->binary) {
+			if (!kv_bin_step(c))
+				break;
+			if (c->udp && c->state == CONN_LINE)
+				kv_dgram_mark(c, 0); /* each request's response its own message */
 			continue;
 		}
 		char *start = c->in.p + c->in_pos;
@@ -263,6 +275,8 @@ static int input_runnable(const struct conn *c)
 		return 0;
 	if (c->state != CONN_LINE)
 		return 1;
+	if (c->binary)
+		return kv_bin_runnable(c);
 	if (c->auth_need)
 		return kv_auth_data_ready(c);
 	return memchr(c->in.p + c->in_pos, '\n', avail) != NULL;
@@ -285,10 +299,13 @@ static void conn_service(struct conn *c, int readable)
 			} else {
 				ssize_t n =
 					conn_recv(c, c->in.p + c->in.len, c->in.cap - c->in.len);
-				if (n > 0)
+				if (n > 0) {
 					c->in.len += (size_t)n;
-				else if (n < 0)
+					if (c->negotiating)
+						kv_bin_negotiate(c);
+				} else if (n < 0) {
 					c->peer_eof = 1;
+				}
 			}
 		}
 		readable = 0;

@@ -129,6 +129,8 @@ static void serve(struct conn *c, size_t n)
 	}
 	c->udp_id = h.id;
 	c->udp_sent = 0;
+	/* As memcached, whatever -B says: a datagram is binary if its payload starts so. */
+	c->binary = (uint8_t)payload[0] == KV_BIN_REQ;
 	memmove(c->in.p, payload, len);
 	c->in.len = len;
 	c->in_pos = 0;

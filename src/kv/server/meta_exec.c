@@ -236,7 +236,7 @@ static void do_ms_line(kv_store *st, struct kv_counts *cnt, const struct kv_meta
 		/* The data is dropped; a plain set also removes the old value, as memcached does.
 		 */
 		if (m->mode == 'S')
-			kv_delete(st, cnt, kv_meta_key(m), m->key_len);
+			kv_drop(st, cnt, kv_meta_key(m), m->key_len);
 		error_line(out, status_of(why));
 		return;
 	}
@@ -290,8 +290,8 @@ void kv_meta_store(kv_store *st, struct kv_counts *cnt, struct kv_meta_set *ms, 
 	struct kv_store_info info;
 	enum kv_result r = kv_store_item_info(st, cnt, it, mode, m.cas, &cas, &info);
 	if (watched) /* as memcached's ms: the store's line */
-		kv_watch_stored(key, nkey, r, mode, info.exptime, kv_now(st), info.cls, -1,
-				info.nbytes);
+		kv_watch_store_result(key, nkey, r, mode, info.exptime, kv_now(st), info.cls, -1,
+				      info.nbytes);
 	if (is_error(r)) {
 		error_line(out, status_of(r));
 	} else if (!(r == KV_STORED && m.quiet)) {

@@ -11,7 +11,8 @@
  *  - acts: changes what the server does (most of them);
  *  - accepted: memcached tunes something locus-kv does not have (-L, -N);
  *    taken, and noted under -v;
- *  - refused: needs what locus-kv does not build (SASL);
+ *  - refused: needs what locus-kv does not build (none now: the binary protocol, SASL
+ *    and the memory file are built);
  *    refused with the reason, and left out of --help: memcached's test
  *    suite takes an option --help names (its feature's name) as built in.
  *
@@ -263,12 +264,16 @@ static void set_delimiter(struct kv_parse *p, const struct opt *o, const char *a
 
 static void set_protocol(struct kv_parse *p, const struct opt *o, const char *arg)
 {
-	if (strcmp(arg, "binary") == 0)
-		opt_die(o, arg,
-			"the binary protocol is not built into locus-kv (it speaks ascii and meta: "
-			"use -B ascii or -B auto)");
-	if (strcmp(arg, "ascii") != 0 && strcmp(arg, "auto") != 0)
-		opt_die(o, arg, o->bad);
+	static const char *const names[] = {
+		[KV_PROTO_AUTO] = "auto", [KV_PROTO_ASCII] = "ascii", [KV_PROTO_BINARY] = "binary"};
+	for (int i = 0; i < 3; i++) {
+		if (strcmp(arg, names[i]) == 0) {
+			p->s->protocol = i;
+			p->protocol_given = 1;
+			return;
+		}
+	}
+	opt_die(o, arg, o->bad);
 }
 
 /* As memcached: a k or m suffix, else the leading digits (atoi); checked at the end. */
@@ -395,13 +400,16 @@ static const struct opt opts[] = {
 	 .help = "the listen queue's length (default: 1024)"},
 	{"protocol", 'B', ARG_REQUIRED, "<name>", .apply = set_protocol,
 	 .bad = "the protocol is one of auto, binary, or ascii",
-	 .help = "ascii or auto: the text and meta protocols (binary is\n"
-		 "refused)"},
+	 .help = "protocol - one of ascii (text and meta), binary, or\n"
+		 "auto: each connection's first byte decides (default:\n"
+		 "auto; ascii with -Y, binary with -S)"},
 	{"max-item-size", 'I', ARG_REQUIRED, "<num>", .apply = set_item_size,
 	 .help = "largest item, with k/m suffix (default: 1m; 1k .. 1024m,\n"
 		 "at most half of -m, a multiple of slab_chunk_max)"},
-	{"enable-sasl", 'S', .kind = OPT_REFUSED,
-	 .why = "SASL authentication is not built into locus-kv"},
+	{"enable-sasl", 'S', .apply = set_on, .field = FIELD(sasl),
+	 .help = "turn on SASL authentication (libsasl2): the binary\n"
+		 "protocol only; configured by memcached.conf in\n"
+		 "$SASL_CONF_PATH or /etc/sasl, /etc/sasl2"},
 	{"disable-flush-all", 'F', .apply = set_on, .field = FIELD(flush_disabled),
 	 .help = "refuse flush_all"},
 	{"disable-dumping", 'X', .apply = set_on, .field = FIELD(dump_disabled),
@@ -509,8 +517,7 @@ static void print_help(struct kv_parse *p, const struct opt *o, const char *arg)
 	fputs("locus-kv " LOCUS_KV_VERSION "\n"
 	      "A memcached-compatible server whose critical sections run on locus mechanisms.\n"
 	      "It takes every memcached 1.6 option: those marked (accepted) change nothing here\n"
-	      "and say so under -v. One needs what locus-kv does not build, and is refused with\n"
-	      "the reason rather than listed: -S.\n"
+	      "and say so under -v.\n"
 	      "\n",
 	      stdout);
 	for (size_t i = 0; i < NOPTS; i++) {
@@ -634,6 +641,22 @@ static void check_line(struct kv_parse *p, int argc, char **argv)
 		kv_die("hot_lru_pct + warm_lru_pct cannot be more than 80%% combined");
 	if (s->store.lru.temp_lru && !s->store.lru_maintainer)
 		kv_die("temporary_ttl requires lru_maintainer to be enabled");
+	/* As memcached: -S is the binary protocol alone, -Y the text one alone. */
+	if (s->sasl) {
+		if (!p->protocol_given)
+			s->protocol = KV_PROTO_BINARY;
+		else if (s->protocol != KV_PROTO_BINARY)
+			kv_die("-S: You cannot allow the ASCII protocol while using SASL.");
+		if (s->udp_port)
+			kv_die("-S: Cannot enable UDP while using binary SASL authentication.");
+	}
+	if (s->auth_file) {
+		if (!p->protocol_given)
+			s->protocol = KV_PROTO_ASCII;
+		else if (s->protocol != KV_PROTO_ASCII)
+			kv_die("-Y: You cannot allow the BINARY protocol while using ascii "
+			       "authentication tokens.");
+	}
 	if (s->auth_file && s->udp_port)
 		kv_die("Cannot use UDP with ascii authentication enabled (-U 0 to disable)");
 	if (s->unix_path && (s->port != 11211 || s->listen))

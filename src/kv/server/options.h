@@ -29,6 +29,13 @@ struct kv_tls_settings {
 	int kernel_tls;	   /* ssl_kernel_tls: records by the kernel, where it can */
 };
 
+/* -B: what a TCP or Unix connection speaks (UDP takes each datagram as its first byte says). */
+enum kv_protocol {
+	KV_PROTO_AUTO,	 /* its first byte decides: 0x80 binary, anything else text */
+	KV_PROTO_ASCII,	 /* the text and meta protocols */
+	KV_PROTO_BINARY, /* the binary protocol */
+};
+
 #define KV_NOTES_MAX 16
 #define KV_KEPT_MAX  16
 
@@ -47,6 +54,8 @@ struct kv_settings {
 	char *pidfile;	   /* -P */
 	char *auth_file;   /* -Y: user:password lines (auth.c) */
 	char *memory_file; /* -e: item memory in this file, kept across SIGUSR1 (store.h) */
+	int protocol;	   /* -B: enum kv_protocol */
+	int sasl;	   /* -S: SASL authentication on the binary protocol (sasl.c) */
 	int daemonize;	   /* -d */
 	int coredumps;	   /* -r: raise the core file limit */
 	int lock_memory;   /* -k: mlockall */
@@ -85,9 +94,10 @@ __attribute__((noreturn, format(printf, 1, 2))) void kv_die(const char *fmt, ...
  */
 struct kv_parse {
 	struct kv_settings *s;
-	int tcp_given;	 /* -p (else -U sets the TCP port too, as memcached) */
-	int item_given;	 /* -I */
-	int chunk_given; /* -o slab_chunk_max */
+	int tcp_given;	    /* -p (else -U sets the TCP port too, as memcached) */
+	int item_given;	    /* -I */
+	int chunk_given;    /* -o slab_chunk_max */
+	int protocol_given; /* -B */
 };
 
 /* Where a setting is in struct kv_settings (the option tables' rows say). */

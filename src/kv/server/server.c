@@ -25,6 +25,7 @@
 #include "kv/server/auth.h"
 #include "kv/server/meta_exec.h"
 #include "kv/server/process.h"
+#include "kv/server/sasl.h"
 #include "kv/server/server.h"
 #include "kv/server/tls.h"
 
@@ -127,12 +128,14 @@ int main(int argc, char **argv)
 	if (kv_srv.set.coredumps)
 		kv_enable_coredumps();
 	/* As memcached: the certificates are read before the user changes; then the user (so a
-	   port below 1024 needs -u root), the -Y file as that user, and the sockets. */
+	   port below 1024 needs -u root), SASL and the -Y file as that user, and the sockets. */
 	char err[512];
 	if (kv_srv.set.tls.enabled && kv_tls_init(&kv_srv.set.tls, err, sizeof(err)) != 0)
 		kv_die("%s", err);
 	if (kv_srv.set.user)
 		kv_become_user(kv_srv.set.user);
+	if (kv_srv.set.sasl && kv_sasl_init(err, sizeof(err)) != 0)
+		kv_die("%s", err);
 	if (kv_srv.set.auth_file && kv_auth_load(kv_srv.set.auth_file, err, sizeof(err)) != 0)
 		kv_die("%s", err);
 	kv_listen_open();
@@ -242,6 +245,8 @@ int main(int argc, char **argv)
 	free(kv_srv.workers);
 	kv_pidfile_remove(kv_srv.set.pidfile);
 	kv_auth_free();
+	if (kv_srv.set.sasl)
+		kv_sasl_done();
 	kv_tls_free();
 	kv_options_free(&kv_srv.set);
 	return 0;

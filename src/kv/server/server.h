@@ -11,7 +11,9 @@
  *   admin.c          the administrative commands (watch.c: watch)
  *   options.c        the command line (options_extended.c: -o's names)
  *   process.c        process-wide setup: limits, user, daemon, pid file
+ *   binary_exec.c    the binary protocol's commands (kv/protocol/binary.h: its framing)
  *   auth.c           -Y: the authentication file, unauthenticated connections
+ *   sasl.c           -S: SASL authentication on the binary protocol
  *   tls.c            -Z: TLS sessions, refresh_certs
  */
 #ifndef LOCUS_KV_SERVER_H
@@ -31,6 +33,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "kv/protocol/binary.h"
 #include "kv/protocol/proto.h"
 #include "kv/server/meta_exec.h"
 #include "kv/server/options.h"
@@ -98,6 +101,15 @@ struct conn {
 	int needs_auth;
 	uint64_t auth_need;
 	size_t auth_reply;
+	/* The binary protocol (binary_exec.c): the connection speaks it (else text); -B auto: its
+	   first byte has yet to say which; the request being served, kept while its value is read
+	   or dropped. */
+	int binary, negotiating;
+	struct kv_bin_header bin;
+	/* -S (sasl.c): its SASL session (NULL until its first SASL command); it has authenticated;
+	   an exchange has started (a step without one fails). */
+	void *sasl;
+	int sasl_ok, sasl_started;
 	struct conn *next; /* the worker's list (under its lock) */
 	struct conn *prev;
 	/* For "stats conns" (read by other workers under this worker's lock). */
@@ -196,9 +208,28 @@ void kv_execute(struct conn *c, const char *line, size_t len);
 void kv_get_resume(struct conn *c);
 void kv_data_done(struct conn *c);
 const char *kv_result_text(enum kv_result r);
+/* watch mutations' item_store line of a store on c (kv_watch_store_result). A lookup's
+   item_get line comes from the store's fetch hook (kv_watch_fetch). */
+void kv_watch_stored(struct conn *c, const char *key, size_t nkey, enum kv_result r,
+		     enum kv_store_mode mode, unsigned cls, uint32_t exptime, uint32_t nbytes);
 
-/* stats_command.c */
+/* binary_exec.c: the binary protocol on a connection whose input is binary. */
+/* Serve the next request in the input: 1 if it consumed one, 0 if it needs more input (or the
+   connection closes). */
+int kv_bin_step(struct conn *c);
+/* Could kv_bin_step take a step with the input as it is? */
+int kv_bin_runnable(const struct conn *c);
+/* The value of a set, add, replace, append or prepend has arrived in c->item. */
+void kv_bin_data_done(struct conn *c);
+/* -B auto: the connection's first byte (there is one) says which protocol it speaks. */
+void kv_bin_negotiate(struct conn *c);
+
+/* stats_command.c: the stats command; the texts it is made of, for the binary protocol too. */
 void kv_cmd_stats(struct conn *c, const struct kv_cmd *cmd);
+void kv_stats_general(struct kv_buf *b);
+void kv_stats_settings(struct kv_buf *b);
+void kv_stats_sizes_switch(int on, struct kv_buf *b);
+void kv_stats_reset_all(void);
 /* The peer's and the socket's addresses into c->addr and c->listen. */
 void kv_conn_addresses(struct conn *c);
 

@@ -32,7 +32,7 @@ static const char *yes_no(int v)
 	return v ? "yes" : "no";
 }
 
-static void stats_general(struct kv_buf *b)
+void kv_stats_general(struct kv_buf *b)
 {
 	struct kv_store_figures *f = malloc(sizeof(*f));
 	if (!f)
@@ -155,7 +155,7 @@ static void stats_general(struct kv_buf *b)
 	free(f);
 }
 
-static void stats_settings(struct kv_buf *b)
+void kv_stats_settings(struct kv_buf *b)
 {
 	const struct kv_settings *s = &kv_srv.set;
 	const struct kv_store_config *cfg = kv_store_config(kv_srv.st);
@@ -182,8 +182,11 @@ static void stats_settings(struct kv_buf *b)
 	STAT_I64(b, "reqs_per_event", s->reqs_per_event);
 	STAT_STR(b, "cas_enabled", yes_no(cfg->use_cas));
 	STAT_I64(b, "tcp_backlog", s->backlog);
-	STAT_STR(b, "binding_protocol", "ascii");
-	STAT_STR(b, "auth_enabled_sasl", "no");
+	static const char *const protocols[] = {[KV_PROTO_AUTO] = "auto-negotiate",
+						[KV_PROTO_ASCII] = "ascii",
+						[KV_PROTO_BINARY] = "binary"};
+	STAT_STR(b, "binding_protocol", protocols[s->protocol]);
+	STAT_STR(b, "auth_enabled_sasl", yes_no(s->sasl));
 	STAT_STR(b, "auth_enabled_ascii", s->auth_file ? s->auth_file : "no");
 	STAT_U64(b, "item_size_max", cfg->item_size_max);
 	STAT_STR(b, "maxconns_fast", "yes");
@@ -307,6 +310,29 @@ static void stats_conns(struct conn *self, struct kv_buf *b)
 	kv_buf_add(b, "END\r\n", 5);
 }
 
+void kv_stats_reset_all(void)
+{
+	kv_stats_reset(kv_srv.st);
+	kv_detail_reset(kv_srv.st);
+	kv_auth_count_reset();
+	st_seqcst(&kv_srv.total_conns, 0);
+	st_seqcst(&kv_srv.rejected_conns, 0);
+}
+
+/* memcached answers these two with one line and no END. */
+void kv_stats_sizes_switch(int on, struct kv_buf *b)
+{
+	if (!on) {
+		kv_sizes_set(kv_srv.st, 0);
+		kv_buf_addf(b, "STAT sizes_status disabled\r\n");
+	} else if (kv_sizes_set(kv_srv.st, 1) == 0) {
+		kv_buf_addf(b, "STAT sizes_status enabled\r\n");
+	} else {
+		kv_buf_addf(b, "STAT sizes_status error\r\n"
+			       "STAT sizes_error cas_support_disabled\r\n");
+	}
+}
+
 #define ARGS_MAX 8
 
 static int is(struct kv_span t, const char *w)
@@ -372,10 +398,10 @@ void kv_cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 	int e = 0;
 	switch (cmd->stats) {
 	case KV_STATS_NONE:
-		stats_general(b);
+		kv_stats_general(b);
 		break;
 	case KV_STATS_SETTINGS:
-		stats_settings(b);
+		kv_stats_settings(b);
 		break;
 	case KV_STATS_ITEMS:
 		e = kv_stats_items(kv_srv.st, b);
@@ -387,11 +413,7 @@ void kv_cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 		e = kv_stats_sync(kv_srv.st, b);
 		break;
 	case KV_STATS_RESET:
-		kv_stats_reset(kv_srv.st);
-		kv_detail_reset(kv_srv.st);
-		kv_auth_count_reset();
-		st_seqcst(&kv_srv.total_conns, 0);
-		st_seqcst(&kv_srv.rejected_conns, 0);
+		kv_stats_reset_all();
 		kv_reply(c, "RESET");
 		return;
 	case KV_STATS_OTHER:
@@ -400,15 +422,9 @@ void kv_cmd_stats(struct conn *c, const struct kv_cmd *cmd)
 		} else if (is(t[0], "sizes")) {
 			e = kv_sizes_text(kv_srv.st, b);
 		} else if (is(t[0], "sizes_enable")) {
-			/* memcached answers these two with one line and no END. */
-			if (kv_sizes_set(kv_srv.st, 1) == 0)
-				kv_buf_addf(b, "STAT sizes_status enabled\r\n");
-			else
-				kv_buf_addf(b, "STAT sizes_status error\r\n"
-					       "STAT sizes_error cas_support_disabled\r\n");
+			kv_stats_sizes_switch(1, b);
 		} else if (is(t[0], "sizes_disable")) {
-			kv_sizes_set(kv_srv.st, 0);
-			kv_buf_addf(b, "STAT sizes_status disabled\r\n");
+			kv_stats_sizes_switch(0, b);
 		} else if (is(t[0], "detail")) {
 			stats_detail(c, t, n, b);
 		} else if (is(t[0], "cachedump")) {

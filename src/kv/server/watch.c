@@ -124,8 +124,8 @@ static const char *const store_cmd_names[] = {
 	[KV_CAS_STALE] = "cas",
 };
 
-void kv_watch_stored(const char *key, size_t nkey, enum kv_result r, enum kv_store_mode mode,
-		     uint32_t exptime, uint32_t now, unsigned cls, int cfd, uint32_t nbytes)
+void kv_watch_store_result(const char *key, size_t nkey, enum kv_result r, enum kv_store_mode mode,
+			   uint32_t exptime, uint32_t now, unsigned cls, int cfd, uint32_t nbytes)
 {
 	if (!kv_watch_wanted(KV_WATCH_MUTATIONS))
 		return;

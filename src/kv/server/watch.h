@@ -48,8 +48,8 @@ void kv_watch_store(const char *key, size_t nkey, const char *status, const char
 		    unsigned cls, int cfd, uint32_t nbytes);
 /* The item_store line of a store's outcome r (memcached's words for r and mode); cfd -1: the
    fd kv_watch_conn named on this thread. */
-void kv_watch_stored(const char *key, size_t nkey, enum kv_result r, enum kv_store_mode mode,
-		     uint32_t exptime, uint32_t now, unsigned cls, int cfd, uint32_t nbytes);
+void kv_watch_store_result(const char *key, size_t nkey, enum kv_result r, enum kv_store_mode mode,
+			   uint32_t exptime, uint32_t now, unsigned cls, int cfd, uint32_t nbytes);
 /* The store's eviction hook (kv_store_set_evict_hook). */
 void kv_watch_eviction(void *ctx, const struct kv_item *it, uint32_t now);
 /* The store's fetch hook (kv_store_set_fetch_hook): an item_get line, as memcached logs one

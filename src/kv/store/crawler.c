@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "kv/store/store_impl.h"
 
 #define SWEEP_S		8    /* seconds the background sweep takes over the whole table */
@@ -140,8 +141,8 @@ static void nap(struct kv_crawler *k, uint32_t us)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	t.tv_nsec += (long)(us % 1000000) * 1000;
-	t.tv_sec += us / 1000000 + t.tv_nsec / 1000000000;
-	t.tv_nsec %= 1000000000;
+	t.tv_sec += us / 1000000 + t.tv_nsec / NS_PER_S;
+	t.tv_nsec %= NS_PER_S;
 	pthread_mutex_lock(&k->lock);
 	while (!ld_relaxed(&k->stop) && pthread_cond_timedwait(&k->wake, &k->lock, &t) != ETIMEDOUT)
 		;

@@ -438,6 +438,13 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 			rq->result = KV_NOT_STORED;
 			return 0;
 		}
+		/* As memcached: append and prepend given a cas (binary, ms with C) need it to
+		   match. */
+		if (rq->mode != KV_REPLACE && rq->cas && h->st->cfg.use_cas &&
+		    rq->cas != old->cas) {
+			rq->result = KV_EXISTS;
+			return 0;
+		}
 		break;
 	case KV_CAS:
 	case KV_CAS_STALE:
@@ -637,9 +644,21 @@ struct get_req {
 	uint32_t nbytes;
 };
 
-static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+/* The binary protocol's get: the item's flags and cas come back as well. */
+struct value_req {
+	struct get_req g;
+	uint32_t flags;
+	uint64_t cas;
+};
+
+/*
+ * A get's item, counted as memcached counts a get, or a touch for a gat (not
+ * a get), and accessed; NULL on a miss. Inlined into the text protocol's
+ * section and the binary protocol's, which differ in what they copy out.
+ */
+static inline __attribute__((always_inline)) struct kv_item *get_find(void *state,
+								      struct get_req *rq)
 {
-	struct get_req *rq = KV_REQ(struct get_req, a);
 	struct hash_req *h = &rq->h;
 	struct kv_item *it = find_live(state, h, 1);
 	/* As memcached: gat and gats count as touches, not as gets. */
@@ -648,7 +667,7 @@ static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 			h->cnt->touch_misses++;
 		else
 			h->cnt->get_misses++;
-		return 0;
+		return NULL;
 	}
 	if (rq->touch) {
 		kv_item_set_exptime(it, rq->exptime);
@@ -660,28 +679,71 @@ static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	access_item(h, it);
 	rq->cls = it->cls;
 	rq->nbytes = it->nbytes;
-	if (add_value(rq->out, it, rq->with_cas, shown_cas(h->st, it)) != 0)
+	return it;
+}
+
+/* The text protocol's: "VALUE ..." appended to out. */
+static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct get_req *rq = KV_REQ(struct get_req, a);
+	struct kv_item *it = get_find(state, rq);
+	if (!it)
+		return 0;
+	if (add_value(rq->out, it, rq->with_cas, shown_cas(rq->h.st, it)) != 0)
 		rq->oom = 1;
 	return 1;
+}
+
+/* The binary protocol's: the flags and cas noted, the value alone appended (out NULL: not). */
+static uint64_t value_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct value_req *rq = KV_REQ(struct value_req, a);
+	struct kv_item *it = get_find(state, &rq->g);
+	if (!it)
+		return 0;
+	rq->flags = it->flags;
+	rq->cas = shown_cas(rq->g.h.st, it);
+	if (rq->g.out && kv_buf_add(rq->g.out, kv_item_value(it), it->nbytes) != 0)
+		rq->g.oom = 1;
+	return 1;
+}
+
+static inline __attribute__((always_inline)) int get_run(kv_store *st, struct kv_counts *cnt,
+							 const char *key, size_t nkey,
+							 struct get_req *rq, locus_fn fn,
+							 struct kv_get_info *info)
+{
+	req_init(&rq->h, st, cnt, key, nkey);
+	if (rq->touch)
+		cnt->cmd_touch++;
+	else
+		cnt->cmd_get++;
+	int hit = (int)hash_run(&rq->h, fn, rq);
+	req_finish(&rq->h);
+	if (info)
+		*info = (struct kv_get_info){.status = hit ? KV_GET_FOUND : rq->h.miss,
+					     .cls = hit ? kv_slabs_shown_class(st->slabs, rq->cls)
+							: 0,
+					     .nbytes = hit ? rq->nbytes : 0};
+	return rq->oom ? -1 : hit;
 }
 
 int kv_get_info(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
 		int touch, uint32_t exptime, struct kv_buf *out, struct kv_get_info *info)
 {
 	struct get_req rq = {.with_cas = with_cas, .touch = touch, .exptime = exptime, .out = out};
-	req_init(&rq.h, st, cnt, key, nkey);
-	if (touch)
-		cnt->cmd_touch++;
-	else
-		cnt->cmd_get++;
-	int hit = (int)hash_run(&rq.h, get_sec, &rq);
-	req_finish(&rq.h);
-	if (info)
-		*info = (struct kv_get_info){.status = hit ? KV_GET_FOUND : rq.h.miss,
-					     .cls = hit ? kv_slabs_shown_class(st->slabs, rq.cls)
-							: 0,
-					     .nbytes = hit ? rq.nbytes : 0};
-	return rq.oom ? -1 : hit;
+	return get_run(st, cnt, key, nkey, &rq, get_sec, info);
+}
+
+int kv_get_value(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int touch,
+		 uint32_t exptime, struct kv_buf *value, struct kv_get_info *info, uint32_t *flags,
+		 uint64_t *cas)
+{
+	struct value_req rq = {.g = {.touch = touch, .exptime = exptime, .out = value}};
+	int hit = get_run(st, cnt, key, nkey, &rq.g, value_sec, info);
+	*flags = rq.flags;
+	*cas = rq.cas;
+	return hit;
 }
 
 int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
@@ -726,7 +788,8 @@ enum kv_result kv_touch(kv_store *st, struct kv_counts *cnt, const char *key, si
 
 struct delete_req {
 	struct hash_req h;
-	uint64_t cas;	    /* 0: any */
+	int drop;     /* a failed set's old value: counted as memcached's item_get, not a delete */
+	uint64_t cas; /* 0: any */
 	int invalidate;	    /* meta: mark stale instead */
 	uint32_t stale_ttl; /* invalidate: the new exptime; UINT32_MAX keeps it */
 	enum kv_result result;
@@ -737,9 +800,10 @@ static uint64_t delete_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct kv_assoc *as = state;
 	struct delete_req *rq = KV_REQ(struct delete_req, a);
 	struct hash_req *h = &rq->h;
-	struct kv_item *it = find_live(as, h, 0);
+	struct kv_item *it = find_live(as, h, rq->drop);
 	if (!it) {
-		h->cnt->delete_misses++;
+		if (!rq->drop)
+			h->cnt->delete_misses++;
 		rq->result = KV_NOT_FOUND;
 		return 0;
 	}
@@ -757,8 +821,10 @@ static uint64_t delete_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		count_store(h, it, -1);
 		kv_assoc_unlink_at(as, kv_assoc_find(as, h->hv, h->key, h->nkey), &h->dropped);
 	}
-	h->cnt->delete_hits++;
-	kv_count_class(h->cnt, it->cls, KV_CC_DELETE_HITS);
+	if (!rq->drop) {
+		h->cnt->delete_hits++;
+		kv_count_class(h->cnt, it->cls, KV_CC_DELETE_HITS);
+	}
 	rq->result = KV_DELETED;
 	return 0;
 }
@@ -776,6 +842,14 @@ enum kv_result kv_meta_delete(kv_store *st, struct kv_counts *cnt, const char *k
 enum kv_result kv_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey)
 {
 	return kv_meta_delete(st, cnt, key, nkey, 0, 0, 0);
+}
+
+void kv_drop(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey)
+{
+	struct delete_req rq = {.drop = 1};
+	req_init(&rq.h, st, cnt, key, nkey);
+	hash_run(&rq.h, delete_sec, &rq);
+	req_finish(&rq.h);
 }
 
 /* ---------- incr, decr ---------- */
@@ -809,6 +883,11 @@ static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		else
 			h->cnt->decr_misses++;
 		rq->result = KV_NOT_FOUND;
+		return 0;
+	}
+	/* memcached: an empty value is not a number, whatever the cas says. */
+	if (it->nbytes == 0) {
+		rq->result = KV_NON_NUMERIC;
 		return 0;
 	}
 	if (in->compare_cas && shown_cas(h->st, it) != in->compare_cas) {

@@ -72,16 +72,29 @@ void kv_store_figures(kv_store *st, struct kv_store_figures *f)
 	f->hash_expanding = ld_relaxed(&st->assoc.expanding);
 }
 
+/*
+ * Room for a report of size bytes and for the per-class counters, which the
+ * per-class reports show beside it: the report, with *c, or NULL (nothing
+ * kept) if either cannot be had. Both are large for a stack.
+ */
+static void *report_and_counts(size_t size, struct kv_counts **c)
+{
+	void *r = malloc(size);
+	*c = malloc(sizeof(**c));
+	if (r && *c)
+		return r;
+	free(r);
+	free(*c);
+	return NULL;
+}
+
 /* "stats slabs": each class that has pages, memcached's fields in its order. */
 int kv_stats_slabs(kv_store *st, struct kv_buf *out)
 {
-	struct kv_slabs_report *r = malloc(sizeof(*r));
-	struct kv_counts *c = malloc(sizeof(*c));
-	if (!r || !c) {
-		free(r);
-		free(c);
+	struct kv_counts *c;
+	struct kv_slabs_report *r = report_and_counts(sizeof(*r), &c);
+	if (!r)
 		return -1;
-	}
 	kv_slabs_report(&st->slabs_sec, r);
 	kv_counts_read(st, c);
 	static const struct {
@@ -127,13 +140,10 @@ int kv_stats_slabs(kv_store *st, struct kv_buf *out)
  */
 int kv_stats_items(kv_store *st, struct kv_buf *out)
 {
-	struct kv_lru_report *r = malloc(sizeof(*r));
-	struct kv_counts *c = malloc(sizeof(*c));
-	if (!r || !c) {
-		free(r);
-		free(c);
+	struct kv_counts *c;
+	struct kv_lru_report *r = report_and_counts(sizeof(*r), &c);
+	if (!r)
 		return -1;
-	}
 	kv_lru_report(&st->alloc_sec, r, 1);
 	kv_counts_read(st, c);
 	int maint = kv_maintainer_running(st);

@@ -249,7 +249,8 @@ void kv_store_set_fetch_hook(kv_store *st, kv_fetch_hook hook, void *ctx);
 /*
  * get/gets/gat/gats of one key: on a hit append "VALUE key flags bytes
  * [cas]\r\n<data>\r\n" to out. touch: set the exptime to `exptime` (server
- * time) first. 1 hit, 0 miss, -1 out of memory for the reply.
+ * time) first, counted as memcached counts gat: a touch (cmd_touch, touch_hits
+ * or touch_misses), not a get. 1 hit, 0 miss, -1 out of memory for the reply.
  */
 int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
 	   int touch, uint32_t exptime, struct kv_buf *out);
@@ -261,8 +262,20 @@ struct kv_get_info {
 };
 int kv_get_info(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
 		int touch, uint32_t exptime, struct kv_buf *out, struct kv_get_info *info);
+/*
+ * kv_get_info appending the value alone, without "\r\n", to value (NULL: not
+ * even that), for the binary protocol; *flags and *cas (the cas a client is
+ * shown) are set when found, 0 otherwise. They are not in kv_get_info's info
+ * so that the text get does not copy them.
+ */
+int kv_get_value(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int touch,
+		 uint32_t exptime, struct kv_buf *value, struct kv_get_info *info, uint32_t *flags,
+		 uint64_t *cas);
 
 enum kv_result kv_delete(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey);
+/* The value a set that could not be stored leaves behind goes, as memcached's (counted as a get
+   that found it dead, if it was, and not as a delete). */
+void kv_drop(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey);
 enum kv_result kv_touch(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
 			uint32_t exptime);
 /*
