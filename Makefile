@@ -100,10 +100,10 @@ test-kv-asan: asan python
 # (test_memory is left out: shadow memory makes its resident-size bound meaningless).
 test-kv-tsan: tsan python
 	LOCUS_KV=$(KV_TSAN) TSAN_OPTIONS=halt_on_error=1 $(PY) -m pytest -q tests/kv/test_concurrency.py tests/kv/test_udp.py \
-	tests/kv/test_slabs.py tests/kv/test_admin.py \
+	tests/kv/test_slabs.py tests/kv/test_admin.py tests/kv/test_lru.py \
 	tests/kv/test_bad_input.py tests/kv/test_commands.py tests/kv/test_meta.py tests/kv/test_pymemcache.py \
-	tests/kv/test_tls.py tests/kv/test_auth.py tests/kv/test_binary.py tests/kv/test_binary_input.py \
-	tests/kv/test_sasl.py
+	tests/kv/test_tls.py tests/kv/test_auth.py tests/kv/test_restart.py tests/kv/test_hash.py \
+	tests/kv/test_binary.py tests/kv/test_binary_input.py tests/kv/test_sasl.py
 
 test-kv-memcached: python
 	LOCUS_KV=memcached $(PY) -m pytest -q tests/kv

@@ -55,17 +55,16 @@ MEMCACHED_SETTINGS = [
     "worker_logbuf_size", "read_buf_mem_limit", "track_sizes", "inline_ascii_response",
     "ssl_enabled", "ssl_chain_cert", "ssl_key", "ssl_verify_mode", "ssl_keyformat", "ssl_ciphers",
     "ssl_ca_cert", "ssl_wbuf_size", "ssl_session_cache", "ssl_kernel_tls", "ssl_min_version",
-    "num_napi_ids",
+    "num_napi_ids", "memory_file",
 ]
 
 # Settings that Debian's memcached reports because of how it was built: extstore (reported
-# even when not in use) and the restartable memory file. locus-kv builds neither (its -o ext_*
-# and -e are refused), so only memcached is held to them. (TLS's ssl_* lines are reported by
-# both, with TLS on or off.)
+# even when not in use). locus-kv does not build it (its -o ext_* are refused), so only
+# memcached is held to them. (TLS's ssl_* lines and memory_file are reported by both.)
 MEMCACHED_BUILD_SETTINGS = [
     "ext_item_size", "ext_item_age", "ext_low_ttl", "ext_recache_rate", "ext_wbuf_size",
     "ext_compact_under", "ext_drop_under", "ext_max_sleep", "ext_max_frag",
-    "slab_automove_freeratio", "ext_drop_unread", "memory_file",
+    "slab_automove_freeratio", "ext_drop_unread",
 ]
 
 # "STAT items:<class>:<field> <value>", for each class that holds items.
@@ -757,11 +756,13 @@ def lines_until(w, key):
             return out
 
 
-def test_watch_fetchers(srv):
+def test_watch_fetchers(start):
     """watch (= watch fetchers) answers OK, then one line per key fetched by any connection,
     'ts=<s>.<us> gid=<n> type=item_get key=<uri-encoded> status=found|not_found|flushed|expired
     clsid=<n> cfd=<fd> size=<value bytes>' ending in \\n; commands sent by the watcher get no
-    reply."""
+    reply. (Without the LRU maintainer and the crawler, so that nothing reclaims the expired
+    item before the get meets it.)"""
+    srv = start("-o", "no_lru_maintainer,no_lru_crawler")
     with srv.conn() as c:
         for args in ["", "fetchers"]:
             with watcher(srv, args) as w:
@@ -796,7 +797,10 @@ def test_watch_mutations(srv):
         c.call("add m:a 0 0 1\r\nx\r\n", "NOT_STORED\r\n")
         c.call("set m:t 0 1000 2\r\nxy\r\n", "STORED\r\n")
         c.call("cas m:none 0 0 1 1\r\nx\r\n", "NOT_FOUND\r\n")
-        c.call("cas m:a 0 0 1 1\r\nx\r\n", "EXISTS\r\n")
+        c.send("gets m:a\r\n")
+        cas = int(c.line().split()[4])
+        c.until_end()
+        c.call(f"cas m:a 0 0 1 {cas + 1}\r\nx\r\n", "EXISTS\r\n")   # a cas not the item's
         c.call("replace m:none 0 0 1\r\nx\r\n", "NOT_STORED\r\n")
         c.call("append m:a 0 0 2\r\nzz\r\n", "STORED\r\n")
         store(c, "m:end", 1)
@@ -823,6 +827,59 @@ def test_watch_fetchers_and_mutations(srv):
         kinds = [(f["type"], f["key"], f["status"]) for f in got]
         stored = kinds.index(("item_store", "fm%3Aa", "stored"))
         assert ("item_get", "fm%3Aa", "found") in kinds[stored + 1:], kinds
+
+
+def test_watch_fetchers_inside_other_commands(srv):
+    """As memcached logs an item_get for every lookup of a key, watch fetchers mutations shows
+    one for each store (not_found for a new key, then the item_store line; found, with the old
+    value's size, for an existing one), incr, delete, touch, mg and ms."""
+    with srv.conn() as c, watcher(srv, "fetchers mutations") as w:
+        c.call("set o:a 0 0 1\r\nx\r\n", "STORED\r\n")
+        c.call("set o:a 0 0 3\r\nxyz\r\n", "STORED\r\n")
+        c.call("add o:a 0 0 1\r\nx\r\n", "NOT_STORED\r\n")
+        c.call("replace o:none 0 0 1\r\nx\r\n", "NOT_STORED\r\n")
+        c.call("append o:a 0 0 1\r\nw\r\n", "STORED\r\n")
+        c.call("incr o:n 1\r\n", "NOT_FOUND\r\n")
+        c.call("delete o:a\r\n", "DELETED\r\n")
+        c.call("touch o:a 10\r\n", "NOT_FOUND\r\n")
+        c.call("mg o:a v\r\n", "EN\r\n")
+        c.call("ms o:m 1\r\nx\r\n", "HD\r\n")
+        c.call("get o:end\r\n", "END\r\n")
+        got = [fields(line) for line in lines_until(w, "o%3Aend")]
+        seen = [(f["type"], f["key"], f["status"], f["size"]) for f in got]
+        assert seen == [
+            ("item_get", "o%3Aa", "not_found", "0"), ("item_store", "o%3Aa", "stored", "1"),
+            ("item_get", "o%3Aa", "found", "1"), ("item_store", "o%3Aa", "stored", "3"),
+            ("item_get", "o%3Aa", "found", "3"), ("item_store", "o%3Aa", "not_stored", "1"),
+            ("item_get", "o%3Anone", "not_found", "0"),
+            ("item_store", "o%3Anone", "not_stored", "1"),
+            ("item_get", "o%3Aa", "found", "3"), ("item_store", "o%3Aa", "stored", "4"),
+            ("item_get", "o%3An", "not_found", "0"),
+            ("item_get", "o%3Aa", "found", "4"),
+            ("item_get", "o%3Aa", "not_found", "0"),
+            ("item_get", "o%3Aa", "not_found", "0"),
+            ("item_get", "o%3Am", "not_found", "0"), ("item_store", "o%3Am", "stored", "1"),
+            ("item_get", "o%3Aend", "not_found", "0")], seen
+        assert [f["cmd"] for f in got if f["type"] == "item_store"] == \
+            ["set", "set", "add", "replace", "append", "set"]
+        port = c.sock.getsockname()[1]
+        conns = c.stats("conns")
+        fd = [k.split(":")[0] for k, v in conns.items() if v == f"tcp:127.0.0.1:{port}"]
+        assert {f["cfd"] for f in got} == set(fd), (got, conns)
+
+
+def test_watch_and_metadump_after_pipelined_commands(srv):
+    """watch, and lru_crawler metadump, sent in the same packet after another command whose
+    reply has not gone out yet: memcached's 'ERROR cannot pipeline other commands before
+    watch' (metadump), and the connection stays a normal one."""
+    with srv.conn() as c:
+        c.send("version\r\nwatch\r\n")
+        assert c.line().startswith(b"VERSION ")
+        assert c.line() == b"ERROR cannot pipeline other commands before watch\r\n"
+        c.send("set p 0 0 1\r\nx\r\nlru_crawler metadump all\r\n")
+        assert c.line() == b"STORED\r\n"
+        assert c.line() == b"ERROR cannot pipeline other commands before metadump\r\n"
+        c.call("get p\r\n", "VALUE p 0 1\r\nx\r\nEND\r\n")
 
 
 def test_watch_listed_in_stats(srv):

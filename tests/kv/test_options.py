@@ -5,7 +5,7 @@ where it was told, writes its pid file, runs as its user, reports the setting in
 settings`), and how a bad value is refused (a nonzero status and a message). The tests pass
 against Debian's memcached (LOCUS_KV=memcached) wherever locus-kv is meant to behave the same;
 the ones marked locus_only check where locus-kv deliberately differs: it refuses, with a
-message saying why, what it cannot honour (extstore, a memory file)
+message saying why, what it cannot honour (extstore, the proxy)
 and garbage that memcached silently takes (`-p abc`, an extra argument).
 
 The servers here are started by the `launch` fixture rather than conftest's `start`, since
@@ -388,9 +388,9 @@ def memcache_pidfile(scratch):
 
 # ---------- -h, -V, -i ----------
 
-# What locus-kv refuses (the memory file) it leaves out of -h: memcached's own test suite
-# takes a feature that -h names as built in.
-LOCUS_REFUSED_SHORT, LOCUS_REFUSED_LONG = {"e"}, {"memory-file"}
+# Nothing memcached 1.6.18 has as an option is refused now (the binary protocol, SASL and the
+# memory file are built), so -h names every option.
+LOCUS_REFUSED_SHORT, LOCUS_REFUSED_LONG = set(), set()
 
 
 def test_help_lists_every_memcached_option(kv):
@@ -407,14 +407,14 @@ def test_help_lists_every_memcached_option(kv):
 
 
 @pytest.mark.locus_only
-def test_help_does_not_name_what_is_refused(kv):
-    """-h does not name the memory file, which is refused, and names TLS, SASL and the binary
-    protocol, which act (memcached's test suite reads -h to learn what is built in)."""
+def test_help_names_what_acts(kv):
+    """-h names TLS, SASL, the binary protocol and the memory file, which act, and nothing
+    refused (memcached's test suite reads -h to learn what is built in)."""
     rc, out, err = run(kv, "-h")
     assert rc == 0, out + err
-    assert "memory-file" not in out and "(refused)" not in out
+    assert "(refused)" not in out
     assert "--enable-ssl" in out and "ssl_chain_cert" in out and "--auth-file" in out
-    assert "--enable-sasl" in out and "binary" in out
+    assert "--enable-sasl" in out and "binary" in out and "--memory-file" in out
 
 
 def test_version_and_license_exit_0(kv):
@@ -924,6 +924,23 @@ def test_bad_extended_value_refused(launch, opts):
     assert p.rc != 0 and p.stderr().strip(), p.describe()
 
 
+@pytest.mark.parametrize("opts,message", [
+    ("hot_lru_pct=50,warm_lru_pct=40", "hot_lru_pct + warm_lru_pct cannot be more than 80% combined"),
+    ("no_lru_maintainer,temporary_ttl=30", "temporary_ttl requires lru_maintainer to be enabled"),
+    ("temporary_ttl=30,no_modern", "temporary_ttl requires lru_maintainer to be enabled")])
+def test_lru_settings_refused_as_memcached(launch, opts, message):
+    """The LRU settings memcached checks together, with its words and status 64."""
+    p = launch.refused("-o", opts)
+    assert p.rc == 64 and message in p.stderr(), p.describe()
+
+
+@pytest.mark.parametrize("opts", ["lru_segmented", "no_lru_segmented"])
+def test_lru_segmented_is_not_an_extended_option(launch, opts):
+    """memcached 1.6.18 has no -o lru_segmented (lru_maintainer and "lru mode" set it)."""
+    p = launch.refused("-o", opts)
+    assert p.rc == 1 and f'Illegal suboption "{opts}"' in p.stderr(), p.describe()
+
+
 @pytest.mark.locus_only
 @pytest.mark.parametrize("opts,why", [("ext_path={scratch}/extstore:64m", "extstore"),
                                       ("ext_page_size=8", "extstore")])
@@ -933,17 +950,6 @@ def test_extstore_extended_options_refused(launch, scratch, opts, why):
     p = launch.refused("-o", opts.format(scratch=scratch))
     assert p.rc != 0, p.describe()
     assert opts.split("=")[0] in p.stderr() and why in p.stderr(), p.describe()
-
-
-# ---------- features locus-kv does not build ----------
-
-@pytest.mark.locus_only
-def test_memory_file_refused(launch, scratch):
-    """-e: memcached mmaps the file (a restartable cache); locus-kv has none."""
-    p = launch.refused("-e", scratch / "memory")
-    assert p.rc != 0 and "-e" in p.stderr(), p.describe()
-    assert "memory file" in p.stderr() or "restart" in p.stderr(), p.describe()
-    assert not (scratch / "memory").exists()
 
 
 @pytest.mark.locus_only

@@ -162,3 +162,90 @@ def class_of_size(c, size):
     fits = {k: v for k, v in slab_classes(c).items()
             if v.get("used_chunks", 0) > 0 and v["chunk_size"] >= size + 60}
     return min(fits, key=lambda k: fits[k]["chunk_size"])
+
+
+def wait_stat(c, name, ok, what, seconds=30, sub=""):
+    """The stats once ok(int(stats[name])) holds; fails with `what` after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        st = c.stats(sub)
+        if ok(int(st[name])):
+            return st
+        assert time.monotonic() < deadline, f"{what}: {name} is {st[name]}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("server_args", [["-m", "60", "-o", "slab_reassign,slab_automove,"
+                                          "lru_crawler,slab_automove_window=3"]])
+def test_deleted_items_pages_go_back_to_the_pool(server):
+    """memcached's slabs-reassign2: half of 5000 11 KB items deleted, the class's free pages
+    go to the global pool within seconds (their live items rescued into its free chunks),
+    so 7 KB items then find memory instead of evicting; after flush_all nearly all of it."""
+    with server.conn(timeout=30) as c:
+        value = b"B" * 11000
+        c.send(b"".join(b"set nfoo%d 0 0 11000 noreply\r\n%s\r\n" % (i, value)
+                        for i in range(1, 5001)))
+        n = int(c.stats()["curr_items"])
+        assert n > 4000
+        c.send(b"".join(b"delete nfoo%d noreply\r\n" % i for i in range(2, n + 1, 2)))
+        wait_stat(c, "slab_global_page_pool", lambda v: v > 24, "pages back to the pool")
+        value = b"B" * 7000
+        c.send(b"".join(b"set ifoo%d 0 0 7000 noreply\r\n%s\r\n" % (i, value)
+                        for i in range(1, 5001)))
+        st = c.stats()
+        assert int(st["evictions"]) < 2000, st["evictions"]
+        assert int(st["slab_reassign_rescues"]) > 0
+        kept = sum(c.get(f"ifoo{i}") is not None for i in range(1, 5001))
+        assert kept > 2000
+        c.call("flush_all\r\n", "OK\r\n")
+        wait_stat(c, "slab_global_page_pool", lambda v: v > 50, "pages back after flush_all")
+        assert c.stats("slabs")["total_malloced"] == str(60 << 20)
+
+
+@pytest.mark.parametrize("server_args", [["-m", "4", "-o", "slab_reassign"]])
+def test_second_reassign_right_after_the_first(server, is_memcached):
+    """memcached's slabs_reassign: two moves of a page from the 70 KB class to the 20 KB one,
+    the second asked for as soon as the first said OK. memcached's mover thread is done
+    before the next command arrives unless the machine is busy, when it says BUSY: against
+    it, BUSY is asked again; locus-kv empties the page before it answers."""
+    with server.conn(timeout=30) as c:
+        for i in range(1, 61):
+            c.call(b"set bfoo%d 0 0 70000\r\n%s\r\n" % (i, b"x" * 70000), "STORED\r\n")
+        for i in range(1, 61):
+            c.call(b"set sfoo%d 0 0 20000\r\n%s\r\n" % (i, b"y" * 20000), "STORED\r\n")
+        classes = slab_classes(c)
+        big = max(classes, key=lambda k: classes[k]["chunk_size"])
+        small = min(classes, key=lambda k: classes[k]["chunk_size"])
+        c.call(f"slabs reassign {big} {small}\r\n", "OK\r\n")
+        deadline = time.monotonic() + 30
+        while True:
+            c.send(f"slabs reassign {big} {small}\r\n")
+            reply = c.line()
+            if reply == b"OK\r\n" or not is_memcached:
+                break
+            assert reply.startswith(b"BUSY") and time.monotonic() < deadline, reply
+        assert reply == b"OK\r\n"
+        assert int(c.stats()["slabs_moved"]) >= 1
+        c.call(b"set bfoo61 0 0 70000\r\n%s\r\n" % (b"x" * 70000), "STORED\r\n")
+        c.call(b"set sfoo61 0 0 20000\r\n%s\r\n" % (b"y" * 20000), "STORED\r\n")
+
+
+@pytest.mark.parametrize("server_args", [["-m", "3", "-o", "slab_automove_window=3"]])
+def test_total_malloced_goes_down_after_cache_memlimit_shrinks(server):
+    """memcached's dyn-maxbytes: the limit raised, memory taken, the limit lowered, every item
+    deleted: the pages the automover gives the pool above the limit go back to the system."""
+    value = b"B" * 66560
+    with server.conn(timeout=30) as c:
+        for i in range(40):
+            c.call(b"set key%d 0 0 66560\r\n%s\r\n" % (i, value), "STORED\r\n")
+        assert int(c.stats()["evictions"]) > 0
+        c.call("cache_memlimit 16\r\n", "OK\r\n")
+        for i in range(40, 150):
+            c.call(b"set key%d 0 0 66560\r\n%s\r\n" % (i, value), "STORED\r\n")
+        malloced = int(c.stats("slabs")["total_malloced"])
+        assert malloced > 8 << 20
+        c.call("cache_memlimit 8\r\n", "OK\r\n")
+        for i in range(150):
+            c.send(f"delete key{i}\r\n")
+            assert c.line() in (b"DELETED\r\n", b"NOT_FOUND\r\n")
+        wait_stat(c, "total_malloced", lambda v: v < malloced, "memory given back", sub="slabs")

@@ -1,7 +1,8 @@
 /*
  * locus-kv's administrative commands, as memcached 1.6.18 answers them:
  * cache_memlimit, slabs automove|reassign, lru_crawler
- * crawl|metadump|sleep|tocrawl|enable|disable, refresh_certs, and watch
+ * crawl|metadump|sleep|tocrawl|enable|disable, lru tune|mode|temp_ttl,
+ * refresh_certs, and watch
  * (watch.c). Each
  * checks its words in memcached's order and answers with memcached's words.
  * (stats is stats_command.c's; shutdown, verbosity and flush_all are with the
@@ -64,8 +65,9 @@ static void cache_memlimit(struct conn *c, const struct words *w)
 		kv_reply(c, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
 	} else if (mb > 1000000000) {
 		kv_reply(c, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
+	} else if (kv_store_set_limit(kv_srv.st, (size_t)mb << 20) != 0) {
+		kv_reply(c, "MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust");
 	} else {
-		kv_store_set_limit(kv_srv.st, (size_t)mb << 20);
 		kv_logv(1, "maxbytes adjusted to %" PRIu32 "m", mb);
 		kv_reply(c, "OK");
 	}
@@ -123,7 +125,7 @@ static void slabs_reassign(struct conn *c, const struct words *w)
 		kv_reply(c, "CLIENT_ERROR bad command line format");
 		return;
 	}
-	switch (kv_slabs_reassign(kv_srv.st, src, dst)) {
+	switch (kv_slabs_reassign(kv_srv.st, &c->w->cnt, src, dst)) {
 	case KV_MOVE_OK:
 		kv_reply(c, "OK");
 		break;
@@ -197,6 +199,11 @@ static void crawler_metadump(struct conn *c, const struct words *w)
 {
 	if (kv_srv.set.dump_disabled) {
 		kv_reply(c, "ERROR metadump not allowed");
+		return;
+	}
+	if (!c->udp && kv_out_pending(c) > 0) {
+		/* As memcached: replies of earlier commands still wait to go out. */
+		kv_reply(c, "ERROR cannot pipeline other commands before metadump");
 		return;
 	}
 	uint64_t classes = is(w->t[2], "hash") ? ~(uint64_t)1 : class_list(w->t[2]);
@@ -282,6 +289,74 @@ static void lru_crawler(struct conn *c, const struct words *w)
 	}
 }
 
+/* ---------- lru ---------- */
+
+/* memcached's strtod-based safe_strtod on a word: 0 and *out, or -1. */
+static int word_double(struct kv_span t, double *out)
+{
+	char num[64];
+	char *end;
+	if (t.len == 0 || t.len >= sizeof(num))
+		return -1;
+	memcpy(num, t.ptr, t.len);
+	num[t.len] = 0;
+	*out = strtod(num, &end);
+	return end == num || *end ? -1 : 0;
+}
+
+/*
+ * lru tune <hot pct> <warm pct> <hot factor> <warm factor> | mode flat|segmented |
+ * temp_ttl <ttl> (negative: off), as memcached answers them; mode and temp_ttl only while
+ * the LRU maintainer runs.
+ */
+static void lru(struct conn *c, const struct words *w)
+{
+	struct kv_lru_tune t;
+	kv_store_lru_get(kv_srv.st, &t);
+	noreply_maybe(c, w);
+	int maint = kv_maintainer_running(kv_srv.st);
+	if (is(w->t[1], "tune") && w->n >= 6) {
+		uint32_t hot, warm;
+		double hf, wf;
+		if (word_u32(w->t[2], &hot) || word_u32(w->t[3], &warm) ||
+		    word_double(w->t[4], &hf) || word_double(w->t[5], &wf)) {
+			kv_reply(c, "ERROR");
+		} else if (hot + warm > 80) {
+			kv_reply(c, "ERROR hot and warm pcts must not exceed 80");
+		} else if (wf <= 0 || hf <= 0) {
+			kv_reply(c, "ERROR hot/warm age factors must be greater than 0");
+		} else {
+			t.hot_pct = hot;
+			t.warm_pct = warm;
+			t.hot_max_factor = hf;
+			t.warm_max_factor = wf;
+			kv_store_lru_set(kv_srv.st, &t);
+			kv_reply(c, "OK");
+		}
+	} else if (is(w->t[1], "mode") && w->n >= 3 && maint) {
+		if (is(w->t[2], "flat") || is(w->t[2], "segmented")) {
+			t.segmented = is(w->t[2], "segmented");
+			kv_store_lru_set(kv_srv.st, &t);
+			kv_reply(c, "OK");
+		} else {
+			kv_reply(c, "ERROR");
+		}
+	} else if (is(w->t[1], "temp_ttl") && w->n >= 3 && maint) {
+		int32_t ttl;
+		if (word_i32(w->t[2], &ttl) != 0) {
+			kv_reply(c, "ERROR");
+		} else {
+			t.temp_lru = ttl >= 0;
+			if (ttl >= 0)
+				t.temporary_ttl = (uint32_t)ttl;
+			kv_store_lru_set(kv_srv.st, &t);
+			kv_reply(c, "OK");
+		}
+	} else {
+		kv_reply(c, "ERROR");
+	}
+}
+
 /* ---------- refresh_certs ---------- */
 
 /* The certificate and key read again (tls.c); as memcached, noreply silences only "OK". */
@@ -316,6 +391,8 @@ int kv_admin_command(struct conn *c, const char *line, size_t len)
 		kv_watch_command(c, w.t, w.n);
 	else if (is(w.t[0], "refresh_certs"))
 		refresh_certs(c, &w);
+	else if (is(w.t[0], "lru") && w.n >= 2)
+		lru(c, &w);
 	else
 		return 0;
 	return 1;

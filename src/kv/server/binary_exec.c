@@ -110,9 +110,7 @@ static void cmd_get(struct conn *c, uint8_t base, int quiet, const char *ext, co
 	int hit = kv_get_value(kv_srv.st, &c->w->cnt, key, nkey, touch, exptime,
 			       base == KV_BIN_TOUCH ? NULL : &c->out, &info, &flags, &cas);
 	kv_detail_count(kv_srv.st, key, nkey, KV_PREFIX_GET, hit > 0);
-	if (kv_watch_wanted(KV_WATCH_FETCHERS))
-		kv_watch_get(key, nkey, kv_get_status_names[info.status], info.cls, c->fd,
-			     info.nbytes);
+	/* watch fetchers' line comes from the store's fetch hook (kv_watch_fetch). */
 	if (hit > 0) {
 		char *p = c->out.p + at;
 		kv_bin_response(p, &c->bin, KV_BIN_SUCCESS, 4, keylen,

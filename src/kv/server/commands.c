@@ -46,44 +46,11 @@ const char *kv_result_text(enum kv_result r)
 	return "SERVER_ERROR internal";
 }
 
-const char *const kv_get_status_names[] = {
-	[KV_GET_FOUND] = "found",
-	[KV_GET_NOT_FOUND] = "not_found",
-	[KV_GET_EXPIRED] = "expired",
-	[KV_GET_FLUSHED] = "flushed",
-};
-
-/* What watch mutations calls a store's outcome and command, as memcached's logger. */
-static const char *store_status(enum kv_result r)
-{
-	switch (r) {
-	case KV_STORED:
-		return "stored";
-	case KV_EXISTS:
-		return "exists";
-	case KV_NOT_FOUND:
-		return "not_found";
-	case KV_TOO_LARGE:
-		return "too_large";
-	case KV_NO_MEMORY:
-		return "no_memory";
-	default:
-		return "not_stored";
-	}
-}
-
-static const char *const store_cmd_names[] = {
-	[KV_SET] = "set",	[KV_ADD] = "add",	  [KV_REPLACE] = "replace",
-	[KV_APPEND] = "append", [KV_PREPEND] = "prepend", [KV_CAS] = "cas",
-	[KV_CAS_STALE] = "cas",
-};
-
+/* watch mutations' item_store line of a store on c (watch.c says the words). */
 void kv_watch_stored(struct conn *c, const char *key, size_t nkey, enum kv_result r,
 		     enum kv_store_mode mode, unsigned cls, uint32_t exptime, uint32_t nbytes)
 {
-	uint32_t now = kv_now(kv_srv.st);
-	int64_t ttl = exptime == 0 ? 0 : (int64_t)exptime - (int64_t)now;
-	kv_watch_store(key, nkey, store_status(r), store_cmd_names[mode], ttl, cls, c->fd, nbytes);
+	kv_watch_store_result(key, nkey, r, mode, exptime, kv_now(kv_srv.st), cls, c->fd, nbytes);
 }
 
 static int get_batch(struct conn *c, const struct kv_cmd *cmd)
@@ -96,17 +63,14 @@ static int get_batch(struct conn *c, const struct kv_cmd *cmd)
 			kv_dgram_mark(c, 0); /* over UDP each key's reply is its own message */
 		const char *key = cmd->keys[i].ptr;
 		size_t nkey = cmd->keys[i].len;
-		struct kv_get_info info;
-		int hit = kv_get_info(kv_srv.st, &c->w->cnt, key, nkey, with_cas, touch, exptime,
-				      &c->out, &info);
+		/* watch fetchers' line comes from the store's fetch hook (kv_watch_fetch). */
+		int hit =
+			kv_get(kv_srv.st, &c->w->cnt, key, nkey, with_cas, touch, exptime, &c->out);
 		if (hit < 0) {
 			kv_reply(c, "SERVER_ERROR out of memory writing get response");
 			return -1;
 		}
 		kv_detail_count(kv_srv.st, key, nkey, KV_PREFIX_GET, hit);
-		if (kv_watch_wanted(KV_WATCH_FETCHERS))
-			kv_watch_get(key, nkey, kv_get_status_names[info.status], info.cls, c->fd,
-				     info.nbytes);
 	}
 	return 0;
 }
@@ -351,12 +315,11 @@ void kv_execute(struct conn *c, const char *line, size_t len)
 		} else if (cmd.shutdown < 0) {
 			kv_reply(c, "CLIENT_ERROR invalid shutdown mode");
 		} else {
-			/* As memcached: close this connection and stop as on SIGINT. */
-			if (cmd.shutdown == 1)
-				fprintf(stderr, "Gracefully stopping\n");
+			/* As memcached: close this connection and stop as on SIGINT, or on
+			   SIGUSR1 (graceful: a memory file's items are kept). */
 			kv_logv(1, "locus-kv: shutdown command from connection %d", c->fd);
 			c->close_now = 1;
-			kill(getpid(), SIGINT);
+			kill(getpid(), cmd.shutdown == 1 ? SIGUSR1 : SIGINT);
 		}
 		break;
 	case KV_CMD_VERSION:

@@ -139,6 +139,7 @@ struct conn *kv_conn_new(struct worker *w, int fd, int tls)
  */
 void kv_conn_process(struct conn *c)
 {
+	kv_watch_conn(c->fd); /* the fd of watch fetchers' lines (kv_watch_fetch) */
 	/* UDP replies go out as datagrams after the whole request: nothing backs up. */
 	while (!c->closing && !c->close_now && !c->dumping && !c->watcher &&
 	       (c->udp || kv_out_pending(c) < OUT_HIGH)) {
@@ -387,6 +388,8 @@ void kv_conn_close_idle(struct worker *w)
 		if ((int64_t)now - (int64_t)ld_relaxed(&c->last_cmd) > limit) {
 			kv_logv(2, "Closing idle fd %d", c->fd);
 			w->cnt.idle_kicks++;
+			/* Counted where stats reads it before the client can see the close. */
+			kv_counts_flush(kv_srv.st, &w->cnt);
 			kv_conn_close(c);
 		}
 	}

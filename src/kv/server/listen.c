@@ -159,8 +159,7 @@ static int bind_on(const char *host, int port, int type, int tls, char *err, siz
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (ai->ai_family == AF_INET6)
 			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
-		    (type == SOCK_STREAM && listen(fd, kv_srv.set.backlog) != 0)) {
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) { /* listen(): kv_listen_start */
 			snprintf(err, errlen, "cannot listen on %s %s port %d: %s",
 				 host ? host : "*", what, port, strerror(errno));
 			close(fd);
@@ -266,7 +265,7 @@ static int listen_unix(const char *path, unsigned mask, char *err, size_t errlen
 	mode_t old = umask((mode_t)(~mask & 0777));
 	int rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
 	umask(old);
-	if (rc != 0 || listen(fd, kv_srv.set.backlog) != 0) {
+	if (rc != 0) { /* listen(): kv_listen_start */
 		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
@@ -339,11 +338,20 @@ void kv_listen_open(void)
 		   0) {
 		kv_die("%s", err);
 	}
-	write_port_file();
 }
 
+/*
+ * The sockets listen only now, once the store is open: a start that fails after binding
+ * (a memory file that does not fit, ...) never accepted a connection, so whoever waits for
+ * the port to answer sees the exit instead (memcached opens its sockets last). The port
+ * file follows, as memcached writes it once its sockets listen.
+ */
 void kv_listen_start(void)
 {
+	for (int i = 0; i < kv_srv.nlisten; i++)
+		if (listen(kv_srv.lfds[i], kv_srv.set.backlog) != 0)
+			kv_die("cannot listen: %s", strerror(errno));
+	write_port_file();
 	kv_srv.lev = calloc((size_t)kv_srv.nlisten, sizeof(*kv_srv.lev));
 	if (!kv_srv.lev)
 		kv_die("out of memory");

@@ -11,6 +11,7 @@
 
 #include "kv/protocol/meta.h"
 #include "kv/server/meta_exec.h"
+#include "kv/server/watch.h"
 
 int kv_is_meta_line(const char *line, size_t len)
 {
@@ -281,7 +282,16 @@ void kv_meta_store(kv_store *st, struct kv_counts *cnt, struct kv_meta_set *ms, 
 	uint64_t cas = 0;
 	if (kv_meta_has(&m, 'C') && (mode == KV_SET || mode == KV_REPLACE))
 		mode = kv_meta_has(&m, 'I') ? KV_CAS_STALE : KV_CAS;
-	enum kv_result r = kv_store_item(st, cnt, it, mode, m.cas, &cas);
+	int watched = kv_watch_wanted(KV_WATCH_MUTATIONS);
+	char key[KV_KEY_MAX];
+	size_t nkey = it->nkey;
+	if (watched)
+		memcpy(key, kv_item_key(it), nkey); /* the store consumes it */
+	struct kv_store_info info;
+	enum kv_result r = kv_store_item_info(st, cnt, it, mode, m.cas, &cas, &info);
+	if (watched) /* as memcached's ms: the store's line */
+		kv_watch_store_result(key, nkey, r, mode, info.exptime, kv_now(st), info.cls, -1,
+				      info.nbytes);
 	if (is_error(r)) {
 		error_line(out, status_of(r));
 	} else if (!(r == KV_STORED && m.quiet)) {

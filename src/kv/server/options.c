@@ -11,7 +11,8 @@
  *  - acts: changes what the server does (most of them);
  *  - accepted: memcached tunes something locus-kv does not have (-L, -N);
  *    taken, and noted under -v;
- *  - refused: needs what locus-kv does not build (the memory file);
+ *  - refused: needs what locus-kv does not build (none now: the binary protocol, SASL
+ *    and the memory file are built);
  *    refused with the reason, and left out of --help: memcached's test
  *    suite takes an option --help names (its feature's name) as built in.
  *
@@ -419,8 +420,10 @@ static const struct opt opts[] = {
 	 .help = "ASCII authentication: <file> holds user:password\n"
 		 "lines (up to 8); a connection sends \"set <any> 0 0\n"
 		 "<n>\" with \"user password\" before anything else"},
-	{"memory-file", 'e', ARG_REQUIRED, "<file>", .kind = OPT_REFUSED,
-	 .why = "a memory file (restartable cache) is not built into locus-kv"},
+	{"memory-file", 'e', ARG_REQUIRED, "<file>", .apply = set_string,
+	 .field = FIELD(memory_file),
+	 .help = "item memory in <file> (mapped; best on a RAM disk):\n"
+		 "enables restartable cache (stop with SIGUSR1)"},
 	{"enable-ssl", 'Z', .apply = set_on, .field = FIELD(tls.enabled),
 	 .help = "TLS on the TCP listeners (not those -l marks notls:);\n"
 		 "needs -o ssl_chain_cert=<file> and ssl_key=<file>\n"
@@ -514,8 +517,7 @@ static void print_help(struct kv_parse *p, const struct opt *o, const char *arg)
 	fputs("locus-kv " LOCUS_KV_VERSION "\n"
 	      "A memcached-compatible server whose critical sections run on locus mechanisms.\n"
 	      "It takes every memcached 1.6 option: those marked (accepted) change nothing here\n"
-	      "and say so under -v. One needs what locus-kv does not build, and is refused with\n"
-	      "the reason rather than listed: -e.\n"
+	      "and say so under -v.\n"
 	      "\n",
 	      stdout);
 	for (size_t i = 0; i < NOPTS; i++) {
@@ -634,6 +636,11 @@ static void check_line(struct kv_parse *p, int argc, char **argv)
 		kv_die("-N %d: Number of napi_ids(%d) cannot be greater than number of threads(%d)",
 		       s->napi_ids, s->napi_ids, s->threads);
 	check_item_size(p);
+	/* memcached's checks of the LRU settings, in its words. */
+	if (s->store.lru.hot_pct + s->store.lru.warm_pct > 80)
+		kv_die("hot_lru_pct + warm_lru_pct cannot be more than 80%% combined");
+	if (s->store.lru.temp_lru && !s->store.lru_maintainer)
+		kv_die("temporary_ttl requires lru_maintainer to be enabled");
 	/* As memcached: -S is the binary protocol alone, -Y the text one alone. */
 	if (s->sasl) {
 		if (!p->protocol_given)
@@ -686,6 +693,7 @@ void kv_options_free(struct kv_settings *s)
 	free(s->user);
 	free(s->pidfile);
 	free(s->auth_file);
+	free(s->memory_file);
 	free(s->tls.chain_cert);
 	free(s->tls.key);
 	free(s->tls.ca_cert);

@@ -49,15 +49,16 @@ struct kv_settings {
 	int threads;	    /* -t */
 	int maxconns;	    /* -c */
 	int reqs_per_event; /* -R */
-	int verbose;	 /* -v (atomic: the verbosity command changes it while workers read it) */
-	char *user;	 /* -u: switch to this user after binding, when started as root */
-	char *pidfile;	 /* -P */
-	char *auth_file; /* -Y: user:password lines (auth.c) */
-	int protocol;	 /* -B: enum kv_protocol */
-	int sasl;	 /* -S: SASL authentication on the binary protocol (sasl.c) */
-	int daemonize;	 /* -d */
-	int coredumps;	 /* -r: raise the core file limit */
-	int lock_memory; /* -k: mlockall */
+	int verbose;	   /* -v (atomic: the verbosity command changes it while workers read it) */
+	char *user;	   /* -u: switch to this user after binding, when started as root */
+	char *pidfile;	   /* -P */
+	char *auth_file;   /* -Y: user:password lines (auth.c) */
+	char *memory_file; /* -e: item memory in this file, kept across SIGUSR1 (store.h) */
+	int protocol;	   /* -B: enum kv_protocol */
+	int sasl;	   /* -S: SASL authentication on the binary protocol (sasl.c) */
+	int daemonize;	   /* -d */
+	int coredumps;	   /* -r: raise the core file limit */
+	int lock_memory;   /* -k: mlockall */
 	int shutdown_enabled; /* -A: the shutdown command */
 	int flush_disabled;   /* -F: flush_all refused */
 	int debug_commands;   /* --debug-commands */

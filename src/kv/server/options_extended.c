@@ -178,6 +178,11 @@ static void hashpower(struct kv_parse *p, const struct sub *o, const char *value
 	p->s->store.hashpower = (unsigned)n;
 }
 
+static void no_hashexpand(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	p->s->store.hash_expand = 0;
+}
+
 static void hash_algorithm(struct kv_parse *p, const struct sub *o, const char *value)
 {
 	if (strcmp(value, "jenkins") && strcmp(value, "murmur3") && strcmp(value, "xxh3"))
@@ -204,6 +209,58 @@ static void no_modern(struct kv_parse *p, const struct sub *o, const char *value
 	p->s->slab_reassign = 0;
 	p->s->store.slab_automove = 0;
 	p->s->store.lru_crawler = 0;
+	p->s->store.lru_maintainer = 0;
+	p->s->store.lru.segmented = 0;
+}
+
+/* lru_maintainer: the maintainer thread and the segmented LRU (the default). */
+static void maintainer_on(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	p->s->store.lru_maintainer = 1;
+	p->s->store.lru.segmented = 1;
+}
+
+/* no_lru_maintainer: no maintainer, one LRU per class (memcached's compat mode). */
+static void maintainer_off(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	p->s->store.lru_maintainer = 0;
+	p->s->store.lru.segmented = 0;
+}
+
+/* A number memcached checks, as memcached reads it here (strtod): the row's range. */
+static double sub_number(const struct sub *o, const char *value)
+{
+	double d;
+	if (parse_double(value, &d) || d < o->min || d > o->max)
+		sub_die(o->name, value, o->range);
+	return d;
+}
+
+static void hot_pct(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	p->s->store.lru.hot_pct = (uint32_t)sub_number(o, value);
+}
+
+static void warm_pct(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	p->s->store.lru.warm_pct = (uint32_t)sub_number(o, value);
+}
+
+static void hot_factor(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	p->s->store.lru.hot_max_factor = sub_number(o, value);
+}
+
+static void warm_factor(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	p->s->store.lru.warm_max_factor = sub_number(o, value);
+}
+
+/* temporary_ttl=N: items with a TTL of at most N go to the temporary LRU, never evicted. */
+static void temp_ttl(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	p->s->store.lru.temp_lru = 1;
+	p->s->store.lru.temporary_ttl = (uint32_t)(int32_t)sub_number(o, value);
 }
 
 static void track_sizes(struct kv_parse *p, const struct sub *o, const char *value)
@@ -228,18 +285,17 @@ static void checked(struct kv_parse *p, const struct sub *o, const char *value)
 	if (parse_double(value, &d) || d < o->min || d > o->max)
 		sub_die(o->name, value, o->range);
 	setting_keep(p->s, o->name, value);
-	kv_options_note(p->s, "-o: memcached's LRU maintainer and segmented LRU, log buffers and "
-			      "read buffers have no counterpart here; those values are checked as "
-			      "memcached checks them and change nothing");
+	kv_options_note(p->s, "-o: memcached's tail repair, log buffers and read buffers have no "
+			      "counterpart here; those values are checked as memcached checks them "
+			      "and change nothing");
 }
 
 /* A name taken with nothing to change here. */
 static void accepted(struct kv_parse *p, const struct sub *o, const char *value)
 {
-	kv_options_note(p->s,
-			"-o: memcached's LRU maintainer and segmented LRU, hash table growth, "
-			"custom slab sizes and response tuning have no counterpart here; "
-			"those names are accepted and change nothing");
+	kv_options_note(p->s, "-o: memcached's "
+			      "custom slab sizes and response tuning have no counterpart here; "
+			      "those names are accepted and change nothing");
 }
 
 static const struct sub subs[] = {
@@ -253,7 +309,7 @@ static const struct sub subs[] = {
 	{"no_maxconns_fast", .apply = accepted},
 	{"hashpower", .value = 1, .apply = hashpower, .min = 12, .max = 32,
 	 .range = "Missing numeric argument for hashpower"},
-	{"no_hashexpand", .apply = accepted},
+	{"no_hashexpand", .apply = no_hashexpand},
 	{"slab_reassign", .apply = reassign_on},
 	{"no_slab_reassign", .apply = reassign_off},
 	{"slab_automove", .apply = automove, .min = 0, .max = 2,
@@ -267,17 +323,17 @@ static const struct sub subs[] = {
 	 .range = "Cannot set tail_repair_time to less than 10 seconds", .shown = "0"},
 	{"hash_algorithm", .value = 1, .apply = hash_algorithm,
 	 .range = "Unknown hash_algorithm option (jenkins, murmur3, xxh3)"},
-	{"lru_maintainer", .apply = accepted},
-	{"no_lru_maintainer", .apply = accepted},
-	{"hot_lru_pct", .value = 1, .apply = checked, .min = 1, .max = 79,
+	{"lru_maintainer", .apply = maintainer_on},
+	{"no_lru_maintainer", .apply = maintainer_off},
+	{"hot_lru_pct", .value = 1, .apply = hot_pct, .min = 1, .max = 79,
 	 .range = "hot_lru_pct must be > 1 and < 80", .shown = "20"},
-	{"warm_lru_pct", .value = 1, .apply = checked, .min = 1, .max = 79,
+	{"warm_lru_pct", .value = 1, .apply = warm_pct, .min = 1, .max = 79,
 	 .range = "warm_lru_pct must be > 1 and < 80", .shown = "40"},
-	{"hot_max_factor", .value = 1, .apply = checked, .min = 1e-300, .max = 1e300,
+	{"hot_max_factor", .value = 1, .apply = hot_factor, .min = 1e-300, .max = 1e300,
 	 .range = "hot_max_factor must be > 0", .shown = "0.20"},
-	{"warm_max_factor", .value = 1, .apply = checked, .min = 1e-300, .max = 1e300,
+	{"warm_max_factor", .value = 1, .apply = warm_factor, .min = 1e-300, .max = 1e300,
 	 .range = "warm_max_factor must be > 0", .shown = "2.00"},
-	{"temporary_ttl", .value = 1, .apply = checked, .min = -2147483648.0, .max = 2147483647.0,
+	{"temporary_ttl", .value = 1, .apply = temp_ttl, .min = -2147483648.0, .max = 2147483647.0,
 	 .range = "temporary_ttl takes a number", .shown = "61"},
 	{"idle_timeout", .value = 1, .apply = idle_timeout, .min = 0, .max = INT32_MAX,
 	 .range = "Missing numeric argument for idle_timeout"},

@@ -93,6 +93,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 static void on_automove(evutil_socket_t fd, short what, void *arg)
 {
+	kv_hash_tick(kv_srv.st);
 	kv_automove_tick(kv_srv.st, &kv_srv.main_cnt);
 	kv_counts_flush(kv_srv.st, &kv_srv.main_cnt);
 }
@@ -101,6 +102,10 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	kv_logv(1, "locus-kv: signal %d, stopping", (int)sig);
 	kv_srv.stopping = 1;
+	/* SIGUSR1 (and "shutdown graceful"): memcached's graceful stop, which keeps a memory
+	   file's items for the next start. */
+	if (sig == SIGUSR1)
+		kv_srv.graceful = 1;
 	event_base_loopbreak(kv_srv.base);
 }
 
@@ -117,6 +122,7 @@ int main(int argc, char **argv)
 	sigemptyset(&stop_signals);
 	sigaddset(&stop_signals, SIGINT);
 	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 	kv_raise_nofile(kv_srv.set.maxconns);
 	if (kv_srv.set.coredumps)
@@ -141,6 +147,8 @@ int main(int argc, char **argv)
 		kv_pidfile_write(kv_srv.set.pidfile);
 	for (int i = 0; i < kv_srv.set.nnotes; i++)
 		kv_logv(1, "locus-kv: note: %s", kv_srv.set.notes[i]);
+	kv_srv.set.store.memory_file = kv_srv.set.memory_file;
+	kv_srv.set.store.slab_reassign = kv_srv.set.slab_reassign;
 	kv_srv.st = kv_store_open(&kv_srv.set.store, err, sizeof(err));
 	if (!kv_srv.st)
 		kv_die("%s", err);
@@ -148,8 +156,11 @@ int main(int argc, char **argv)
 	if (!kv_srv.base)
 		kv_die("cannot create an event loop");
 	kv_store_set_evict_hook(kv_srv.st, kv_watch_eviction, NULL);
+	kv_store_set_fetch_hook(kv_srv.st, kv_watch_fetch, NULL);
 	if (kv_srv.set.store.lru_crawler && kv_crawler_enable(kv_srv.st) != 0)
 		kv_die("cannot start the LRU crawler thread");
+	if (kv_srv.set.store.lru_maintainer && kv_maintainer_start(kv_srv.st) != 0)
+		kv_die("cannot start the LRU maintainer thread");
 	kv_listen_start();
 	kv_srv.workers = calloc((size_t)kv_srv.set.threads, sizeof(*kv_srv.workers));
 	for (int i = 0; i < kv_srv.set.threads; i++) {
@@ -183,8 +194,10 @@ int main(int argc, char **argv)
 	event_add(automove, &mv);
 	struct event *sigint = evsignal_new(kv_srv.base, SIGINT, on_signal, NULL);
 	struct event *sigterm = evsignal_new(kv_srv.base, SIGTERM, on_signal, NULL);
+	struct event *sigusr1 = evsignal_new(kv_srv.base, SIGUSR1, on_signal, NULL);
 	event_add(sigint, NULL);
 	event_add(sigterm, NULL);
+	event_add(sigusr1, NULL);
 	pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
 	kv_logv(1,
 		"locus-kv %s: port %d, %d threads, %zu MB, sync hash=%s alloc=%s slabs=%s stats=%s",
@@ -196,6 +209,8 @@ int main(int argc, char **argv)
 
 	event_base_dispatch(kv_srv.base);
 
+	if (kv_srv.graceful)
+		fprintf(stderr, "Gracefully stopping\n");
 	/* Stop: no new connections; workers close theirs and exit. */
 	kv_listen_stop();
 	for (int i = 0; i < kv_srv.set.threads; i++) {
@@ -216,10 +231,15 @@ int main(int argc, char **argv)
 	}
 	kv_listen_free();
 	kv_counts_flush(kv_srv.st, &kv_srv.main_cnt);
+	kv_crawler_disable(kv_srv.st);
+	kv_maintainer_stop(kv_srv.st);
+	if (kv_srv.graceful)
+		kv_store_save(kv_srv.st); /* -e: FILE.meta, for the next start to find the items */
 	event_free(tick);
 	event_free(automove);
 	event_free(sigint);
 	event_free(sigterm);
+	event_free(sigusr1);
 	event_base_free(kv_srv.base);
 	kv_store_close(kv_srv.st);
 	free(kv_srv.workers);

@@ -182,6 +182,7 @@ struct kv_server {
 	struct event *accept_retry;
 	struct kv_counts main_cnt;
 	int stopping;
+	int graceful; /* SIGUSR1: a memory file's items are kept (main thread only) */
 };
 
 extern struct kv_server kv_srv;
@@ -207,8 +208,8 @@ void kv_execute(struct conn *c, const char *line, size_t len);
 void kv_get_resume(struct conn *c);
 void kv_data_done(struct conn *c);
 const char *kv_result_text(enum kv_result r);
-/* watch: a get's outcome by name; a store's outcome, as memcached's logger says them. */
-extern const char *const kv_get_status_names[];
+/* watch mutations' item_store line of a store on c (kv_watch_store_result). A lookup's
+   item_get line comes from the store's fetch hook (kv_watch_fetch). */
 void kv_watch_stored(struct conn *c, const char *key, size_t nkey, enum kv_result r,
 		     enum kv_store_mode mode, unsigned cls, uint32_t exptime, uint32_t nbytes);
 
@@ -238,7 +239,8 @@ int kv_admin_command(struct conn *c, const char *line, size_t len);
 int kv_metadump_continue(struct conn *c);
 
 /* listen.c: bind every socket the options ask for (exits with a message if one cannot be
-   had), then watch them on the main loop; stop closes them (workers may still look at the
+   had), then, once the store is open, listen, write the port file and watch them on the
+   main loop; stop closes them (workers may still look at the
    list: "stats conns"), free forgets them once the workers are gone. */
 void kv_listen_open(void);
 void kv_listen_start(void);

@@ -106,7 +106,7 @@ void kv_stats_general(struct kv_buf *b)
 	STAT_U64(b, "conn_yields", c->conn_yields);
 	STAT_U64(b, "hash_power_level", f->hashpower);
 	STAT_U64(b, "hash_bytes", f->hash_bytes);
-	STAT_U64(b, "hash_is_expanding", 0);
+	STAT_U64(b, "hash_is_expanding", f->hash_expanding);
 	if (kv_srv.set.slab_reassign) {
 		STAT_U64(b, "slab_reassign_rescues", c->slab_reassign_rescues);
 		STAT_U64(b, "slab_reassign_chunk_rescues", 0);
@@ -121,7 +121,8 @@ void kv_stats_general(struct kv_buf *b)
 		STAT_U64(b, "lru_crawler_running", kv_crawler_busy(kv_srv.st));
 		STAT_U64(b, "lru_crawler_starts", c->lru_crawler_starts);
 	}
-	STAT_U64(b, "lru_maintainer_juggles", 0);
+	if (f->maintainer)
+		STAT_U64(b, "lru_maintainer_juggles", f->juggles);
 	STAT_U64(b, "malloc_fails", 0);
 	kv_watch_stats(b);
 	kv_tls_stats(b);
@@ -133,17 +134,20 @@ void kv_stats_general(struct kv_buf *b)
 	STAT_U64(b, "slab_global_page_pool", f->pool_pages);
 	STAT_U64(b, "expired_unfetched", c->expired_unfetched);
 	STAT_U64(b, "evicted_unfetched", c->evicted_unfetched);
-	STAT_U64(b, "evicted_active", 0);
+	if (f->maintainer)
+		STAT_U64(b, "evicted_active", f->evicted_active);
 	STAT_U64(b, "evictions", c->evictions);
 	STAT_U64(b, "reclaimed", c->reclaimed);
 	STAT_U64(b, "crawler_reclaimed", c->crawler_reclaimed);
 	STAT_U64(b, "crawler_items_checked", c->crawler_items_checked);
 	STAT_U64(b, "lrutail_reflocked", f->lrutail_reflocked);
-	STAT_U64(b, "moves_to_cold", 0);
-	STAT_U64(b, "moves_to_warm", 0);
-	STAT_U64(b, "moves_within_lru", 0);
-	STAT_U64(b, "direct_reclaims", c->direct_reclaims);
-	STAT_U64(b, "lru_bumps_dropped", 0);
+	if (f->maintainer) {
+		STAT_U64(b, "moves_to_cold", f->moves_to_cold);
+		STAT_U64(b, "moves_to_warm", f->moves_to_warm);
+		STAT_U64(b, "moves_within_lru", f->moves_within_lru);
+		STAT_U64(b, "direct_reclaims", c->direct_reclaims);
+		STAT_U64(b, "lru_bumps_dropped", 0); /* bumps are never queued here */
+	}
 	for (int s = 0; s < KV_SECTIONS; s++)
 		kv_buf_addf(b, "STAT sync_%s %s\r\n", kv_section_names[s],
 			    kv_store_sync_spec(kv_srv.st, (enum kv_section)s));
@@ -200,14 +204,16 @@ void kv_stats_settings(struct kv_buf *b)
 	STAT_STR(b, "dump_enabled", yes_no(!s->dump_disabled));
 	/* locus-kv hashes keys with its own function, not one of memcached's. */
 	STAT_STR(b, "hash_algorithm", "locus");
-	STAT_STR(b, "lru_maintainer_thread", "no");
-	STAT_STR(b, "lru_segmented", "no");
-	STAT_STR(b, "hot_lru_pct", kv_setting_kept(s, "hot_lru_pct"));
-	STAT_STR(b, "warm_lru_pct", kv_setting_kept(s, "warm_lru_pct"));
-	STAT_STR(b, "hot_max_factor", kv_setting_kept(s, "hot_max_factor"));
-	STAT_STR(b, "warm_max_factor", kv_setting_kept(s, "warm_max_factor"));
-	STAT_STR(b, "temp_lru", "no");
-	STAT_STR(b, "temporary_ttl", kv_setting_kept(s, "temporary_ttl"));
+	struct kv_lru_tune lru;
+	kv_store_lru_get(kv_srv.st, &lru);
+	STAT_STR(b, "lru_maintainer_thread", yes_no(kv_maintainer_running(kv_srv.st)));
+	STAT_STR(b, "lru_segmented", yes_no(lru.segmented));
+	STAT_U64(b, "hot_lru_pct", lru.hot_pct);
+	STAT_U64(b, "warm_lru_pct", lru.warm_pct);
+	kv_buf_addf(b, "STAT hot_max_factor %.2f\r\n", lru.hot_max_factor);
+	kv_buf_addf(b, "STAT warm_max_factor %.2f\r\n", lru.warm_max_factor);
+	STAT_STR(b, "temp_lru", yes_no(lru.temp_lru));
+	STAT_U64(b, "temporary_ttl", lru.temporary_ttl);
 	STAT_I64(b, "idle_timeout", s->idle_timeout);
 	STAT_I64(b, "watcher_logbuf_size", (int64_t)s->watcher_buf_kb * 1024);
 	STAT_STR(b, "worker_logbuf_size", kv_setting_kept(s, "worker_logbuf_size"));
@@ -216,6 +222,7 @@ void kv_stats_settings(struct kv_buf *b)
 	STAT_STR(b, "inline_ascii_response", "no");
 	kv_tls_settings(b, &s->tls);
 	STAT_I64(b, "num_napi_ids", s->napi_ids);
+	STAT_STR(b, "memory_file", s->memory_file ? s->memory_file : "(null)");
 	STAT_U64(b, "hash_stripes", cfg->stripes);
 	for (int k = 0; k < KV_SECTIONS; k++)
 		kv_buf_addf(b, "STAT sync_%s %s\r\n", kv_section_names[k],

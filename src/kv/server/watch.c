@@ -97,6 +97,61 @@ void kv_watch_get(const char *key, size_t nkey, const char *status, unsigned cls
 	publish(KV_WATCH_FETCHERS, b);
 }
 
+static __thread int conn_fd = -1;
+
+/* What watch mutations calls a store's outcome and command, as memcached's logger. */
+static const char *store_status(enum kv_result r)
+{
+	switch (r) {
+	case KV_STORED:
+		return "stored";
+	case KV_EXISTS:
+		return "exists";
+	case KV_NOT_FOUND:
+		return "not_found";
+	case KV_TOO_LARGE:
+		return "too_large";
+	case KV_NO_MEMORY:
+		return "no_memory";
+	default:
+		return "not_stored";
+	}
+}
+
+static const char *const store_cmd_names[] = {
+	[KV_SET] = "set",	[KV_ADD] = "add",	  [KV_REPLACE] = "replace",
+	[KV_APPEND] = "append", [KV_PREPEND] = "prepend", [KV_CAS] = "cas",
+	[KV_CAS_STALE] = "cas",
+};
+
+void kv_watch_store_result(const char *key, size_t nkey, enum kv_result r, enum kv_store_mode mode,
+			   uint32_t exptime, uint32_t now, unsigned cls, int cfd, uint32_t nbytes)
+{
+	if (!kv_watch_wanted(KV_WATCH_MUTATIONS))
+		return;
+	int64_t ttl = exptime == 0 ? 0 : (int64_t)exptime - (int64_t)now;
+	kv_watch_store(key, nkey, store_status(r), store_cmd_names[mode], ttl, cls,
+		       cfd < 0 ? conn_fd : cfd, nbytes);
+}
+
+void kv_watch_conn(int fd)
+{
+	conn_fd = fd;
+}
+
+void kv_watch_fetch(void *ctx, const char *key, size_t nkey, enum kv_get_status status,
+		    unsigned cls, uint32_t nbytes)
+{
+	static const char *const names[] = {
+		[KV_GET_FOUND] = "found",
+		[KV_GET_NOT_FOUND] = "not_found",
+		[KV_GET_EXPIRED] = "expired",
+		[KV_GET_FLUSHED] = "flushed",
+	};
+	(void)ctx;
+	kv_watch_get(key, nkey, names[status], cls, conn_fd, nbytes);
+}
+
 void kv_watch_store(const char *key, size_t nkey, const char *status, const char *cmd, int64_t ttl,
 		    unsigned cls, int cfd, uint32_t nbytes)
 {
@@ -171,6 +226,11 @@ void kv_watch_command(struct conn *c, const struct kv_span *t, int n)
 {
 	if (kv_srv.set.watch_disabled) {
 		kv_reply(c, "CLIENT_ERROR watch commands not allowed");
+		return;
+	}
+	if (kv_out_pending(c) > 0) {
+		/* As memcached: replies of earlier commands still wait to go out. */
+		kv_reply(c, "ERROR cannot pipeline other commands before watch");
 		return;
 	}
 	unsigned kinds = 0;

@@ -19,6 +19,7 @@
 #include "kv/protocol/proto.h"
 #include "kv/store/buf.h"
 #include "kv/store/item.h"
+#include "kv/store/store.h"
 
 #define KV_WATCHERS_MAX 20 /* memcached's limit */
 
@@ -45,8 +46,18 @@ void kv_watch_get(const char *key, size_t nkey, const char *status, unsigned cls
 		  uint32_t nbytes);
 void kv_watch_store(const char *key, size_t nkey, const char *status, const char *cmd, int64_t ttl,
 		    unsigned cls, int cfd, uint32_t nbytes);
+/* The item_store line of a store's outcome r (memcached's words for r and mode); cfd -1: the
+   fd kv_watch_conn named on this thread. */
+void kv_watch_store_result(const char *key, size_t nkey, enum kv_result r, enum kv_store_mode mode,
+			   uint32_t exptime, uint32_t now, unsigned cls, int cfd, uint32_t nbytes);
 /* The store's eviction hook (kv_store_set_evict_hook). */
 void kv_watch_eviction(void *ctx, const struct kv_item *it, uint32_t now);
+/* The store's fetch hook (kv_store_set_fetch_hook): an item_get line, as memcached logs one
+   for every lookup, with the fd kv_watch_conn named on this thread. */
+void kv_watch_fetch(void *ctx, const char *key, size_t nkey, enum kv_get_status status,
+		    unsigned cls, uint32_t nbytes);
+/* The connection whose commands this thread runs now (its fd, for item_get lines). */
+void kv_watch_conn(int fd);
 
 /* The watcher's worker: move its waiting lines into c's output (while it has room). */
 void kv_watch_pull(struct conn *c);

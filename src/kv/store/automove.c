@@ -43,6 +43,7 @@
 #define MIN_PAGES_FOR_SOURCE 2
 #define FREE_PAGES_RECLAIM   2.5
 #define WINDOW_MAX	     (3600 * KV_AUTOMOVE_HZ)
+#define RECLAIMS_PER_TICK    8 /* pages a class may give the pool in one call */
 
 struct sample {
 	uint32_t age;
@@ -114,12 +115,17 @@ double kv_automove_ratio(const kv_store *st)
 	return r;
 }
 
+static uint32_t move_step(kv_store *st, struct kv_counts *cnt);
+
 /*
  * memcached's slabs_reassign: src -1 picks a class with at least two pages
  * (the next one after the last picked, so repeated calls spread the moves);
- * other negative ids, and ids above the last class, are BADCLASS.
+ * other negative ids, and ids above the last class, are BADCLASS. The page is
+ * emptied at once where it can be (memcached's mover thread is woken and done
+ * before the client's next command), so a second reassign finds no move under
+ * way; items held by a thread meanwhile are left to the main thread's next tick.
  */
-enum kv_move_result kv_slabs_reassign(kv_store *st, int src, int dst)
+enum kv_move_result kv_slabs_reassign(kv_store *st, struct kv_counts *cnt, int src, int dst)
 {
 	if (src == dst)
 		return KV_MOVE_SAME;
@@ -144,13 +150,18 @@ enum kv_move_result kv_slabs_reassign(kv_store *st, int src, int dst)
 	}
 	if (src < 0 || dst < 0 || (unsigned)src > ncls || (unsigned)dst > ncls)
 		return KV_MOVE_BADCLASS;
-	return kv_slabs_move_start(&st->slabs_sec, (unsigned)src, (unsigned)dst);
+	enum kv_move_result r = kv_slabs_move_start(&st->slabs_sec, (unsigned)src, (unsigned)dst);
+	if (r == KV_MOVE_OK)
+		move_step(st, cnt);
+	return r;
 }
 
-void kv_store_set_limit(kv_store *st, size_t bytes)
+int kv_store_set_limit(kv_store *st, size_t bytes)
 {
+	if (kv_slabs_set_limit(&st->slabs_sec, bytes) != 0)
+		return -1;
 	st_relaxed(&st->cfg.mem_limit, bytes);
-	kv_slabs_set_limit(&st->slabs_sec, bytes);
+	return 0;
 }
 
 /* ---------- emptying the page being moved ---------- */
@@ -171,12 +182,13 @@ static void copy_item(struct kv_item *nw, const struct kv_item *old)
 {
 	nw->cas = old->cas;
 	nw->exptime = old->exptime;
-	nw->atime = old->atime;
+	nw->atime = ld_relaxed(&old->atime); /* the alloc section bumps it */
 	nw->flags = old->flags;
 	nw->nbytes = old->nbytes;
 	nw->nkey = old->nkey;
 	nw->cls = old->cls;
-	nw->state = ld_relaxed(&old->state) & KV_IT_FETCHED;
+	nw->state = ld_relaxed(&old->state) & (KV_IT_FETCHED | KV_IT_ACTIVE);
+	nw->lru = ld_relaxed(&old->lru); /* the copy goes back to the same LRU segment */
 	nw->mark = old->mark;
 	memcpy(nw->data, old->data, (size_t)old->nkey + old->nbytes + 2);
 }
@@ -233,7 +245,7 @@ static void rescue(kv_store *st, struct kv_counts *cnt, struct kv_item *old)
 	kv_sec_run(kv_assoc_stripe(&st->assoc, rq.hv), rescue_sec, &rq);
 	switch (rq.outcome) {
 	case RESCUED:
-		kv_lru_link(&st->alloc_sec, rq.nw);
+		kv_lru_link_kept(&st->alloc_sec, rq.nw);
 		cnt->slab_reassign_rescues++;
 		break;
 	case EVICTED: /* as memcached: not counted in evictions */
@@ -274,6 +286,13 @@ static uint32_t move_step(kv_store *st, struct kv_counts *cnt)
 
 /* ---------- choosing a move ---------- */
 
+/* A class holding more than 2.5 pages' worth of free chunks, and a page to spare. */
+static int reclaimable(const struct kv_slabs_class_report *c)
+{
+	return c->pages >= MIN_PAGES_FOR_SOURCE &&
+	       (double)c->free > c->perpage * FREE_PAGES_RECLAIM;
+}
+
 struct window_sum {
 	uint64_t age;
 	unsigned evicted, dirty;
@@ -303,8 +322,10 @@ static void choose(struct kv_automove *a, const struct kv_slabs_report *sr,
 			s->dirty = 1;
 			s->evicted_share = (float)evicted / (float)evicted_total;
 		}
+		/* A class that grew is busy; one that gave a page away is not (the mover's own
+		   doing, which would otherwise hold the next reclaim for a whole window). */
 		if (lr->cls[n].outofmemory != a->oom_before[n] ||
-		    sr->cls[n].pages != a->pages_before[n])
+		    sr->cls[n].pages > a->pages_before[n])
 			s->dirty = 1;
 		struct window_sum sum = {0};
 		unsigned recent = 0,
@@ -320,8 +341,7 @@ static void choose(struct kv_automove *a, const struct kv_slabs_report *sr,
 		}
 		double age = (double)sum.age / a->filled;
 		const struct kv_slabs_class_report *c = &sr->cls[n];
-		if (mode == 1 && !reclaim && sum.dirty == 0 && c->pages >= MIN_PAGES_FOR_SOURCE &&
-		    (double)c->free > c->perpage * FREE_PAGES_RECLAIM)
+		if (mode == 1 && !reclaim && sum.dirty == 0 && reclaimable(c))
 			reclaim = n;
 		if (c->pages > MIN_PAGES_FOR_SOURCE && age > oldest_age) {
 			oldest = n;
@@ -365,8 +385,20 @@ void kv_automove_tick(kv_store *st, struct kv_counts *cnt)
 		if (a->primed && mode != 0) {
 			unsigned src, dst;
 			choose(a, sr, lr, mode, &src, &dst);
-			if (src && kv_slabs_move_start(&st->slabs_sec, src, dst) == KV_MOVE_OK)
-				move_step(st, cnt);
+			/*
+			 * A page for the pool that empties at once (its items rescued into the
+			 * class's free chunks) lets the class give the next one in the same
+			 * call, as memcached's maintainer comes straight back after a move to
+			 * the pool: deletes give their memory back within seconds.
+			 */
+			for (int k = 0; src && k < RECLAIMS_PER_TICK; k++) {
+				if (kv_slabs_move_start(&st->slabs_sec, src, dst) != KV_MOVE_OK ||
+				    move_step(st, cnt) > 0 || dst != 0)
+					break;
+				kv_slabs_report(&st->slabs_sec, sr);
+				if (!reclaimable(&sr->cls[src]))
+					break;
+			}
 		}
 		for (unsigned n = 1; n <= sr->ncls; n++) {
 			a->evicted_before[n] = lr->cls[n].evicted;

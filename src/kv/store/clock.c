@@ -56,3 +56,14 @@ void kv_clock_flush(struct kv_clock *k, int64_t delay)
 		;
 	st_relaxed(&k->oldest_live, 0);
 }
+
+void kv_clock_restore(struct kv_clock *k, uint64_t started, uint32_t now, uint64_t next_cas,
+		      uint64_t oldest_cas, uint32_t oldest_live)
+{
+	k->started = started;
+	st_relaxed(&k->offset, (int64_t)now - ((int64_t)mono_secs(k) + 2));
+	st_relaxed(&k->next_cas, next_cas);
+	st_relaxed(&k->oldest_cas, oldest_cas);
+	st_relaxed(&k->oldest_live, oldest_live);
+	kv_clock_update(k);
+}

@@ -33,6 +33,10 @@ void kv_clock_update(struct kv_clock *k);
 uint32_t kv_clock_exptime(const struct kv_clock *k, int64_t exptime);
 /* flush_all [delay]. */
 void kv_clock_flush(struct kv_clock *k, int64_t delay);
+/* A restart (restart.c): server time 0 was at Unix time started, it is now `now`, and the
+   cas and flush marks are where the stopped server left them. */
+void kv_clock_restore(struct kv_clock *k, uint64_t started, uint32_t now, uint64_t next_cas,
+		      uint64_t oldest_cas, uint32_t oldest_live);
 
 static inline uint32_t kv_clock_now(const struct kv_clock *k)
 {

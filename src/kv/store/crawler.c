@@ -27,7 +27,7 @@
 struct crawl_req {
 	kv_store *st;
 	struct kv_counts *cnt;
-	unsigned stripe;  /* buckets stripe, stripe + nstripes, ... */
+	unsigned stripe;  /* the stripe of the table to crawl */
 	uint64_t classes; /* bit c: look at class c's items */
 	uint32_t tocrawl; /* at most this many items of a class (0: all) */
 	uint32_t *looked; /* per class, items looked at so far (with tocrawl) */
@@ -41,8 +41,10 @@ static uint64_t crawl_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct crawl_req *rq = KV_REQ(struct crawl_req, a);
 	kv_store *st = rq->st;
 	uint32_t now = kv_clock_now(&st->clock);
-	for (uint64_t i = rq->stripe; i < as->nbuckets; i += as->nstripes) {
-		struct kv_item **pp = &as->buckets[i];
+	uint64_t nb;
+	struct kv_item **buckets = kv_assoc_buckets(as, rq->stripe, &nb);
+	for (uint64_t i = 0; i < nb; i++) {
+		struct kv_item **pp = &buckets[i];
 		while (*pp) {
 			struct kv_item *it = *pp;
 			int flushed;

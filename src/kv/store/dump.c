@@ -38,8 +38,10 @@ static uint64_t metadump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	kv_store *st = rq->st;
 	uint32_t now = kv_clock_now(&st->clock);
 	uint64_t started = st->clock.started;
-	for (uint64_t i = rq->stripe; i < as->nbuckets; i += as->nstripes) {
-		for (struct kv_item *it = as->buckets[i]; it; it = it->hnext) {
+	uint64_t nb;
+	struct kv_item **buckets = kv_assoc_buckets(as, rq->stripe, &nb);
+	for (uint64_t i = 0; i < nb; i++) {
+		for (struct kv_item *it = buckets[i]; it; it = it->hnext) {
 			int flushed;
 			unsigned cls = kv_slabs_shown_class(st->slabs, it->cls);
 			if (!(rq->classes & ((uint64_t)1 << it->cls)) ||
@@ -56,7 +58,7 @@ static uint64_t metadump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 			rq->err |= kv_buf_addf(rq->out,
 					       " exp=%s la=%" PRIu64 " cas=%" PRIu64
 					       " fetch=%s cls=%u size=%" PRIu64 "\n",
-					       exp, (uint64_t)it->atime + started,
+					       exp, (uint64_t)ld_relaxed(&it->atime) + started,
 					       st->cfg.use_cas ? it->cas : 0,
 					       kv_item_has(it, KV_IT_FETCHED) ? "yes" : "no", cls,
 					       kv_mc_item_size(it->nkey, it->flags, it->nbytes));
@@ -68,7 +70,8 @@ static uint64_t metadump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 int kv_metadump_stripe(kv_store *st, unsigned stripe, uint64_t classes, struct kv_buf *out)
 {
 	struct metadump_req rq = {.st = st, .stripe = stripe, .classes = classes, .out = out};
-	kv_sec_run(&st->assoc.stripes[stripe % st->assoc.nstripes], metadump_sec, &rq);
+	rq.stripe = stripe % st->assoc.nstripes;
+	kv_sec_run(&st->assoc.stripes[rq.stripe], metadump_sec, &rq);
 	return rq.err ? -1 : 0;
 }
 

@@ -12,14 +12,21 @@
  * Which section writes which field (store.h explains the sections):
  *   hnext          the hash chain: the item's stripe's hash section; while
  *                  the chunk is free, the slabs section's free list
- *   prev, next     the LRU list, and lru_ref: the alloc section
+ *   prev, next     the LRU list, and lru_ref and lru: the alloc section
+ *                  (lru stored atomically: the hash section reads it to count
+ *                  hits per segment)
  *   cas, exptime, atime, flags, value, mark
  *                  the item's stripe's hash section, once the item is linked;
  *                  before that, the one thread that made it. cas, exptime
  *                  and atime are stored atomically (kv_item_set_*), as the
  *                  alloc section reads them to find expired items
- *                  (clock.h, kv_clock_item_dead)
- *   refs, state    atomics (common/atomic.h), read outside sections
+ *                  (clock.h, kv_clock_item_dead); the alloc section also
+ *                  sets atime when it moves a fetched item (lru.c, as
+ *                  memcached's do_item_update), so a hash section reads
+ *                  atime atomically too
+ *   refs, state    atomics (common/atomic.h), read outside sections; of the
+ *                  state, ACTIVE is set by the hash section (a second fetch)
+ *                  and cleared by the alloc section (when the LRU moves it)
  *   nkey, nbytes, cls
  *                  set when made, then read-only
  */
@@ -35,6 +42,7 @@
 #define KV_IT_HASH    1 /* linked in the hash table */
 #define KV_IT_LRU     2 /* linked in its class's LRU */
 #define KV_IT_FETCHED 4 /* read since it was stored */
+#define KV_IT_ACTIVE  8 /* read again since: the segmented LRU keeps it (lru.h) */
 /* mark: the hash section's bits */
 #define KV_IT_WON   1 /* meta: a client holds the recache token */
 #define KV_IT_STALE 2 /* meta: invalidated, served as stale */
@@ -51,11 +59,11 @@ struct kv_item {
 	uint16_t refs;	  /* holders: the hash table, the LRU, threads between sections */
 	uint8_t nkey;
 	uint8_t cls;	 /* slab class */
-	uint8_t state;	 /* KV_IT_HASH, KV_IT_LRU, KV_IT_FETCHED */
+	uint8_t state;	 /* KV_IT_HASH, KV_IT_LRU, KV_IT_FETCHED, KV_IT_ACTIVE */
 	uint8_t mark;	 /* KV_IT_WON, KV_IT_STALE, KV_IT_B64 */
 	uint8_t lru_ref; /* kv_lru_unlink_list: the LRU's reference went to the caller */
-	uint8_t pad_;
-	char data[]; /* key (nkey), value (nbytes), "\r\n" */
+	uint8_t lru;	 /* the LRU segment it is on (lru.h): atomic, the alloc section's */
+	char data[];	 /* key (nkey), value (nbytes), "\r\n" */
 };
 
 _Static_assert(sizeof(struct kv_item) == 56, "memcached's item header and cas");

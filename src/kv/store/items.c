@@ -17,7 +17,7 @@
 #include "common/atomic.h"
 #include "kv/store/store_impl.h"
 
-#define UPDATE_INTERVAL 60   /* seconds between LRU bumps of one item, as memcached */
+#define UPDATE_INTERVAL 60   /* seconds between LRU bumps of one item (flat), as memcached */
 #define ALLOC_TRIES	32   /* rounds of reclaim or eviction before an allocation gives up */
 #define RETRY_LIMIT	1000 /* measure-again rounds of append and incr before giving up */
 
@@ -30,6 +30,12 @@ struct hash_req {
 	struct kv_item *dropped; /* unlinked items whose hash reference is the caller's */
 	struct kv_item *bump;	 /* an item (referenced) for the caller to bump in the LRU */
 	enum kv_get_status miss; /* find_live: why it found nothing live */
+	/* The lookup of key to report (kv_fetch_hook), unless an earlier section of the same
+	   command reported it (quiet). */
+	uint8_t looked, quiet;
+	enum kv_get_status look;
+	unsigned look_cls;
+	uint32_t look_nbytes;
 };
 
 static void req_init(struct hash_req *h, kv_store *st, struct kv_counts *cnt, const char *key,
@@ -49,9 +55,25 @@ static uint64_t hash_run(struct hash_req *h, locus_fn fn, void *req)
 	return kv_sec_run(kv_assoc_stripe(&h->st->assoc, h->hv), fn, req);
 }
 
-/* After a hash section: the bump it asked for, and the references of what it unlinked. */
+/* A section's lookup of h's key: what it found (it, or why not), to report after it. */
+static void looked_up(struct hash_req *h, const struct kv_item *it, enum kv_get_status status)
+{
+	h->looked = 1;
+	h->look = status;
+	h->look_cls = it ? it->cls : 0;
+	h->look_nbytes = it ? it->nbytes : 0;
+}
+
+/* After a hash section: its lookup reported, the bump it asked for, and the references of
+   what it unlinked. */
 static void req_finish(struct hash_req *h)
 {
+	kv_store *st = h->st;
+	if (h->looked && !h->quiet && st->fetch_hook)
+		st->fetch_hook(st->fetch_ctx, h->key, h->nkey, h->look,
+			       h->look_cls ? kv_slabs_shown_class(st->slabs, h->look_cls) : 0,
+			       h->look_nbytes);
+	h->looked = 0;
 	if (h->bump) {
 		kv_lru_bump(&h->st->alloc_sec, h->bump);
 		kv_item_release(h->st, h->bump);
@@ -133,11 +155,14 @@ static struct kv_item *find_live(struct kv_assoc *a, struct hash_req *h, int cou
 	struct kv_item **pp = kv_assoc_find(a, h->hv, h->key, h->nkey);
 	struct kv_item *it = *pp;
 	h->miss = KV_GET_NOT_FOUND;
-	if (!it)
+	if (!it) {
+		looked_up(h, NULL, h->miss);
 		return NULL;
+	}
 	int flushed;
 	if (kv_clock_item_dead(&h->st->clock, it, now_of(h), &flushed)) {
 		h->miss = flushed ? KV_GET_FLUSHED : KV_GET_EXPIRED;
+		looked_up(h, NULL, h->miss);
 		if (count_get) {
 			if (flushed)
 				h->cnt->get_flushed++;
@@ -147,29 +172,67 @@ static struct kv_item *find_live(struct kv_assoc *a, struct hash_req *h, int cou
 		reap(h, pp, flushed);
 		return NULL;
 	}
+	looked_up(h, it, KV_GET_FOUND);
 	return it;
 }
 
-/* Ask the caller to bump it in the LRU (at most once a minute, as memcached), and
-   note the access time. */
-static void touch_item(struct hash_req *h, struct kv_item *it, int bump_allowed)
+/*
+ * memcached's do_item_update (an incr in place, an add that finds the key): segmented, an
+ * ACTIVE item in COLD is for the alloc section to move to WARM (the caller bumps it),
+ * any other's access time is now; flat, at most once a minute the caller moves it to its
+ * list's head (and the time with it).
+ */
+static void touch_item(struct hash_req *h, struct kv_item *it)
 {
-	if (!bump_allowed)
-		return;
 	uint32_t now = now_of(h);
-	if (it->atime + UPDATE_INTERVAL <= now && !h->bump) {
+	int ask = kv_lru_segmented(h->st->lru)
+			  ? ld_relaxed(&it->lru) == KV_LRU_COLD && kv_item_has(it, KV_IT_ACTIVE)
+			  : ld_relaxed(&it->atime) + UPDATE_INTERVAL < now;
+	if (ask && !h->bump) {
 		faa_relaxed(&it->refs, 1);
 		h->bump = it;
+	} else if (kv_lru_segmented(h->st->lru)) {
+		kv_item_set_atime(it, now);
 	}
-	kv_item_set_atime(it, now);
 }
 
-/* A read of the item: bump it (unless told not to) and mark it fetched. */
-static void access_item(struct hash_req *h, struct kv_item *it, int bump_allowed)
+/*
+ * memcached's do_item_bump, for a fetch (get, gat, touch, mg without u): segmented, the
+ * first fetch marks it FETCHED and the second ACTIVE (then its time is now, or, in COLD,
+ * the caller bumps it to WARM); later ones change nothing. Flat: FETCHED, and
+ * do_item_update.
+ */
+static void access_item(struct hash_req *h, struct kv_item *it)
 {
-	touch_item(h, it, bump_allowed);
-	if (!kv_item_has(it, KV_IT_FETCHED))
+	if (!kv_lru_segmented(h->st->lru)) {
+		if (!kv_item_has(it, KV_IT_FETCHED))
+			kv_item_set(it, KV_IT_FETCHED);
+		touch_item(h, it);
+		return;
+	}
+	if (kv_item_has(it, KV_IT_ACTIVE))
+		return;
+	if (!kv_item_has(it, KV_IT_FETCHED)) {
 		kv_item_set(it, KV_IT_FETCHED);
+		return;
+	}
+	kv_item_set(it, KV_IT_ACTIVE);
+	if (ld_relaxed(&it->lru) != KV_LRU_COLD)
+		kv_item_set_atime(it, now_of(h));
+	else
+		touch_item(h, it);
+}
+
+/* A hit, counted for its class and its segment (stats items' hits_to_*). */
+static void count_hit(struct hash_req *h, struct kv_item *it)
+{
+	static const enum kv_class_count to[KV_LRU_SEGS] = {KV_CC_HITS_HOT, KV_CC_HITS_WARM,
+							    KV_CC_HITS_COLD, KV_CC_HITS_TEMP};
+	h->cnt->get_hits++;
+	kv_count_class(h->cnt, it->cls, KV_CC_GET_HITS);
+	uint8_t seg = ld_relaxed(&it->lru);
+	if (seg < KV_LRU_SEGS)
+		kv_count_class(h->cnt, it->cls, to[seg]);
 }
 
 /* ---------- allocation ---------- */
@@ -210,30 +273,22 @@ static uint64_t unlink_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 /*
  * Make room in class cls with an item the LRU gave up (kv_lru_pull): unlink
  * it from the hash table, count it, drop its references (the last frees its
- * chunk). A reclaim the hash section finds alive after all goes back to the
- * LRU. 1 if a chunk may have been freed.
+ * chunk; kv_items_drop_pulled). A reclaim the hash section finds alive after
+ * all goes back to the LRU. 1 if a chunk may have been freed.
  */
-static int make_room(kv_store *st, struct kv_counts *cnt, unsigned cls, int evict)
+int kv_items_drop_pulled(kv_store *st, struct kv_counts *cnt, struct kv_item *v, int evicted)
 {
-	enum kv_pull kind;
-	const char *lo, *hi;
-	kv_slabs_moving_page(st->slabs, cls, &lo, &hi);
-	struct kv_item *v = kv_lru_pull(&st->alloc_sec, cls, evict, lo, hi, &kind);
-	if (!v)
-		return 0;
 	struct unlink_req rq;
 	req_init(&rq.h, st, cnt, NULL, 0);
 	rq.h.hv = kv_item_hash(v);
 	rq.victim = v;
-	rq.only_if_dead = kind == KV_PULL_EXPIRED;
+	rq.only_if_dead = !evicted;
 	rq.was_dead = 0;
 	int unlinked = (int)hash_run(&rq.h, unlink_sec, &rq);
-	if (kind == KV_PULL_EXPIRED && !unlinked)
-		kv_lru_link(&st->alloc_sec,
-			    v); /* alive (touched meanwhile) or gone: back, if linked */
-	if (unlinked)
-		cnt->direct_reclaims++;
-	if (unlinked && kind == KV_PULL_EVICTED && !rq.was_dead) {
+	if (!evicted && !unlinked)
+		kv_lru_link_kept(&st->alloc_sec,
+				 v); /* alive (touched meanwhile): back, if linked */
+	if (unlinked && evicted && !rq.was_dead) {
 		if (st->evict_hook)
 			st->evict_hook(st->evict_ctx, v, kv_clock_now(&st->clock));
 		cnt->evictions++;
@@ -242,6 +297,21 @@ static int make_room(kv_store *st, struct kv_counts *cnt, unsigned cls, int evic
 	}
 	req_finish(&rq.h);
 	kv_item_release(st, v); /* the LRU's reference */
+	return unlinked;
+}
+
+static int make_room(kv_store *st, struct kv_counts *cnt, unsigned cls, int evict)
+{
+	enum kv_pull kind;
+	const char *lo, *hi;
+	kv_slabs_moving_page(st->slabs, cls, &lo, &hi);
+	struct kv_item *v = kv_lru_pull(&st->alloc_sec, cls, evict, lo, hi, &kind);
+	if (!v)
+		return 0;
+	if (kv_items_drop_pulled(st, cnt, v, kind == KV_PULL_EVICTED)) {
+		cnt->direct_reclaims++;
+		kv_count_class(cnt, cls, KV_CC_DIRECT_RECLAIMS);
+	}
 	return 1;
 }
 
@@ -345,15 +415,18 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct kv_item *old = *pp;
 	int flushed;
 	if (old && kv_clock_item_dead(&h->st->clock, old, now_of(h), &flushed)) {
+		looked_up(h, NULL, flushed ? KV_GET_FLUSHED : KV_GET_EXPIRED);
 		reap(h, pp, flushed);
 		old = NULL;
 		pp = kv_assoc_find(as, h->hv, it->data, it->nkey);
+	} else {
+		looked_up(h, old, old ? KV_GET_FOUND : KV_GET_NOT_FOUND);
 	}
 	switch (rq->mode) {
 	case KV_ADD:
 		if (old) {
 			/* memcached refreshes the existing item's place in the LRU. */
-			access_item(h, old, 1);
+			touch_item(h, old);
 			rq->result = KV_NOT_STORED;
 			return 0;
 		}
@@ -449,6 +522,7 @@ static enum kv_result store_joined(kv_store *st, struct kv_counts *cnt, struct k
 	for (int tries = 0; tries < RETRY_LIMIT; tries++) {
 		struct peek_req peek;
 		req_init(&peek.h, st, cnt, kv_item_key(data), data->nkey);
+		peek.h.quiet = tries > 0; /* one lookup reported per command */
 		int found = (int)hash_run(&peek.h, peek_sec, &peek);
 		req_finish(&peek.h);
 		if (!found) {
@@ -469,6 +543,7 @@ static enum kv_result store_joined(kv_store *st, struct kv_counts *cnt, struct k
 		}
 		memcpy(kv_item_value(nw), kv_item_value(data), data->nbytes);
 		req_init(&rq->h, st, cnt, kv_item_key(nw), nw->nkey);
+		rq->h.quiet = 1; /* the peek reported it */
 		rq->item = nw;
 		rq->add = data->nbytes;
 		rq->old_cas = peek.cas;
@@ -586,6 +661,7 @@ static inline __attribute__((always_inline)) struct kv_item *get_find(void *stat
 {
 	struct hash_req *h = &rq->h;
 	struct kv_item *it = find_live(state, h, 1);
+	/* As memcached: gat and gats count as touches, not as gets. */
 	if (!it) {
 		if (rq->touch)
 			h->cnt->touch_misses++;
@@ -598,10 +674,9 @@ static inline __attribute__((always_inline)) struct kv_item *get_find(void *stat
 		h->cnt->touch_hits++;
 		kv_count_class(h->cnt, it->cls, KV_CC_TOUCH_HITS);
 	} else {
-		h->cnt->get_hits++;
-		kv_count_class(h->cnt, it->cls, KV_CC_GET_HITS);
+		count_hit(h, it);
 	}
-	access_item(h, it, 1);
+	access_item(h, it);
 	rq->cls = it->cls;
 	rq->nbytes = it->nbytes;
 	return it;
@@ -693,7 +768,7 @@ static uint64_t touch_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		return 0;
 	}
 	kv_item_set_exptime(it, rq->exptime);
-	access_item(&rq->h, it, 1);
+	access_item(&rq->h, it);
 	rq->h.cnt->touch_hits++;
 	kv_count_class(rq->h.cnt, it->cls, KV_CC_TOUCH_HITS);
 	rq->result = KV_TOUCHED;
@@ -863,7 +938,8 @@ static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	else
 		h->cnt->decr_hits++;
 	kv_count_class(h->cnt, it->cls, in->incr ? KV_CC_INCR_HITS : KV_CC_DECR_HITS);
-	touch_item(h, it, it != rq->linked); /* memcached does not count incr as a fetch */
+	if (it != rq->linked)
+		touch_item(h, it); /* memcached's do_item_update: not counted as a fetch */
 	rq->res.value = v;
 	rq->res.cas = shown_cas(h->st, it);
 	rq->res.exptime = it->exptime;
@@ -879,6 +955,7 @@ enum kv_result kv_arith_ex(kv_store *st, struct kv_counts *cnt, const char *key,
 	for (int tries = 0;; tries++) {
 		memset(&rq, 0, sizeof(rq));
 		req_init(&rq.h, st, cnt, key, nkey);
+		rq.h.quiet = tries > 0; /* one lookup reported per command */
 		rq.in = in;
 		rq.item = nw;
 		hash_run(&rq.h, arith_sec, &rq);
@@ -986,20 +1063,27 @@ static uint64_t meta_get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 			return 0;
 		v->found = 1;
 		v->fetched = kv_item_has(it, KV_IT_FETCHED);
-		v->atime = it->atime;
+		v->atime = ld_relaxed(&it->atime);
 		v->exptime_before = it->exptime;
 		view_of(v, it, h->st);
 		return 1;
 	}
+	/* As memcached: a hit with T counts as a touch, any other as a get; a miss (whose T
+	   changed nothing) as a get's. */
 	if (!it) {
+		h->cnt->cmd_get++;
 		h->cnt->get_misses++;
 		return in->vivify && rq->item ? vivify(as, rq) : 0;
 	}
-	h->cnt->get_hits++;
-	kv_count_class(h->cnt, it->cls, KV_CC_GET_HITS);
+	if (in->set_ttl) {
+		h->cnt->cmd_touch++;
+	} else {
+		h->cnt->cmd_get++;
+		count_hit(h, it);
+	}
 	v->found = 1;
 	v->fetched = kv_item_has(it, KV_IT_FETCHED);
-	v->atime = it->atime;
+	v->atime = ld_relaxed(&it->atime);
 	v->exptime_before = it->exptime;
 	if (in->set_ttl) {
 		kv_item_set_exptime(it, in->ttl);
@@ -1020,7 +1104,8 @@ static uint64_t meta_get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		v->already_won = 1;
 	}
 	view_of(v, it, h->st);
-	access_item(h, it, !in->no_bump);
+	if (!in->no_bump)
+		access_item(h, it);
 	if (in->want_value && kv_buf_add(rq->value, kv_item_value(it), (size_t)it->nbytes + 2) != 0)
 		rq->oom = 1;
 	return 1;
@@ -1041,11 +1126,7 @@ int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *i
 	}
 	struct meta_req rq = {.in = in, .view = v, .value = value, .item = nw};
 	req_init(&rq.h, st, cnt, in->key, in->nkey);
-	if (!in->peek)
-		cnt->cmd_get++;
-	if (in->set_ttl)
-		cnt->cmd_touch++;
-	hash_run(&rq.h, meta_get_sec, &rq);
+	hash_run(&rq.h, meta_get_sec, &rq); /* counts cmd_get or cmd_touch */
 	after_store(st, &rq.h, rq.linked);
 	if (nw)
 		kv_item_release(st, nw);
@@ -1056,4 +1137,10 @@ void kv_store_set_evict_hook(kv_store *st, kv_evict_hook hook, void *ctx)
 {
 	st->evict_hook = hook;
 	st->evict_ctx = ctx;
+}
+
+void kv_store_set_fetch_hook(kv_store *st, kv_fetch_hook hook, void *ctx)
+{
+	st->fetch_hook = hook;
+	st->fetch_ctx = ctx;
 }

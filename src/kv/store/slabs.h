@@ -33,9 +33,14 @@
 
 struct kv_slabs;
 
-/* NULL if out of memory. chunk_max: memcached's slab_chunk_max (build_classes in slabs.c). */
+/*
+ * NULL if out of memory. chunk_max: memcached's slab_chunk_max (build_classes in slabs.c).
+ * region (-e, NULL otherwise): item memory is region_len bytes of a mapped file, cut into
+ * whole pages (kv_slabs_prefill or kv_slabs_layout_set hands them out), and nothing past
+ * them: no small pages past the limit, no cache_memlimit, as memcached's memory file.
+ */
 struct kv_slabs *kv_slabs_new(size_t limit, size_t item_size_max, double factor, unsigned chunk_min,
-			      size_t chunk_max);
+			      size_t chunk_max, char *region, size_t region_len);
 /* Free every page: only once nothing uses the allocator any more. */
 void kv_slabs_delete(struct kv_slabs *s);
 
@@ -73,14 +78,15 @@ void kv_slabs_moving(struct kv_sec *sec, struct kv_slabs_move *out);
    or lo = hi = NULL. A hint: the move may end at any time. */
 void kv_slabs_moving_page(const struct kv_slabs *s, unsigned cls, const char **lo, const char **hi);
 
-/* cache_memlimit: a new limit; whole pages in the global pool above it are freed. */
-void kv_slabs_set_limit(struct kv_sec *sec, size_t limit);
+/* cache_memlimit: a new limit; whole pages in the global pool above it are freed, and so is
+   each page moved to the pool while more is taken than the limit. -1 with a memory file. */
+int kv_slabs_set_limit(struct kv_sec *sec, size_t limit);
 
 /* A copy of the allocator's figures, for stats and the automover. */
 struct kv_slabs_class_report {
 	uint32_t size, perpage;
-	uint64_t pages;	 /* whole pages */
-	uint64_t small;	 /* small pages past the limit */
+	uint64_t pages; /* whole pages */
+	uint64_t small; /* pages of its own: small ones past the limit, chunks larger than a page */
 	uint64_t chunks; /* chunks in the class's pages */
 	uint64_t free;	 /* on the free list (a page goes there whole, as memcached's) */
 };
@@ -93,5 +99,33 @@ struct kv_slabs_report {
 	int moving;	     /* a move is under way */
 };
 void kv_slabs_report(struct kv_sec *sec, struct kv_slabs_report *out);
+
+/*
+ * A memory file across a restart (restart.c). A fresh file: kv_slabs_prefill gives each
+ * class a page and the rest to the pool, as memcached's restartable mode (-1 and *needed,
+ * the pages that takes, if the file is smaller). Saving: kv_slabs_layout_get says which
+ * pages each class holds, oldest first (a page being moved counts as its source's), which
+ * runs of pages hold its chunks larger than a page, and which are the pool's, as indexes
+ * of pages in the file; kv_slabs_each_chunk calls fn on every chunk of every class's pages.
+ * Restarting, before the store's sections run: kv_slabs_layout_set hands the pages out
+ * again (-1 if the layout does not fit the file), kv_slabs_scan asks of every chunk whether
+ * it holds a live item (live's 0: it is free), kv_slabs_chunk_class says which class's
+ * chunk starts at p (0: none), and kv_slabs_restore_done ends the restart.
+ */
+struct kv_slabs_layout {
+	uint32_t *pages[KV_CLASSES_MAX + 1], *runs[KV_CLASSES_MAX + 1], *pool;
+	size_t npages[KV_CLASSES_MAX + 1], nruns[KV_CLASSES_MAX + 1], npool;
+	int err;
+};
+int kv_slabs_prefill(struct kv_slabs *s, unsigned *needed);
+int kv_slabs_layout_get(struct kv_sec *sec, struct kv_slabs_layout *out);
+void kv_slabs_layout_free(struct kv_slabs_layout *l);
+void kv_slabs_each_chunk(struct kv_sec *sec, int (*fn)(void *ctx, struct kv_item *it, unsigned cls),
+			 void *ctx);
+int kv_slabs_layout_set(struct kv_slabs *s, const struct kv_slabs_layout *l);
+void kv_slabs_scan(struct kv_slabs *s, int (*live)(void *ctx, struct kv_item *it, unsigned cls),
+		   void *ctx);
+unsigned kv_slabs_chunk_class(const struct kv_slabs *s, const void *p);
+void kv_slabs_restore_done(struct kv_slabs *s);
 
 #endif

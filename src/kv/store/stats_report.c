@@ -54,13 +54,22 @@ void kv_store_figures(kv_store *st, struct kv_store_figures *f)
 	struct kv_lru_report *lr = malloc(sizeof(*lr));
 	if (lr) {
 		kv_lru_report(&st->alloc_sec, lr, 1);
-		for (unsigned i = 1; i < KV_CLASSES; i++)
-			f->lrutail_reflocked += lr->cls[i].lrutail_reflocked;
+		for (unsigned i = 1; i < KV_CLASSES; i++) {
+			const struct kv_lru_class_report *l = &lr->cls[i];
+			f->lrutail_reflocked += l->lrutail_reflocked;
+			f->evicted_active += l->evicted_active;
+			f->moves_to_cold += l->moves_to_cold;
+			f->moves_to_warm += l->moves_to_warm;
+			f->moves_within_lru += l->moves_within_lru;
+		}
 		free(lr);
 	}
+	f->maintainer = kv_maintainer_running(st);
+	f->juggles = kv_maintainer_juggles(st);
 	f->limit = ld_relaxed(&st->cfg.mem_limit);
-	f->hashpower = st->assoc.hashpower;
-	f->hash_bytes = (size_t)st->assoc.nbuckets * sizeof(struct kv_item *);
+	f->hashpower = ld_relaxed(&st->assoc.hashpower);
+	f->hash_bytes = (size_t)ld_relaxed(&st->assoc.nbuckets) * sizeof(struct kv_item *);
+	f->hash_expanding = ld_relaxed(&st->assoc.expanding);
 }
 
 /*
@@ -125,9 +134,9 @@ int kv_stats_slabs(kv_store *st, struct kv_buf *out)
 }
 
 /*
- * "stats items": each class holding items, memcached's fields in its order.
- * memcached's LRU is segmented (hot, warm, cold, temporary); locus-kv has one
- * list per class, which is reported as the cold one, the others empty.
+ * "stats items": each class holding items, memcached's fields in its order; as memcached,
+ * the segments' own lines only while the LRU maintainer runs (number_temp only with the
+ * temporary LRU on).
  */
 int kv_stats_items(kv_store *st, struct kv_buf *out)
 {
@@ -137,6 +146,9 @@ int kv_stats_items(kv_store *st, struct kv_buf *out)
 		return -1;
 	kv_lru_report(&st->alloc_sec, r, 1);
 	kv_counts_read(st, c);
+	int maint = kv_maintainer_running(st);
+	struct kv_lru_tune t;
+	kv_lru_tune_get(st->lru, &t);
 	int e = 0;
 	for (unsigned i = 1; i <= kv_slabs_nclasses(st->slabs); i++) {
 		struct kv_lru_class_report *l = &r->cls[i];
@@ -145,11 +157,15 @@ int kv_stats_items(kv_store *st, struct kv_buf *out)
 			continue;
 #define ITEM(name, fmt, v) e |= kv_buf_addf(out, "STAT items:%u:" name " %" fmt "\r\n", i, v)
 		ITEM("number", PRIu64, l->items);
-		ITEM("number_hot", "d", 0);
-		ITEM("number_warm", "d", 0);
-		ITEM("number_cold", PRIu64, l->items);
-		ITEM("age_hot", "d", 0);
-		ITEM("age_warm", "d", 0);
+		if (maint) {
+			ITEM("number_hot", PRIu64, l->seg[KV_LRU_HOT]);
+			ITEM("number_warm", PRIu64, l->seg[KV_LRU_WARM]);
+			ITEM("number_cold", PRIu64, l->seg[KV_LRU_COLD]);
+			if (t.temp_lru)
+				ITEM("number_temp", PRIu64, l->seg[KV_LRU_TEMP]);
+			ITEM("age_hot", PRIu32, l->age_hot);
+			ITEM("age_warm", PRIu32, l->age_warm);
+		}
 		ITEM("age", PRIu32, l->age);
 		ITEM("mem_requested", PRIu64, l->mem_requested);
 		ITEM("evicted", PRIu64, l->evicted);
@@ -160,18 +176,21 @@ int kv_stats_items(kv_store *st, struct kv_buf *out)
 		ITEM("reclaimed", PRIu64, k[KV_CC_RECLAIMED]);
 		ITEM("expired_unfetched", PRIu64, k[KV_CC_EXPIRED_UNFETCHED]);
 		ITEM("evicted_unfetched", PRIu64, l->evicted_unfetched);
-		ITEM("evicted_active", "d", 0);
+		if (maint)
+			ITEM("evicted_active", PRIu64, l->evicted_active);
 		ITEM("crawler_reclaimed", PRIu64, k[KV_CC_CRAWLER_RECLAIMED]);
 		ITEM("crawler_items_checked", PRIu64, k[KV_CC_CRAWLER_CHECKED]);
 		ITEM("lrutail_reflocked", PRIu64, l->lrutail_reflocked);
-		ITEM("moves_to_cold", "d", 0);
-		ITEM("moves_to_warm", "d", 0);
-		ITEM("moves_within_lru", "d", 0);
-		ITEM("direct_reclaims", "d", 0);
-		ITEM("hits_to_hot", "d", 0);
-		ITEM("hits_to_warm", "d", 0);
-		ITEM("hits_to_cold", PRIu64, k[KV_CC_GET_HITS]);
-		ITEM("hits_to_temp", "d", 0);
+		if (maint) {
+			ITEM("moves_to_cold", PRIu64, l->moves_to_cold);
+			ITEM("moves_to_warm", PRIu64, l->moves_to_warm);
+			ITEM("moves_within_lru", PRIu64, l->moves_within_lru);
+			ITEM("direct_reclaims", PRIu64, k[KV_CC_DIRECT_RECLAIMS]);
+			ITEM("hits_to_hot", PRIu64, k[KV_CC_HITS_HOT]);
+			ITEM("hits_to_warm", PRIu64, k[KV_CC_HITS_WARM]);
+			ITEM("hits_to_cold", PRIu64, k[KV_CC_HITS_COLD]);
+			ITEM("hits_to_temp", PRIu64, k[KV_CC_HITS_TEMP]);
+		}
 #undef ITEM
 	}
 	e |= kv_buf_add(out, "END\r\n", 5);

@@ -8,6 +8,7 @@
  *   assoc.c          the hash sections' table: buckets, stripes, hashing
  *   items.c          the operations, each a sequence of sections
  *   crawler.c        the expiry crawler
+ *   maintainer.c     the LRU maintainer: the segments kept in shape, expired items reclaimed
  *   automove.c       moving pages between classes, and when
  *   dump.c           stats cachedump and lru_crawler metadump
  *   clock.c          server time, exptime rules, flush_all marks
@@ -16,6 +17,8 @@
  *   stats_prefix.c   stats detail: counts per key prefix
  *   stats_sizes.c    stats sizes: the item size histogram
  *   stats_sectime.c  --section-stats: each section's callers' time in it
+ *   memfile.c        -e: the memory file, mapped
+ *   restart.c        -e: what a graceful stop saves, and the cache rebuilt from it
  *
  * docs/kv.md ("Threads and sections") lists who runs which section.
  */
@@ -48,6 +51,9 @@ void kv_store_config_default(struct kv_store_config *c)
 	c->crawler_sleep = 100; /* memcached's default */
 	c->slab_chunk_max = KV_PAGE_SIZE / 2;
 	c->stripes = 1024;
+	c->hash_expand = 1;
+	kv_lru_tune_default(&c->lru);
+	c->lru_maintainer = 1;
 	c->lru_crawler = 1;
 	c->evict = 1;
 	c->use_cas = 1;
@@ -182,6 +188,38 @@ static int open_section(kv_store *st, struct kv_sec *sec, enum kv_section s, voi
 	return 0;
 }
 
+/*
+ * The slab allocator (on the memory file's pages with -e), the LRU lists and the hash table
+ * (as large as the restarted cache's was). 0, or -1 out of memory.
+ */
+static int make_memory(kv_store *st)
+{
+	size_t region_len = 0;
+	char *region = st->restart ? kv_restart_region(st, &region_len) : NULL;
+	unsigned hashpower = st->cfg.hashpower;
+	if (st->restart && kv_restart_hashpower(st) > hashpower)
+		hashpower = kv_restart_hashpower(st);
+	st->slabs = kv_slabs_new(st->cfg.mem_limit, st->cfg.item_size_max, st->cfg.factor,
+				 st->cfg.chunk_min, st->chunk_max, region, region_len);
+	st->lru = kv_lru_new(&st->clock, &st->cfg.lru);
+	if (!st->slabs || !st->lru)
+		return -1;
+	return kv_assoc_init(&st->assoc, hashpower, st->cfg.stripes, st->cfg.hash_expand);
+}
+
+/* A restart that failed half way: everything it rebuilt thrown away, made anew, empty. */
+static int remake_memory(kv_store *st)
+{
+	kv_assoc_destroy(&st->assoc);
+	kv_lru_delete(st->lru);
+	kv_slabs_delete(st->slabs);
+	st->lru = NULL;
+	st->slabs = NULL;
+	memset(&st->counts, 0, sizeof(st->counts));
+	kv_clock_init(&st->clock);
+	return make_memory(st);
+}
+
 kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errlen)
 {
 	kv_store *st = calloc(1, sizeof(*st));
@@ -202,23 +240,20 @@ kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errle
 		chunk_max = st->cfg.item_size_max < KV_PAGE_SIZE / 2 ? st->cfg.item_size_max
 								     : KV_PAGE_SIZE / 2;
 	st->chunk_max = chunk_max;
-	st->slabs = kv_slabs_new(st->cfg.mem_limit, st->cfg.item_size_max, st->cfg.factor,
-				 st->cfg.chunk_min, chunk_max);
-	st->lru = kv_lru_new(&st->clock);
+	if (st->cfg.memory_file && kv_restart_begin(st, err, errlen) != 0)
+		goto fail;
 	st->automove = kv_automove_new(st->cfg.slab_automove, st->cfg.automove_ratio,
 				       st->cfg.automove_window * KV_AUTOMOVE_HZ);
-	if (!st->slabs || !st->lru || !st->automove) {
+	if (!st->automove || make_memory(st) != 0) {
 		msg(err, errlen, "out of memory");
 		goto fail;
 	}
-	if (kv_assoc_init(&st->assoc, st->cfg.mem_limit, st->cfg.hashpower, st->cfg.stripes) != 0) {
-		msg(err, errlen, "out of memory for a hash table of %zu MB",
-		    st->cfg.mem_limit >> 20);
+	if (st->restart && kv_restart_finish(st, remake_memory, err, errlen) != 0)
 		goto fail;
-	}
 	st->prefixes = kv_prefixes_new();
 	st->crawler = kv_crawler_new(st->cfg.crawler_sleep, st->cfg.crawler_tocrawl);
-	if (!st->prefixes || !st->crawler) {
+	st->maintainer = kv_maintainer_new();
+	if (!st->prefixes || !st->crawler || !st->maintainer) {
 		msg(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -247,6 +282,7 @@ void kv_store_close(kv_store *st)
 	if (!st)
 		return;
 	kv_crawler_delete(st); /* its thread runs sections: stopped before they close */
+	kv_maintainer_delete(st);
 	if (st->assoc.stripes)
 		for (unsigned s = 0; s < st->assoc.nstripes; s++)
 			if (st->assoc.stripes[s].cs)
@@ -264,6 +300,31 @@ void kv_store_close(kv_store *st)
 	kv_automove_delete(st->automove);
 	kv_lru_delete(st->lru);
 	kv_slabs_delete(st->slabs);
+	kv_restart_close(st); /* the file's mapping, once nothing points into it */
 	kv_sectime_free(st->times);
 	free(st);
+}
+
+/* Items rehashed per call while the table doubles: about a millisecond's work. */
+#define GROW_BUDGET 100000
+
+void kv_hash_tick(kv_store *st)
+{
+	struct kv_counts *c = malloc(sizeof(*c));
+	if (!c)
+		return;
+	kv_counts_read(st, c);
+	kv_assoc_grow_step(&st->assoc, c->curr_items > 0 ? (uint64_t)c->curr_items : 0,
+			   GROW_BUDGET);
+	free(c);
+}
+
+void kv_store_lru_get(const kv_store *st, struct kv_lru_tune *out)
+{
+	kv_lru_tune_get(st->lru, out);
+}
+
+void kv_store_lru_set(kv_store *st, const struct kv_lru_tune *t)
+{
+	kv_lru_tune_set(st->lru, t);
 }

@@ -46,6 +46,21 @@ extern const char *const kv_section_names[KV_SECTIONS];
 
 #define KV_SYNC_DEFAULT "hash=mutex,alloc=mutex,slabs=mutex,stats=mutex"
 
+/*
+ * How the LRU lists behave (lru.h; memcached's settings of the same names and defaults),
+ * changed at run time by "lru tune|mode|temp_ttl".
+ */
+struct kv_lru_tune {
+	int segmented;		/* hot, warm, cold and temp lists (0: flat, every item in cold) */
+	int temp_lru;		/* items with a TTL of at most temporary_ttl go to temp */
+	uint32_t temporary_ttl; /* 61 */
+	uint32_t hot_pct;	/* 20: hot's share of its class's bytes */
+	uint32_t warm_pct;	/* 40 */
+	double hot_max_factor;	/* 0.2: hot keeps items idle less than this times cold's age */
+	double warm_max_factor; /* 2.0 */
+};
+void kv_lru_tune_default(struct kv_lru_tune *t);
+
 struct kv_store_config {
 	size_t mem_limit;	  /* -m, bytes */
 	size_t item_size_max;	  /* -I, bytes */
@@ -64,7 +79,13 @@ struct kv_store_config {
 	int detail;		  /* stats detail from the start (-D) */
 	char delimiter;		  /* stats detail's prefix delimiter (-D; ':') */
 	uint32_t crawler_sleep, crawler_tocrawl; /* lru_crawler sleep and tocrawl */
-	unsigned hashpower; /* -o hashpower: at least 2^hashpower buckets (0: from -m) */
+	unsigned hashpower; /* -o hashpower: 2^hashpower buckets at the start (0: 2^16) */
+	int hash_expand;    /* the table doubles when full (-o no_hashexpand: 0) */
+	/* -e: item memory is this file, kept across a graceful stop (restart.c); NULL: malloc */
+	const char *memory_file;
+	int slab_reassign; /* page moves allowed (checked by a restart, as memcached) */
+	struct kv_lru_tune lru;
+	int lru_maintainer; /* run the LRU maintainer thread (maintainer.c); 0: flat */
 	/* One executor spec per section ("mutex", "mcs:spin", "async", ...). */
 	char sync[KV_SECTIONS][128];
 };
@@ -100,6 +121,11 @@ enum kv_class_count {
 	KV_CC_EXPIRED_UNFETCHED,
 	KV_CC_CRAWLER_RECLAIMED,
 	KV_CC_CRAWLER_CHECKED,
+	KV_CC_DIRECT_RECLAIMS, /* items a store reclaimed or evicted itself */
+	KV_CC_HITS_HOT,	       /* get hits, by the LRU segment the item was in (lru.h) */
+	KV_CC_HITS_WARM,
+	KV_CC_HITS_COLD,
+	KV_CC_HITS_TEMP,
 	KV_CLASS_COUNTS
 };
 
@@ -136,9 +162,16 @@ static inline void kv_count_class(struct kv_counts *c, unsigned cls, enum kv_cla
 	c->cls_touched |= (uint64_t)1 << cls;
 }
 
-/* NULL with a message on error (a bad spec, no memory). */
+/* NULL with a message on error (a bad spec, no memory, a memory file that cannot be used). */
 kv_store *kv_store_open(const struct kv_store_config *c, char *err, size_t errlen);
 void kv_store_close(kv_store *st);
+/*
+ * A graceful stop with a memory file (-e): write FILE.meta, with which the next
+ * kv_store_open of the same file finds every item again (restart.c). Only once nothing
+ * else uses the store (workers, crawler and mover stopped); then kv_store_close. 0 (also
+ * without a memory file), or -1 (said on stderr): the next start is clean.
+ */
+int kv_store_save(kv_store *st);
 const struct kv_store_config *kv_store_config(const kv_store *st);
 /* The spec each section's executors run, defaults explicit. */
 const char *kv_store_sync_spec(const kv_store *st, enum kv_section s);
@@ -203,6 +236,17 @@ typedef void (*kv_evict_hook)(void *ctx, const struct kv_item *it, uint32_t now)
 void kv_store_set_evict_hook(kv_store *st, kv_evict_hook hook, void *ctx);
 
 /*
+ * Called after every lookup of a client's key (a get, and the one inside a store, incr,
+ * delete, touch or meta command: memcached's item_get, which watch fetchers logs), once per
+ * command and key, on the command's thread, outside any section: what it found (kv_get_status
+ * below) and, when found, the item's class as shown and its value's size (else 0 and 0).
+ */
+enum kv_get_status { KV_GET_FOUND, KV_GET_NOT_FOUND, KV_GET_EXPIRED, KV_GET_FLUSHED };
+typedef void (*kv_fetch_hook)(void *ctx, const char *key, size_t nkey, enum kv_get_status status,
+			      unsigned cls, uint32_t nbytes);
+void kv_store_set_fetch_hook(kv_store *st, kv_fetch_hook hook, void *ctx);
+
+/*
  * get/gets/gat/gats of one key: on a hit append "VALUE key flags bytes
  * [cas]\r\n<data>\r\n" to out. touch: set the exptime to `exptime` (server
  * time) first, counted as memcached counts gat: a touch (cmd_touch, touch_hits
@@ -210,8 +254,7 @@ void kv_store_set_evict_hook(kv_store *st, kv_evict_hook hook, void *ctx);
  */
 int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
 	   int touch, uint32_t exptime, struct kv_buf *out);
-/* kv_get, saying also what it found (for watch fetchers). */
-enum kv_get_status { KV_GET_FOUND, KV_GET_NOT_FOUND, KV_GET_EXPIRED, KV_GET_FLUSHED };
+/* kv_get, saying also what it found. */
 struct kv_get_info {
 	enum kv_get_status status;
 	unsigned cls;	 /* 0 when not found */
@@ -304,9 +347,12 @@ struct kv_store_figures {
 	size_t limit;
 	unsigned hashpower;
 	size_t hash_bytes;
+	int hash_expanding;	    /* the table is doubling */
 	int moving;		    /* a slab page move is under way */
 	uint64_t moves, pool_pages; /* pages moved so far; whole pages in the pool */
-	uint64_t lrutail_reflocked;
+	uint64_t lrutail_reflocked, evicted_active, moves_to_cold, moves_to_warm, moves_within_lru;
+	int maintainer;	  /* the LRU maintainer runs */
+	uint64_t juggles; /* lru_maintainer_juggles */
 };
 void kv_store_figures(kv_store *st, struct kv_store_figures *f);
 int kv_stats_items(kv_store *st, struct kv_buf *out);
@@ -323,6 +369,18 @@ void kv_counts_read(kv_store *st, struct kv_counts *out);
  * out of memory.
  */
 int kv_stats_sync(kv_store *st, struct kv_buf *out);
+
+/*
+ * The LRU maintainer thread (maintainer.c, memcached's): start (-1 if it runs or cannot
+ * start), stop (once it has exited), whether it runs, and how many times it has woken
+ * (lru_maintainer_juggles). The LRU's settings: a copy, and new ones (any thread).
+ */
+int kv_maintainer_start(kv_store *st);
+void kv_maintainer_stop(kv_store *st);
+int kv_maintainer_running(const kv_store *st);
+uint64_t kv_maintainer_juggles(const kv_store *st);
+void kv_store_lru_get(const kv_store *st, struct kv_lru_tune *out);
+void kv_store_lru_set(kv_store *st, const struct kv_lru_tune *t);
 
 /* Remove expired (and flushed) items from every stripe now; returns how many. */
 uint64_t kv_crawl(kv_store *st, struct kv_counts *cnt);
@@ -374,7 +432,8 @@ unsigned kv_store_classes(const kv_store *st);
 /*
  * Moving slab pages between classes (automove.c; memcached's slab_reassign
  * and slab_automove). kv_slabs_reassign starts moving one page of class src
- * to class dst (0: the pool of whole pages any class takes first);
+ * to class dst (0: the pool of whole pages any class takes first) and empties
+ * it as far as it can (counted in cnt);
  * kv_automove_tick, called KV_AUTOMOVE_HZ times a second, empties the page being moved
  * (its items are copied to free chunks of their class, or evicted) and,
  * unless automove is 0, chooses the next move: 1 moves a page from the
@@ -390,7 +449,7 @@ enum kv_move_result {
 	KV_MOVE_SAME,	  /* source and destination are the same */
 };
 /* src -1: any class with a page to spare, as memcached's. */
-enum kv_move_result kv_slabs_reassign(kv_store *st, int src, int dst);
+enum kv_move_result kv_slabs_reassign(kv_store *st, struct kv_counts *cnt, int src, int dst);
 #define KV_AUTOMOVE_HZ 10 /* kv_automove_tick's calls a second */
 void kv_automove_tick(kv_store *st, struct kv_counts *cnt);
 void kv_automove_set(kv_store *st, int mode); /* 0, 1 or 2 */
@@ -399,7 +458,13 @@ void kv_automove_set_ratio(kv_store *st, double ratio);
 double kv_automove_ratio(const kv_store *st);
 /* memcached's slab_chunk_max as this store uses it. */
 size_t kv_store_chunk_max(const kv_store *st);
-/* cache_memlimit: the -m limit from now on (new pages only; pooled pages above it are freed). */
-void kv_store_set_limit(kv_store *st, size_t bytes);
+/*
+ * The main thread, ten times a second: doubles the hash table, a few stripes at a time, once
+ * it holds more than 1.5 items per bucket (memcached's assoc expansion).
+ */
+void kv_hash_tick(kv_store *st);
+/* cache_memlimit: the -m limit from now on (new pages only; pooled pages above it are freed).
+   -1, and no change, with a memory file (-e), whose size is fixed. */
+int kv_store_set_limit(kv_store *st, size_t bytes);
 
 #endif

@@ -13,6 +13,7 @@
 #include "kv/store/automove.h"
 #include "kv/store/clock.h"
 #include "kv/store/lru.h"
+#include "kv/store/restart.h"
 #include "kv/store/section.h"
 #include "kv/store/slabs.h"
 #include "kv/store/stats_prefix.h"
@@ -33,8 +34,12 @@ struct kv_store {
 	struct kv_sec stats_sec;
 	struct kv_automove *automove;
 	struct kv_crawler *crawler;
+	struct kv_maintainer *maintainer;
+	struct kv_restart *restart; /* -e: the memory file (restart.c), else NULL */
 	kv_evict_hook evict_hook;
 	void *evict_ctx;
+	kv_fetch_hook fetch_hook;
+	void *fetch_ctx;
 	/* stats detail (stats_prefix.c): the table, its section, whether on (atomic), the delimiter
 	 */
 	struct kv_prefixes *prefixes;
@@ -45,11 +50,20 @@ struct kv_store {
 
 struct kv_crawler *kv_crawler_new(uint32_t sleep_us, uint32_t tocrawl);
 void kv_crawler_delete(kv_store *st);
+struct kv_maintainer *kv_maintainer_new(void);
+void kv_maintainer_delete(kv_store *st);
 
 /*
  * Drop one reference to each item of a list the hash section unlinked
  * (linked through hnext), after taking them off their LRU lists.
  */
 void kv_items_drop_unlinked(kv_store *st, struct kv_item *list);
+/*
+ * An item the LRU gave up (off its list, the list's reference the caller's): unlinked from
+ * the hash table if it is still there (evicted: in any case, counted as an eviction; else
+ * only if it is still expired or flushed, counted as reclaimed, and back to its LRU segment
+ * if not), and the references dropped. 1 if it was unlinked.
+ */
+int kv_items_drop_pulled(kv_store *st, struct kv_counts *cnt, struct kv_item *v, int evicted);
 
 #endif
