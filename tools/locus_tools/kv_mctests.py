@@ -13,7 +13,7 @@ test ran and passed).
 
   tools/kv-memcached-tests --src DIR [--tag 1.6.18] [--servers locus-kv,memcached]
                            [--locus-kv PATH] [--memcached PATH] [--timeout S]
-                           [--work DIR] [--json FILE] [--keep-going] [FILE.t ...]
+                           [--work DIR] [--json FILE] [FILE.t ...]
 
 Without FILEs every t/*.t of the tag runs except the proxy's (memcached 1.6.18 as Debian
 builds it has no proxy). Prints one line per file and server as it goes, then a table:
@@ -117,17 +117,27 @@ def run_file(work, name, timeout):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--src", default=os.environ.get("MEMCACHED_SRC"),
                     help="a memcached git checkout (or a directory with t/); $MEMCACHED_SRC")
     ap.add_argument("--tag", default="1.6.18", help="the release whose t/ is run (1.6.18)")
-    ap.add_argument("--servers", default="locus-kv,memcached")
-    ap.add_argument("--locus-kv", default=os.environ.get("LOCUS_KV", DEFAULT_LOCUS_KV))
-    ap.add_argument("--memcached", default=DEFAULT_MEMCACHED)
-    ap.add_argument("--timeout", type=float, default=600)
-    ap.add_argument("--work", default=DEFAULT_WORK)
-    ap.add_argument("--json")
-    ap.add_argument("files", nargs="*")
+    ap.add_argument("--servers", default="locus-kv,memcached",
+                    help="comma-separated, from locus-kv and memcached (default: %(default)s)")
+    ap.add_argument("--locus-kv", default=os.environ.get("LOCUS_KV", DEFAULT_LOCUS_KV),
+                    help="the locus-kv binary ($LOCUS_KV, else %(default)s)")
+    ap.add_argument("--memcached", default=DEFAULT_MEMCACHED,
+                    help="the memcached binary (default: %(default)s)")
+    ap.add_argument("--timeout", type=float, default=600,
+                    help="seconds a test file may run before it is ended and counted as "
+                         "failed (default: %(default)g)")
+    ap.add_argument("--work", default=DEFAULT_WORK,
+                    help="where each server's build directory is made (default: %(default)s)")
+    ap.add_argument("--json", metavar="FILE",
+                    help="also write one JSON object per file and server to FILE")
+    ap.add_argument("files", nargs="*", metavar="FILE.t",
+                    help="test files of t/ to run (default: all but the proxy's)")
     a = ap.parse_args(argv)
     if not a.src:
         ap.error("--src: a memcached checkout is needed "
