@@ -538,10 +538,6 @@ static void column_summaries(void *ctx, size_t col)
 	k = bench_rank(s, n, !c->latency, order, rel);
 	for (size_t m = 0; m < n; m++) {
 		const struct view *w = &views[m];
-		size_t rank = 0, ties = 0;
-
-		for (size_t i = 0; i < k; i++)
-			rank = order[i] == m ? i + 1 : rank;
 		bench_json_head("fetchadd", c->a.mechs.m[m].spec, w->spec);
 		printf(",\"summary\":true,\"fn\":\"%s\",\"threads\":%llu,\"servers\":%u,"
 		       "\"vars\":%llu,\"metric\":\"%s\",\"runs\":%u,\"ok_runs\":%zu,"
@@ -550,19 +546,7 @@ static void column_summaries(void *ctx, size_t col)
 		       (unsigned long long)c->vars[col % c->nvars],
 		       c->latency ? "latency_ns_median" : "mops", c->a.repeat, w->v.n,
 		       w->state == BENCH_CELL_OK ? "ok" : bench_cell_text(w->state));
-		if (w->v.n)
-			printf(",\"median\":%.4f,\"min\":%.4f,\"max\":%.4f,\"rank\":%zu",
-			       w->v.median, w->v.min, w->v.max, rank);
-		else
-			printf(",\"median\":null,\"min\":null,\"max\":null,\"rank\":null");
-		printf(",\"ties\":[");
-		for (size_t o = 0; w->v.n && o < n; o++) {
-			if (o == m || !s[o].n || !bench_overlap(&s[m], &s[o]))
-				continue;
-			printf("%s", ties++ ? "," : "");
-			bench_json_string(stdout, c->a.mechs.m[o].spec);
-		}
-		printf("]}\n");
+		bench_json_summary_tail(stdout, s, n, m, order, k, &c->a.mechs, 4);
 	}
 	fflush(stdout);
 out:

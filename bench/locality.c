@@ -452,10 +452,6 @@ static void column_summaries(void *ctx, size_t col)
 	k = bench_rank(s, n, 1, order, rel);
 	for (size_t m = 0; m < n; m++) {
 		const struct view *w = &views[m];
-		size_t rank = 0, ties = 0;
-
-		for (size_t i = 0; i < k; i++)
-			rank = order[i] == m ? i + 1 : rank;
 		bench_json_head("locality", c->a.mechs.m[m].spec, w->spec);
 		printf(",\"summary\":true,\"threads\":%llu,\"n1\":%llu,\"n2\":%llu,"
 		       "\"modify\":%llu,\"msg\":%llu,\"metric\":\"iters_per_s\",\"runs\":%u,"
@@ -464,19 +460,7 @@ static void column_summaries(void *ctx, size_t col)
 		       (unsigned long long)v[P_N2], (unsigned long long)v[P_MODIFY],
 		       (unsigned long long)v[P_MSG], c->a.repeat, w->ips.n,
 		       w->state == BENCH_CELL_OK ? "ok" : bench_cell_text(w->state));
-		if (w->ips.n)
-			printf(",\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,\"rank\":%zu",
-			       w->ips.median, w->ips.min, w->ips.max, rank);
-		else
-			printf(",\"median\":null,\"min\":null,\"max\":null,\"rank\":null");
-		printf(",\"ties\":[");
-		for (size_t o = 0; w->ips.n && o < n; o++) {
-			if (o == m || !s[o].n || !bench_overlap(&s[m], &s[o]))
-				continue;
-			printf("%s", ties++ ? "," : "");
-			bench_json_string(stdout, c->a.mechs.m[o].spec);
-		}
-		printf("]}\n");
+		bench_json_summary_tail(stdout, s, n, m, order, k, &c->a.mechs, 1);
 	}
 	fflush(stdout);
 out:

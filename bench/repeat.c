@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "mechlist.h"
 
 int bench_sweep_run(const struct bench_sweep *s)
@@ -165,4 +166,27 @@ void bench_print_rankings(FILE *out, const struct bench_rankings *r)
 	}
 	free(names);
 	free(s);
+}
+
+void bench_json_summary_tail(FILE *out, const struct bench_summary *s, size_t n, size_t m,
+			     const size_t *order, size_t k, const struct mechlist *rows,
+			     int decimals)
+{
+	size_t rank = 0, ties = 0;
+
+	for (size_t i = 0; i < k; i++)
+		rank = order[i] == m ? i + 1 : rank;
+	if (s[m].n)
+		fprintf(out, ",\"median\":%.*f,\"min\":%.*f,\"max\":%.*f,\"rank\":%zu", decimals,
+			s[m].median, decimals, s[m].min, decimals, s[m].max, rank);
+	else
+		fprintf(out, ",\"median\":null,\"min\":null,\"max\":null,\"rank\":null");
+	fprintf(out, ",\"ties\":[");
+	for (size_t o = 0; s[m].n && o < n; o++) {
+		if (o == m || !s[o].n || !bench_overlap(&s[m], &s[o]))
+			continue;
+		fprintf(out, "%s", ties++ ? "," : "");
+		bench_json_string(out, rows->m[o].spec);
+	}
+	fprintf(out, "]}\n");
 }

@@ -79,6 +79,16 @@ struct bench_rankings {
 void bench_print_rankings(FILE *out, const struct bench_rankings *r);
 
 /*
+ * The end of a --json summary line for row m of a column whose summaries are
+ * s[0..n) and ranking order[0..k) (bench_rank): median, min, max and rank
+ * (null where the row has no run), then the other rows whose ranges overlap
+ * its own ("ties", by spec), and the closing brace. decimals: the figures'.
+ */
+void bench_json_summary_tail(FILE *out, const struct bench_summary *s, size_t n, size_t m,
+			     const size_t *order, size_t k, const struct mechlist *rows,
+			     int decimals);
+
+/*
  * A summary as a table cell: "12.35" (one run), or "12.35 (11.02-13.10)"
  * (median and range), with `decimals` decimals after dividing by scale, then
  * mark ("*" or "").
