@@ -1109,6 +1109,19 @@ def test_verbosity(srv):
 # field names of stats, stats settings, stats items, stats slabs
 
 
+def test_stats_has_exactly_memcacheds_fields(start):
+    """stats reports memcached's fields and no others (memcached's t/stats.t counts them):
+    every field of MEMCACHED_STATS by default; without the crawler, not its two, and without
+    the LRU maintainer, not its juggles nor the segmented LRU's figures."""
+    off = {"lru_crawler_running", "lru_crawler_starts", "lru_maintainer_juggles",
+           "evicted_active", "moves_to_cold", "moves_to_warm", "moves_within_lru",
+           "direct_reclaims", "lru_bumps_dropped"}
+    with start().conn() as c:
+        assert set(c.stats()) ^ set(MEMCACHED_STATS) == set()
+    with start("-o", "no_lru_crawler,no_lru_maintainer").conn() as c:
+        assert set(c.stats()) ^ (set(MEMCACHED_STATS) - off) == set()
+
+
 def test_stats_field_names_and_simple_values(start):
     """With -m 64 -t 4 and items of two sizes, stats, stats settings, stats items (per class
     holding items) and stats slabs (per class with pages, then the totals) report every field
