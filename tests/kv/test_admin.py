@@ -930,6 +930,33 @@ def test_watch_evictions(start):
             assert EVICTION_LINE.fullmatch(line) or re.fullmatch(r"skipped=\d+", line), line
 
 
+def test_watch_skipped_line_arrives_once_the_watcher_reads(start):
+    """A watcher that does not read while 80000 lookups are logged loses lines; once it reads
+    again, with a lookup now and then to log a new line (as memcached's t/watcher.t does:
+    memcached reports the loss only when a later line finds room), a "skipped=<n>" line
+    arrives, then real lines. (Lines that waited for the output to drain used to stay
+    behind until the next one was logged, and the count with them: t/watcher.t hung so over
+    its Unix socket. Over TCP's larger buffers this test did not catch that stall; it checks
+    the skipped= report itself.)"""
+    server = start("-o", "watcher_logbuf_size=8")
+    w = watcher(server, "fetchers")
+    spacer = "X" * 180
+    with server.conn() as c:
+        batch = 500
+        for start_at in range(0, 80000, batch):
+            c.send("".join(f"get foo{i}{spacer}\r\n" for i in range(start_at, start_at + batch)))
+            c.expect("END\r\n" * batch)
+        for n in range(1000000):
+            if n % 100 == 0:
+                c.call("get foo\r\n", "END\r\n")
+            line = raw_line(w)
+            if line.startswith("skipped="):
+                assert int(line[len("skipped="):]) > 0, line
+                break
+        assert GET_LINE.fullmatch(raw_line(w)), "no real line after the skipped= line"
+        w.close()
+
+
 def test_watcher_limit(start):
     """The 21st watcher is refused with 'WATCHER_TOO_MANY log watcher limit reached'."""
     server = start()

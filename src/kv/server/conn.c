@@ -327,6 +327,14 @@ static void conn_service(struct conn *c, int readable)
 		if (!c->closing && !c->yielded && !c->watcher && kv_out_pending(c) < OUT_HIGH &&
 		    (c->dumping || input_runnable(c)))
 			continue;
+		/*
+		 * A watcher whose lines waited for its output to drain: the write just
+		 * made room, so move them now. No later wake-up is due for them (one
+		 * comes only with a new line), and the "skipped=" count waits with them.
+		 */
+		if (c->watcher && !c->closing && kv_out_pending(c) < OUT_HIGH &&
+		    kv_watch_waiting(c))
+			continue;
 		int more = c->yielded && !c->closing && input_runnable(c);
 		if ((c->peer_eof || c->closing) && !kv_out_pending(c) && !more && !c->dumping) {
 			kv_conn_close(c);

@@ -201,6 +201,17 @@ void kv_watch_pull(struct conn *c)
 	pthread_mutex_unlock(&reg.lock);
 }
 
+int kv_watch_waiting(struct conn *c)
+{
+	struct watcher *w = c->watcher;
+	if (!w)
+		return 0;
+	pthread_mutex_lock(&reg.lock);
+	int waiting = w->buf.len || w->skipped;
+	pthread_mutex_unlock(&reg.lock);
+	return waiting;
+}
+
 static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;

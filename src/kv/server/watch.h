@@ -61,6 +61,8 @@ void kv_watch_conn(int fd);
 
 /* The watcher's worker: move its waiting lines into c's output (while it has room). */
 void kv_watch_pull(struct conn *c);
+/* Does c's watcher have lines (or a "skipped=" count) not yet moved into its output? */
+int kv_watch_waiting(struct conn *c);
 /* A watcher's connection closes. */
 void kv_watch_forget(struct conn *c);
 /* A thread that logged events ends: its line buffer goes. */
