@@ -957,6 +957,48 @@ def test_watch_skipped_line_arrives_once_the_watcher_reads(start):
         w.close()
 
 
+CONN_LINE = re.compile(r"ts=\d+\.\d+ gid=\d+ type=(conn_new|conn_close) rip=(\S+) rport=(\d+) "
+                       r"transport=tcp(?: reason=(\w+))? cfd=(\d+)")
+
+
+def conn_lines(w, port):
+    """The conn_new and conn_close lines of the client on this port (lines about other
+    connections, such as the closing of the one that found the server up, are skipped)."""
+    found = {}
+    while len(found) < 2:
+        line = raw_line(w)
+        m = CONN_LINE.fullmatch(line)
+        assert m, line
+        if int(m.group(3)) == port:
+            assert m.group(1) not in found and (found or m.group(1) == "conn_new"), line
+            found[m.group(1)] = m
+    return found["conn_new"], found["conn_close"]
+
+
+def test_watch_connevents(start):
+    """watch connevents: a conn_new line for each accepted connection (its address and fd)
+    and a conn_close line with the reason: normal after quit or the client's close, error
+    after a protocol error, as memcached's t/watcher.t checks."""
+    server = start()
+    w = watcher(server, "connevents")
+    for ending, reason in (("quit\r\n", "normal"), (None, "normal"),
+                           ("GET / HTTP/1.1\r\n", "error")):
+        c = server.conn()
+        c.call("version\r\n", "VERSION ")
+        c.line()
+        port = c.sock.getsockname()[1]
+        if ending:
+            c.send(ending)
+        else:
+            c.close()
+        new, closed = conn_lines(w, port)
+        assert new.group(4) is None and new.group(2) == "127.0.0.1", new.group(0)
+        assert closed.group(2, 5) == new.group(2, 5)
+        assert closed.group(4) == reason, (ending, closed.group(0))
+        c.close()
+    w.close()
+
+
 def test_watcher_limit(start):
     """The 21st watcher is refused with 'WATCHER_TOO_MANY log watcher limit reached'."""
     server = start()

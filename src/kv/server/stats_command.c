@@ -253,8 +253,10 @@ void kv_conn_addresses(struct conn *c)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	memset(&ss, 0, sizeof(ss));
-	if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == 0)
+	if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == 0) {
 		addr_text(&ss, "tcp", c->addr, sizeof(c->addr));
+		c->peer = ss;
+	}
 	len = sizeof(ss);
 	memset(&ss, 0, sizeof(ss));
 	if (getsockname(c->fd, (struct sockaddr *)&ss, &len) == 0)
