@@ -930,6 +930,75 @@ def test_watch_evictions(start):
             assert EVICTION_LINE.fullmatch(line) or re.fullmatch(r"skipped=\d+", line), line
 
 
+def test_watch_skipped_line_arrives_once_the_watcher_reads(start):
+    """A watcher that does not read while 80000 lookups are logged loses lines; once it reads
+    again, with a lookup now and then to log a new line (as memcached's t/watcher.t does:
+    memcached reports the loss only when a later line finds room), a "skipped=<n>" line
+    arrives, then real lines. (Lines that waited for the output to drain used to stay
+    behind until the next one was logged, and the count with them: t/watcher.t hung so over
+    its Unix socket. Over TCP's larger buffers this test did not catch that stall; it checks
+    the skipped= report itself.)"""
+    server = start("-o", "watcher_logbuf_size=8")
+    w = watcher(server, "fetchers")
+    spacer = "X" * 180
+    with server.conn() as c:
+        batch = 500
+        for start_at in range(0, 80000, batch):
+            c.send("".join(f"get foo{i}{spacer}\r\n" for i in range(start_at, start_at + batch)))
+            c.expect("END\r\n" * batch)
+        for n in range(1000000):
+            if n % 100 == 0:
+                c.call("get foo\r\n", "END\r\n")
+            line = raw_line(w)
+            if line.startswith("skipped="):
+                assert int(line[len("skipped="):]) > 0, line
+                break
+        assert GET_LINE.fullmatch(raw_line(w)), "no real line after the skipped= line"
+        w.close()
+
+
+CONN_LINE = re.compile(r"ts=\d+\.\d+ gid=\d+ type=(conn_new|conn_close) rip=(\S+) rport=(\d+) "
+                       r"transport=tcp(?: reason=(\w+))? cfd=(\d+)")
+
+
+def conn_lines(w, port):
+    """The conn_new and conn_close lines of the client on this port (lines about other
+    connections, such as the closing of the one that found the server up, are skipped)."""
+    found = {}
+    while len(found) < 2:
+        line = raw_line(w)
+        m = CONN_LINE.fullmatch(line)
+        assert m, line
+        if int(m.group(3)) == port:
+            assert m.group(1) not in found and (found or m.group(1) == "conn_new"), line
+            found[m.group(1)] = m
+    return found["conn_new"], found["conn_close"]
+
+
+def test_watch_connevents(start):
+    """watch connevents: a conn_new line for each accepted connection (its address and fd)
+    and a conn_close line with the reason: normal after quit or the client's close, error
+    after a protocol error, as memcached's t/watcher.t checks."""
+    server = start()
+    w = watcher(server, "connevents")
+    for ending, reason in (("quit\r\n", "normal"), (None, "normal"),
+                           ("GET / HTTP/1.1\r\n", "error")):
+        c = server.conn()
+        c.call("version\r\n", "VERSION ")
+        c.line()
+        port = c.sock.getsockname()[1]
+        if ending:
+            c.send(ending)
+        else:
+            c.close()
+        new, closed = conn_lines(w, port)
+        assert new.group(4) is None and new.group(2) == "127.0.0.1", new.group(0)
+        assert closed.group(2, 5) == new.group(2, 5)
+        assert closed.group(4) == reason, (ending, closed.group(0))
+        c.close()
+    w.close()
+
+
 def test_watcher_limit(start):
     """The 21st watcher is refused with 'WATCHER_TOO_MANY log watcher limit reached'."""
     server = start()
@@ -1107,6 +1176,19 @@ def test_verbosity(srv):
 
 # ---------------------------------------------------------------------------------------------
 # field names of stats, stats settings, stats items, stats slabs
+
+
+def test_stats_has_exactly_memcacheds_fields(start):
+    """stats reports memcached's fields and no others (memcached's t/stats.t counts them):
+    every field of MEMCACHED_STATS by default; without the crawler, not its two, and without
+    the LRU maintainer, not its juggles nor the segmented LRU's figures."""
+    off = {"lru_crawler_running", "lru_crawler_starts", "lru_maintainer_juggles",
+           "evicted_active", "moves_to_cold", "moves_to_warm", "moves_within_lru",
+           "direct_reclaims", "lru_bumps_dropped"}
+    with start().conn() as c:
+        assert set(c.stats()) ^ set(MEMCACHED_STATS) == set()
+    with start("-o", "no_lru_crawler,no_lru_maintainer").conn() as c:
+        assert set(c.stats()) ^ (set(MEMCACHED_STATS) - off) == set()
 
 
 def test_stats_field_names_and_simple_values(start):

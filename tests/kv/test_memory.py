@@ -1,6 +1,8 @@
 """Memory limit (-m): eviction keeps the server answering with the recent keys, and the
 resident size stays near the limit."""
 
+import os
+
 import pytest
 
 from kvlib import rss_kb
@@ -49,3 +51,23 @@ def test_resident_memory_stays_near_the_limit(server):
         assert int(c.stats()["evictions"]) > 0
         c.call("set after 0 0 5\r\nhello\r\nget after\r\n", "STORED\r\nVALUE after 0 5\r\nhello\r\nEND\r\n")
 
+
+
+def test_initial_malloc_hook_counts_against_the_limit(start):
+    """T_MEMD_INITIAL_MALLOC (memcached's test hook, its t/64bit.t): the bytes given count as
+    taken at the start, in total_malloced and against -m. With room for one 1 MB page left,
+    400 KB values fill that page and the next one is refused (-M: an error, no eviction)."""
+    taken = (64 << 20) - (2 << 20) + 32
+    server = start("-m", "64", "-M", env=dict(os.environ, T_MEMD_INITIAL_MALLOC=str(taken)))
+    with server.conn() as c:
+        slabs = c.stats("slabs")
+        assert int(slabs["total_malloced"]) == taken
+        assert slabs["active_slabs"] == "0"
+        size = 400 * 1024
+        replies = []
+        for i in range(5):
+            c.send(b"set big%d 0 0 %d\r\n%s\r\n" % (i, size, b"a" * size))
+            replies.append(c.line())
+        assert replies[:2] == [b"STORED\r\n"] * 2, replies
+        assert all(r.startswith(b"SERVER_ERROR ") for r in replies[2:]), replies
+        assert c.stats("slabs")["active_slabs"] == "1"

@@ -273,6 +273,24 @@ def test_ms_with_an_older_cas_and_invalidate_stores_a_stale_value(srv):
         c.call("mg st v\r\n", "VA 2 Z X\r\nv4\r\n")
 
 
+def test_ms_stale_store_keeps_the_ttl_and_the_handed_out_token(srv):
+    """After md I T30 and a fetch that won the recache token, ms C<older cas> I T90 stores
+    the value as stale but keeps the item's ttl (not T90) and the token already sent: the
+    next fetch sees X and Z, and does not win W again (memcached's t/metaget.t)."""
+    with srv.conn() as c:
+        c.call("ms inv 3\r\nmoo\r\n", "HD\r\n")
+        c.send("ms inv 3 c\r\nmoo\r\n")
+        cas = int(line_re(c, r"HD c(\d+)").group(1))   # 2 or more: C{cas - 1} is not C0
+        c.call("md inv I T30\r\n", "HD\r\n")
+        c.send("mg inv v t\r\n")
+        line_re(c, r"VA 3 t(30|29) X W")
+        c.expect("moo\r\n")
+        c.call(f"ms inv 1 I T90 C{cas - 1}\r\nf\r\n", "HD\r\n")
+        c.send("mg inv v t\r\n")
+        line_re(c, r"VA 1 t(30|29|28) Z X")
+        c.expect("f\r\n")
+
+
 def test_ms_append_and_prepend_compare_cas(srv):
     """As memcached: ms in append or prepend mode given C needs the cas to match."""
     with srv.conn() as c:

@@ -97,3 +97,13 @@ def test_port_file_not_written_for_a_unix_socket(port_file_server, tmp_path):
     assert sock.exists() and s.proc.poll() is None
     s.stop()
     assert not (tmp_path / "ports").exists()
+
+
+@pytest.mark.parametrize("listen", [[], ["-l", HOST]])
+def test_no_port_at_all_runs_and_writes_an_empty_port_file(port_file_server, listen):
+    """-p 0 and -U 0 without -s: nothing to listen on, and the server still starts, runs and
+    writes an empty port file, as memcached does (its t/issue_67.t starts it with -p 0)."""
+    s = port_file_server(*listen, "-p", "0", "-U", "0")
+    assert s.text() == ""
+    assert s.proc.poll() is None
+    s.stop()

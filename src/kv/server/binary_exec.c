@@ -534,6 +534,7 @@ static void run(struct conn *c, const char *ext, const char *key)
 	case KV_BIN_QUIT:
 		success(c, quiet, NULL, 0, 0);
 		c->closing = 1;
+		c->close_reason = KV_CLOSE_NORMAL;
 		break;
 	case KV_BIN_STAT:
 		cmd_stat(c, key, nkey);

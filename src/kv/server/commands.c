@@ -319,6 +319,7 @@ void kv_execute(struct conn *c, const char *line, size_t len)
 			   SIGUSR1 (graceful: a memory file's items are kept). */
 			kv_logv(1, "locus-kv: shutdown command from connection %d", c->fd);
 			c->close_now = 1;
+			c->close_reason = KV_CLOSE_SHUTDOWN;
 			kill(getpid(), cmd.shutdown == 1 ? SIGUSR1 : SIGINT);
 		}
 		break;
@@ -331,6 +332,7 @@ void kv_execute(struct conn *c, const char *line, size_t len)
 		break;
 	case KV_CMD_QUIT:
 		c->closing = 1;
+		c->close_reason = KV_CLOSE_NORMAL;
 		break;
 	case KV_CMD_STATS:
 		kv_cmd_stats(c, &cmd);

@@ -82,6 +82,7 @@ void kv_conn_close(struct conn *c)
 		c->next->prev = c->prev;
 	pthread_mutex_unlock(&w->lock);
 	kv_watch_forget(c);
+	kv_watch_conn_close(c);
 	event_del(c->ev);
 	event_free(c->ev);
 	if (c->ssl)
@@ -130,6 +131,7 @@ struct conn *kv_conn_new(struct worker *w, int fd, int tls)
 	pthread_mutex_unlock(&w->lock);
 	w->cnt.curr_connections++;
 	w->cnt.total_connections++;
+	kv_watch_conn_new(c);
 	return c;
 }
 
@@ -305,6 +307,7 @@ static void conn_service(struct conn *c, int readable)
 						kv_bin_negotiate(c);
 				} else if (n < 0) {
 					c->peer_eof = 1;
+					c->close_reason = KV_CLOSE_NORMAL;
 				}
 			}
 		}
@@ -326,6 +329,14 @@ static void conn_service(struct conn *c, int readable)
 		}
 		if (!c->closing && !c->yielded && !c->watcher && kv_out_pending(c) < OUT_HIGH &&
 		    (c->dumping || input_runnable(c)))
+			continue;
+		/*
+		 * A watcher whose lines waited for its output to drain: the write just
+		 * made room, so move them now. No later wake-up is due for them (one
+		 * comes only with a new line), and the "skipped=" count waits with them.
+		 */
+		if (c->watcher && !c->closing && kv_out_pending(c) < OUT_HIGH &&
+		    kv_watch_waiting(c))
 			continue;
 		int more = c->yielded && !c->closing && input_runnable(c);
 		if ((c->peer_eof || c->closing) && !kv_out_pending(c) && !more && !c->dumping) {
@@ -390,6 +401,7 @@ void kv_conn_close_idle(struct worker *w)
 			w->cnt.idle_kicks++;
 			/* Counted where stats reads it before the client can see the close. */
 			kv_counts_flush(kv_srv.st, &w->cnt);
+			c->close_reason = KV_CLOSE_IDLE;
 			kv_conn_close(c);
 		}
 	}

@@ -332,8 +332,6 @@ void kv_listen_open(void)
 			if (listen_entry(h, err, sizeof(err)) != 0)
 				kv_die("%s", err);
 		free(list);
-	} else if (kv_srv.set.port == 0 && kv_srv.set.udp_port == 0) {
-		kv_die("-p 0, -U 0 and no -s: nothing to listen on");
 	} else if (listen_on(NULL, kv_srv.set.port, kv_srv.set.tls.enabled, err, sizeof(err)) !=
 		   0) {
 		kv_die("%s", err);

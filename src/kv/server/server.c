@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,25 @@ void kv_logv(int level, const char *fmt, ...)
 }
 
 /* ---------- workers ---------- */
+
+/*
+ * T_MEMD_INITIAL_MALLOC: memcached's hook for its test suite, the bytes its
+ * slab allocator counts as taken at the start (t/64bit.t fakes 4 GB with it).
+ * A value that is not a whole non-negative number is ignored (memcached also
+ * ignores one it cannot read, and would wrap a negative one).
+ */
+static size_t initial_malloced(void)
+{
+	const char *v = getenv("T_MEMD_INITIAL_MALLOC");
+	if (!v || *v < '0' || *v > '9')
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+		end++;
+	return errno || *end || n > SIZE_MAX ? 0 : (size_t)n;
+}
 
 static void worker_notify(evutil_socket_t fd, short what, void *arg)
 {
@@ -149,6 +169,7 @@ int main(int argc, char **argv)
 		kv_logv(1, "locus-kv: note: %s", kv_srv.set.notes[i]);
 	kv_srv.set.store.memory_file = kv_srv.set.memory_file;
 	kv_srv.set.store.slab_reassign = kv_srv.set.slab_reassign;
+	kv_srv.set.store.initial_malloced = initial_malloced();
 	kv_srv.st = kv_store_open(&kv_srv.set.store, err, sizeof(err));
 	if (!kv_srv.st)
 		kv_die("%s", err);

@@ -113,8 +113,10 @@ struct conn {
 	struct conn *next; /* the worker's list (under its lock) */
 	struct conn *prev;
 	/* For "stats conns" (read by other workers under this worker's lock). */
-	char addr[128];		 /* the peer, as memcached prints it (set before it is listed) */
-	char listen[128];	 /* the socket it came in on (likewise) */
+	char addr[128];	  /* the peer, as memcached prints it (set before it is listed) */
+	char listen[128]; /* the socket it came in on (likewise) */
+	struct sockaddr_storage peer; /* the peer's address (watch connevents) */
+	int close_reason;	      /* enum kv_close_reason: why it closes (watch connevents) */
 	uint32_t last_cmd;	 /* server time of its last command, or of its accept (atomic) */
 	int ran_cmd;		 /* it has run a command */
 	int activity;		 /* what it is doing, enum conn_activity (atomic) */

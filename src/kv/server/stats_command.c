@@ -1,9 +1,10 @@
 /*
  * locus-kv's "stats" command: every subcommand memcached 1.6.18 has, its
  * fields in memcached's order (what has no counterpart here is reported as
- * memcached would with the feature idle: 0, or "no"), then locus-kv's own
- * sync_* lines. Only the first word after "stats" counts; the rest is
- * ignored, as memcached ignores it.
+ * memcached would with the feature idle: 0, or "no"), and no field of its
+ * own: a client or test may count them (memcached's t/stats.t does). The
+ * sections' specs are in "stats settings" and "stats sync". Only the first
+ * word after "stats" counts; the rest is ignored, as memcached ignores it.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -148,9 +149,6 @@ void kv_stats_general(struct kv_buf *b)
 		STAT_U64(b, "direct_reclaims", c->direct_reclaims);
 		STAT_U64(b, "lru_bumps_dropped", 0); /* bumps are never queued here */
 	}
-	for (int s = 0; s < KV_SECTIONS; s++)
-		kv_buf_addf(b, "STAT sync_%s %s\r\n", kv_section_names[s],
-			    kv_store_sync_spec(kv_srv.st, (enum kv_section)s));
 	kv_buf_add(b, "END\r\n", 5);
 	free(f);
 }
@@ -255,8 +253,10 @@ void kv_conn_addresses(struct conn *c)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	memset(&ss, 0, sizeof(ss));
-	if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == 0)
+	if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == 0) {
 		addr_text(&ss, "tcp", c->addr, sizeof(c->addr));
+		c->peer = ss;
+	}
 	len = sizeof(ss);
 	memset(&ss, 0, sizeof(ss));
 	if (getsockname(c->fd, (struct sockaddr *)&ss, &len) == 0)

@@ -1,7 +1,9 @@
 /* locus-kv's "watch" (watch.h). */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <event2/event.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +181,51 @@ void kv_watch_eviction(void *ctx, const struct kv_item *it, uint32_t now)
 	publish(KV_WATCH_EVICTIONS, b);
 }
 
+/*
+ * memcached's connection lines: rip and rport of the peer ("unix" and 0 on a Unix
+ * socket), transport local or tcp, and for a close its reason.
+ */
+static void conn_line(const struct conn *c, const char *type, const char *reason)
+{
+	static const char *const reasons[] = {[KV_CLOSE_ERROR] = "error",
+					      [KV_CLOSE_NORMAL] = "normal",
+					      [KV_CLOSE_IDLE] = "idle_timeout",
+					      [KV_CLOSE_SHUTDOWN] = "shutdown"};
+	char rip[INET6_ADDRSTRLEN] = "unix";
+	unsigned port = 0;
+	const char *transport = "local";
+	if (c->peer.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)&c->peer;
+		inet_ntop(AF_INET, &a->sin_addr, rip, sizeof(rip));
+		port = ntohs(a->sin_port);
+		transport = "tcp";
+	} else if (c->peer.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)&c->peer;
+		inet_ntop(AF_INET6, &a->sin6_addr, rip, sizeof(rip));
+		port = ntohs(a->sin6_port);
+		transport = "tcp";
+	}
+	struct kv_buf *b = start_line(type);
+	b->len -= strlen(" key="); /* start_line ends ready for a key; these lines have none */
+	kv_buf_addf(b, " rip=%s rport=%u transport=%s", rip, port, transport);
+	if (reason)
+		kv_buf_addf(b, " reason=%s", reasons[c->close_reason]);
+	kv_buf_addf(b, " cfd=%d\n", c->fd);
+	publish(KV_WATCH_CONNEVENTS, b);
+}
+
+void kv_watch_conn_new(const struct conn *c)
+{
+	if (kv_watch_wanted(KV_WATCH_CONNEVENTS))
+		conn_line(c, "conn_new", NULL);
+}
+
+void kv_watch_conn_close(const struct conn *c)
+{
+	if (kv_watch_wanted(KV_WATCH_CONNEVENTS))
+		conn_line(c, "conn_close", "");
+}
+
 void kv_watch_pull(struct conn *c)
 {
 	struct watcher *w = c->watcher;
@@ -201,6 +248,17 @@ void kv_watch_pull(struct conn *c)
 	pthread_mutex_unlock(&reg.lock);
 }
 
+int kv_watch_waiting(struct conn *c)
+{
+	struct watcher *w = c->watcher;
+	if (!w)
+		return 0;
+	pthread_mutex_lock(&reg.lock);
+	int waiting = w->buf.len || w->skipped;
+	pthread_mutex_unlock(&reg.lock);
+	return waiting;
+}
+
 static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -217,7 +275,7 @@ static const struct {
 } kind_names[] = {
 	{"fetchers", KV_WATCH_FETCHERS},   {"mutations", KV_WATCH_MUTATIONS},
 	{"evictions", KV_WATCH_EVICTIONS}, {"rawcmds", KV_WATCH_OTHER},
-	{"sysevents", KV_WATCH_OTHER},	   {"connevents", KV_WATCH_OTHER},
+	{"sysevents", KV_WATCH_OTHER},	   {"connevents", KV_WATCH_CONNEVENTS},
 	{"proxyreqs", KV_WATCH_OTHER},	   {"proxyevents", KV_WATCH_OTHER},
 	{"proxyuser", KV_WATCH_OTHER},
 };

@@ -27,7 +27,16 @@ enum kv_watch_kind {
 	KV_WATCH_FETCHERS = 1,
 	KV_WATCH_MUTATIONS = 2,
 	KV_WATCH_EVICTIONS = 4,
-	KV_WATCH_OTHER = 8, /* rawcmds, sysevents, connevents, proxy*: accepted, never sent here */
+	KV_WATCH_OTHER = 8, /* rawcmds, sysevents, proxy*: accepted, never sent here */
+	KV_WATCH_CONNEVENTS = 16,
+};
+
+/* Why a connection closed, as memcached's conn_close lines name it (its order). */
+enum kv_close_reason {
+	KV_CLOSE_ERROR,	   /* anything but the three below */
+	KV_CLOSE_NORMAL,   /* the client closed its side, or quit */
+	KV_CLOSE_IDLE,	   /* idle_timeout */
+	KV_CLOSE_SHUTDOWN, /* its shutdown command */
 };
 
 struct conn;
@@ -59,8 +68,13 @@ void kv_watch_fetch(void *ctx, const char *key, size_t nkey, enum kv_get_status 
 /* The connection whose commands this thread runs now (its fd, for item_get lines). */
 void kv_watch_conn(int fd);
 
+/* watch connevents: a conn_new line for c, or a conn_close line with c->close_reason. */
+void kv_watch_conn_new(const struct conn *c);
+void kv_watch_conn_close(const struct conn *c);
 /* The watcher's worker: move its waiting lines into c's output (while it has room). */
 void kv_watch_pull(struct conn *c);
+/* Does c's watcher have lines (or a "skipped=" count) not yet moved into its output? */
+int kv_watch_waiting(struct conn *c);
 /* A watcher's connection closes. */
 void kv_watch_forget(struct conn *c);
 /* A thread that logged events ends: its line buffer goes. */

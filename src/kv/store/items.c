@@ -455,8 +455,14 @@ static uint64_t store_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		}
 		if (shown_cas(h->st, old) != rq->cas || rq->cas == 0) {
 			if (rq->mode == KV_CAS_STALE && rq->cas < shown_cas(h->st, old)) {
-				/* an older writer's value: store it as stale */
-				it->mark = (uint8_t)((it->mark | KV_IT_STALE) & ~KV_IT_WON);
+				/*
+				 * An older writer's value: stored as stale, as memcached does,
+				 * keeping the item's exptime and its handed-out recache token,
+				 * so the invalidation's window and its one winner still hold.
+				 */
+				it->mark = (uint8_t)((it->mark & ~KV_IT_WON) | KV_IT_STALE |
+						     (old->mark & KV_IT_WON));
+				kv_item_set_exptime(it, old->exptime);
 				break;
 			}
 			rq->result = KV_EXISTS;

@@ -137,6 +137,12 @@ struct kv_slabs *kv_slabs_new(size_t limit, size_t item_size_max, double factor,
 	return s;
 }
 
+void kv_slabs_count_taken(struct kv_slabs *s, size_t n)
+{
+	if (!s->region)
+		s->malloced = n;
+}
+
 void kv_slabs_delete(struct kv_slabs *s)
 {
 	if (!s)

@@ -41,6 +41,8 @@ struct kv_slabs;
  */
 struct kv_slabs *kv_slabs_new(size_t limit, size_t item_size_max, double factor, unsigned chunk_min,
 			      size_t chunk_max, char *region, size_t region_len);
+/* Count n bytes as taken already (no -e): memcached's T_MEMD_INITIAL_MALLOC test hook. */
+void kv_slabs_count_taken(struct kv_slabs *s, size_t n);
 /* Free every page: only once nothing uses the allocator any more. */
 void kv_slabs_delete(struct kv_slabs *s);
 

@@ -204,6 +204,8 @@ static int make_memory(kv_store *st)
 	st->lru = kv_lru_new(&st->clock, &st->cfg.lru);
 	if (!st->slabs || !st->lru)
 		return -1;
+	if (st->cfg.initial_malloced)
+		kv_slabs_count_taken(st->slabs, st->cfg.initial_malloced);
 	return kv_assoc_init(&st->assoc, hashpower, st->cfg.stripes, st->cfg.hash_expand);
 }
 

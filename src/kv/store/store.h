@@ -86,6 +86,12 @@ struct kv_store_config {
 	int slab_reassign; /* page moves allowed (checked by a restart, as memcached) */
 	struct kv_lru_tune lru;
 	int lru_maintainer; /* run the LRU maintainer thread (maintainer.c); 0: flat */
+	/*
+	 * Bytes counted as already taken at the start, against mem_limit and in
+	 * total_malloced (without -e): memcached's T_MEMD_INITIAL_MALLOC, the
+	 * hook its t/64bit.t fakes a 4 GB cache with. 0: none.
+	 */
+	size_t initial_malloced;
 	/* One executor spec per section ("mutex", "mcs:spin", "async", ...). */
 	char sync[KV_SECTIONS][128];
 };
