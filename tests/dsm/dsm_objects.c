@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dsm_args.h"
 #include "locus/dsm.h"
 
 #define LOCKS 2000
@@ -204,17 +205,6 @@ static void heap_thread(int t, void *arg)
 	}
 }
 
-static long arg(const char *s, long lo, long hi)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || v < lo || v > hi) {
-		fprintf(stderr, "dsm_objects: '%s' is not a number from %ld to %ld\n", s, lo, hi);
-		exit(2);
-	}
-	return v;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -225,8 +215,8 @@ int main(int argc, char **argv)
 		return 1;
 	me = locus_dsm_node();
 	nodes = locus_dsm_nodes();
-	iters = argc > 2 ? arg(argv[2], 1, 10000000) : 100;
-	team = argc > 3 ? (int)arg(argv[3], 1, 64) : 1;
+	iters = argc > 2 ? dsm_test_arg("dsm_objects", argv[2], 1, 10000000) : 100;
+	team = argc > 3 ? (int)dsm_test_arg("dsm_objects", argv[3], 1, 64) : 1;
 	const char *mode = argv[1];
 	sh = locus_dsm_alloc(sizeof(*sh));
 	struct counter **counters = locus_dsm_alloc(LOCKS * sizeof(*counters));

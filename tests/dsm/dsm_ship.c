@@ -37,6 +37,7 @@
 #include <sys/mman.h>
 
 #include "locus/cs.h"
+#include "dsm_args.h"
 #include "locus/dsm.h"
 
 #define PAGE	  4096
@@ -456,17 +457,6 @@ static int mode_refuse(void)
 	return 0;
 }
 
-static long arg(const char *s, long lo, long hi)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || v < lo || v > hi) {
-		fprintf(stderr, "dsm_ship: '%s' is not a number from %ld to %ld\n", s, lo, hi);
-		exit(2);
-	}
-	return v;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -477,8 +467,8 @@ int main(int argc, char **argv)
 		return 1;
 	me = locus_dsm_node();
 	nodes = locus_dsm_nodes();
-	iters = argc > 2 ? arg(argv[2], 1, 100000000) : 100;
-	team = argc > 3 ? (int)arg(argv[3], 1, 64) : 1;
+	iters = argc > 2 ? dsm_test_arg("dsm_ship", argv[2], 1, 100000000) : 100;
+	team = argc > 3 ? (int)dsm_test_arg("dsm_ship", argv[3], 1, 64) : 1;
 	const char *mode = argv[1];
 	static const struct {
 		const char *name;
