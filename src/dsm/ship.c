@@ -535,20 +535,25 @@ uint64_t locus_dsm_call_home(locus_fn fn, void *state, uint64_t a, uint64_t b, u
 	return locus_dsm_call(home, fn, state, a, b, c);
 }
 
-int dsm_atomic_here(const void *state)
+/* A home's atomics run on the calling thread there (internal.h says when). */
+static int atomic_runs_here(int home)
 {
-	return locus_dsm_home(state) == dsm.node && !on_server && dsm.proto &&
+	return home == dsm.node && !on_server && dsm.proto &&
 	       (dsm.nodes == 1 || !dsm.proto->thread_fault);
 }
 
+int dsm_atomic_here(const void *state)
+{
+	return atomic_runs_here(locus_dsm_home(state));
+}
+
+/* state is in the region: the callers (atomic.c, objects.c) checked it. */
 uint64_t dsm_call_atomic(const char *what, locus_fn fn, void *state, uint64_t a, uint64_t b,
 			 uint64_t c)
 {
-	int home = home_of(what, state);
-	if (home < 0)
-		exit(1);
 	dsm_require_running(what);
-	if (dsm_atomic_here(state)) {
+	int home = locus_dsm_home(state);
+	if (atomic_runs_here(home)) {
 		dsm_sync_point();
 		return fn(state, a, b, c);
 	}
