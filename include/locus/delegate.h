@@ -19,10 +19,12 @@
  * a client that is blocked on a slot serves it (runs every request in it)
  * under the slot's try-lock, so a greedy client cannot starve the others.
  *
- * Each client thread gets, per server, a channel of request lines (64 bytes,
- * written only by the client) and response slots (16 bytes, written only by
- * the server), so no line has two writers and the fast path has no atomic
- * read-modify-write. Channels are made on a thread's first request and are
+ * Each client thread gets, per server, a channel of request lines (64 bytes)
+ * and response slots (16 bytes): the client writes only requests, the server
+ * only responses, so the fast path has no atomic read-modify-write. A
+ * one-line channel (ffwd) keeps its response slot in the request line, so a
+ * call moves one cache line there and back; a channel of several lines
+ * (async) packs its slots four to a line apart from the requests. Channels are made on a thread's first request and are
  * reused by later threads after their owner exits; there is no thread limit.
  */
 #ifndef LOCUS_DELEGATE_H

@@ -25,7 +25,7 @@ static int replacing(void)
 static void locus_acquired(struct lp_shadow *sh, pthread_t me, int contended, uint64_t t0)
 {
 	if (lp_cfg.profiling) {
-		uint64_t now = lp_ticks();
+		uint64_t now = ticks();
 		lp_prof_acquired(sh, me, now, contended, contended ? now - t0 : 0);
 	}
 	st_relaxed(&sh->owner, me);
@@ -43,7 +43,7 @@ static void locus_acquire(struct lp_shadow *sh)
 		locus_acquired(sh, me, 0, 0);
 		return;
 	}
-	uint64_t t0 = lp_ticks();
+	uint64_t t0 = ticks();
 	lock_lock(&sh->lock);
 	locus_acquired(sh, me, 1, t0);
 }
@@ -69,7 +69,7 @@ static int locus_release(struct lp_shadow *sh)
 	if (lp_unlikely(ld_relaxed(&sh->owner) == 0))
 		return EPERM;
 	if (lp_cfg.profiling)
-		lp_prof_released(sh, lp_ticks());
+		lp_prof_released(sh, ticks());
 	st_relaxed(&sh->owner, 0);
 	lock_unlock(&sh->lock);
 	return 0;
@@ -100,7 +100,7 @@ static int locus_timed(struct lp_shadow *sh, clockid_t clk, const struct timespe
 	}
 	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= NS_PER_S)
 		return EINVAL;
-	uint64_t t0 = lp_ticks();
+	uint64_t t0 = ticks();
 	long nap = 1000;
 	for (unsigned i = 0;; i++) {
 		if (lock_trylock(&sh->lock) == 0)
@@ -143,7 +143,7 @@ static void real_acquired(struct lp_shadow *sh, pthread_t me, int contended, uin
 		st_relaxed(&sh->st.acquisitions, sh->st.acquisitions + 1);
 		return;
 	}
-	uint64_t now = lp_ticks();
+	uint64_t now = ticks();
 	lp_prof_acquired(sh, me, now, contended, contended ? now - t0 : 0);
 	st_relaxed(&sh->owner, me);
 }
@@ -165,7 +165,7 @@ static int real_releasing(struct lp_shadow *sh, pthread_t me)
 		st_relaxed(&sh->st.depth, sh->st.depth - 1);
 		return 1;
 	}
-	lp_prof_released(sh, lp_ticks());
+	lp_prof_released(sh, ticks());
 	st_relaxed(&sh->owner, 0);
 	return 1;
 }
@@ -177,7 +177,7 @@ static int real_lock(struct lp_shadow *sh, pthread_mutex_t *m)
 		real_acquired(sh, me, 0, 0);
 		return 0;
 	}
-	uint64_t t0 = lp_ticks();
+	uint64_t t0 = ticks();
 	int rc = lp_real.mutex_lock(m);
 	if (rc == 0)
 		real_acquired(sh, me, 1, t0);
@@ -192,7 +192,7 @@ static int real_timed(struct lp_shadow *sh, pthread_mutex_t *m, int clocked, clo
 		real_acquired(sh, me, 0, 0);
 		return 0;
 	}
-	uint64_t t0 = lp_ticks();
+	uint64_t t0 = ticks();
 	int rc = clocked ? lp_real.mutex_clocklock(m, clk, abstime)
 			 : lp_real.mutex_timedlock(m, abstime);
 	if (rc == 0)

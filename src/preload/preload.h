@@ -226,16 +226,6 @@ int lp_cond_broadcast(pthread_cond_t *c);
 
 /* ---- profile (profile.c) ------------------------------------------------- */
 
-/* The profile's clock: the TSC where there is one, else CLOCK_MONOTONIC in ns. */
-static inline uint64_t lp_ticks(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	return __builtin_ia32_rdtsc();
-#else
-	return mono_ns();
-#endif
-}
-
 void lp_profile_setup(void);
 /* Record, by the new holder, an acquisition at tick `now`; waited = ticks spent
    waiting if contended. */

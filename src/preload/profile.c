@@ -333,7 +333,7 @@ static double calibrate(double *seconds)
 	uint64_t ns = mono_ns();
 	while (ns - base_ns < 10000000ull)
 		ns = mono_ns();
-	uint64_t t = lp_ticks();
+	uint64_t t = ticks();
 	*seconds = (double)(ns - base_ns) / NS_PER_S;
 #if defined(__x86_64__) || defined(__i386__)
 	return (double)(t - base_ticks) / (double)(ns - base_ns);
@@ -567,7 +567,7 @@ void lp_profile_report(void)
 
 void lp_profile_after_fork(void)
 {
-	base_ticks = lp_ticks();
+	base_ticks = ticks();
 	base_ns = mono_ns();
 }
 
@@ -610,7 +610,7 @@ void lp_profile_setup(void)
 	void *p = mmap(NULL, (size_t)HIST_MAX * LP_HIST_BUCKETS * sizeof(uint64_t),
 		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	hist_arena = p == MAP_FAILED ? NULL : p;
-	base_ticks = lp_ticks();
+	base_ticks = ticks();
 	base_ns = mono_ns();
 	setup_signal();
 }

@@ -280,7 +280,7 @@ void lp_shadow_after_fork(void)
 		if (sh->owner) {
 			/* a hold in progress goes on in the child */
 			sh->st.last_owner = sh->owner;
-			sh->st.t_acquired = lp_ticks();
+			sh->st.t_acquired = ticks();
 			sh->st.depth = 1;
 		}
 	}

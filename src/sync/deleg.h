@@ -9,20 +9,30 @@
 #include "locus/fn.h"
 #include "locus/wait.h"
 
-/* A request line: written by one client, read by one server. */
+/* A response slot: written by the server, read by one client. */
+struct dl_resp {
+	uint64_t ret;
+	uint64_t seq; /* equals the request's seq once served */
+};
+
+/*
+ * A request line: written by one client, read by one server. A one-line
+ * channel (ffwd) has its response slot in the line too (`own`): the request
+ * goes to the server and its answer comes back in the same line, one cache
+ * line there and back, where a separate response line would move two (on
+ * the machines measured, 2-3 times as long as a one-line round trip). A
+ * channel of several lines (async) keeps its slots packed apart, four to a
+ * line, so that one line brings back up to four answers.
+ */
 struct dl_req {
 	locus_fn fn;
 	void *state;
 	uint64_t a, b, c;
 	uint64_t seq; /* the client bumps it (release) to publish a request */
-	uint64_t pad[2];
+	struct dl_resp own;
 } __attribute__((aligned(LOCUS_CACHELINE)));
 
-/* A response slot: written by the server, read by one client. Four to a line. */
-struct dl_resp {
-	uint64_t ret;
-	uint64_t seq; /* equals the request's seq once served */
-};
+_Static_assert(sizeof(struct dl_req) == LOCUS_CACHELINE, "a request line is one cache line");
 
 enum { DL_SYNC = 0, DL_ASYNC = 1 };
 
@@ -43,20 +53,23 @@ struct dl_server {
 	unsigned index;
 	struct dl_chan *chans; /* list head, pushed with CAS */
 	pthread_mutex_t reg;   /* serializes registration and slot allocation */
-	struct dl_resp *slot_block;
-	unsigned slot_used;
 	void **allocs; /* everything allocated for this server, freed at stop */
 	size_t nallocs, capallocs;
 	uint32_t flat; /* a flat slot: no thread; clients serve it themselves */
 	uint32_t serving
 		__attribute__((aligned(LOCUS_CACHELINE))); /* flat: 1 while a thread serves */
 	uint32_t bell;					   /* flat doorbell: serve me */
+	/* Read by every client at every request (dl_ring): written only when the
+	   server parks or stops, so the line stays shared while requests flow. */
 	uint32_t sleeping
 		__attribute__((aligned(LOCUS_CACHELINE))); /* park.h word of the server thread */
 	uint32_t stop;
 	uint32_t spins;
-	struct locus_delegate_stats stats;
-	uint64_t started_ns;
+	/* Written by the server at every request: a line of its own, or each
+	   request would pull the line above away from its clients and back. */
+	struct locus_delegate_stats stats __attribute__((aligned(LOCUS_CACHELINE)));
+	uint64_t busy_ticks; /* stats.busy_ns in ticks() (clock.h), converted when read */
+	uint64_t started_ns, started_ticks;
 } __attribute__((aligned(LOCUS_CACHELINE)));
 
 /*

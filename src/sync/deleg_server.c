@@ -301,6 +301,7 @@ static struct dl_server *servers_new(unsigned n, int is_flat, char *err, size_t 
 		servers[i].spins = LOCUS_WAIT_SPINS_DEFAULT;
 		pthread_mutex_init(&servers[i].reg, NULL);
 		servers[i].started_ns = mono_ns();
+		servers[i].started_ticks = ticks();
 	}
 	return servers;
 }
@@ -326,9 +327,10 @@ static void server_signal_stop(struct dl_server *s)
 /*
  * Run every request of one channel. The request is counted before its
  * response is published, so a client that has its result also sees it
- * counted (its acquire of the response orders the count before).
+ * counted (its acquire of the response orders the count before). *t0 is
+ * set, at the first request a pass finds, to when it was found.
  */
-static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch)
+static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch, uint64_t *t0)
 {
 	uint64_t served = 0;
 	for (uint32_t i = 0; i < ch->lines; i++) {
@@ -336,6 +338,8 @@ static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch)
 		uint64_t seq = ld_acquire(&r->seq);
 		if (seq == ld_relaxed(&ch->resp[i].seq))
 			continue;
+		if (!*t0)
+			*t0 = ticks();
 		st_relaxed(&ch->resp[i].ret, r->fn(r->state, r->a, r->b, r->c));
 		/* Only the server thread writes the count; readers load it atomically.
 		   Flat slots keep no statistics. */
@@ -355,11 +359,12 @@ static void wake_clients(struct dl_server *s)
 		park_wake_fenced(&ch->client_wait);
 }
 
-static uint64_t serve_pass(struct dl_server *s)
+/* One pass over the channels; *t0 as in serve_channel. */
+static uint64_t serve_pass(struct dl_server *s, uint64_t *t0)
 {
 	uint64_t served = 0;
 	for (struct dl_chan *ch = ld_acquire(&s->chans); ch; ch = ch->next)
-		served += serve_channel(s, ch);
+		served += serve_channel(s, ch, t0);
 	if (served)
 		wake_clients(s);
 	return served;
@@ -394,10 +399,12 @@ static void *server_main(void *arg)
 	struct serving_frame frame;
 	serving_enter(&frame, s, 1);
 	for (;;) {
-		uint64_t t0 = mono_ns();
-		uint64_t served = serve_pass(s);
+		/* No clock read while polling: a request waits for the poll that
+		   finds it, so the busy time starts there (serve_channel). */
+		uint64_t t0 = 0;
+		uint64_t served = serve_pass(s, &t0);
 		if (served) {
-			st_relaxed(&s->stats.busy_ns, s->stats.busy_ns + (mono_ns() - t0));
+			st_relaxed(&s->busy_ticks, s->busy_ticks + (ticks() - t0));
 			idle = 0;
 			continue;
 		}
@@ -429,9 +436,9 @@ int dl_serve_try(struct dl_server *s)
 		return -1;
 	struct serving_frame frame;
 	serving_enter(&frame, s, 0);
-	uint64_t served = 0;
+	uint64_t served = 0, t0 = 0;
 	for (struct dl_chan *ch = ld_acquire(&s->chans); ch; ch = ch->next)
-		served += serve_channel(s, ch);
+		served += serve_channel(s, ch, &t0);
 	serving_leave(&frame);
 	st_release(&s->serving, 0);
 	return (int)served;
@@ -465,16 +472,12 @@ static void *server_alloc(struct dl_server *s, size_t size)
 	return p;
 }
 
-/* Response slots: a one-line channel (ffwd) shares a cache line with three others. */
-static struct dl_resp *alloc_slots(struct dl_server *s, uint32_t lines)
+/* Response slots: a one-line channel's is in its request line (deleg.h). */
+static struct dl_resp *alloc_slots(struct dl_server *s, struct dl_req *req, uint32_t lines)
 {
-	if (lines > 1)
-		return server_alloc(s, lines * sizeof(struct dl_resp));
-	if (!s->slot_block || s->slot_used == LOCUS_CACHELINE / sizeof(struct dl_resp)) {
-		s->slot_block = server_alloc(s, LOCUS_CACHELINE);
-		s->slot_used = 0;
-	}
-	return &s->slot_block[s->slot_used++];
+	if (lines == 1)
+		return &req->own;
+	return server_alloc(s, lines * sizeof(struct dl_resp));
 }
 
 struct dl_chan *dl_chan_claim(struct dl_server *s, uint32_t kind, uint32_t lines)
@@ -489,7 +492,7 @@ struct dl_chan *dl_chan_claim(struct dl_server *s, uint32_t kind, uint32_t lines
 	if (!ch) {
 		ch = server_alloc(s, sizeof(*ch));
 		ch->req = server_alloc(s, lines * sizeof(struct dl_req));
-		ch->resp = alloc_slots(s, lines);
+		ch->resp = alloc_slots(s, ch->req, lines);
 		ch->lines = lines;
 		ch->kind = kind;
 		ch->owned = 1;
@@ -595,9 +598,13 @@ int locus_delegate_stats(unsigned i, struct locus_delegate_stats *out)
 	if (i < rt.n) {
 		struct dl_server *s = &rt.servers[i];
 		out->requests = ld_relaxed(&s->stats.requests);
-		out->busy_ns = ld_relaxed(&s->stats.busy_ns);
 		out->sleeps = ld_relaxed(&s->stats.sleeps);
-		out->alive_ns = mono_ns() - s->started_ns;
+		uint64_t now = mono_ns(), now_ticks = ticks();
+		out->alive_ns = now - s->started_ns;
+		out->busy_ns = ticks_to_ns(ld_relaxed(&s->busy_ticks), s->started_ticks,
+					   s->started_ns, now_ticks, now);
+		if (out->busy_ns > out->alive_ns)
+			out->busy_ns = out->alive_ns;
 		rc = 0;
 	}
 	pthread_mutex_unlock(&rt.mu);
