@@ -1,8 +1,11 @@
 """Figure sweeps: the quick runs write a CSV and a PNG whose legend names the seed's series."""
 
+import io
+
 import matplotlib.image
 
 from locus_tools import registry
+from locus_tools.bench import Progress
 from locus_tools.cli import main as reproduce_main
 from locus_tools.figure import aggregate, metric_value
 from locus_tools.plot import OVERSUB_NOTE, draw, legend_labels, series_labels
@@ -154,3 +157,57 @@ def test_a_failing_mechanism_leaves_gaps_not_an_abort(tmp_path, bench_path, mach
     mfig = draw(registry.get("seed002-fig11"), rows, machine)
     assert "flat:doorbell" not in series_labels(mfig)
     assert "flat:doorbell at threads=1" in " ".join(t.get_text() for t in mfig.texts)
+
+
+class _RecordingRunner:
+    """A figure runner that measures nothing: it notes the order of the points it is given."""
+
+    def __init__(self):
+        self.calls = []
+
+    def missing(self, setup):
+        return ""
+
+    def run(self, point, setup):
+        from locus_tools.bench import Result
+
+        self.calls.append((point.series, point.x))
+        return Result([], 0, records=[{"mops": float(len(self.calls))}])
+
+
+def _recording_figure(runner):
+    from locus_tools.figure import Figure, Panel, Point
+
+    return Figure(name="order", seed_ref="test", caption="order", bench="fetchadd", x_name="x",
+                  x_label="x", panels=[Panel("throughput", "mops")], mapping=lambda setup: "",
+                  points=lambda setup: [Point(series=s, x=x, args=[]) for x in (1, 2)
+                                        for s in "ABC"],
+                  runner=runner)
+
+
+def test_repeat_interleaves_the_series_of_each_x(machine):
+    """--repeat 3 measures A B C A B C A B C at each x, as locus-bench --repeat does, not A A A."""
+    from locus_tools.figure import Setup, run_figure
+
+    runner = _RecordingRunner()
+    rows = run_figure(_recording_figure(runner), Setup(machine=machine, bench=None, repeat=3),
+                      counter=Progress(18, io.StringIO()))
+    assert runner.calls == [(s, 1) for _ in range(3) for s in "ABC"] + \
+        [(s, 2) for _ in range(3) for s in "ABC"]
+    assert [r["rep"] for r in rows] == [k for _ in (1, 2) for k in range(3) for _ in "ABC"]
+    assert [(r["series"], r["x"]) for r in rows] == runner.calls
+
+
+def test_the_report_table_shows_the_median_and_range_of_repeats(machine):
+    from locus_tools.figure import Setup, run_figure
+    from locus_tools.report import summary_table
+
+    runner = _RecordingRunner()
+    fig = _recording_figure(runner)
+    rows = run_figure(fig, Setup(machine=machine, bench=None, repeat=3),
+                      counter=Progress(18, io.StringIO()))
+    # mops is the call number: A at x=1 ran 1st, 4th and 7th.
+    table = summary_table(fig, rows)
+    assert "| 1 | 4.00 (1.00–7.00) | 5.00 (2.00–8.00) | 6.00 (3.00–9.00) |" in table
+    one = summary_table(fig, [r for r in rows if r["rep"] == 0])
+    assert "| 1 | 1.00 | 2.00 | 3.00 |" in one  # one run: no range

@@ -74,7 +74,10 @@ def _figure_parser():
     p.add_argument("--quick", action="store_true",
                    help="very few points, short measurements: a smoke run (tests, demo)")
     p.add_argument("--repeat", type=int, default=1, metavar="K",
-                   help="measure each point K times; plots and tables use the median (default: 1)")
+                   help="measure each point K times, interleaved as locus-bench --repeat does: at "
+                        "each x, run 1 of every series, then run 2 of every one (A B C A B C, "
+                        "not A A A); plots and tables use the median, tables also show the "
+                        "range (default: 1)")
     p.add_argument("--bench", metavar="PATH",
                    help=f"locus-bench binary (default: {BENCH_DEFAULT})")
     p.add_argument("--sync", action="append", metavar="SPEC",

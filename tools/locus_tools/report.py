@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from . import PYTHON, REPRODUCE, registry
-from .figure import METRICS, aggregate, cycles_label, fmt_x, series_order
+from .figure import METRICS, aggregate, cycles_label, fmt_x, series_order, spread
 from .table import read_csv
 
 REPORT_NAME = "reproduction.md"
@@ -73,6 +73,7 @@ def summary_table(fig, rows):
         return by_metric[m]
 
     main = values_at(metric)
+    ranges = spread(rows, metric)
     ratios = fig.ratios(series)
     ratios = [r for r in ratios if any(s in series for s in r.num) and any(s in series for s in r.den)]
     bests = fig.best_of(series) if fig.best_of else []
@@ -88,7 +89,11 @@ def summary_table(fig, rows):
         if fig.table_series:
             for s in series:
                 v, o = at.get(s, (None, False))
-                cells.append(_fmt(v, metric) + ("*" if o and v is not None else ""))
+                lo, hi, n = ranges.get((s, x), (None, None, 0))
+                cell = _fmt(v, metric) + ("*" if o and v is not None else "")
+                if v is not None and n > 1:
+                    cell += f" ({_fmt(lo, metric)}–{_fmt(hi, metric)})"
+                cells.append(cell)
         plain = {s: v for s, (v, _) in at.items()}
         for label, names in bests:
             n, v = _best(plain, names, METRICS[metric][1])
@@ -102,7 +107,8 @@ def summary_table(fig, rows):
             cells.append(f"{num / den:.2f}x" if num is not None and den else "—")
         lines.append("| " + " | ".join(cells) + " |")
     unit = cycles_label(rows) if metric == "cycles" else METRICS[metric][0]
-    note = (f"Values: {unit}, median of repeats; `*` = more threads than CPUs; — = failed or "
+    note = (f"Values: {unit}, median of repeats (and their range, min–max, where a point was "
+            f"measured more than once); `*` = more threads than CPUs; — = failed or "
             f"not measured. Ratios compare the best of each group measured in the same run.")
     return [note, ""] + lines
 
