@@ -19,6 +19,9 @@ METRICS = {
     "server_busy_pct": ("server busy (%)", True),
     "mops": ("Mops/s (million ops/s)", True),
     "insert_s": ("seconds to insert N records", False),
+    "latency_cycles_mean": ("average request latency (TSC cycles)", False),
+    "latency_cycles_median": ("median request latency (TSC cycles)", False),
+    "ready_pct": ("responses ready when polled (%)", True),
 }
 
 
@@ -67,6 +70,7 @@ class Panel:
     yscale: str = "linear"
     vlines: Optional[Callable] = None  # machine -> [(x, label)]
     ylim0: bool = True  # start the y axis at 0 (linear scales)
+    kind: str = "line"  # line | bar (a group of bars per x, one bar per series)
 
 
 @dataclass
@@ -97,6 +101,7 @@ class Figure:
     ratios: Callable = lambda series: []
     best_of: Optional[Callable] = None
     table_series: bool = True  # one table column per series
+    more_tables: list = field(default_factory=list)  # metrics tabled after table_metric's
     series_style: Callable = lambda series, all_series: {}  # extra plot() keywords
     color_key: Callable = lambda series: series  # series with one key share a colour
     default_duration: float = 1.0

@@ -40,7 +40,7 @@ def _fmt(v, metric):
         return f"{v / 1e3:.1f}k" if v < 1e6 else f"{v / 1e6:.2f}M"
     if metric == "mops":
         return f"{v:.2f}"
-    if metric == "cycles":
+    if metric in ("cycles", "latency_cycles_mean", "latency_cycles_median"):
         return f"{v:.0f}"
     if metric == "insert_s":
         return f"{v:.2f}"
@@ -56,9 +56,9 @@ def _best(values, names, higher):
     return n, v
 
 
-def summary_table(fig, rows):
+def summary_table(fig, rows, metric=None, with_ratios=True):
     """Markdown lines: one row per x, the figure's table metric per series, its ratios."""
-    metric = fig.table_metric
+    metric = metric or fig.table_metric
     series = series_order(rows)
     by_metric = {}
 
@@ -74,9 +74,9 @@ def summary_table(fig, rows):
 
     main = values_at(metric)
     ranges = spread(rows, metric)
-    ratios = fig.ratios(series)
+    ratios = fig.ratios(series) if with_ratios else []
     ratios = [r for r in ratios if any(s in series for s in r.num) and any(s in series for s in r.den)]
-    bests = fig.best_of(series) if fig.best_of else []
+    bests = fig.best_of(series) if fig.best_of and with_ratios else []
     head = [fig.x_name]
     if fig.table_series:
         head += series
@@ -145,6 +145,8 @@ def _section(fig, base, out, dest, analyses):
     if (base / f"{fig.name}.png").exists() or (Path(dest) / f"{fig.name}.png").exists():
         lines += [f"![{fig.name}]({fig.name}.png)", ""]
     lines += summary_table(fig, rows) + [""]
+    for metric in fig.more_tables:
+        lines += summary_table(fig, rows, metric, with_ratios=False) + [""]
     if failed:
         lines.append("Failed points (the bench's words):")
         lines.append("")
