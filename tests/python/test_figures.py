@@ -115,7 +115,7 @@ def test_quick_seed002_fig12_and_fig13(tmp_path, bench_path, machine):
         bars = [p for p in mfig.axes[2].patches]
         assert len(bars) == len(PAIRS_SERIES)  # one bar per series at the one x
         tables = "\n".join(summary_table(fig, rows))
-        assert "blocked / queue latency" in tables
+        assert "blocked / queue mean latency" in tables
 
 
 def test_a_bar_panel_draws_a_group_per_x_with_the_range_of_repeats(machine):

@@ -36,7 +36,7 @@ on stderr), and writes DIR/FIG.csv (one row per measurement: the figure's column
 every field of the bench's JSON line; failed points have status=fail and the bench's
 error), DIR/FIG.meta.json (command, machine, timing) and DIR/FIG.png. The seeds' thread
 counts are mapped onto this machine's CPUs; each figure says how in its footnote, its
-CSV's mapping column and the report. `all` at the default durations makes about 675
+CSV's mapping column and the report. `all` at the default durations makes about 685
 measurements and takes about 22 minutes on a 2-CPU machine (the seed003 figures, which
 time locus-kv and memcached inserting N records, about 10 of them). `report` gathers DIR's figures
 into DEST/reproduction.md and copies their PNGs and CSVs into DEST."""

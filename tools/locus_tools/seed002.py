@@ -271,9 +271,9 @@ def _pairs_mapping(threads, seed_pairs):
 def _pairs_ratios(series):
     return [
         Ratio("blocked / queue Mops", ["flat:blocked"], ["flat:queue"]),
-        Ratio("blocked / queue latency", ["flat:blocked"], ["flat:queue"],
+        Ratio("blocked / queue mean latency", ["flat:blocked"], ["flat:queue"],
               metric="latency_cycles_mean"),
-        Ratio("dedicated / queue latency", [DEDICATED], ["flat:queue"],
+        Ratio("dedicated / queue mean latency", [DEDICATED], ["flat:queue"],
               metric="latency_cycles_mean"),
     ]
 
