@@ -126,7 +126,11 @@ void fetchadd_usage(FILE *out)
 		"                      median/p99 instead of Mops/s; --json adds\n"
 		"                      latency_ns_median, latency_ns_p99, latency_ns_mean,\n"
 		"                      latency_ns_max (of the sampled operations),\n"
-		"                      latency_samples and latency_every.\n"
+		"                      latency_samples, latency_every, tsc_ghz (TSC ticks\n"
+		"                      per ns over the run, by rdtsc; null without a TSC)\n"
+		"                      and latency_cycles_mean, latency_cycles_median (the\n"
+		"                      ns figures times tsc_ghz: TSC cycles, as rdtsc\n"
+		"                      around each sample would read them; null without).\n"
 		"  --latency-every K   --latency, timing one operation in K (1: every one, for\n"
 		"                      the longest wait; at most 1000000)\n"
 		"  --sync              on an asynchronous executor too, an increment is a run\n"
@@ -168,7 +172,14 @@ void fetchadd_usage(FILE *out)
 		"                      section_ns, op (post: an increment was a post; run),\n"
 		"                      jain (Jain's fairness index of the threads' increment\n"
 		"                      counts: 1 all equal, 1/threads one thread did all),\n"
-		"                      run (1 to N: which of the --repeat runs).\n"
+		"                      run (1 to N: which of the --repeat runs),\n"
+		"                      responses_polled and responses_ready (asynchronous\n"
+		"                      delegation, async and flat: response lines of requests\n"
+		"                      in flight the clients looked at when they polled for\n"
+		"                      answers, and of those the ones already answered;\n"
+		"                      0 for the others) and ready_pct (100 x ready / polled,\n"
+		"                      seed 002's responses ready when polled; null when\n"
+		"                      nothing was polled).\n"
 		"                      With --repeat N > 1, after each column one summary\n"
 		"                      object per mechanism: summary (true), mechanism, spec,\n"
 		"                      fn, threads, servers, vars, metric (mops, or\n"
@@ -351,6 +362,12 @@ static void print_json(const struct config *c, const char *written, const struct
 			printf("%s%llu", i ? "," : "", (unsigned long long)r->server_sleeps[i]);
 		printf("]");
 	}
+	printf(",\"responses_polled\":%llu,\"responses_ready\":%llu,\"ready_pct\":",
+	       (unsigned long long)r->polled, (unsigned long long)r->ready);
+	if (r->polled)
+		printf("%.2f", 100.0 * (double)r->ready / (double)r->polled);
+	else
+		printf("null");
 	if (p->latency) {
 		if (r->lat_samples)
 			printf(",\"latency_ns_median\":%.0f,\"latency_ns_p99\":%.0f,"
@@ -361,6 +378,15 @@ static void print_json(const struct config *c, const char *written, const struct
 			       "\"latency_ns_mean\":null,\"latency_ns_max\":null");
 		printf(",\"latency_samples\":%llu,\"latency_every\":%llu",
 		       (unsigned long long)r->lat_samples, (unsigned long long)c->latency_every);
+		if (r->lat_samples && r->tsc_ghz > 0)
+			printf(",\"latency_cycles_mean\":%.1f,\"latency_cycles_median\":%.0f",
+			       r->lat_mean_cycles, r->lat_median_cycles);
+		else
+			printf(",\"latency_cycles_mean\":null,\"latency_cycles_median\":null");
+		if (r->tsc_ghz > 0)
+			printf(",\"tsc_ghz\":%.4f", r->tsc_ghz);
+		else
+			printf(",\"tsc_ghz\":null");
 	}
 	printf("}\n");
 	fflush(stdout);

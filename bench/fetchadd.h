@@ -88,6 +88,12 @@ struct fetchadd_result {
 	/* --latency, in ns, over every sampled operation of every thread */
 	uint64_t lat_samples;
 	double lat_median, lat_p99, lat_mean, lat_max;
+	/* the same mean and median in TSC cycles (lat x tsc_ghz); 0 without a TSC */
+	double lat_mean_cycles, lat_median_cycles;
+	double tsc_ghz; /* TSC ticks per ns over the run; 0: no TSC */
+	/* asynchronous delegation clients (locus_cs_client_stats), all threads: response
+	   lines in flight that they looked at, and of those the ones found answered */
+	uint64_t polled, ready;
 	char spec[256]; /* locus_cs_spec() of the executor, or the peer name */
 };
 

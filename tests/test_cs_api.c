@@ -183,6 +183,55 @@ START_TEST(server_stats)
 }
 END_TEST
 
+static void count_done(void *ctx, uint64_t result)
+{
+	(void)result;
+	(*(int *)ctx)++;
+}
+
+/*
+ * Client statistics: asynchronous delegation collects every answer in a
+ * poll, once, so `ready` grows by the posts made; lines polled are at least
+ * that. Mechanisms without response lines poll nothing.
+ */
+START_TEST(client_stats)
+{
+	static const struct {
+		const char *spec;
+		int polls;
+	} cases[] = {{"mutex", 0},	   {"ffwd", 0},	       {"async", 1},
+		     {"async:direct", 1},  {"flat:queue", 1},  {"flat:blocked", 1},
+		     {"flat:doorbell", 1}, {"flat:bound=4", 1}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		uint64_t state = 0;
+		int done = 0;
+		struct locus_cs_client_stats s0, s1;
+		locus_cs *cs = locus_cs_open(cases[i].spec, &state);
+		ck_assert_msg(cs != NULL, "open \"%s\": %s", cases[i].spec, locus_cs_error());
+		locus_cs_client_stats(&s0);
+		for (int k = 0; k < 100; k++)
+			ck_assert_int_eq(locus_cs_post(cs, counter_add, 1, 0, 0, count_done, &done),
+					 0);
+		locus_cs_drain();
+		locus_cs_client_stats(&s1);
+		ck_assert_int_eq(done, 100);
+		uint64_t polled = s1.polled - s0.polled, ready = s1.ready - s0.ready;
+		if (cases[i].polls) {
+			ck_assert_msg(ready == 100, "%s: %llu answers collected, 100 posted",
+				      cases[i].spec, (unsigned long long)ready);
+			ck_assert_msg(polled >= ready, "%s: %llu polled < %llu ready",
+				      cases[i].spec, (unsigned long long)polled,
+				      (unsigned long long)ready);
+		} else {
+			ck_assert_msg(polled == 0 && ready == 0, "%s: polled %llu, ready %llu",
+				      cases[i].spec, (unsigned long long)polled,
+				      (unsigned long long)ready);
+		}
+		locus_cs_close(cs);
+	}
+}
+END_TEST
+
 START_TEST(waiting_variants_open)
 {
 	const char *const *m = locus_cs_mechanisms();
@@ -707,6 +756,7 @@ int main(void)
 	tcase_add_test(tc, mechanisms_listed);
 	tcase_add_test(tc, every_mechanism_runs);
 	tcase_add_test(tc, server_stats);
+	tcase_add_test(tc, client_stats);
 	tcase_add_test(tc, waiting_variants_open);
 	tcase_add_test(tc, unknown_mechanism);
 	tcase_add_test(tc, unknown_option);

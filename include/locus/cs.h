@@ -113,6 +113,20 @@ struct locus_cs_server_stats {
 };
 /* 0, or -1 if the sections run on the calling threads (no server). */
 LOCUS_API int locus_cs_server_stats(const locus_cs *cs, struct locus_cs_server_stats *out);
+/*
+ * What the calling thread's asynchronous delegation client (async, flat) has
+ * seen since the thread began: each time it looked over its request lines in
+ * flight for answers (a post that found its queue or next line full, a run,
+ * a drain), how many it looked at and how many had their response ready:
+ * seed 002's response readiness, ready / polled. Its own waits for an answer
+ * are not counted. Per thread, so nothing shared is written; take
+ * differences.
+ */
+struct locus_cs_client_stats {
+	uint64_t polled; /* response lines of requests in flight, looked at */
+	uint64_t ready;	 /* of those, answered */
+};
+LOCUS_API void locus_cs_client_stats(struct locus_cs_client_stats *out);
 /* Print each mechanism with a line of description and its options. */
 LOCUS_API void locus_cs_usage(FILE *out);
 

@@ -1029,6 +1029,11 @@ int locus_cs_server_stats(const locus_cs *cs, struct locus_cs_server_stats *out)
 	return cs->m->stats ? cs->m->stats(cs, out) : -1;
 }
 
+void locus_cs_client_stats(struct locus_cs_client_stats *out)
+{
+	dl_client_stats(&out->polled, &out->ready);
+}
+
 int locus_cs_is_async(const locus_cs *cs)
 {
 	return cs->m->post != NULL;

@@ -141,5 +141,7 @@ uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn 
    anything was outstanding, so callbacks may have posted elsewhere. */
 int dl_async_drain(void);
 int dl_flat_drain(void);
+/* The calling thread's response lines looked at while in flight, and found answered. */
+void dl_client_stats(uint64_t *polled, uint64_t *ready);
 
 #endif

@@ -98,6 +98,8 @@ static __thread struct {
 	int has_home;
 	uint32_t posts; /* since this thread last served its home slot */
 	int flat_held;	/* this thread holds the flat pool */
+	/* locus_cs_client_stats: lines in flight looked at by collect(), and answered */
+	uint64_t polled, ready;
 } tls;
 
 static void free_list(struct dl_async *as)
@@ -272,10 +274,15 @@ static void write_line(struct dl_async *as, uint32_t i, const struct pending *p)
 	st_release(&r->seq, r->seq + 1);
 }
 
-/* Collect answered lines into done[]; returns how many. */
+/*
+ * Collect answered lines into done[]; returns how many. Every line in flight
+ * is looked at (the loop stops early only once all were answered), so the
+ * statistics are two additions per pass, not per line.
+ */
 static uint32_t collect(struct dl_async *as, struct completion *done)
 {
 	uint32_t n = 0;
+	tls.polled += as->busy;
 	for (uint32_t i = 0; i < as->lines && as->busy; i++) {
 		if (!as->fl[i].busy ||
 		    ld_acquire(&as->ch->resp[i].seq) != ld_relaxed(&as->ch->req[i].seq))
@@ -285,6 +292,7 @@ static uint32_t collect(struct dl_async *as, struct completion *done)
 		as->fl[i].busy = 0;
 		as->busy--;
 	}
+	tls.ready += n;
 	return n;
 }
 
@@ -522,4 +530,10 @@ int dl_flat_drain(void)
 int dl_async_drain(void)
 {
 	return drain_and_unhold(&tls.async, &tls.held, DL_POOL_SERVERS);
+}
+
+void dl_client_stats(uint64_t *polled, uint64_t *ready)
+{
+	*polled = tls.polled;
+	*ready = tls.ready;
 }

@@ -8,7 +8,8 @@ import pytest
 from locus_tools.bench import Bench, BenchError, is_server_mechanism, parse_json_lines
 
 FETCHADD_FIELDS = {"bench", "mechanism", "spec", "fn", "threads", "servers", "vars", "duration_s",
-                   "requested_s", "ops", "mops", "oversubscribed", "cpus", "delay", "section_ns", "jain", "op"}
+                   "requested_s", "ops", "mops", "oversubscribed", "cpus", "delay", "section_ns", "jain", "op",
+                   "responses_polled", "responses_ready", "ready_pct"}
 LOCALITY_FIELDS = {"bench", "mechanism", "spec", "mode", "threads", "servers", "n1", "n2", "modify",
                    "msg", "duration_s", "requested_s", "iterations", "iters_per_s", "cpu_s",
                    "cpu_ns_per_iter", "cycles_per_iter", "server_busy_pct", "oversubscribed", "cpus"}
@@ -40,6 +41,43 @@ def test_fetchadd_reports_fairness_and_the_longest_sampled_wait(bench):
     assert r.ok, r.error
     (four,) = r.records
     assert 0.25 <= four["jain"] <= 1.0
+
+
+def test_fetchadd_reports_responses_ready_when_polled(bench):
+    """Asynchronous delegation collects each answer once, in a poll: ready counts the posts."""
+    specs = ["async", "flat:queue", "flat:blocked", "flat:doorbell", "flat:bound=8", "mutex", "ffwd"]
+    r = bench.run("fetchadd", ["--mechanisms", ",".join(specs), "--threads", 2, "--vars", 4], 0.05)
+    assert r.ok, r.error
+    assert [rec["mechanism"] for rec in r.records] == specs
+    for rec in r.records:
+        if rec["mechanism"] in ("mutex", "ffwd"):  # no response lines polled
+            assert rec["responses_polled"] == rec["responses_ready"] == 0, rec
+            assert rec["ready_pct"] is None, rec
+            continue
+        assert rec["op"] == "post" and rec["ops"] > 0, rec
+        assert rec["responses_ready"] == rec["ops"], rec
+        assert rec["responses_polled"] >= rec["responses_ready"], rec
+        assert rec["ready_pct"] == pytest.approx(
+            100 * rec["responses_ready"] / rec["responses_polled"], abs=0.01), rec
+
+
+def test_fetchadd_latency_in_tsc_cycles(bench):
+    r = bench.run("fetchadd", ["--mechanisms", "flat:blocked,mutex", "--threads", 1, "--vars", 1,
+                               "--latency"], 0.05)
+    assert r.ok, r.error
+    for rec in r.records:
+        assert {"latency_cycles_mean", "latency_cycles_median", "tsc_ghz"} <= rec.keys(), rec
+        if rec["tsc_ghz"] is None:  # no TSC on this machine: no cycles either
+            assert rec["latency_cycles_mean"] is None and rec["latency_cycles_median"] is None
+            continue
+        assert rec["tsc_ghz"] > 0
+        assert rec["latency_cycles_mean"] == pytest.approx(rec["latency_ns_mean"] * rec["tsc_ghz"],
+                                                           rel=1e-3, abs=0.1)
+        assert rec["latency_cycles_median"] == pytest.approx(
+            rec["latency_ns_median"] * rec["tsc_ghz"], rel=1e-3, abs=1)
+    r = bench.run("fetchadd", ["--mechanisms", "mutex", "--threads", 1, "--vars", 1], 0.05)
+    assert r.ok, r.error
+    assert "latency_cycles_mean" not in r.records[0]  # only with --latency
 
 
 def test_fetchadd_section_ns_makes_every_section_that_long(bench):

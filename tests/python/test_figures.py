@@ -1,15 +1,19 @@
 """Figure sweeps: the quick runs write a CSV and a PNG whose legend names the seed's series."""
 
+import io
+
 import matplotlib.image
 
 from locus_tools import registry
+from locus_tools.bench import Progress
 from locus_tools.cli import main as reproduce_main
 from locus_tools.figure import aggregate, metric_value
 from locus_tools.plot import OVERSUB_NOTE, draw, legend_labels, series_labels
 from locus_tools.table import read_csv
 
 NAMES = ["seed000-fig3-5", "seed000-fig3-6", "seed000-fig3-7", "seed002-fig3", "seed002-fig4",
-         "seed002-fig8", "seed002-fig9", "seed002-fig11", "seed002-fig15",
+         "seed002-fig8", "seed002-fig9", "seed002-fig11", "seed002-fig12", "seed002-fig13",
+         "seed002-fig15",
          "seed003-fig2", "seed003-fig3", "seed003-fig4", "seed003-fig5"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -72,6 +76,63 @@ def test_quick_seed002_fig9(tmp_path, bench_path, bench, machine):
         assert r["oversubscribed"] is (r["threads"] + r["servers"] > machine.cpus)
     mfig = draw(registry.get("seed002-fig9"), rows, machine)
     assert series_labels(mfig) == ["add", "sqrt"]
+
+
+PAIRS_SERIES = ["flat:queue", "flat:blocked", "flat:doorbell", "flat:bound=8", "async (dedicated)"]
+
+
+def test_quick_seed002_fig12_and_fig13(tmp_path, bench_path, machine):
+    """Latency in cycles, responses ready when polled and throughput, per policy, as bars."""
+    from locus_tools.report import summary_table
+
+    rc = reproduce_main(["seed002-fig12", "seed002-fig13", "--quick", "--duration", "0.05",
+                         "--out", str(tmp_path), "--bench", str(bench_path)])
+    assert rc == 0
+    for name, threads in (("seed002-fig12", 4 * machine.cpus), ("seed002-fig13", 2 * machine.cpus)):
+        _check_png(tmp_path / f"{name}.png")
+        rows = read_csv(tmp_path / f"{name}.csv")
+        assert [r["series"] for r in rows] == PAIRS_SERIES
+        for r in rows:
+            assert r["status"] == "ok", r["error"]
+            assert r["x_name"] == "threads" and r["x"] == threads == r["total_threads"]
+            assert r["threads"] + r["servers"] == threads  # the seed's pairs, servers included
+            assert r["op"] == "post" and r["mops"] > 0
+            # every answer is collected once, in a poll; a poll may find a line unanswered
+            assert r["responses_ready"] == r["ops"] <= r["responses_polled"]
+            assert 0 < r["ready_pct"] <= 100
+            assert r["latency_samples"] > 0
+            if r["tsc_ghz"] is not None:
+                assert r["latency_cycles_mean"] > 0 and r["latency_cycles_median"] > 0
+            if r["series"].startswith("flat:"):
+                assert r["servers"] == 0 and f"slots={threads}" in r["spec"]
+                assert r["vars"] == threads
+            else:
+                assert r["spec"].startswith("async:") and r["servers"] == threads // 2 == r["vars"]
+        fig = registry.get(name)
+        mfig = draw(fig, rows, machine)
+        assert len(mfig.axes) == 4
+        assert series_labels(mfig) == PAIRS_SERIES
+        bars = [p for p in mfig.axes[2].patches]
+        assert len(bars) == len(PAIRS_SERIES)  # one bar per series at the one x
+        tables = "\n".join(summary_table(fig, rows))
+        assert "blocked / queue mean latency" in tables
+
+
+def test_a_bar_panel_draws_a_group_per_x_with_the_range_of_repeats(machine):
+    rows = []
+    for x in (4, 8):
+        for series, values in (("flat:queue", (1.0, 3.0, 2.0)), ("flat:blocked", (5.0, 5.0, 5.0))):
+            for v in values:
+                rows.append({"figure": "seed002-fig12", "series": series, "x": x, "x_name": "threads",
+                             "status": "ok", "mops": v, "oversubscribed": x > machine.cpus})
+    mfig = draw(registry.get("seed002-fig12"), rows, machine)
+    ax = mfig.axes[3]  # throughput
+    heights = sorted(round(p.get_height(), 3) for p in ax.patches)
+    assert heights == [2.0, 2.0, 5.0, 5.0]  # medians, one bar per series per x
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "8"]
+    caps = {float(l.get_ydata()[0]) for l in ax.lines if len(l.get_ydata()) == 1}
+    assert {1.0, 3.0} <= caps  # flat:queue's range (1-3), as error bar caps
+    assert all(t.get_text() == "no measurement" for t in mfig.axes[0].texts)  # no latency rows
 
 
 def _rows(series_points, figure="seed002-fig9"):
@@ -154,3 +215,57 @@ def test_a_failing_mechanism_leaves_gaps_not_an_abort(tmp_path, bench_path, mach
     mfig = draw(registry.get("seed002-fig11"), rows, machine)
     assert "flat:doorbell" not in series_labels(mfig)
     assert "flat:doorbell at threads=1" in " ".join(t.get_text() for t in mfig.texts)
+
+
+class _RecordingRunner:
+    """A figure runner that measures nothing: it notes the order of the points it is given."""
+
+    def __init__(self):
+        self.calls = []
+
+    def missing(self, setup):
+        return ""
+
+    def run(self, point, setup):
+        from locus_tools.bench import Result
+
+        self.calls.append((point.series, point.x))
+        return Result([], 0, records=[{"mops": float(len(self.calls))}])
+
+
+def _recording_figure(runner):
+    from locus_tools.figure import Figure, Panel, Point
+
+    return Figure(name="order", seed_ref="test", caption="order", bench="fetchadd", x_name="x",
+                  x_label="x", panels=[Panel("throughput", "mops")], mapping=lambda setup: "",
+                  points=lambda setup: [Point(series=s, x=x, args=[]) for x in (1, 2)
+                                        for s in "ABC"],
+                  runner=runner)
+
+
+def test_repeat_interleaves_the_series_of_each_x(machine):
+    """--repeat 3 measures A B C A B C A B C at each x, as locus-bench --repeat does, not A A A."""
+    from locus_tools.figure import Setup, run_figure
+
+    runner = _RecordingRunner()
+    rows = run_figure(_recording_figure(runner), Setup(machine=machine, bench=None, repeat=3),
+                      counter=Progress(18, io.StringIO()))
+    assert runner.calls == [(s, 1) for _ in range(3) for s in "ABC"] + \
+        [(s, 2) for _ in range(3) for s in "ABC"]
+    assert [r["rep"] for r in rows] == [k for _ in (1, 2) for k in range(3) for _ in "ABC"]
+    assert [(r["series"], r["x"]) for r in rows] == runner.calls
+
+
+def test_the_report_table_shows_the_median_and_range_of_repeats(machine):
+    from locus_tools.figure import Setup, run_figure
+    from locus_tools.report import summary_table
+
+    runner = _RecordingRunner()
+    fig = _recording_figure(runner)
+    rows = run_figure(fig, Setup(machine=machine, bench=None, repeat=3),
+                      counter=Progress(18, io.StringIO()))
+    # mops is the call number: A at x=1 ran 1st, 4th and 7th.
+    table = summary_table(fig, rows)
+    assert "| 1 | 4.00 (1.00–7.00) | 5.00 (2.00–8.00) | 6.00 (3.00–9.00) |" in table
+    one = summary_table(fig, [r for r in rows if r["rep"] == 0])
+    assert "| 1 | 1.00 | 2.00 | 3.00 |" in one  # one run: no range

@@ -36,7 +36,7 @@ on stderr), and writes DIR/FIG.csv (one row per measurement: the figure's column
 every field of the bench's JSON line; failed points have status=fail and the bench's
 error), DIR/FIG.meta.json (command, machine, timing) and DIR/FIG.png. The seeds' thread
 counts are mapped onto this machine's CPUs; each figure says how in its footnote, its
-CSV's mapping column and the report. `all` at the default durations makes about 675
+CSV's mapping column and the report. `all` at the default durations makes about 685
 measurements and takes about 22 minutes on a 2-CPU machine (the seed003 figures, which
 time locus-kv and memcached inserting N records, about 10 of them). `report` gathers DIR's figures
 into DEST/reproduction.md and copies their PNGs and CSVs into DEST."""
@@ -74,7 +74,10 @@ def _figure_parser():
     p.add_argument("--quick", action="store_true",
                    help="very few points, short measurements: a smoke run (tests, demo)")
     p.add_argument("--repeat", type=int, default=1, metavar="K",
-                   help="measure each point K times; plots and tables use the median (default: 1)")
+                   help="measure each point K times, interleaved as locus-bench --repeat does: at "
+                        "each x, run 1 of every series, then run 2 of every one (A B C A B C, "
+                        "not A A A); plots and tables use the median, tables also show the "
+                        "range (default: 1)")
     p.add_argument("--bench", metavar="PATH",
                    help=f"locus-bench binary (default: {BENCH_DEFAULT})")
     p.add_argument("--sync", action="append", metavar="SPEC",

@@ -19,6 +19,9 @@ METRICS = {
     "server_busy_pct": ("server busy (%)", True),
     "mops": ("Mops/s (million ops/s)", True),
     "insert_s": ("seconds to insert N records", False),
+    "latency_cycles_mean": ("average request latency (TSC cycles)", False),
+    "latency_cycles_median": ("median request latency (TSC cycles)", False),
+    "ready_pct": ("responses ready when polled (%)", True),
 }
 
 
@@ -67,6 +70,7 @@ class Panel:
     yscale: str = "linear"
     vlines: Optional[Callable] = None  # machine -> [(x, label)]
     ylim0: bool = True  # start the y axis at 0 (linear scales)
+    kind: str = "line"  # line | bar (a group of bars per x, one bar per series)
 
 
 @dataclass
@@ -97,6 +101,7 @@ class Figure:
     ratios: Callable = lambda series: []
     best_of: Optional[Callable] = None
     table_series: bool = True  # one table column per series
+    more_tables: list = field(default_factory=list)  # metrics tabled after table_metric's
     series_style: Callable = lambda series, all_series: {}  # extra plot() keywords
     color_key: Callable = lambda series: series  # series with one key share a colour
     default_duration: float = 1.0
@@ -177,6 +182,18 @@ def aggregate(rows, metric, group=None):
     return out
 
 
+def spread(rows, metric, group=None):
+    """{(series, x): (min, max, n)} of the ok rows' values: the range of a point's repeats."""
+    values = {}
+    for r in rows:
+        if group is not None and r.get("panel") not in (group, "", None):
+            continue
+        v = metric_value(r, metric)
+        if v is not None:
+            values.setdefault((r["series"], r["x"]), []).append(v)
+    return {k: (min(vs), max(vs), len(vs)) for k, vs in values.items()}
+
+
 def point_label(fig, point):
     text = f"{fig.name} {fig.x_name}={fmt_x(point.x)} {point.series}"
     return f"{text} {point.note}".rstrip()
@@ -207,6 +224,20 @@ def _threads_mismatch(point, record):
             f"{record['threads']} clients + {record['servers']} servers)")
 
 
+def measurement_order(points, repeat):
+    """[(point, rep)] in the order a sweep measures them.
+
+    As locus-bench --repeat does: the points at one x (a column of the figure) are measured
+    together, and their runs interleaved - run 1 of every series, then run 2 of every one
+    (A B C A B C, not A A A) - so that a drift in the machine's speed touches every series
+    of a column alike. Columns go in the order their first point was planned.
+    """
+    columns = {}
+    for point in points:
+        columns.setdefault(point.x, []).append(point)
+    return [(point, rep) for column in columns.values() for rep in range(repeat) for point in column]
+
+
 def run_figure(fig, setup, progress=None, counter=None):
     """Measures every point of fig; returns its rows (failures included, status 'fail').
 
@@ -217,33 +248,33 @@ def run_figure(fig, setup, progress=None, counter=None):
     mapping = fig.mapping(setup)
     progress = counter or Progress(len(points) * setup.repeat)
     rows = []
-    for point in points:
-        for rep in range(setup.repeat):
-            progress.start(point_label(fig, point))
-            if fig.runner is not None:
-                result = fig.runner.run(point, setup)
-            else:
-                result = setup.bench.run(fig.bench, point.args, duration)
-            lead = {
-                "figure": fig.name,
-                "series": point.series,
-                "x_name": fig.x_name,
-                "x": point.x,
-                "panel": point.panel,
-                "total_threads": point.total_threads,
-                "clients": point.clients,
-                "rep": rep,
-            }
-            tail = {"bench_args": " ".join(str(a) for a in point.args), "mapping": mapping}
-            if result.ok:
-                for rec in result.records:
-                    rows.append({**lead, "status": "ok", "error": "", **rec, **tail})
-                v = metric_value(rows[-1], fig.table_metric)
-                text = _fmt_value(v, fig.table_metric) if v is not None else "ok"
-                progress.finish(text + _threads_mismatch(point, result.records[-1]))
-            else:
-                rows.append({**lead, "status": "fail", "error": result.error, **tail})
-                progress.finish(f"FAIL ({result.error})")
+    for point, rep in measurement_order(points, setup.repeat):
+        runs = f" run {rep + 1}/{setup.repeat}" if setup.repeat > 1 else ""
+        progress.start(point_label(fig, point) + runs)
+        if fig.runner is not None:
+            result = fig.runner.run(point, setup)
+        else:
+            result = setup.bench.run(fig.bench, point.args, duration)
+        lead = {
+            "figure": fig.name,
+            "series": point.series,
+            "x_name": fig.x_name,
+            "x": point.x,
+            "panel": point.panel,
+            "total_threads": point.total_threads,
+            "clients": point.clients,
+            "rep": rep,
+        }
+        tail = {"bench_args": " ".join(str(a) for a in point.args), "mapping": mapping}
+        if result.ok:
+            for rec in result.records:
+                rows.append({**lead, "status": "ok", "error": "", **rec, **tail})
+            v = metric_value(rows[-1], fig.table_metric)
+            text = _fmt_value(v, fig.table_metric) if v is not None else "ok"
+            progress.finish(text + _threads_mismatch(point, result.records[-1]))
+        else:
+            rows.append({**lead, "status": "fail", "error": result.error, **tail})
+            progress.finish(f"FAIL ({result.error})")
     return rows
 
 

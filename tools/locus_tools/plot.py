@@ -4,6 +4,8 @@ Conventions shared by every figure, so they read alike:
 - one line per series, medians of repeats, failed points left as gaps;
 - a point measured with more threads than CPUs is drawn hollow, and its series is
   labelled with '*' and explained in the legend;
+- bar panels (a few series at one or two x, seed 002 Figures 12 and 13) draw a group of
+  bars per x, one per series, with the range of repeats as an error bar;
 - the title names the seed's figure and this machine; the footnote says how the seed's
   setup was mapped onto this machine and which points failed.
 """
@@ -20,9 +22,10 @@ matplotlib.use("Agg")  # before anything imports pyplot: files only, never a win
 
 from matplotlib.figure import Figure as MplFigure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
-from .figure import METRICS, aggregate, cycles_label, fmt_x, series_order  # noqa: E402
+from .figure import METRICS, aggregate, cycles_label, fmt_x, series_order, spread  # noqa: E402
 
 OVERSUB_NOTE = "* hollow: more threads than CPUs"
 MARKERS = ["o", "s", "^", "D", "v", "<", ">", "p", "h", "X", "P", "*", "d", "8", "H", "1", "2"]
@@ -86,6 +89,31 @@ def _busy_basis(rows, panel):
     return "\nshare of " + "; of ".join(parts)
 
 
+def _draw_bars(ax, fig, panel, rows, data, colors):
+    """A group of bars per x, one bar per series; returns (handles, labels, any oversub)."""
+    xs = sorted({x for pts in data.values() for x, _, _ in pts})
+    ranges = spread(rows, panel.metric, panel.group)
+    width = 0.8 / max(1, len(data))
+    handles, labels, any_oversub = [], [], False
+    for i, (series, pts) in enumerate(data.items()):
+        oversub = any(o for _, _, o in pts)
+        any_oversub |= oversub
+        for x, v, o in pts:
+            pos = xs.index(x) + (i - (len(data) - 1) / 2) * width
+            lo, hi, n = ranges.get((series, x), (v, v, 1))
+            ax.bar([pos], [v], width=width * 0.9, color="none" if o else colors[series],
+                   edgecolor=colors[series], linewidth=1.5,
+                   yerr=[[v - lo], [hi - v]] if n > 1 else None, ecolor="0.2", capsize=3)
+            ax.annotate(f"{v:.3g}", xy=(pos, hi if n > 1 else v), xytext=(0, 2),
+                        textcoords="offset points", ha="center", va="bottom", fontsize=7)
+        handles.append(Patch(facecolor="none" if all(o for _, _, o in pts) else colors[series],
+                             edgecolor=colors[series], linewidth=1.5))
+        labels.append(series + (" *" if oversub else ""))
+    ax.set_xticks(range(len(xs)), [fmt_x(x) for x in xs])
+    ax.set_xlim(-0.6, len(xs) - 0.4)
+    return handles, labels, any_oversub
+
+
 def draw(fig, rows, machine, path=None, mapping=None):
     """Draws fig's panels from rows; saves a PNG at path if given; returns the Figure."""
     panels = fig.panels
@@ -109,6 +137,9 @@ def draw(fig, rows, machine, path=None, mapping=None):
         xs = []
         handles, labels = [], []
         any_oversub = False
+        if panel.kind == "bar":
+            handles, labels, any_oversub = _draw_bars(ax, fig, panel, rows, data, colors)
+            data = {}  # drawn
         for series, pts in data.items():
             style = {"linestyle": "-", "linewidth": 1.5, **fig.series_style(series, series_all)}
             oversub = any(o for _, _, o in pts)
@@ -127,7 +158,8 @@ def draw(fig, rows, machine, path=None, mapping=None):
                                   markerfacecolor="none" if all_oversub else colors[series],
                                   **style))
             labels.append(label)
-        _set_xscale(ax, panel.xscale, xs)
+        if panel.kind != "bar":
+            _set_xscale(ax, panel.xscale, xs)
         if panel.yscale == "log":
             ax.set_yscale("log")
         elif panel.ylim0:

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from . import PYTHON, REPRODUCE, registry
-from .figure import METRICS, aggregate, cycles_label, fmt_x, series_order
+from .figure import METRICS, aggregate, cycles_label, fmt_x, series_order, spread
 from .table import read_csv
 
 REPORT_NAME = "reproduction.md"
@@ -40,7 +40,7 @@ def _fmt(v, metric):
         return f"{v / 1e3:.1f}k" if v < 1e6 else f"{v / 1e6:.2f}M"
     if metric == "mops":
         return f"{v:.2f}"
-    if metric == "cycles":
+    if metric in ("cycles", "latency_cycles_mean", "latency_cycles_median"):
         return f"{v:.0f}"
     if metric == "insert_s":
         return f"{v:.2f}"
@@ -56,9 +56,9 @@ def _best(values, names, higher):
     return n, v
 
 
-def summary_table(fig, rows):
+def summary_table(fig, rows, metric=None, with_ratios=True):
     """Markdown lines: one row per x, the figure's table metric per series, its ratios."""
-    metric = fig.table_metric
+    metric = metric or fig.table_metric
     series = series_order(rows)
     by_metric = {}
 
@@ -73,9 +73,10 @@ def summary_table(fig, rows):
         return by_metric[m]
 
     main = values_at(metric)
-    ratios = fig.ratios(series)
+    ranges = spread(rows, metric)
+    ratios = fig.ratios(series) if with_ratios else []
     ratios = [r for r in ratios if any(s in series for s in r.num) and any(s in series for s in r.den)]
-    bests = fig.best_of(series) if fig.best_of else []
+    bests = fig.best_of(series) if fig.best_of and with_ratios else []
     head = [fig.x_name]
     if fig.table_series:
         head += series
@@ -88,7 +89,11 @@ def summary_table(fig, rows):
         if fig.table_series:
             for s in series:
                 v, o = at.get(s, (None, False))
-                cells.append(_fmt(v, metric) + ("*" if o and v is not None else ""))
+                lo, hi, n = ranges.get((s, x), (None, None, 0))
+                cell = _fmt(v, metric) + ("*" if o and v is not None else "")
+                if v is not None and n > 1:
+                    cell += f" ({_fmt(lo, metric)}–{_fmt(hi, metric)})"
+                cells.append(cell)
         plain = {s: v for s, (v, _) in at.items()}
         for label, names in bests:
             n, v = _best(plain, names, METRICS[metric][1])
@@ -102,7 +107,8 @@ def summary_table(fig, rows):
             cells.append(f"{num / den:.2f}x" if num is not None and den else "—")
         lines.append("| " + " | ".join(cells) + " |")
     unit = cycles_label(rows) if metric == "cycles" else METRICS[metric][0]
-    note = (f"Values: {unit}, median of repeats; `*` = more threads than CPUs; — = failed or "
+    note = (f"Values: {unit}, median of repeats (and their range, min–max, where a point was "
+            f"measured more than once); `*` = more threads than CPUs; — = failed or "
             f"not measured. Ratios compare the best of each group measured in the same run.")
     return [note, ""] + lines
 
@@ -139,6 +145,8 @@ def _section(fig, base, out, dest, analyses):
     if (base / f"{fig.name}.png").exists() or (Path(dest) / f"{fig.name}.png").exists():
         lines += [f"![{fig.name}]({fig.name}.png)", ""]
     lines += summary_table(fig, rows) + [""]
+    for metric in fig.more_tables:
+        lines += summary_table(fig, rows, metric, with_ratios=False) + [""]
     if failed:
         lines.append("Failed points (the bench's words):")
         lines.append("")

@@ -1,4 +1,4 @@
-"""Seed 002, chapters 2 and 3: asynchronous delegation (Figures 3, 4, 8, 9, 11, 15).
+"""Seed 002, chapters 2 and 3: asynchronous delegation (Figures 3, 4, 8, 9, 11, 12, 13, 15).
 
 The seed measured a 56-thread machine: in its dedicated-delegation figures the total
 thread count is fixed at 56 and the x axis moves threads from clients to servers. Here the
@@ -229,6 +229,82 @@ FIG11 = Figure(
 )
 
 
+# ---- Figures 12 and 13: latency, response readiness and throughput per policy -------------
+#
+# The seed compared its flat policies (and, in the text, dedicated delegation) at 56 and at 28
+# server-client pairs: average request latency in cycles from generation to callback, the
+# share of responses ready when the client polled, and throughput. Every flat thread is a
+# pair (a client, and the server of its own slot: slots = threads); dedicated delegation
+# splits the same threads into servers and clients, half and half. One 64-byte variable per
+# server, as in the seed. Latency: one request in 64 is timed (--latency), post to callback.
+
+PAIRS_POLICIES = ["flat:queue", "flat:blocked", "flat:doorbell", "flat:bound=8"]
+DEDICATED = "async (dedicated)"
+
+
+def _pairs_points(threads):
+    pts = []
+    for spec in PAIRS_POLICIES:
+        args = _fetchadd(f"{spec},slots={threads}", threads, threads) + ["--latency"]
+        pts.append(Point(series=spec, x=threads, args=args, total_threads=threads,
+                         clients=threads))
+    half = max(1, threads // 2)
+    args = _fetchadd("async", threads - half, half, servers=half) + ["--latency"]
+    pts.append(Point(series=DEDICATED, x=threads, args=args, total_threads=threads,
+                     clients=threads - half))
+    return pts
+
+
+def _pairs_mapping(threads, seed_pairs):
+    half = max(1, threads // 2)
+    return (
+        f"{threads} threads (seed: {seed_pairs} server-client pairs; here 4 x CPUs stands for the "
+        f"seed's 56, as in the other seed 002 figures, and 2 x CPUs for its 28). Flat: every "
+        f"thread a client and the server of its own slot (slots = {threads}), {threads} counters, "
+        f"bound=8 serves the home slot every 8 posts; dedicated: async (16 lines, queue 32) with "
+        f"{half} servers and {threads - half} clients, {half} counters. One request in 64 timed "
+        f"from post to callback (mean, as the seed, and median; TSC cycles); ready = response lines found answered / "
+        f"lines in flight polled."
+    )
+
+
+def _pairs_ratios(series):
+    return [
+        Ratio("blocked / queue Mops", ["flat:blocked"], ["flat:queue"]),
+        Ratio("blocked / queue mean latency", ["flat:blocked"], ["flat:queue"],
+              metric="latency_cycles_mean"),
+        Ratio("dedicated / queue mean latency", [DEDICATED], ["flat:queue"],
+              metric="latency_cycles_mean"),
+    ]
+
+
+def _pairs_figure(number, seed_pairs, threads_of):
+    return Figure(
+        name=f"seed002-fig{number}",
+        seed_ref=f"seed 002, Figure {number}",
+        caption=f"{seed_pairs} server-client pairs: average request latency, responses ready "
+                f"when polled and throughput, per flat policy and dedicated delegation",
+        bench="fetchadd",
+        x_name="threads",
+        x_label="threads in all (flat: each a client and a server; dedicated: half servers)",
+        points=lambda setup: _pairs_points(threads_of(setup)),
+        panels=[Panel("average request latency, post to callback (the seed's)",
+                      "latency_cycles_mean", kind="bar"),
+                Panel("median request latency, post to callback", "latency_cycles_median",
+                      kind="bar"),
+                Panel("responses ready when polled", "ready_pct", kind="bar"),
+                Panel("throughput", "mops", kind="bar")],
+        mapping=lambda setup: _pairs_mapping(threads_of(setup), seed_pairs),
+        ratios=_pairs_ratios,
+        more_tables=["latency_cycles_mean", "latency_cycles_median", "ready_pct"],
+        default_duration=2.0,
+    )
+
+
+FIG12 = _pairs_figure(12, 56, lambda setup: 4 * setup.cpus)
+FIG13 = _pairs_figure(13, 28, lambda setup: 2 * setup.cpus)
+
+
 # ---- Figure 15: fetch-and-add by number of variables, every mechanism ---------------------
 
 
@@ -310,4 +386,4 @@ FIG15 = Figure(
     series_style=_fig15_style,
 )
 
-FIGURES = [FIG3, FIG4, FIG8, FIG9, FIG11, FIG15]
+FIGURES = [FIG3, FIG4, FIG8, FIG9, FIG11, FIG12, FIG13, FIG15]
