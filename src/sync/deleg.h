@@ -46,6 +46,9 @@ struct dl_chan {
 	/* park.h word: the client parks on it waiting for responses */
 	uint32_t client_wait __attribute__((aligned(LOCUS_CACHELINE)));
 	uint32_t owned; /* 1 while a thread owns the channel; 0: free for reuse */
+	uint32_t next_write; /* the line a new owner writes first (its last owner's next) */
+	/* Whoever serves the channel (the server, or a flat slot's serving client). */
+	uint32_t next_serve __attribute__((aligned(LOCUS_CACHELINE)));
 };
 
 struct dl_server {

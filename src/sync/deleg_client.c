@@ -66,7 +66,7 @@ struct dl_async {
 	struct dl_server *srv;
 	uint32_t lines, queue;
 	locus_wait wait;
-	uint32_t next_line; /* direct: where the next request goes */
+	uint32_t next_line; /* where the next request goes: lines are written in turn */
 	uint32_t busy;	    /* lines in flight */
 	struct inflight *fl;
 	struct pending *q; /* ring of `queue` */
@@ -129,6 +129,13 @@ static void forget_all(void)
 	tls.nservers = 0;
 }
 
+/* Hand a drained channel back, telling its next owner where to write first. */
+static void release_channel(struct dl_async *as)
+{
+	as->ch->next_write = as->next_line;
+	dl_chan_unclaim(as->ch);
+}
+
 /*
  * At thread exit (thread_exit.h), after the drain has finished every post of
  * this thread and dropped its holds: hand its channels back, each pool under
@@ -138,14 +145,14 @@ static void client_forget(void)
 {
 	if (tls.flat && dl_pool_hold(DL_POOL_FLAT, tls.flat_generation)) {
 		for (struct dl_async *as = tls.flat; as; as = as->next)
-			dl_chan_unclaim(as->ch);
+			release_channel(as);
 		dl_pool_unhold(DL_POOL_FLAT);
 	}
 	forget_flat();
 	tls.flat_generation = 0; /* a later post starts afresh, and arms the hook again */
 	if (tls.nservers && dl_pool_hold(DL_POOL_SERVERS, tls.generation)) {
 		for (struct dl_async *as = tls.async; as; as = as->next)
-			dl_chan_unclaim(as->ch);
+			release_channel(as);
 		for (unsigned i = 0; i < tls.nservers; i++)
 			if (tls.sync[i])
 				dl_chan_unclaim(tls.sync[i]);
@@ -256,6 +263,7 @@ static struct dl_async *async_state(unsigned server, const struct dl_async_cfg *
 	as->fl = sync_calloc(cfg->lines, sizeof(*as->fl), "async request lines");
 	as->q = cfg->queue ? sync_calloc(cfg->queue, sizeof(*as->q), "async pending queue") : NULL;
 	as->ch = dl_chan_claim(as->srv, DL_ASYNC, cfg->lines);
+	as->next_line = as->ch->next_write; /* where its server expects the next request */
 	as->next = *list;
 	*list = as;
 	return as;
@@ -275,18 +283,31 @@ static void write_line(struct dl_async *as, uint32_t i, const struct pending *p)
 }
 
 /*
- * Collect answered lines into done[]; returns how many. Every line in flight
- * is looked at (the loop stops early only once all were answered), so the
- * statistics are two additions per pass, not per line.
+ * The oldest request in flight. Lines are written in turn and served in
+ * order, so those in flight are the `busy` lines before next_line, and they
+ * are answered oldest first.
+ */
+static uint32_t oldest_line(const struct dl_async *as)
+{
+	return (as->next_line + as->lines - as->busy) % as->lines;
+}
+
+static int line_answered(const struct dl_async *as, uint32_t i)
+{
+	return ld_acquire(&as->ch->resp[i].seq) == ld_relaxed(&as->ch->req[i].seq);
+}
+
+/*
+ * Collect answered lines into done[], oldest first, up to the first not yet
+ * answered; returns how many. The statistics count every line in flight as
+ * looked at: two additions per pass, not per line.
  */
 static uint32_t collect(struct dl_async *as, struct completion *done)
 {
 	uint32_t n = 0;
 	tls.polled += as->busy;
-	for (uint32_t i = 0; i < as->lines && as->busy; i++) {
-		if (!as->fl[i].busy ||
-		    ld_acquire(&as->ch->resp[i].seq) != ld_relaxed(&as->ch->req[i].seq))
-			continue;
+	for (uint32_t i = oldest_line(as); as->busy && line_answered(as, i);
+	     i = i + 1 == as->lines ? 0 : i + 1) {
 		done[n++] = (struct completion){as->fl[i].cb, as->fl[i].ctx,
 						ld_relaxed(&as->ch->resp[i].ret)};
 		as->fl[i].busy = 0;
@@ -296,14 +317,14 @@ static uint32_t collect(struct dl_async *as, struct completion *done)
 	return n;
 }
 
-/* Move pending requests into free lines; returns how many were written. */
+/* Move pending requests into free lines, in turn (serve_channel reads them
+   so); returns how many were written. */
 static uint32_t fill(struct dl_async *as)
 {
 	uint32_t n = 0;
-	for (uint32_t i = 0; i < as->lines && as->qlen; i++) {
-		if (as->fl[i].busy)
-			continue;
-		write_line(as, i, &as->q[as->qhead]);
+	while (as->qlen && !as->fl[as->next_line].busy) {
+		write_line(as, as->next_line, &as->q[as->qhead]);
+		as->next_line = as->next_line + 1 == as->lines ? 0 : as->next_line + 1;
 		as->qhead = (as->qhead + 1) % as->queue;
 		as->qlen--;
 		n++;
@@ -333,11 +354,7 @@ static uint32_t flush(struct dl_async *as)
 static int any_answered(void *arg)
 {
 	struct dl_async *as = arg;
-	for (uint32_t i = 0; i < as->lines; i++)
-		if (as->fl[i].busy &&
-		    ld_acquire(&as->ch->resp[i].seq) == ld_relaxed(&as->ch->req[i].seq))
-			return 1;
-	return 0;
+	return as->busy && line_answered(as, oldest_line(as));
 }
 
 /*
@@ -400,7 +417,7 @@ static void post_direct(struct dl_async *as, const struct pending *p)
 	while (as->fl[as->next_line].busy)
 		make_progress(as);
 	write_line(as, as->next_line, p);
-	as->next_line = (as->next_line + 1) % as->lines;
+	as->next_line = as->next_line + 1 == as->lines ? 0 : as->next_line + 1;
 	if (as->policy == DL_DEDICATED)
 		dl_ring(as->srv);
 }

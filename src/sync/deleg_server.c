@@ -325,7 +325,12 @@ static void server_signal_stop(struct dl_server *s)
 /* ---- server side ----------------------------------------------------------- */
 
 /*
- * Run every request of one channel. The request is counted before its
+ * Run the requests of one channel, in the order they were written. A client
+ * writes its lines in turn (0, 1, ... lines-1, 0, ...; deleg_client.c), so
+ * the server looks at the line it expects next and stops at the first
+ * without a request: like a ring's consumer, it leaves alone the lines the
+ * client is about to write, where reading them all at every pass would pull
+ * each away from the client as it writes. The request is counted before its
  * response is published, so a client that has its result also sees it
  * counted (its acquire of the response orders the count before). *t0 is
  * set, at the first request a pass finds, to when it was found.
@@ -333,11 +338,12 @@ static void server_signal_stop(struct dl_server *s)
 static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch, uint64_t *t0)
 {
 	uint64_t served = 0;
-	for (uint32_t i = 0; i < ch->lines; i++) {
+	uint32_t i = ch->next_serve;
+	for (uint32_t n = 0; n < ch->lines; n++) {
 		struct dl_req *r = &ch->req[i];
 		uint64_t seq = ld_acquire(&r->seq);
 		if (seq == ld_relaxed(&ch->resp[i].seq))
-			continue;
+			break;
 		if (!*t0)
 			*t0 = ticks();
 		st_relaxed(&ch->resp[i].ret, r->fn(r->state, r->a, r->b, r->c));
@@ -347,7 +353,9 @@ static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch, uint64_t 
 			st_relaxed(&s->stats.requests, s->stats.requests + 1);
 		st_release(&ch->resp[i].seq, seq);
 		served++;
+		i = i + 1 == ch->lines ? 0 : i + 1;
 	}
+	ch->next_serve = i;
 	return served;
 }
 
