@@ -1,7 +1,7 @@
 /*
  * Delegation (ffwd, async): what the stress suite does not cover. Callbacks
  * run exactly once and on the posting thread; drain() returns only when all
- * of a thread's posts completed; lines=1 keeps a client's order; a thread
+ * of a thread's posts completed; a client's requests run in order; a thread
  * that exits with posts outstanding finishes them (its callbacks run before
  * it is gone); closing the last executor stops the servers without losing a
  * request already sent; the runtime restarts cleanly; bad specs fail.
@@ -157,10 +157,18 @@ START_TEST(post_returns_before_completion)
 }
 END_TEST
 
-/* lines=1: each client's requests run in the order it posted them. */
-START_TEST(lines1_keeps_client_order)
+/* Each client's requests run in the order it posted them, with one line or
+   many, queued or direct, dedicated or flat (a flat slot is shared, so its
+   clients also serve each other's requests). */
+static const char *const order_specs[] = {
+	"async:lines=1",      "async:lines=1,direct", "async:lines=16",	   "async:lines=16,direct",
+	"async:lines=64",     "async:lines=3,queue=5", "flat:lines=16,slots=1", "flat:blocked,slots=1",
+	"flat:bound=4,slots=1", "flat:doorbell,slots=1",
+};
+
+START_TEST(keeps_client_order)
 {
-	const char *spec = _i ? "async:lines=1,direct" : "async:lines=1";
+	const char *spec = order_specs[_i];
 	struct counter k = {0};
 	locus_cs *cs = locus_cs_open(spec, &k);
 	ck_assert(cs);
@@ -354,7 +362,8 @@ int main(void)
 	tcase_set_timeout(tc, 3 * HANG_S);
 	tcase_add_loop_test(tc, callbacks_once_on_poster_and_drain_completes, 0, 9);
 	tcase_add_test(tc, post_returns_before_completion);
-	tcase_add_loop_test(tc, lines1_keeps_client_order, 0, 2);
+	tcase_add_loop_test(tc, keeps_client_order, 0,
+			    (int)(sizeof(order_specs) / sizeof(order_specs[0])));
 	tcase_add_test(tc, exiting_thread_finishes_its_posts);
 	tcase_add_test(tc, stop_completes_requests_in_flight);
 	tcase_add_test(tc, runtime_restarts);

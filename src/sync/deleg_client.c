@@ -14,10 +14,11 @@
  * no pending queue: post() writes straight into the next request line,
  * waiting for it to free up if needed (seed 002 Figure 3's comparison).
  *
- * Order: a server runs one client's lines in line order in each pass, so
- * with several lines a later request can run before an earlier one (seed 002
- * §2.3); with lines=1 a client's requests to one server run in the order
- * they were posted. Callbacks always run on the posting thread, inside
+ * Order: a client writes its lines in turn and the server (or a flat slot's
+ * server) runs them in that order, so a thread's requests to one server run
+ * in the order they were posted, whatever the lines (seed 002 §2.3 allowed a
+ * later one to run first; running them in turn is also what lets the server
+ * read only the line it expects next). Callbacks always run on the posting thread, inside
  * post(), run() or drain(), and never while the client's own state is being
  * updated, so a callback may post again.
  *
