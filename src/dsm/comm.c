@@ -66,6 +66,7 @@ struct peer {
 	uint64_t last_sent_ns, last_heard_ns;
 	int pid;
 	int pidfd;
+	int local; /* on this host: one monotonic clock */
 	char host[64];
 };
 
@@ -83,6 +84,10 @@ static int watch_stop = -1; /* eventfd that ends the peer watcher */
 static pthread_t watcher;
 
 uint64_t dsm_progress;
+/* The fault being taken (its first message stamps its t_sent), and when the
+   message being dispatched was taken out of MPI (0 outside a dispatch). */
+static struct dsm_req *taking;
+static uint64_t rx_ns;
 static int stopping; /* dsm_fatal has started on this thread */
 static int abort_peers(const char *msg);
 static void exit_after_grace(void) __attribute__((noreturn));
@@ -116,6 +121,8 @@ void dsm_post(struct dsm_req *r)
 	if (dsm_forked)
 		dsm_fatal_child("made a locus-dsm call");
 	r->done = 0;
+	r->t_taken = r->t_sent = r->t_recv = r->t_done = 0;
+	r->t_posted = mono_ns();
 	struct dsm_req *top = ld_relaxed(&dsm.posted);
 	do
 		r->next = top;
@@ -136,6 +143,23 @@ void dsm_call(struct dsm_req *r)
 		futex_wait(&r->done, 0);
 }
 
+void dsm_miss_steps(const struct dsm_req *r, uint64_t t_fault, uint64_t resumed)
+{
+	/* Every step timed, and in order (a step not taken, e.g. a completion
+	   without a message, leaves a zero). */
+	if (!(t_fault <= r->t_posted && r->t_posted <= r->t_taken && r->t_taken <= r->t_sent &&
+	      r->t_sent <= r->t_recv && r->t_recv <= r->t_done && r->t_done <= resumed &&
+	      r->t_sent))
+		return;
+	STAT_ADD(miss_steps, 1);
+	STAT_ADD(miss_post_ns, r->t_posted - t_fault);
+	STAT_ADD(miss_take_ns, r->t_taken - r->t_posted);
+	STAT_ADD(miss_send_ns, r->t_sent - r->t_taken);
+	STAT_ADD(miss_reply_ns, r->t_recv - r->t_sent);
+	STAT_ADD(miss_install_ns, r->t_done - r->t_recv);
+	STAT_ADD(miss_resume_ns, resumed - r->t_done);
+}
+
 /* ---- communication thread side ---- */
 
 void dsm_req_forget(void)
@@ -147,6 +171,10 @@ void dsm_req_done(struct dsm_req *r, int64_t result)
 {
 	r->result = result;
 	outstanding--;
+	if (taking == r)
+		taking = NULL; /* completed at once: nothing of it is sent */
+	r->t_recv = rx_ns;
+	r->t_done = mono_ns();
 	st_release(&r->done, 1);
 	futex_wake(&r->done, 1);
 }
@@ -163,6 +191,7 @@ static void mpi_check(int rc, const char *what)
 
 static void hand_to_mpi(struct outmsg *m, uint64_t now)
 {
+	((struct dsm_hdr *)m->buf)->sent_ns = now;
 	mpi_check(MPI_Isend(m->buf, m->len, MPI_BYTE, m->dst, DSM_TAG, comm, &m->req), "MPI_Isend");
 	m->next = inflight;
 	inflight = m;
@@ -194,6 +223,8 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	uint64_t now = mono_ns();
 	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead) {
 		hand_to_mpi(m, now);
+		if (taking && !taking->t_sent)
+			taking->t_sent = mono_ns();
 		return;
 	}
 	uint64_t rel = now + dsm.cfg.delay_ns + dsm.cfg.delay_ns_per_byte * len;
@@ -206,6 +237,8 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	else
 		p->qhead = m;
 	p->qtail = m;
+	if (taking && !taking->t_sent)
+		taking->t_sent = now;
 }
 
 /* Hand due delayed messages to MPI; returns the next release time. */
@@ -292,6 +325,22 @@ int dsm_comm_pending(void)
 	return 0;
 }
 
+/* The page protocols' messages (delivery and service statistics). */
+static int page_kind(uint16_t kind)
+{
+	switch (kind) {
+	case LOCUS_DSM_MSG_PAGE_REQ:
+	case LOCUS_DSM_MSG_PAGE_FWD:
+	case LOCUS_DSM_MSG_PAGE:
+	case LOCUS_DSM_MSG_INV:
+	case LOCUS_DSM_MSG_INV_ACK:
+	case LOCUS_DSM_MSG_DIFF_REQ:
+	case LOCUS_DSM_MSG_DIFF:
+		return 1;
+	}
+	return 0;
+}
+
 static void dispatch(const struct dsm_hdr *h, const void *payload, size_t len)
 {
 	if (h->kind != LOCUS_DSM_MSG_HEARTBEAT && h->kind != DSM_MSG_PROBE &&
@@ -361,7 +410,19 @@ static int receive(uint64_t now)
 			STAT_ADD(msgs_recv[h->kind], 1);
 			STAT_ADD(bytes_recv[h->kind], (uint64_t)count);
 		}
+		uint64_t at = mono_ns();
+		if (p->local && page_kind(h->kind) && at > h->sent_ns) {
+			STAT_ADD(delivered, 1);
+			STAT_ADD(deliver_ns, at - h->sent_ns);
+		}
+		uint16_t kind = h->kind;
+		rx_ns = at;
 		dispatch(h, rxbuf + sizeof(*h), (size_t)count - sizeof(*h));
+		rx_ns = 0;
+		if (kind == LOCUS_DSM_MSG_PAGE_REQ || kind == LOCUS_DSM_MSG_PAGE_FWD) {
+			STAT_ADD(served, 1);
+			STAT_ADD(serve_ns, mono_ns() - at);
+		}
 		got = 1;
 	}
 	return got;
@@ -387,7 +448,10 @@ static int take_requests(void)
 		dsm_progress++;
 		switch (r->kind) {
 		case DSM_REQ_FAULT:
+			r->t_taken = mono_ns();
+			taking = r;
 			dsm.proto->fault(r);
+			taking = NULL;
 			break;
 		case DSM_REQ_PREFETCH:
 			if (dsm.proto->prefetch)
@@ -735,6 +799,7 @@ static int comm_setup(void)
 		peers[i].pid = all[i].pid;
 		memcpy(peers[i].host, all[i].host, sizeof(peers[i].host));
 		peers[i].pidfd = -1;
+		peers[i].local = !strcmp(all[i].host, me.host);
 		peers[i].last_heard_ns = peers[i].last_sent_ns = now;
 		if (i != dsm.node && !strcmp(all[i].host, me.host)) {
 			long fd = syscall(SYS_pidfd_open, all[i].pid, 0);

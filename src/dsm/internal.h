@@ -59,6 +59,11 @@ struct dsm_req {
 	uint32_t done; /* futex word */
 	uint64_t a, b, c;
 	int64_t result;
+	/* Where a fault's time goes (stats: miss steps), monotonic ns: posted
+	   (application), taken and sent (the communication thread took it and
+	   handed its first message to MPI), recv (the message that completed it
+	   was taken out of MPI) and done (completed, just before the wake). */
+	uint64_t t_posted, t_taken, t_sent, t_recv, t_done;
 };
 
 /* The collective calls, which every node makes in the same order: a barrier
@@ -77,6 +82,7 @@ struct dsm_hdr {
 	uint16_t src;
 	uint32_t seq; /* per (sender, receiver) pair, gap-free from 1 */
 	uint64_t a, b, c;
+	uint64_t sent_ns; /* when the sender handed it to MPI (its monotonic clock) */
 };
 
 /* Runtime-internal message kinds beyond the public statistics kinds. */
@@ -103,6 +109,16 @@ struct dsm_counters {
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
 	uint64_t invalidations, pingpong_deferrals, lock_acquires, barriers;
 	uint64_t comm_sleeps, comm_sleep_ns;
+	/* A remote miss, step by step (fault.c; struct dsm_req's times). */
+	uint64_t miss_steps, miss_post_ns, miss_take_ns, miss_send_ns, miss_reply_ns,
+		miss_install_ns, miss_resume_ns;
+	/* Page-protocol messages from nodes on this host: handed to MPI there ->
+	   taken out here, and requests (page_req, page_fwd) served here:
+	   taken out -> answered. */
+	uint64_t delivered, deliver_ns, served, serve_ns;
+	/* Doorbells (comm.c): rung at peers that slept, and this node's
+	   communication thread woken by one (or by a local request). */
+	uint64_t bells_rung, bell_wakes;
 	/* The running protocol's own statistics, indexed by its rows (struct
 	   dsm_stat; its PROTO_STAT_ADD sites name them). */
 	uint64_t proto[DSM_PROTO_STATS_MAX];
@@ -441,7 +457,10 @@ int dsm_comm_start(void);
 void dsm_comm_join(void);
 void dsm_call(struct dsm_req *r); /* post and sleep until done */
 void dsm_post(struct dsm_req *r); /* post and return (done says when) */
-void dsm_req_forget(void);	  /* a request taken that completes no one */
+/* A remote miss's steps into the statistics: r completed, the fault taken at
+   t_fault, the thread running again at resumed. */
+void dsm_miss_steps(const struct dsm_req *r, uint64_t t_fault, uint64_t resumed);
+void dsm_req_forget(void); /* a request taken that completes no one */
 /* comm.c: communication thread side */
 void dsm_req_done(struct dsm_req *r, int64_t result);
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len);
@@ -483,7 +502,7 @@ int dsm_ship_on_server(void); /* the calling thread is this node's server */
 int dsm_atomic_here(const void *state);
 uint64_t dsm_call_atomic(const char *what, locus_fn fn, void *state, uint64_t a, uint64_t b,
 			 uint64_t c);
-void dsm_ship_hold(int on);   /* the server starts no batch while held (lrc's collection) */
+void dsm_ship_hold(int on); /* the server starts no batch while held (lrc's collection) */
 
 /* cs_home.c: give locus_cs "home" and the guard of shared state (1), or take
    them back (0) */
