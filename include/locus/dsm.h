@@ -222,6 +222,7 @@ typedef struct locus_dsm_stats {
 	double serve_s;	       /* their time from taken out of MPI to answered */
 	uint64_t bells_rung;   /* doorbells rung at peers whose communication thread slept */
 	uint64_t bell_wakes;   /* sleeps of this node's communication thread a doorbell ended */
+	uint64_t bell_peers;   /* nodes this node's doorbells reach (on its host; a level) */
 	/* Threads per node (seed 001 §4 and Table 2). */
 	uint64_t threads;	    /* largest team of the interval (1 without teams) */
 	uint64_t stalls;	    /* application-thread stalls of any kind */

@@ -28,6 +28,7 @@
 #include <mpi.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,7 +43,7 @@
 #include "common/futex.h"
 #include "internal.h"
 
-#define SPIN_POLLS	   64
+#define SPIN_POLLS	   64 /* polls before a sleep when the poll window is 0 */
 #define SLEEP_MIN_NS	   10000ull
 #define SLEEP_MAX_NS	   1000000ull
 #define SLEEP_MAX_BUSY_NS  50000ull   /* while an application thread waits on us */
@@ -106,6 +107,7 @@ void dsm_fatal(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	dprintf(2, "locus-dsm: node %d: fatal: %s\n", dsm.node, msg);
+	dsm_bell_unlink();
 	if (pthread_equal(pthread_self(), comm_thread) && !stopping) {
 		stopping = 1;
 		if (abort_peers(msg))
@@ -127,8 +129,7 @@ void dsm_post(struct dsm_req *r)
 	do
 		r->next = top;
 	while (!cas_release_weak(&dsm.posted, &top, r));
-	faa_release(&dsm.wake, 1);
-	futex_wake(&dsm.wake, 1);
+	dsm_bell_ring_self();
 }
 
 void dsm_call(struct dsm_req *r)
@@ -196,6 +197,7 @@ static void hand_to_mpi(struct outmsg *m, uint64_t now)
 	m->next = inflight;
 	inflight = m;
 	peers[m->dst].last_sent_ns = now;
+	dsm_bell_ring(m->dst);
 }
 
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
@@ -292,6 +294,7 @@ static int pending_sends(void)
    exits, so that every node has said why first. */
 static void exit_after_grace(void)
 {
+	dsm_bell_unlink();
 	struct timespec grace = {.tv_sec = 1, .tv_nsec = 0};
 	nanosleep(&grace, NULL);
 	_exit(1);
@@ -528,9 +531,10 @@ static int abort_peers(const char *msg)
 		memcpy(buf[n], &h, sizeof(h));
 		memcpy(buf[n] + sizeof(h), msg, len);
 		if (MPI_Isend(buf[n], (int)(sizeof(h) + len), MPI_BYTE, i, DSM_TAG, comm,
-			      &req[n]) == MPI_SUCCESS)
+			      &req[n]) == MPI_SUCCESS) {
 			n++;
-		else
+			dsm_bell_ring(i);
+		} else
 			free(buf[n]);
 	}
 	/* The buffers stay: the process exits next. */
@@ -658,18 +662,21 @@ static void on_launcher_signal(int sig)
 	errno = saved_errno;
 }
 
-static void sleep_on_wake(uint32_t seen, uint64_t ns)
+/* Sleep on the doorbell for at most ns; 1 if it was rung. */
+static int sleep_on_bell(uint32_t seen, uint64_t ns)
 {
-	struct timespec ts = {.tv_sec = (time_t)(ns / NS_PER_S), .tv_nsec = (long)(ns % NS_PER_S)};
 	uint64_t t0 = mono_ns();
-	futex_wait_for(&dsm.wake, seen, &ts);
+	int rung = dsm_bell_sleep(seen, ns);
 	STAT_ADD(comm_sleeps, 1);
 	STAT_ADD(comm_sleep_ns, mono_ns() - t0);
+	if (rung)
+		STAT_ADD(bell_wakes, 1);
+	return rung;
 }
 
 static void comm_loop(void)
 {
-	uint64_t backoff = SLEEP_MIN_NS, next_liveness = 0, active_until = 0;
+	uint64_t backoff = SLEEP_MIN_NS, next_liveness = 0, active_until = 0, poll_until = 0;
 	int idle = 0;
 	/* Runtime overhead: this thread's CPU time is read once per iteration and
 	   the difference charged to the previous iteration if it did something
@@ -687,7 +694,7 @@ static void comm_loop(void)
 		}
 		cpu_prev = cpu;
 		was_stalled = dsm_node_stalled();
-		uint32_t seen = ld_acquire(&dsm.wake);
+		uint32_t seen = dsm_bell_seen();
 		uint64_t now = mono_ns();
 		int progress = take_requests();
 		progress |= receive(now);
@@ -709,6 +716,16 @@ static void comm_loop(void)
 			idle = 0;
 			backoff = SLEEP_MIN_NS;
 			active_until = now + ACTIVE_NS;
+			poll_until = now + dsm.cfg.poll_ns;
+			continue;
+		}
+		/* The poll window: after work, answers (to a fault just sent) and
+		   the next request (a thread that just resumed) come within tens of
+		   microseconds, sooner than a sleeping thread is woken. Each poll
+		   gives the CPU away to any thread that can run, so that with more
+		   threads than CPUs the window costs little but the polls. */
+		if (now < poll_until) {
+			sched_yield();
 			continue;
 		}
 		if (++idle < SPIN_POLLS)
@@ -717,14 +734,19 @@ static void comm_loop(void)
 		   worked: more messages are likely on their way (shipped calls to
 		   serve here, for one), and a message waits for the sleep's end. */
 		uint64_t cap = outstanding || now < active_until ? SLEEP_MAX_BUSY_NS : SLEEP_MAX_NS;
+		if (dsm_bell_peers() == dsm.nodes - 1)
+			cap = backoff = SLEEP_MAX_NS; /* every peer rings: no need to look */
 		uint64_t ns = backoff < cap ? backoff : cap;
 		if (next != UINT64_MAX) {
 			uint64_t until = next > now ? next - now : 0;
 			if (until < ns)
 				ns = until;
 		}
-		if (ns > 0)
-			sleep_on_wake(seen, ns);
+		/* Rung: a message or request is there, or about to be (poll again). */
+		if (ns > 0 && sleep_on_bell(seen, ns)) {
+			idle = 0;
+			poll_until = mono_ns() + dsm.cfg.poll_ns;
+		}
 		if (backoff < SLEEP_MAX_NS)
 			backoff *= 2;
 	}
@@ -733,6 +755,7 @@ static void comm_loop(void)
 struct peer_info {
 	int pid;
 	char host[64];
+	char bell[DSM_BELL_NAME]; /* its doorbell's file, "" if none */
 	/* The settings every node must share: compared with node 0's at start. */
 	uint64_t size, addr;
 	char protocol[sizeof(dsm.cfg.protocol)];
@@ -789,6 +812,15 @@ static int comm_setup(void)
 	struct peer_info me = {.pid = getpid(), .size = dsm.cfg.size, .addr = dsm.cfg.addr},
 			 all[DSM_MAX_NODES];
 	gethostname(me.host, sizeof(me.host) - 1);
+	/* LOCUS_DSM_HOST: a label that makes nodes of one machine behave as on
+	   different hosts (no doorbells, no pidfds between them), to exercise
+	   that path here; appended, so nodes really apart never look together. */
+	const char *label = getenv("LOCUS_DSM_HOST");
+	if (label && *label) {
+		size_t at = strlen(me.host);
+		snprintf(me.host + at, sizeof(me.host) - at, "/%s", label);
+	}
+	dsm_bell_create(me.bell);
 	snprintf(me.protocol, sizeof(me.protocol), "%s", dsm.cfg.protocol);
 	if (ok)
 		MPI_Allgather(&me, sizeof(me), MPI_BYTE, all, sizeof(me), MPI_BYTE, comm);
@@ -801,6 +833,8 @@ static int comm_setup(void)
 		peers[i].pidfd = -1;
 		peers[i].local = !strcmp(all[i].host, me.host);
 		peers[i].last_heard_ns = peers[i].last_sent_ns = now;
+		if (i != dsm.node && peers[i].local && all[i].bell[0])
+			dsm_bell_open(i, all[i].bell);
 		if (i != dsm.node && !strcmp(all[i].host, me.host)) {
 			long fd = syscall(SYS_pidfd_open, all[i].pid, 0);
 			peers[i].pidfd = fd >= 0 ? (int)fd : -1;
@@ -817,6 +851,7 @@ static int comm_setup(void)
 	}
 	int all_ok = 0;
 	MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+	dsm_bell_unlink(); /* every node of the host has mapped it, or never will */
 	return all_ok ? 0 : -1;
 }
 
@@ -825,6 +860,7 @@ static void *comm_main(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	prctl(PR_SET_NAME, "locus-dsm-comm");
 	if (comm_setup() != 0) {
+		dsm_bell_close();
 		dsm_region_unmap();
 		MPI_Finalize();
 		st_release(&dsm.ready, 2);
@@ -861,6 +897,7 @@ static void *comm_main(void *arg)
 		}
 	MPI_Comm_free(&comm);
 	MPI_Finalize();
+	dsm_bell_close();
 	free(rxbuf);
 	rxbuf = NULL;
 	rxcap = 0;

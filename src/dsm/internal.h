@@ -31,6 +31,7 @@
 #define DSM_MAX_NODES	    64	   /* copysets are 64-bit masks */
 #define DSM_PROTO_STATS_MAX 32	   /* rows of one protocol's statistics */
 #define DSM_TAG		    0x4c44 /* the one MPI tag: one tag keeps MPI's per-pair order */
+#define DSM_POLL_US	    100	   /* LOCUS_DSM_POLL_US's default */
 
 /* Application thread -> communication thread. */
 enum dsm_req_kind {
@@ -162,6 +163,7 @@ struct dsm_config {
 	uint64_t peer_timeout_ns;
 	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
 	uint32_t run;	       /* pages fetched per miss of a node walking in order */
+	uint64_t poll_ns;      /* the communication thread polls this long after work */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
 	int one_node_protocol; /* LOCUS_DSM_ONE_NODE=protocol: no plain region on one node */
 };
@@ -187,8 +189,7 @@ struct dsm_runtime {
 	uint64_t *resume_ns;
 
 	/* Application -> communication thread. */
-	struct dsm_req *posted; /* Treiber stack */
-	uint32_t wake;		/* futex word the communication thread sleeps on */
+	struct dsm_req *posted; /* Treiber stack (the node's doorbell says so: bell.c) */
 	uint32_t ready;		/* futex word: 1 started, 2 failed to start */
 
 	struct dsm_counters cnt;
@@ -460,7 +461,18 @@ void dsm_post(struct dsm_req *r); /* post and return (done says when) */
 /* A remote miss's steps into the statistics: r completed, the fault taken at
    t_fault, the thread running again at resumed. */
 void dsm_miss_steps(const struct dsm_req *r, uint64_t t_fault, uint64_t resumed);
-void dsm_req_forget(void); /* a request taken that completes no one */
+/* Doorbells (bell.c): a node's wake word, shared with the nodes of its host. */
+#define DSM_BELL_NAME 64
+int dsm_bell_create(char name[DSM_BELL_NAME]);	/* 0, or -1: no shared page (name "") */
+int dsm_bell_open(int node, const char *name);	/* map a peer's; 0 or -1 */
+void dsm_bell_unlink(void);			/* remove this node's file (signal-safe) */
+void dsm_bell_close(void);			/* unmap the peers' */
+int dsm_bell_ring(int node);			/* after a message to node: 1 if it woke it */
+void dsm_bell_ring_self(void);			/* a local request */
+uint32_t dsm_bell_seen(void);			/* the own word, before looking for work */
+int dsm_bell_sleep(uint32_t seen, uint64_t ns); /* 1 if rung since seen */
+int dsm_bell_peers(void);			/* peers whose doorbell this node reaches */
+void dsm_req_forget(void);			/* a request taken that completes no one */
 /* comm.c: communication thread side */
 void dsm_req_done(struct dsm_req *r, int64_t result);
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len);
