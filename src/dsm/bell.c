@@ -45,7 +45,13 @@
 struct bell {
 	uint32_t seq;	   /* bumped by every ring; the futex word */
 	uint32_t sleeping; /* 1 while the communication thread sleeps on seq */
+	/* By sender: messages it has handed to MPI for this node. MPI may not
+	   show a message at the first look after the ring (its progress
+	   engine moves it in), so the node keeps looking until it has taken
+	   out as many as it was told of. */
+	uint64_t sent[DSM_MAX_NODES];
 };
+_Static_assert(sizeof(struct bell) <= 4096, "a doorbell fits its page");
 
 #define BELL_BYTES 4096 /* a page: the mapping's unit */
 
@@ -129,7 +135,10 @@ static int ring(struct bell *b)
 int dsm_bell_ring(int node)
 {
 	struct bell *b = peer[node];
-	if (!b || !ring(b))
+	if (!b)
+		return 0;
+	faa_seqcst(&b->sent[dsm.node], 1);
+	if (!ring(b))
 		return 0;
 	STAT_ADD(bells_rung, 1);
 	return 1;
@@ -138,6 +147,11 @@ int dsm_bell_ring(int node)
 void dsm_bell_ring_self(void)
 {
 	ring(own);
+}
+
+uint64_t dsm_bell_sent(int node)
+{
+	return ld_acquire(&own->sent[node]);
 }
 
 uint32_t dsm_bell_seen(void)

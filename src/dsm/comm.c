@@ -77,7 +77,8 @@ static int comm_up; /* MPI is set up: messages can be sent */
 static struct peer peers[DSM_MAX_NODES];
 static struct outmsg *inflight;
 static int leaving;
-static uint64_t outstanding; /* application requests taken but not completed */
+static uint64_t outstanding;	/* application requests taken but not completed */
+static uint64_t faults_waiting; /* of which faults: a thread waits for an answer */
 static char *rxbuf;
 static int rxcap;
 static volatile sig_atomic_t launcher_said_failure;
@@ -172,6 +173,8 @@ void dsm_req_done(struct dsm_req *r, int64_t result)
 {
 	r->result = result;
 	outstanding--;
+	if (r->kind == DSM_REQ_FAULT)
+		faults_waiting--;
 	if (taking == r)
 		taking = NULL; /* completed at once: nothing of it is sent */
 	r->t_recv = rx_ns;
@@ -452,6 +455,7 @@ static int take_requests(void)
 		switch (r->kind) {
 		case DSM_REQ_FAULT:
 			r->t_taken = mono_ns();
+			faults_waiting++;
 			taking = r;
 			dsm.proto->fault(r);
 			taking = NULL;
@@ -662,6 +666,15 @@ static void on_launcher_signal(int sig)
 	errno = saved_errno;
 }
 
+/* A peer on this host said it sent a message not yet taken out of MPI. */
+static int owed(void)
+{
+	for (int i = 0; i < dsm.nodes; i++)
+		if ((int32_t)((uint32_t)dsm_bell_sent(i) - peers[i].recv_seq) > 0)
+			return 1;
+	return 0;
+}
+
 /* Sleep on the doorbell for at most ns; 1 if it was rung. */
 static int sleep_on_bell(uint32_t seen, uint64_t ns)
 {
@@ -719,23 +732,33 @@ static void comm_loop(void)
 			poll_until = now + dsm.cfg.poll_ns;
 			continue;
 		}
-		/* The poll window: after work, answers (to a fault just sent) and
-		   the next request (a thread that just resumed) come within tens of
-		   microseconds, sooner than a sleeping thread is woken. Each poll
-		   gives the CPU away to any thread that can run, so that with more
-		   threads than CPUs the window costs little but the polls. */
-		if (now < poll_until) {
+		/* The poll window: while a fault waits for its answer, the answer
+		   comes within tens of microseconds, sooner than a sleeping thread
+		   is woken, and the faulting thread leaves its CPU free. Each poll
+		   gives the CPU away to any thread that can run (other nodes' with
+		   more threads than CPUs). Without a fault waiting, the
+		   application runs: polling would take its CPU, and a thread that
+		   polls but does not run cannot be woken, so it sleeps. */
+		if (faults_waiting && now < poll_until) {
 			sched_yield();
 			continue;
 		}
-		if (++idle < SPIN_POLLS)
+		/* A few polls catch what peers on other hosts send right after
+		   work; peers that ring need none, and a thread just woken here may
+		   be waiting for this CPU. */
+		int all_ring = dsm_bell_peers() == dsm.nodes - 1;
+		if (!all_ring && ++idle < SPIN_POLLS)
 			continue;
+		if (owed()) {
+			sched_yield();
+			continue;
+		}
 		/* Short sleeps while this node waits for answers, or has just
 		   worked: more messages are likely on their way (shipped calls to
 		   serve here, for one), and a message waits for the sleep's end. */
 		uint64_t cap = outstanding || now < active_until ? SLEEP_MAX_BUSY_NS : SLEEP_MAX_NS;
-		if (dsm_bell_peers() == dsm.nodes - 1)
-			cap = backoff = SLEEP_MAX_NS; /* every peer rings: no need to look */
+		if (all_ring)
+			cap = backoff = SLEEP_MAX_NS; /* no need to look: a message rings */
 		uint64_t ns = backoff < cap ? backoff : cap;
 		if (next != UINT64_MAX) {
 			uint64_t until = next > now ? next - now : 0;

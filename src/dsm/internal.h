@@ -463,13 +463,14 @@ void dsm_post(struct dsm_req *r); /* post and return (done says when) */
 void dsm_miss_steps(const struct dsm_req *r, uint64_t t_fault, uint64_t resumed);
 /* Doorbells (bell.c): a node's wake word, shared with the nodes of its host. */
 #define DSM_BELL_NAME 64
-int dsm_bell_create(char name[DSM_BELL_NAME]);	/* 0, or -1: no shared page (name "") */
-int dsm_bell_open(int node, const char *name);	/* map a peer's; 0 or -1 */
-void dsm_bell_unlink(void);			/* remove this node's file (signal-safe) */
-void dsm_bell_close(void);			/* unmap the peers' */
-int dsm_bell_ring(int node);			/* after a message to node: 1 if it woke it */
-void dsm_bell_ring_self(void);			/* a local request */
-uint32_t dsm_bell_seen(void);			/* the own word, before looking for work */
+int dsm_bell_create(char name[DSM_BELL_NAME]); /* 0, or -1: no shared page (name "") */
+int dsm_bell_open(int node, const char *name); /* map a peer's; 0 or -1 */
+void dsm_bell_unlink(void);		       /* remove this node's file (signal-safe) */
+void dsm_bell_close(void);		       /* unmap the peers' */
+int dsm_bell_ring(int node);		       /* after a message to node: 1 if it woke it */
+void dsm_bell_ring_self(void);		       /* a local request */
+uint32_t dsm_bell_seen(void);		       /* the own word, before looking for work */
+uint64_t dsm_bell_sent(int node); /* messages node said it handed to MPI for this one */
 int dsm_bell_sleep(uint32_t seen, uint64_t ns); /* 1 if rung since seen */
 int dsm_bell_peers(void);			/* peers whose doorbell this node reaches */
 void dsm_req_forget(void);			/* a request taken that completes no one */
