@@ -64,6 +64,10 @@
  *                             (default); sync: a team runs one thread at a time, which
  *                             gives way only during lock, barrier and team waits
  *   LOCUS_DSM_RUN             pages fetched per miss of a node walking in order (32)
+ *   LOCUS_DSM_POLL_US         the communication thread polls this long while a fault
+ *                             waits for its answer (100; 0 never); otherwise it sleeps
+ *   LOCUS_DSM_HOST            a label: nodes of one machine with different labels behave
+ *                             as on different hosts (no doorbells, no pid watching)
  *   LOCUS_DSM_GC_BYTES        lrc: collect at a barrier once a node keeps more (32m)
  *   LOCUS_DSM_AVR_DEADLOCK    avr: faults on awaited pages, while a request for one
  *                             of the interval's pages waits, before giving way (30)
