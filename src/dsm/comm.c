@@ -7,11 +7,14 @@
  * every call take a lock we do not need).
  *
  * Waiting: Debian's MPICH busy-waits inside blocking calls, and tests run more
- * nodes than cores, so this thread never blocks in MPI. It polls (MPI_Iprobe,
- * MPI_Test) a few times after activity, then sleeps on a futex with a timeout
- * that backs off from 10 us to 1 ms. Application threads wake it at once
- * through that futex; remote messages wait at most one backoff period, which
- * stays short while anything is happening.
+ * nodes than cores, so this thread never blocks in MPI. It sleeps on its
+ * node's doorbell (bell.c): application threads ring it for their requests,
+ * and nodes on this host ring it after handing it a message, so either wakes
+ * it at once. Messages from nodes on other hosts are found when the sleep's
+ * timeout ends (backing off from 10 us to 1 ms, after a few polls). It polls,
+ * yielding the CPU between polls, only while a fault of its node waits for
+ * its answer (LOCUS_DSM_POLL_US): then the answer is the next thing to do and
+ * the faulting thread has left its CPU.
  *
  * Transport delay: each message is held in a per-destination queue until
  * now + delay + bytes * per-byte delay (never before its predecessor, so a
