@@ -65,7 +65,7 @@
  *                             gives way only during lock, barrier and team waits
  *   LOCUS_DSM_RUN             pages fetched per miss of a node walking in order (32)
  *   LOCUS_DSM_POLL_US         the communication thread polls this long while a fault
- *                             waits for its answer (100; 0 never); otherwise it sleeps
+ *                             waits for its answer (0: never, it sleeps and is rung)
  *   LOCUS_DSM_HOST            a label: nodes of one machine with different labels behave
  *                             as on different hosts (no doorbells, no pid watching)
  *   LOCUS_DSM_GC_BYTES        lrc: collect at a barrier once a node keeps more (32m)

@@ -11,10 +11,9 @@
  * node's doorbell (bell.c): application threads ring it for their requests,
  * and nodes on this host ring it after handing it a message, so either wakes
  * it at once. Messages from nodes on other hosts are found when the sleep's
- * timeout ends (backing off from 10 us to 1 ms, after a few polls). It polls,
- * yielding the CPU between polls, only while a fault of its node waits for
- * its answer (LOCUS_DSM_POLL_US): then the answer is the next thing to do and
- * the faulting thread has left its CPU.
+ * timeout ends (backing off from 10 us to 1 ms, after a few polls). Only if
+ * asked (LOCUS_DSM_POLL_US) does it poll, yielding the CPU between polls,
+ * while a fault of its node waits for its answer.
  *
  * Transport delay: each message is held in a per-destination queue until
  * now + delay + bytes * per-byte delay (never before its predecessor, so a
@@ -735,13 +734,14 @@ static void comm_loop(void)
 			poll_until = now + dsm.cfg.poll_ns;
 			continue;
 		}
-		/* The poll window: while a fault waits for its answer, the answer
-		   comes within tens of microseconds, sooner than a sleeping thread
-		   is woken, and the faulting thread leaves its CPU free. Each poll
-		   gives the CPU away to any thread that can run (other nodes' with
-		   more threads than CPUs). Without a fault waiting, the
-		   application runs: polling would take its CPU, and a thread that
-		   polls but does not run cannot be woken, so it sleeps. */
+		/* The poll window (LOCUS_DSM_POLL_US, off by default): while a
+		   fault waits, its answer may come sooner than a sleeping thread is
+		   woken, and the faulting thread has left its CPU. Each poll gives
+		   the CPU away to any thread that can run. With more runnable
+		   threads than CPUs it loses: a thread that yields stays runnable,
+		   so no doorbell can wake it, and the scheduler runs a woken
+		   sleeper first. Without a fault waiting, the application runs:
+		   polling would take its CPU, so the thread sleeps. */
 		if (faults_waiting && now < poll_until) {
 			sched_yield();
 			continue;

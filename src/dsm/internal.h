@@ -31,7 +31,7 @@
 #define DSM_MAX_NODES	    64	   /* copysets are 64-bit masks */
 #define DSM_PROTO_STATS_MAX 32	   /* rows of one protocol's statistics */
 #define DSM_TAG		    0x4c44 /* the one MPI tag: one tag keeps MPI's per-pair order */
-#define DSM_POLL_US	    100	   /* LOCUS_DSM_POLL_US's default */
+#define DSM_POLL_US	    0	   /* LOCUS_DSM_POLL_US's default */
 
 /* Application thread -> communication thread. */
 enum dsm_req_kind {
