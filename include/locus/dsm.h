@@ -64,6 +64,10 @@
  *                             (default); sync: a team runs one thread at a time, which
  *                             gives way only during lock, barrier and team waits
  *   LOCUS_DSM_RUN             pages fetched per miss of a node walking in order (32)
+ *   LOCUS_DSM_POLL_US         the communication thread polls this long while a fault
+ *                             waits for its answer (0: never, it sleeps and is rung)
+ *   LOCUS_DSM_HOST            a label: nodes of one machine with different labels behave
+ *                             as on different hosts (no doorbells, no pid watching)
  *   LOCUS_DSM_GC_BYTES        lrc: collect at a barrier once a node keeps more (32m)
  *   LOCUS_DSM_AVR_DEADLOCK    avr: faults on awaited pages, while a request for one
  *                             of the interval's pages waits, before giving way (30)
@@ -205,6 +209,24 @@ typedef struct locus_dsm_stats {
 				  released (under lrc, and two barriers have passed) */
 	uint64_t comm_sleeps;  /* times the communication thread slept */
 	double comm_sleep_s;   /* and for how long */
+	/* Where a remote miss's time goes, summed over the misses measured
+	   (miss_steps: remote misses whose every step was timed); each step
+	   ends where the next begins. */
+	uint64_t miss_steps;
+	double miss_post_s;    /* fault taken -> request posted (the handler) */
+	double miss_take_s;    /* posted -> the communication thread took it (its wake-up) */
+	double miss_send_s;    /* taken -> the request handed to MPI (protocol) */
+	double miss_reply_s;   /* handed to MPI -> the last answer taken out of MPI
+				  (delivery, the other nodes' wake-ups and service) */
+	double miss_install_s; /* answer taken out -> page installed, thread woken */
+	double miss_resume_s;  /* woken -> the thread runs again */
+	uint64_t delivered;    /* page-protocol messages from nodes on this host */
+	double deliver_s;      /* their time from the sender's hand-off to MPI to here */
+	uint64_t served;       /* page requests and forwards this node answered */
+	double serve_s;	       /* their time from taken out of MPI to answered */
+	uint64_t bells_rung;   /* doorbells rung at peers whose communication thread slept */
+	uint64_t bell_wakes;   /* sleeps of this node's communication thread a doorbell ended */
+	uint64_t bell_peers;   /* nodes this node's doorbells reach (on its host; a level) */
 	/* Threads per node (seed 001 §4 and Table 2). */
 	uint64_t threads;	    /* largest team of the interval (1 without teams) */
 	uint64_t stalls;	    /* application-thread stalls of any kind */

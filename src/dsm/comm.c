@@ -7,11 +7,13 @@
  * every call take a lock we do not need).
  *
  * Waiting: Debian's MPICH busy-waits inside blocking calls, and tests run more
- * nodes than cores, so this thread never blocks in MPI. It polls (MPI_Iprobe,
- * MPI_Test) a few times after activity, then sleeps on a futex with a timeout
- * that backs off from 10 us to 1 ms. Application threads wake it at once
- * through that futex; remote messages wait at most one backoff period, which
- * stays short while anything is happening.
+ * nodes than cores, so this thread never blocks in MPI. It sleeps on its
+ * node's doorbell (bell.c): application threads ring it for their requests,
+ * and nodes on this host ring it after handing it a message, so either wakes
+ * it at once. Messages from nodes on other hosts are found when the sleep's
+ * timeout ends (backing off from 10 us to 1 ms, after a few polls). Only if
+ * asked (LOCUS_DSM_POLL_US) does it poll, yielding the CPU between polls,
+ * while a fault of its node waits for its answer.
  *
  * Transport delay: each message is held in a per-destination queue until
  * now + delay + bytes * per-byte delay (never before its predecessor, so a
@@ -28,6 +30,7 @@
 #include <mpi.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,7 +45,7 @@
 #include "common/futex.h"
 #include "internal.h"
 
-#define SPIN_POLLS	   64
+#define SPIN_POLLS	   64 /* polls before a sleep when the poll window is 0 */
 #define SLEEP_MIN_NS	   10000ull
 #define SLEEP_MAX_NS	   1000000ull
 #define SLEEP_MAX_BUSY_NS  50000ull   /* while an application thread waits on us */
@@ -66,6 +69,7 @@ struct peer {
 	uint64_t last_sent_ns, last_heard_ns;
 	int pid;
 	int pidfd;
+	int local; /* on this host: one monotonic clock */
 	char host[64];
 };
 
@@ -75,7 +79,8 @@ static int comm_up; /* MPI is set up: messages can be sent */
 static struct peer peers[DSM_MAX_NODES];
 static struct outmsg *inflight;
 static int leaving;
-static uint64_t outstanding; /* application requests taken but not completed */
+static uint64_t outstanding;	/* application requests taken but not completed */
+static uint64_t faults_waiting; /* of which faults: a thread waits for an answer */
 static char *rxbuf;
 static int rxcap;
 static volatile sig_atomic_t launcher_said_failure;
@@ -83,6 +88,10 @@ static int watch_stop = -1; /* eventfd that ends the peer watcher */
 static pthread_t watcher;
 
 uint64_t dsm_progress;
+/* The fault being taken (its first message stamps its t_sent), and when the
+   message being dispatched was taken out of MPI (0 outside a dispatch). */
+static struct dsm_req *taking;
+static uint64_t rx_ns;
 static int stopping; /* dsm_fatal has started on this thread */
 static int abort_peers(const char *msg);
 static void exit_after_grace(void) __attribute__((noreturn));
@@ -101,6 +110,7 @@ void dsm_fatal(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	dprintf(2, "locus-dsm: node %d: fatal: %s\n", dsm.node, msg);
+	dsm_bell_unlink();
 	if (pthread_equal(pthread_self(), comm_thread) && !stopping) {
 		stopping = 1;
 		if (abort_peers(msg))
@@ -116,12 +126,13 @@ void dsm_post(struct dsm_req *r)
 	if (dsm_forked)
 		dsm_fatal_child("made a locus-dsm call");
 	r->done = 0;
+	r->t_taken = r->t_sent = r->t_recv = r->t_done = 0;
+	r->t_posted = mono_ns();
 	struct dsm_req *top = ld_relaxed(&dsm.posted);
 	do
 		r->next = top;
 	while (!cas_release_weak(&dsm.posted, &top, r));
-	faa_release(&dsm.wake, 1);
-	futex_wake(&dsm.wake, 1);
+	dsm_bell_ring_self();
 }
 
 void dsm_call(struct dsm_req *r)
@@ -136,6 +147,23 @@ void dsm_call(struct dsm_req *r)
 		futex_wait(&r->done, 0);
 }
 
+void dsm_miss_steps(const struct dsm_req *r, uint64_t t_fault, uint64_t resumed)
+{
+	/* Every step timed, and in order (a step not taken, e.g. a completion
+	   without a message, leaves a zero). */
+	if (!(t_fault <= r->t_posted && r->t_posted <= r->t_taken && r->t_taken <= r->t_sent &&
+	      r->t_sent <= r->t_recv && r->t_recv <= r->t_done && r->t_done <= resumed &&
+	      r->t_sent))
+		return;
+	STAT_ADD(miss_steps, 1);
+	STAT_ADD(miss_post_ns, r->t_posted - t_fault);
+	STAT_ADD(miss_take_ns, r->t_taken - r->t_posted);
+	STAT_ADD(miss_send_ns, r->t_sent - r->t_taken);
+	STAT_ADD(miss_reply_ns, r->t_recv - r->t_sent);
+	STAT_ADD(miss_install_ns, r->t_done - r->t_recv);
+	STAT_ADD(miss_resume_ns, resumed - r->t_done);
+}
+
 /* ---- communication thread side ---- */
 
 void dsm_req_forget(void)
@@ -147,6 +175,12 @@ void dsm_req_done(struct dsm_req *r, int64_t result)
 {
 	r->result = result;
 	outstanding--;
+	if (r->kind == DSM_REQ_FAULT)
+		faults_waiting--;
+	if (taking == r)
+		taking = NULL; /* completed at once: nothing of it is sent */
+	r->t_recv = rx_ns;
+	r->t_done = mono_ns();
 	st_release(&r->done, 1);
 	futex_wake(&r->done, 1);
 }
@@ -163,10 +197,12 @@ static void mpi_check(int rc, const char *what)
 
 static void hand_to_mpi(struct outmsg *m, uint64_t now)
 {
+	((struct dsm_hdr *)m->buf)->sent_ns = now;
 	mpi_check(MPI_Isend(m->buf, m->len, MPI_BYTE, m->dst, DSM_TAG, comm, &m->req), "MPI_Isend");
 	m->next = inflight;
 	inflight = m;
 	peers[m->dst].last_sent_ns = now;
+	dsm_bell_ring(m->dst);
 }
 
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
@@ -194,6 +230,8 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	uint64_t now = mono_ns();
 	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead) {
 		hand_to_mpi(m, now);
+		if (taking && !taking->t_sent)
+			taking->t_sent = mono_ns();
 		return;
 	}
 	uint64_t rel = now + dsm.cfg.delay_ns + dsm.cfg.delay_ns_per_byte * len;
@@ -206,6 +244,8 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	else
 		p->qhead = m;
 	p->qtail = m;
+	if (taking && !taking->t_sent)
+		taking->t_sent = now;
 }
 
 /* Hand due delayed messages to MPI; returns the next release time. */
@@ -259,6 +299,7 @@ static int pending_sends(void)
    exits, so that every node has said why first. */
 static void exit_after_grace(void)
 {
+	dsm_bell_unlink();
 	struct timespec grace = {.tv_sec = 1, .tv_nsec = 0};
 	nanosleep(&grace, NULL);
 	_exit(1);
@@ -289,6 +330,22 @@ int dsm_comm_pending(void)
 		for (const struct outmsg *m = peers[i].qhead; m; m = m->next)
 			if (moving(m))
 				return 1;
+	return 0;
+}
+
+/* The page protocols' messages (delivery and service statistics). */
+static int page_kind(uint16_t kind)
+{
+	switch (kind) {
+	case LOCUS_DSM_MSG_PAGE_REQ:
+	case LOCUS_DSM_MSG_PAGE_FWD:
+	case LOCUS_DSM_MSG_PAGE:
+	case LOCUS_DSM_MSG_INV:
+	case LOCUS_DSM_MSG_INV_ACK:
+	case LOCUS_DSM_MSG_DIFF_REQ:
+	case LOCUS_DSM_MSG_DIFF:
+		return 1;
+	}
 	return 0;
 }
 
@@ -361,7 +418,19 @@ static int receive(uint64_t now)
 			STAT_ADD(msgs_recv[h->kind], 1);
 			STAT_ADD(bytes_recv[h->kind], (uint64_t)count);
 		}
+		uint64_t at = mono_ns();
+		if (p->local && page_kind(h->kind) && at > h->sent_ns) {
+			STAT_ADD(delivered, 1);
+			STAT_ADD(deliver_ns, at - h->sent_ns);
+		}
+		uint16_t kind = h->kind;
+		rx_ns = at;
 		dispatch(h, rxbuf + sizeof(*h), (size_t)count - sizeof(*h));
+		rx_ns = 0;
+		if (kind == LOCUS_DSM_MSG_PAGE_REQ || kind == LOCUS_DSM_MSG_PAGE_FWD) {
+			STAT_ADD(served, 1);
+			STAT_ADD(serve_ns, mono_ns() - at);
+		}
 		got = 1;
 	}
 	return got;
@@ -387,7 +456,11 @@ static int take_requests(void)
 		dsm_progress++;
 		switch (r->kind) {
 		case DSM_REQ_FAULT:
+			r->t_taken = mono_ns();
+			faults_waiting++;
+			taking = r;
 			dsm.proto->fault(r);
+			taking = NULL;
 			break;
 		case DSM_REQ_PREFETCH:
 			if (dsm.proto->prefetch)
@@ -464,9 +537,10 @@ static int abort_peers(const char *msg)
 		memcpy(buf[n], &h, sizeof(h));
 		memcpy(buf[n] + sizeof(h), msg, len);
 		if (MPI_Isend(buf[n], (int)(sizeof(h) + len), MPI_BYTE, i, DSM_TAG, comm,
-			      &req[n]) == MPI_SUCCESS)
+			      &req[n]) == MPI_SUCCESS) {
 			n++;
-		else
+			dsm_bell_ring(i);
+		} else
 			free(buf[n]);
 	}
 	/* The buffers stay: the process exits next. */
@@ -594,18 +668,30 @@ static void on_launcher_signal(int sig)
 	errno = saved_errno;
 }
 
-static void sleep_on_wake(uint32_t seen, uint64_t ns)
+/* A peer on this host said it sent a message not yet taken out of MPI. */
+static int owed(void)
 {
-	struct timespec ts = {.tv_sec = (time_t)(ns / NS_PER_S), .tv_nsec = (long)(ns % NS_PER_S)};
+	for (int i = 0; i < dsm.nodes; i++)
+		if ((int32_t)((uint32_t)dsm_bell_sent(i) - peers[i].recv_seq) > 0)
+			return 1;
+	return 0;
+}
+
+/* Sleep on the doorbell for at most ns; 1 if it was rung. */
+static int sleep_on_bell(uint32_t seen, uint64_t ns)
+{
 	uint64_t t0 = mono_ns();
-	futex_wait_for(&dsm.wake, seen, &ts);
+	int rung = dsm_bell_sleep(seen, ns);
 	STAT_ADD(comm_sleeps, 1);
 	STAT_ADD(comm_sleep_ns, mono_ns() - t0);
+	if (rung)
+		STAT_ADD(bell_wakes, 1);
+	return rung;
 }
 
 static void comm_loop(void)
 {
-	uint64_t backoff = SLEEP_MIN_NS, next_liveness = 0, active_until = 0;
+	uint64_t backoff = SLEEP_MIN_NS, next_liveness = 0, active_until = 0, poll_until = 0;
 	int idle = 0;
 	/* Runtime overhead: this thread's CPU time is read once per iteration and
 	   the difference charged to the previous iteration if it did something
@@ -623,7 +709,7 @@ static void comm_loop(void)
 		}
 		cpu_prev = cpu;
 		was_stalled = dsm_node_stalled();
-		uint32_t seen = ld_acquire(&dsm.wake);
+		uint32_t seen = dsm_bell_seen();
 		uint64_t now = mono_ns();
 		int progress = take_requests();
 		progress |= receive(now);
@@ -645,22 +731,48 @@ static void comm_loop(void)
 			idle = 0;
 			backoff = SLEEP_MIN_NS;
 			active_until = now + ACTIVE_NS;
+			poll_until = now + dsm.cfg.poll_ns;
 			continue;
 		}
-		if (++idle < SPIN_POLLS)
+		/* The poll window (LOCUS_DSM_POLL_US, off by default): while a
+		   fault waits, its answer may come sooner than a sleeping thread is
+		   woken, and the faulting thread has left its CPU. Each poll gives
+		   the CPU away to any thread that can run. With more runnable
+		   threads than CPUs it loses: a thread that yields stays runnable,
+		   so no doorbell can wake it, and the scheduler runs a woken
+		   sleeper first. Without a fault waiting, the application runs:
+		   polling would take its CPU, so the thread sleeps. */
+		if (faults_waiting && now < poll_until) {
+			sched_yield();
 			continue;
+		}
+		/* A few polls catch what peers on other hosts send right after
+		   work; peers that ring need none, and a thread just woken here may
+		   be waiting for this CPU. */
+		int all_ring = dsm_bell_peers() == dsm.nodes - 1;
+		if (!all_ring && ++idle < SPIN_POLLS)
+			continue;
+		if (owed()) {
+			sched_yield();
+			continue;
+		}
 		/* Short sleeps while this node waits for answers, or has just
 		   worked: more messages are likely on their way (shipped calls to
 		   serve here, for one), and a message waits for the sleep's end. */
 		uint64_t cap = outstanding || now < active_until ? SLEEP_MAX_BUSY_NS : SLEEP_MAX_NS;
+		if (all_ring)
+			cap = backoff = SLEEP_MAX_NS; /* no need to look: a message rings */
 		uint64_t ns = backoff < cap ? backoff : cap;
 		if (next != UINT64_MAX) {
 			uint64_t until = next > now ? next - now : 0;
 			if (until < ns)
 				ns = until;
 		}
-		if (ns > 0)
-			sleep_on_wake(seen, ns);
+		/* Rung: a message or request is there, or about to be (poll again). */
+		if (ns > 0 && sleep_on_bell(seen, ns)) {
+			idle = 0;
+			poll_until = mono_ns() + dsm.cfg.poll_ns;
+		}
 		if (backoff < SLEEP_MAX_NS)
 			backoff *= 2;
 	}
@@ -669,6 +781,7 @@ static void comm_loop(void)
 struct peer_info {
 	int pid;
 	char host[64];
+	char bell[DSM_BELL_NAME]; /* its doorbell's file, "" if none */
 	/* The settings every node must share: compared with node 0's at start. */
 	uint64_t size, addr;
 	char protocol[sizeof(dsm.cfg.protocol)];
@@ -725,6 +838,15 @@ static int comm_setup(void)
 	struct peer_info me = {.pid = getpid(), .size = dsm.cfg.size, .addr = dsm.cfg.addr},
 			 all[DSM_MAX_NODES];
 	gethostname(me.host, sizeof(me.host) - 1);
+	/* LOCUS_DSM_HOST: a label that makes nodes of one machine behave as on
+	   different hosts (no doorbells, no pidfds between them), to exercise
+	   that path here; appended, so nodes really apart never look together. */
+	const char *label = getenv("LOCUS_DSM_HOST");
+	if (label && *label) {
+		size_t at = strlen(me.host);
+		snprintf(me.host + at, sizeof(me.host) - at, "/%s", label);
+	}
+	dsm_bell_create(me.bell);
 	snprintf(me.protocol, sizeof(me.protocol), "%s", dsm.cfg.protocol);
 	if (ok)
 		MPI_Allgather(&me, sizeof(me), MPI_BYTE, all, sizeof(me), MPI_BYTE, comm);
@@ -735,7 +857,10 @@ static int comm_setup(void)
 		peers[i].pid = all[i].pid;
 		memcpy(peers[i].host, all[i].host, sizeof(peers[i].host));
 		peers[i].pidfd = -1;
+		peers[i].local = !strcmp(all[i].host, me.host);
 		peers[i].last_heard_ns = peers[i].last_sent_ns = now;
+		if (i != dsm.node && peers[i].local && all[i].bell[0])
+			dsm_bell_open(i, all[i].bell);
 		if (i != dsm.node && !strcmp(all[i].host, me.host)) {
 			long fd = syscall(SYS_pidfd_open, all[i].pid, 0);
 			peers[i].pidfd = fd >= 0 ? (int)fd : -1;
@@ -752,6 +877,7 @@ static int comm_setup(void)
 	}
 	int all_ok = 0;
 	MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+	dsm_bell_unlink(); /* every node of the host has mapped it, or never will */
 	return all_ok ? 0 : -1;
 }
 
@@ -760,6 +886,7 @@ static void *comm_main(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	prctl(PR_SET_NAME, "locus-dsm-comm");
 	if (comm_setup() != 0) {
+		dsm_bell_close();
 		dsm_region_unmap();
 		MPI_Finalize();
 		st_release(&dsm.ready, 2);
@@ -796,6 +923,7 @@ static void *comm_main(void *arg)
 		}
 	MPI_Comm_free(&comm);
 	MPI_Finalize();
+	dsm_bell_close();
 	free(rxbuf);
 	rxbuf = NULL;
 	rxcap = 0;

@@ -148,14 +148,14 @@ int dsm_config_read(struct dsm_config *c)
 	const char *p = getenv("LOCUS_DSM_PROTOCOL");
 	snprintf(c->protocol, sizeof(c->protocol), "%s", p && *p ? p : "sc");
 	uint64_t size = 256ull << 30, addr = 0, delay_us = 0, per_byte = 0;
-	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, run = 32;
+	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, run = 32, poll_us = DSM_POLL_US;
 	if (dsm_env_u64("LOCUS_DSM_SIZE", &size, 1) || dsm_env_u64("LOCUS_DSM_ADDR", &addr, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELTA_US", &delta_us, 0) ||
 	    dsm_env_u64("LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 0) ||
 	    dsm_env_u64("LOCUS_DSM_LOCK_HANDOFF", &handoff, 0) ||
-	    dsm_env_u64("LOCUS_DSM_RUN", &run, 0))
+	    dsm_env_u64("LOCUS_DSM_RUN", &run, 0) || dsm_env_u64("LOCUS_DSM_POLL_US", &poll_us, 0))
 		return -1;
 	if (run < 1 || run > 1024) {
 		fprintf(stderr,
@@ -177,6 +177,7 @@ int dsm_config_read(struct dsm_config *c)
 		{"LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, NS_PER_S, "1000000000 (a second)"},
 		{"LOCUS_DSM_DELTA_US", &delta_us, 3600000000ull, "3600000000 (an hour)"},
 		{"LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 86400ull, "86400 (a day)"},
+		{"LOCUS_DSM_POLL_US", &poll_us, 1000000ull, "1000000 (a second)"},
 	};
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
 		if (*lim[i].v > lim[i].max) {
@@ -226,6 +227,7 @@ int dsm_config_read(struct dsm_config *c)
 	c->delta_ns = delta_us * 1000;
 	c->peer_timeout_ns = (timeout_s ? timeout_s : 1) * NS_PER_S;
 	c->lock_handoff = (uint32_t)handoff;
+	c->poll_ns = poll_us * 1000;
 	static const struct choice switches[] = {{"all", 0}, {"sync", 1}, {NULL, 0}};
 	static const struct choice stats[] = {{"1", 1},	   {"table", 1}, {"0", 0},
 					      {"none", 0}, {"json", 2},	 {NULL, 0}};

@@ -67,12 +67,16 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		errno = saved_errno;
 		return;
 	}
+	uint64_t t0 = mono_ns();
 	struct dsm_stall st;
 	dsm_stall_begin(&st, STALL_FAULT);
 	struct dsm_req r = {.kind = DSM_REQ_FAULT, .a = page, .b = (uint64_t)write};
 	dsm_call(&r);
+	uint64_t resumed = mono_ns();
+	if (r.result == DSM_REMOTE && dsm_self.counted)
+		dsm_miss_steps(&r, t0, resumed);
 	/* The page's minimum residence counts from when this thread runs again. */
-	uint64_t t1 = dsm_stall_end(&st, mono_ns(), r.result);
+	uint64_t t1 = dsm_stall_end(&st, resumed, r.result);
 	st_release(&dsm.resume_ns[page], t1);
 	errno = saved_errno;
 }

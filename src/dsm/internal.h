@@ -31,6 +31,7 @@
 #define DSM_MAX_NODES	    64	   /* copysets are 64-bit masks */
 #define DSM_PROTO_STATS_MAX 32	   /* rows of one protocol's statistics */
 #define DSM_TAG		    0x4c44 /* the one MPI tag: one tag keeps MPI's per-pair order */
+#define DSM_POLL_US	    0	   /* LOCUS_DSM_POLL_US's default */
 
 /* Application thread -> communication thread. */
 enum dsm_req_kind {
@@ -59,6 +60,11 @@ struct dsm_req {
 	uint32_t done; /* futex word */
 	uint64_t a, b, c;
 	int64_t result;
+	/* Where a fault's time goes (stats: miss steps), monotonic ns: posted
+	   (application), taken and sent (the communication thread took it and
+	   handed its first message to MPI), recv (the message that completed it
+	   was taken out of MPI) and done (completed, just before the wake). */
+	uint64_t t_posted, t_taken, t_sent, t_recv, t_done;
 };
 
 /* The collective calls, which every node makes in the same order: a barrier
@@ -77,6 +83,7 @@ struct dsm_hdr {
 	uint16_t src;
 	uint32_t seq; /* per (sender, receiver) pair, gap-free from 1 */
 	uint64_t a, b, c;
+	uint64_t sent_ns; /* when the sender handed it to MPI (its monotonic clock) */
 };
 
 /* Runtime-internal message kinds beyond the public statistics kinds. */
@@ -103,6 +110,16 @@ struct dsm_counters {
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
 	uint64_t invalidations, pingpong_deferrals, lock_acquires, barriers;
 	uint64_t comm_sleeps, comm_sleep_ns;
+	/* A remote miss, step by step (fault.c; struct dsm_req's times). */
+	uint64_t miss_steps, miss_post_ns, miss_take_ns, miss_send_ns, miss_reply_ns,
+		miss_install_ns, miss_resume_ns;
+	/* Page-protocol messages from nodes on this host: handed to MPI there ->
+	   taken out here, and requests (page_req, page_fwd) served here:
+	   taken out -> answered. */
+	uint64_t delivered, deliver_ns, served, serve_ns;
+	/* Doorbells (comm.c): rung at peers that slept, and this node's
+	   communication thread woken by one (or by a local request). */
+	uint64_t bells_rung, bell_wakes;
 	/* The running protocol's own statistics, indexed by its rows (struct
 	   dsm_stat; its PROTO_STAT_ADD sites name them). */
 	uint64_t proto[DSM_PROTO_STATS_MAX];
@@ -146,6 +163,7 @@ struct dsm_config {
 	uint64_t peer_timeout_ns;
 	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
 	uint32_t run;	       /* pages fetched per miss of a node walking in order */
+	uint64_t poll_ns;      /* the communication thread polls this long after work */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
 	int one_node_protocol; /* LOCUS_DSM_ONE_NODE=protocol: no plain region on one node */
 };
@@ -171,8 +189,7 @@ struct dsm_runtime {
 	uint64_t *resume_ns;
 
 	/* Application -> communication thread. */
-	struct dsm_req *posted; /* Treiber stack */
-	uint32_t wake;		/* futex word the communication thread sleeps on */
+	struct dsm_req *posted; /* Treiber stack (the node's doorbell says so: bell.c) */
 	uint32_t ready;		/* futex word: 1 started, 2 failed to start */
 
 	struct dsm_counters cnt;
@@ -441,7 +458,22 @@ int dsm_comm_start(void);
 void dsm_comm_join(void);
 void dsm_call(struct dsm_req *r); /* post and sleep until done */
 void dsm_post(struct dsm_req *r); /* post and return (done says when) */
-void dsm_req_forget(void);	  /* a request taken that completes no one */
+/* A remote miss's steps into the statistics: r completed, the fault taken at
+   t_fault, the thread running again at resumed. */
+void dsm_miss_steps(const struct dsm_req *r, uint64_t t_fault, uint64_t resumed);
+/* Doorbells (bell.c): a node's wake word, shared with the nodes of its host. */
+#define DSM_BELL_NAME 64
+int dsm_bell_create(char name[DSM_BELL_NAME]); /* 0, or -1: no shared page (name "") */
+int dsm_bell_open(int node, const char *name); /* map a peer's; 0 or -1 */
+void dsm_bell_unlink(void);		       /* remove this node's file (signal-safe) */
+void dsm_bell_close(void);		       /* unmap the peers' */
+int dsm_bell_ring(int node);		       /* after a message to node: 1 if it woke it */
+void dsm_bell_ring_self(void);		       /* a local request */
+uint32_t dsm_bell_seen(void);		       /* the own word, before looking for work */
+uint64_t dsm_bell_sent(int node); /* messages node said it handed to MPI for this one */
+int dsm_bell_sleep(uint32_t seen, uint64_t ns); /* 1 if rung since seen */
+int dsm_bell_peers(void);			/* peers whose doorbell this node reaches */
+void dsm_req_forget(void);			/* a request taken that completes no one */
 /* comm.c: communication thread side */
 void dsm_req_done(struct dsm_req *r, int64_t result);
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len);
@@ -483,7 +515,7 @@ int dsm_ship_on_server(void); /* the calling thread is this node's server */
 int dsm_atomic_here(const void *state);
 uint64_t dsm_call_atomic(const char *what, locus_fn fn, void *state, uint64_t a, uint64_t b,
 			 uint64_t c);
-void dsm_ship_hold(int on);   /* the server starts no batch while held (lrc's collection) */
+void dsm_ship_hold(int on); /* the server starts no batch while held (lrc's collection) */
 
 /* cs_home.c: give locus_cs "home" and the guard of shared state (1), or take
    them back (0) */

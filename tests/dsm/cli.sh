@@ -72,7 +72,8 @@ expect 2 "LOCUS_DSM_SIZE" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 100000
 for v in -1 0 abc 99999999999999999999 16t 1x; do
 	expect 1 "LOCUS_DSM_SIZE=$v" env LOCUS_DSM_SIZE="$v" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
-for var in LOCUS_DSM_DELAY_US LOCUS_DSM_PEER_TIMEOUT_S LOCUS_DSM_DELTA_US LOCUS_DSM_LOCK_HANDOFF; do
+for var in LOCUS_DSM_DELAY_US LOCUS_DSM_PEER_TIMEOUT_S LOCUS_DSM_DELTA_US LOCUS_DSM_LOCK_HANDOFF \
+	LOCUS_DSM_POLL_US; do
 	expect 1 "$var=-5" env "$var=-5" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 	expect 1 "$var=99999999999" env "$var=99999999999" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
@@ -97,6 +98,8 @@ expect 1 "LOCUS_DSM_PEER_TIMEOUT_S=1 s" env LOCUS_DSM_DELAY_US=500000 LOCUS_DSM_
 	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 expect 0 "verification passed" env LOCUS_DSM_DELAY_US=100000 LOCUS_DSM_PEER_TIMEOUT_S=1 \
 	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+# Polling while a fault waits (off by default) still verifies.
+expect 0 "verification passed" env LOCUS_DSM_POLL_US=100 "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 64 -i 2
 expect 1 "LOCUS_DSM_SWITCH=some" env LOCUS_DSM_SWITCH=some "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 # One node: the region is plain memory (not one fault), whatever the protocol, and
 # the protocol named is the one asked for; LOCUS_DSM_ONE_NODE=protocol keeps the

@@ -6,7 +6,8 @@ transport delays of 0 and 1 ms per message, under each protocol of --protocols
 the runtime's per-node statistics (LOCUS_DSM_STATS=json), and writes into
 --out:
   results.json      every run: time, verification, per-node statistics
-  table.md          time per app / nodes / delay, breakdown, DSM/MPI Jacobi ratio
+  table.md          time per app / nodes / delay, breakdown, DSM/MPI Jacobi ratio, and the
+                    average remote miss per run with where its time goes (step by step)
   time_vs_nodes.png one panel per application (seed 004 Figures 3.1-3.11 style)
   breakdown.png     busy / fault / sync / overhead / other per run (seed 001 Figure 1
                     style), over the timed phase only (the applications reset and
@@ -38,6 +39,21 @@ APPS = {  # sizes for the suite: seconds per run at delay 0 on this machine
     "water": ["-n", "512", "-s", "2"],
 }
 PARTS = dsmrun.PARTS
+# A remote miss's steps (the runtime's miss_*_s statistics), in order, and their words.
+MISS_STEPS = [("miss_post_s", "handler"), ("miss_take_s", "comm wake-up"),
+              ("miss_send_s", "send"), ("miss_reply_s", "reply"),
+              ("miss_install_s", "install"), ("miss_resume_s", "resume")]
+MISS_GOAL_US = 10  # issue 36: average remote miss at no emulated delay, over all nodes
+
+
+def miss_us(rec):
+    """Average remote miss of a run in microseconds, over every node (0 without misses)."""
+    return dsmrun.per(rec, "remote_miss_s", "remote_misses")
+
+
+def miss_steps_us(rec):
+    """Each step's average over the misses timed step by step, microseconds."""
+    return [dsmrun.per(rec, k, "miss_steps") for k, _ in MISS_STEPS]
 
 
 def run(build, app, args, nodes, delay_us, timeout, protocol="sc", prefetch=0):
@@ -56,16 +72,17 @@ def run(build, app, args, nodes, delay_us, timeout, protocol="sc", prefetch=0):
 
 
 def table(recs, mpi):
-    lines = ["| app | protocol | prefetch | delay | nodes | time (s) | busy | fault | sync | overhead | other | in stalls | comm cpu | msgs | faults r/w/u | inval | deferrals | ok |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| app | protocol | prefetch | delay | nodes | time (s) | miss (us) | busy | fault | sync | overhead | other | in stalls | comm cpu | msgs | faults r/w/u | inval | deferrals | ok |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         which = f"{r['app']} | {r.get('protocol', 'sc')} | {r.get('prefetch', 0)}"
         if r["time_s"] is None:
-            lines.append(f"| {which} | {r['delay_us']} us | {r['nodes']} | - | | | | | | | | | | | | FAILED (rc {r['rc']}) |")
+            lines.append(f"| {which} | {r['delay_us']} us | {r['nodes']} | - | | | | | | | | | | | | | FAILED (rc {r['rc']}) |")
             continue
         parts = " | ".join(f"{r.get(k, 0):.3f}" for k in PARTS)
         lines.append(
-            f"| {which} | {r['delay_us']} us | {r['nodes']} | {r['time_s']:.3f} | {parts} | "
+            f"| {which} | {r['delay_us']} us | {r['nodes']} | {r['time_s']:.3f} | "
+            f"{miss_us(r):.1f} | {parts} | "
             f"{r.get('overhead_in_stall_s', 0):.3f} | {r.get('comm_cpu_s', 0):.3f} | "
             f"{r.get('msgs', 0)} | {r.get('faults_read', 0)}/{r.get('faults_write', 0)}/"
             f"{r.get('faults_upgrade', 0)} | {r.get('invalidations', 0)} | "
@@ -77,7 +94,9 @@ def table(recs, mpi):
               "(descheduled: 4 nodes share 2 CPUs); in stalls = the communication thread's "
               "handling CPU time while the application was stalled (inside fault and sync, not "
               "added again); comm cpu = all of the communication thread's "
-              "CPU time, idle polling included (not part of the sum).", "",
+              "CPU time, idle polling included (not part of the sum). miss = the average "
+              "remote miss over every node (a fault that sent a request: fault to the thread "
+              "running again).", "",
               "| nodes | DSM jacobi (protocol, prefetch), delay 0 (s) | MPI jacobi (s) | DSM/MPI |",
               "|---|---|---|---|"]
     for m in mpi:
@@ -87,7 +106,33 @@ def table(recs, mpi):
                 lines.append(f"| {m['nodes']} | {d['time_s']:.4f} ({d.get('protocol', 'sc')}, "
                              f"{d.get('prefetch', 0)}) | {m['time_s']:.4f} | "
                              f"{d['time_s'] / m['time_s']:.1f} |")
+    lines += miss_table(recs)
     return "\n".join(lines) + "\n"
+
+
+def miss_table(recs):
+    """The remote misses of the runs at no emulated delay: average, goal, steps."""
+    rows = [r for r in recs if r["delay_us"] == 0 and r.get("sum_remote_misses")]
+    if not rows:
+        return []
+    lines = ["", f"Remote misses at no emulated delay (goal: average <= {MISS_GOAL_US} us over "
+             "every node), and where the time of one goes, in microseconds per miss:", "",
+             "| app | protocol | prefetch | nodes | misses | avg miss (us) | goal | "
+             + " | ".join(w for _, w in MISS_STEPS) + " |",
+             "|---|---|---|---|---|---|---|" + "---|" * len(MISS_STEPS)]
+    for r in rows:
+        m = miss_us(r)
+        steps = " | ".join(f"{v:.1f}" for v in miss_steps_us(r))
+        lines.append(f"| {r['app']} | {r.get('protocol', 'sc')} | {r.get('prefetch', 0)} | "
+                     f"{r['nodes']} | {r['sum_remote_misses']} | {m:.1f} | "
+                     f"{'met' if m <= MISS_GOAL_US else 'not met'} | {steps} |")
+    lines += ["", "Steps: handler = fault taken to request posted; comm wake-up = posted to "
+              "taken by the communication thread; send = taken to the request handed to MPI; "
+              "reply = handed to MPI to the last answer taken out of MPI (the other nodes' "
+              "wake-ups and service, the transport); install = answer taken out to page "
+              "installed and thread woken; resume = woken to running (averaged over the "
+              "misses whose every step was timed)."]
+    return lines
 
 
 def plots(recs, out):
@@ -171,7 +216,8 @@ def main(argv=None):
                     for n in nodes:
                         r = run(a.build, app, APPS[app], n, delay, a.timeout, proto, pf)
                         recs.append(r)
-                        t = f"{r['time_s']:.3f} s" if r["time_s"] is not None else "failed"
+                        t = (f"{r['time_s']:.3f} s, remote miss {miss_us(r):.1f} us"
+                             if r["time_s"] is not None else "failed")
                         print(f"[dsm-suite] {app:7s} {proto:3s} prefetch={pf} nodes={n} "
                               f"delay={delay:5d} us: {t} (wall {r['wall_s']:.1f} s)"
                               f"{'' if r['ok'] else ' NOT VERIFIED'}", flush=True)

@@ -1,0 +1,30 @@
+"""tools/dsm-suite's remote-miss report: the average over every node and the steps."""
+
+from locus_tools import dsm_suite
+
+
+def _rec(app, nodes, delay, misses, miss_s, steps_s, timed):
+    rec = {"app": app, "nodes": nodes, "delay_us": delay, "protocol": "sc", "prefetch": 0,
+           "time_s": 1.0, "ok": True, "sum_remote_misses": misses, "sum_remote_miss_s": miss_s,
+           "sum_miss_steps": timed}
+    for (key, _), s in zip(dsm_suite.MISS_STEPS, steps_s):
+        rec["sum_" + key] = s
+    return rec
+
+
+def test_miss_average_is_over_every_node_and_steps_per_timed_miss():
+    fast = _rec("jacobi", 2, 0, 400, 400 * 8e-6, [1e-4, 2e-4, 3e-4, 4e-4, 5e-4, 6e-4], 100)
+    slow = _rec("sor", 4, 0, 10, 10 * 250e-6, [0] * 6, 10)
+    delayed = _rec("jacobi", 2, 1000, 50, 50 * 2e-3, [0] * 6, 50)
+    assert dsm_suite.miss_us(fast) == 8.0
+    lines = dsm_suite.miss_table([fast, slow, delayed])
+    rows = [line for line in lines if line.startswith("| jacobi") or line.startswith("| sor")]
+    # only the runs at no emulated delay, in order
+    assert rows == [
+        "| jacobi | sc | 0 | 2 | 400 | 8.0 | met | 1.0 | 2.0 | 3.0 | 4.0 | 5.0 | 6.0 |",
+        "| sor | sc | 0 | 4 | 10 | 250.0 | not met | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 |",
+    ]
+
+
+def test_no_table_without_misses_at_no_delay():
+    assert dsm_suite.miss_table([_rec("jacobi", 1, 0, 0, 0, [0] * 6, 0)]) == []
