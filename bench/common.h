@@ -81,6 +81,16 @@ void bench_default_threads(const struct bench_args *a, uint64_t t[3]);
 
 /* CLOCK_MONOTONIC, in seconds. */
 double bench_now(void);
+/* The time-stamp counter, for figures in cycles; 0 where there is none. */
+static inline uint64_t bench_tsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#else
+	return 0;
+#endif
+}
+
 /* Sleep until bench_now() reaches t. */
 void bench_sleep_until(double t);
 

@@ -386,15 +386,6 @@ static int setup(struct bench *b, const struct fetchadd_params *p, struct fetcha
 	return 0;
 }
 
-static uint64_t tsc(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	return __builtin_ia32_rdtsc();
-#else
-	return 0;
-#endif
-}
-
 static int cmp_u64(const void *x, const void *y)
 {
 	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
@@ -521,7 +512,7 @@ static int run_threads(struct bench *b, unsigned threads, double duration,
 		}
 	}
 	pthread_barrier_wait(&b->start);
-	tsc0 = tsc();
+	tsc0 = bench_tsc();
 	start = bench_now();
 	bench_sleep_until(start + duration);
 	st_relaxed(&b->stop, 1);
@@ -534,7 +525,7 @@ static int run_threads(struct bench *b, unsigned threads, double duration,
 		if (w[i].end > end)
 			end = w[i].end;
 	}
-	tsc1 = tsc();
+	tsc1 = bench_tsc();
 	tsc_t1 = bench_now();
 	r->seconds = end - start;
 	r->tsc_ghz = tsc1 > tsc0 && tsc_t1 > start

@@ -56,15 +56,6 @@ static double cpu_now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static uint64_t tsc(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	return __builtin_ia32_rdtsc();
-#else
-	return 0;
-#endif
-}
-
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
@@ -171,7 +162,7 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 	has_server = locus_cs_server_stats(b->cs, &s0) == 0;
 	start = bench_now();
 	cpu0 = cpu_now();
-	tsc0 = tsc();
+	tsc0 = bench_tsc();
 	tsc_t0 = bench_now();
 	bench_sleep_until(start + p->duration);
 	st_relaxed(&b->stop, 1);
@@ -183,7 +174,7 @@ static int run_clients(struct bench *b, struct client *c, const struct locality_
 			end = c[i].end;
 	}
 	r->cpu_s = cpu_now() - cpu0;
-	tsc1 = tsc();
+	tsc1 = bench_tsc();
 	tsc_t1 = bench_now();
 	if (has_server)
 		locus_cs_server_stats(b->cs, &s1);
