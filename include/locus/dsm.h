@@ -55,6 +55,8 @@
  *   LOCUS_DSM_DELAY_US        emulated transport delay per message, microseconds (0;
  *                             with a page's per-byte delay, under half the peer timeout)
  *   LOCUS_DSM_DELAY_NS_PER_BYTE  emulated transport delay per payload byte, ns (0)
+ *   LOCUS_DSM_NETWORK         none, rdma, tcp or seed: the two delays above by name
+ *                             (docs/dsm.md); either variable overrides its half
  *   LOCUS_DSM_DELTA_US        minimum residence of a page after a fault (50)
  *   LOCUS_DSM_STATS           statistics at finalize: 0 none, 1 table (default), json
  *   LOCUS_DSM_PEER_TIMEOUT_S  a silent peer is declared dead after this long (10)

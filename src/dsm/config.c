@@ -142,12 +142,48 @@ static int env_choice(const char *name, const struct choice *choices, int unset,
 	return -1;
 }
 
+/*
+ * LOCUS_DSM_NETWORK: named transport delays, each a per-message delay and a
+ * per-byte cost (the reasoning and sources are in docs/dsm.md, "Transport
+ * delay"). LOCUS_DSM_DELAY_US and LOCUS_DSM_DELAY_NS_PER_BYTE, when set,
+ * override the preset's values.
+ */
+static const struct network {
+	const char *name;
+	uint64_t delay_us, ns_per_byte;
+} networks[] = {
+	{"none", 0, 0},	   /* nothing added: the machine's own speed */
+	{"rdma", 2, 0},	   /* InfiniBand-class: ~2 us a message; 4 KiB in ~0.2 us */
+	{"tcp", 20, 1},	   /* kernel TCP over 10 Gb/s Ethernet: ~20 us, ~1 ns/byte */
+	{"seed", 500, 52}, /* seed 001's 155 Mb/s ATM: ~0.5 ms a miss, 52 ns/byte */
+};
+
+/* The preset LOCUS_DSM_NETWORK names (none if unset); NULL after a message. */
+static const struct network *network_preset(void)
+{
+	const char *v = getenv("LOCUS_DSM_NETWORK");
+	if (!v || !*v)
+		return &networks[0];
+	for (size_t i = 0; i < sizeof(networks) / sizeof(networks[0]); i++)
+		if (strcmp(v, networks[i].name) == 0)
+			return &networks[i];
+	fprintf(stderr,
+		"locus-dsm: LOCUS_DSM_NETWORK=%s: expected none, rdma (2 us a message), tcp "
+		"(20 us and 1 ns a byte) or seed (500 us and 52 ns a byte)\n",
+		v);
+	return NULL;
+}
+
 int dsm_config_read(struct dsm_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	const char *p = getenv("LOCUS_DSM_PROTOCOL");
 	snprintf(c->protocol, sizeof(c->protocol), "%s", p && *p ? p : "sc");
-	uint64_t size = 256ull << 30, addr = 0, delay_us = 0, per_byte = 0;
+	const struct network *net = network_preset();
+	if (!net)
+		return -1;
+	uint64_t size = 256ull << 30, addr = 0, delay_us = net->delay_us,
+		 per_byte = net->ns_per_byte;
 	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, run = 32, poll_us = DSM_POLL_US;
 	if (dsm_env_u64("LOCUS_DSM_SIZE", &size, 1) || dsm_env_u64("LOCUS_DSM_ADDR", &addr, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
@@ -208,14 +244,18 @@ int dsm_config_read(struct dsm_config *c)
 	uint64_t timeout_ns = (timeout_s ? timeout_s : 1) * NS_PER_S;
 	uint64_t page_delay_ns = delay_us * 1000 + per_byte * 4096;
 	if (page_delay_ns >= timeout_ns / 2) {
+		char bytes[80] = "";
+		if (per_byte)
+			snprintf(bytes, sizeof(bytes), " with LOCUS_DSM_DELAY_NS_PER_BYTE=%llu",
+				 (unsigned long long)per_byte);
 		fprintf(stderr,
-			"locus-dsm: LOCUS_DSM_DELAY_US=%s%s%s: a page would take %.3f s to arrive, "
-			"and a node silent for LOCUS_DSM_PEER_TIMEOUT_S=%llu s is declared dead: "
-			"keep the delay under half the timeout (raise LOCUS_DSM_PEER_TIMEOUT_S "
+			"locus-dsm: LOCUS_DSM_DELAY_US=%llu%s%s%s%s: a page would take %.3f s to "
+			"arrive, and a node silent for LOCUS_DSM_PEER_TIMEOUT_S=%llu s is declared "
+			"dead: keep the delay under half the timeout (raise LOCUS_DSM_PEER_TIMEOUT_S "
 			"above %.0f s, or lower the delay)\n",
-			getenv("LOCUS_DSM_DELAY_US") ? getenv("LOCUS_DSM_DELAY_US") : "0",
-			per_byte ? " with LOCUS_DSM_DELAY_NS_PER_BYTE=" : "",
-			per_byte ? getenv("LOCUS_DSM_DELAY_NS_PER_BYTE") : "",
+			(unsigned long long)delay_us, bytes,
+			net != &networks[0] ? " (from LOCUS_DSM_NETWORK=" : "",
+			net != &networks[0] ? net->name : "", net != &networks[0] ? ")" : "",
 			ns_to_s(page_delay_ns), (unsigned long long)(timeout_ns / NS_PER_S),
 			ns_to_s(page_delay_ns) * 2 + 1);
 		return -1;

@@ -98,6 +98,15 @@ expect 1 "LOCUS_DSM_PEER_TIMEOUT_S=1 s" env LOCUS_DSM_DELAY_US=500000 LOCUS_DSM_
 	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 expect 0 "verification passed" env LOCUS_DSM_DELAY_US=100000 LOCUS_DSM_PEER_TIMEOUT_S=1 \
 	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+# Named networks: each runs and verifies; an unknown name is refused with the names.
+for n in none rdma tcp seed; do
+	expect 0 "verification passed" env LOCUS_DSM_NETWORK=$n "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 32 -i 1
+done
+expect 1 "LOCUS_DSM_NETWORK=ib: expected none, rdma" env LOCUS_DSM_NETWORK=ib \
+	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+# ... the preset's delay counts against the peer timeout like an explicit one.
+expect 1 "(from LOCUS_DSM_NETWORK=seed)" env LOCUS_DSM_NETWORK=seed LOCUS_DSM_DELAY_US=600000 \
+	LOCUS_DSM_PEER_TIMEOUT_S=1 "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 # Polling while a fault waits (off by default) still verifies.
 expect 0 "verification passed" env LOCUS_DSM_POLL_US=100 "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 64 -i 2
 expect 1 "LOCUS_DSM_SWITCH=some" env LOCUS_DSM_SWITCH=some "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
