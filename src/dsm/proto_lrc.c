@@ -636,6 +636,13 @@ static void lrc_release(uint32_t lock)
  * learned outside a barrier (a lock pass brings only what its holder saw
  * before the barrier, but a shipped call's answer may bring an interval its
  * home ended after entering this barrier: its server runs calls meanwhile).
+ *
+ * What node 0 is known to have is not raised here: node 0 keeps the entry
+ * and takes its records in only when the last node has entered. Until then
+ * this node's server may still ship a call to node 0, and that call must
+ * carry every record the entry carries too (node 0 learns a node's intervals
+ * in order; the entry's copies are old news when they are taken in). The
+ * barrier's exit raises it to node 0's vector time, which has all of them.
  */
 static size_t lrc_barrier_enter(void **out)
 {
@@ -648,8 +655,6 @@ static size_t lrc_barrier_enter(void **out)
 	uint32_t seen[DSM_MAX_NODES];
 	memcpy(seen, dsm.node == 0 ? lrc.vt : lrc_known_of(0), lrc.nodes * sizeof(uint32_t));
 	size_t n = lrc_encode_since(seen, &buf, head);
-	if (dsm.node != 0)
-		lrc_known_raise(0, lrc.vt); /* node 0 will have all of it */
 	*out = buf;
 	return n;
 }
