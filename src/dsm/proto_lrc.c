@@ -40,10 +40,12 @@
  * seen them. When a node reports more than LOCUS_DSM_GC_BYTES of them at a barrier,
  * node 0 makes that barrier collect: every manager brings its pages up to
  * date (fetching their pending diffs), says so to node 0 (GC, b = 1), and
- * when all have, node 0 tells everyone (GC, b = 2) to drop every record, diff
- * and twin and every copy of a page that still has notices pending; the
- * barrier then ends. A dropped copy is fetched whole from its manager, which
- * is always current for what was collected.
+ * when all have, node 0 tells everyone (GC, b = 2) to drop every twin, every
+ * record, diff and notice of the intervals its vector time in the barrier's
+ * exit counts (lrc.gc_base: every node has them) and every copy of a page
+ * that had such notices pending; the barrier then ends. A dropped copy is
+ * fetched whole from its manager, which is always current for what was
+ * collected. Later intervals stay (lrc_gc.c says why).
  *
  * Meaning: programs whose conflicting accesses are ordered by locus-dsm locks
  * and barriers see sequentially consistent results; racy reads may be stale.
@@ -82,6 +84,7 @@ static int lrc_init(void)
 	lrc.ivcap = calloc(lrc.nodes, sizeof(uint32_t));
 	lrc.dirty = dsm_table_new(dsm.npages, sizeof(size_t));
 	lrc.inval = dsm_table_new(dsm.npages, sizeof(size_t));
+	lrc.gc_base = calloc(lrc.nodes, sizeof(uint32_t));
 	lrc.arrived = calloc(lrc.nodes, sizeof(void *));
 	lrc.arrived_len = calloc(lrc.nodes, sizeof(size_t));
 	lrc.bq = calloc(lrc.nodes, sizeof(uint32_t *));
@@ -90,8 +93,8 @@ static int lrc_init(void)
 	lrc.bqpages = calloc(lrc.nodes, sizeof(size_t));
 	lrc.scratch = malloc(dsm_diff_max(dsm.page_size));
 	if (!lrc.pg || !lrc.live || !lrc.vt || !lrc.base || !lrc.iv || !lrc.ivcap || !lrc.dirty ||
-	    !lrc.inval || !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap || !lrc.bqpages ||
-	    !lrc.arrived_len || !lrc.scratch)
+	    !lrc.inval || !lrc.gc_base || !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap ||
+	    !lrc.bqpages || !lrc.arrived_len || !lrc.scratch)
 		return -1;
 	return 0;
 }
@@ -690,6 +693,8 @@ static size_t lrc_barrier_leave_for(int node, void **out)
 					 lrc.arrived_len[n] - head);
 		}
 		lrc.gc_now = lrc_set.gc_bytes && most > lrc_set.gc_bytes;
+		if (lrc.gc_now) /* what every node has once it takes its exit in */
+			memcpy(lrc.gc_base, lrc.vt, lrc.nodes * sizeof(uint32_t));
 		*out = NULL;
 		return 0;
 	}
@@ -722,6 +727,9 @@ static int lrc_barrier_leave(const void *p, size_t len)
 		lrc_close_interval(); /* the server may have written meanwhile */
 		lrc_take_records((const unsigned char *)p + lead, len - lead);
 		lrc_known_raise(0, (const uint32_t *)((const unsigned char *)p + sizeof(gc)));
+		if (lrc.gc_now)
+			memcpy(lrc.gc_base, (const unsigned char *)p + sizeof(gc),
+			       lrc.nodes * sizeof(uint32_t));
 	}
 	if (!lrc.gc_now)
 		return 1;
