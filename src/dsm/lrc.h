@@ -105,10 +105,11 @@ struct lrc_state {
 	size_t *inval, ninval; /* pages take_records invalidates, in one go */
 	void **arrived;	       /* node 0: each node's barrier payload */
 	size_t *arrived_len;
-	int gc_now;	  /* this barrier collects */
-	int gc_reported;  /* this node said its pages are current */
-	int gc_ready;	  /* node 0: nodes that said so */
-	uint32_t fetches; /* fetches in flight */
+	int gc_now;	   /* this barrier collects */
+	uint32_t *gc_base; /* what it collects: node 0's vt in the barrier's exit */
+	int gc_reported;   /* this node said its pages are current */
+	int gc_ready;	   /* node 0: nodes that said so */
+	uint32_t fetches;  /* fetches in flight */
 	/* Diff requests being gathered, one message per writer (lrc_batch_begin,
 	   lrc_batch_send): per node, the words of [page, k, k intervals]... */
 	int batching;

@@ -14,8 +14,11 @@
  * after the caller's writes, and its function's writes reach the caller,
  * through a synchronous call to that home, a drain, a lock or a barrier).
  * What a node may lack is bounded below by `known`: per other node, the vector
- * time it is known to have (what was sent to it and what it said it had),
+ * time it is known to have (what was sent to it in shipped calls and answers,
+ * which it takes in as they arrive, in order, and what it said it had),
  * raised to what a collection left (every node has every collected record).
+ * A barrier entry does not count until the barrier's exit: node 0 takes the
+ * entries in only when the last node has entered (proto_lrc.c).
  */
 #include <string.h>
 

@@ -40,10 +40,12 @@
  * seen them. When a node reports more than LOCUS_DSM_GC_BYTES of them at a barrier,
  * node 0 makes that barrier collect: every manager brings its pages up to
  * date (fetching their pending diffs), says so to node 0 (GC, b = 1), and
- * when all have, node 0 tells everyone (GC, b = 2) to drop every record, diff
- * and twin and every copy of a page that still has notices pending; the
- * barrier then ends. A dropped copy is fetched whole from its manager, which
- * is always current for what was collected.
+ * when all have, node 0 tells everyone (GC, b = 2) to drop every twin, every
+ * record, diff and notice of the intervals its vector time in the barrier's
+ * exit counts (lrc.gc_base: every node has them) and every copy of a page
+ * that had such notices pending; the barrier then ends. A dropped copy is
+ * fetched whole from its manager, which is always current for what was
+ * collected. Later intervals stay (lrc_gc.c says why).
  *
  * Meaning: programs whose conflicting accesses are ordered by locus-dsm locks
  * and barriers see sequentially consistent results; racy reads may be stale.
@@ -82,6 +84,7 @@ static int lrc_init(void)
 	lrc.ivcap = calloc(lrc.nodes, sizeof(uint32_t));
 	lrc.dirty = dsm_table_new(dsm.npages, sizeof(size_t));
 	lrc.inval = dsm_table_new(dsm.npages, sizeof(size_t));
+	lrc.gc_base = calloc(lrc.nodes, sizeof(uint32_t));
 	lrc.arrived = calloc(lrc.nodes, sizeof(void *));
 	lrc.arrived_len = calloc(lrc.nodes, sizeof(size_t));
 	lrc.bq = calloc(lrc.nodes, sizeof(uint32_t *));
@@ -90,8 +93,8 @@ static int lrc_init(void)
 	lrc.bqpages = calloc(lrc.nodes, sizeof(size_t));
 	lrc.scratch = malloc(dsm_diff_max(dsm.page_size));
 	if (!lrc.pg || !lrc.live || !lrc.vt || !lrc.base || !lrc.iv || !lrc.ivcap || !lrc.dirty ||
-	    !lrc.inval || !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap || !lrc.bqpages ||
-	    !lrc.arrived_len || !lrc.scratch)
+	    !lrc.inval || !lrc.gc_base || !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap ||
+	    !lrc.bqpages || !lrc.arrived_len || !lrc.scratch)
 		return -1;
 	return 0;
 }
@@ -636,6 +639,13 @@ static void lrc_release(uint32_t lock)
  * learned outside a barrier (a lock pass brings only what its holder saw
  * before the barrier, but a shipped call's answer may bring an interval its
  * home ended after entering this barrier: its server runs calls meanwhile).
+ *
+ * What node 0 is known to have is not raised here: node 0 keeps the entry
+ * and takes its records in only when the last node has entered. Until then
+ * this node's server may still ship a call to node 0, and that call must
+ * carry every record the entry carries too (node 0 learns a node's intervals
+ * in order; the entry's copies are old news when they are taken in). The
+ * barrier's exit raises it to node 0's vector time, which has all of them.
  */
 static size_t lrc_barrier_enter(void **out)
 {
@@ -648,8 +658,6 @@ static size_t lrc_barrier_enter(void **out)
 	uint32_t seen[DSM_MAX_NODES];
 	memcpy(seen, dsm.node == 0 ? lrc.vt : lrc_known_of(0), lrc.nodes * sizeof(uint32_t));
 	size_t n = lrc_encode_since(seen, &buf, head);
-	if (dsm.node != 0)
-		lrc_known_raise(0, lrc.vt); /* node 0 will have all of it */
 	*out = buf;
 	return n;
 }
@@ -685,6 +693,8 @@ static size_t lrc_barrier_leave_for(int node, void **out)
 					 lrc.arrived_len[n] - head);
 		}
 		lrc.gc_now = lrc_set.gc_bytes && most > lrc_set.gc_bytes;
+		if (lrc.gc_now) /* what every node has once it takes its exit in */
+			memcpy(lrc.gc_base, lrc.vt, lrc.nodes * sizeof(uint32_t));
 		*out = NULL;
 		return 0;
 	}
@@ -717,6 +727,9 @@ static int lrc_barrier_leave(const void *p, size_t len)
 		lrc_close_interval(); /* the server may have written meanwhile */
 		lrc_take_records((const unsigned char *)p + lead, len - lead);
 		lrc_known_raise(0, (const uint32_t *)((const unsigned char *)p + sizeof(gc)));
+		if (lrc.gc_now)
+			memcpy(lrc.gc_base, (const unsigned char *)p + sizeof(gc),
+			       lrc.nodes * sizeof(uint32_t));
 	}
 	if (!lrc.gc_now)
 		return 1;

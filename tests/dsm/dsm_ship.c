@@ -22,6 +22,18 @@
  *                           sections through "home" (run and post) and "mcs"
  *                           or "ticket" in place, mixed; exact total; ffwd on
  *                           shared state and home on private state refused
+ *   dsm_ship entered N      N rounds: node 0 posts a call to every other node's
+ *                           server that waits there until its node has entered
+ *                           the barrier, then writes a page and calls node 0,
+ *                           which enters only when every such call has reached
+ *                           it; after the barrier every node reads what was
+ *                           written before the entry and after it
+ *   dsm_ship collect N      N rounds: node 0's server posts to every other
+ *                           node's server a call that waits there until its
+ *                           node has entered the barrier, then writes a page
+ *                           (an interval no node hears of at that barrier,
+ *                           which lrc may collect: LOCUS_DSM_GC_BYTES=1);
+ *                           after one more barrier every node reads it
  *   dsm_ship refuse         a function outside the image and a bad node are
  *                           refused with a message (post: -1)
  *
@@ -29,6 +41,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -315,6 +328,160 @@ static int mode_nested(void)
 	return 0;
 }
 
+/* ---- entered ---- */
+
+/* A node's server may ship calls while its node waits in a barrier, to node
+   0 too, which has the node's barrier entry but takes it in only when the
+   barrier ends (lrc): what such a call carries cannot count on the entry. */
+static uint64_t *entry_page[64], *late_page[64];
+static uint32_t late_calls; /* node 0: the calls made after an entry that reached it */
+
+static uint64_t note_late_call(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	(void)state, (void)b, (void)c;
+	__atomic_fetch_add(&late_calls, 1, __ATOMIC_SEQ_CST);
+	return a;
+}
+
+/* At a node's server: once the node has entered its barrier number
+   `barriers` (its communication thread counts it as it sends the entry),
+   write a page (an interval after the one the entry carries) and call node 0. */
+static uint64_t after_entry(void *state, uint64_t value, uint64_t barriers, uint64_t c)
+{
+	(void)c;
+	for (;;) {
+		locus_dsm_stats s;
+		locus_dsm_stats_get(&s);
+		if (s.barriers >= barriers)
+			break;
+		sched_yield();
+	}
+	((uint64_t *)state)[0] = value;
+	return locus_dsm_call(0, note_late_call, state, value, 0, 0);
+}
+
+static int mode_entered(void)
+{
+	for (int h = 0; h < nodes; h++) {
+		entry_page[h] = locus_dsm_alloc_at(PAGE, h);
+		late_page[h] = locus_dsm_alloc_at(PAGE, h);
+	}
+	locus_dsm_barrier();
+	for (long i = 1; i <= iters; i++) {
+		long answered = 0;
+		if (me == 0) {
+			/* Every node makes the same collective calls: the others
+			   enter the next barrier as their count passes this one. */
+			locus_dsm_stats s;
+			locus_dsm_stats_get(&s);
+			for (int n = 1; n < nodes; n++)
+				if (locus_dsm_post(n, after_entry, late_page[n], (uint64_t)i,
+						   s.barriers + 1, 0, count_cb, &answered) != 0)
+					fail("post refused");
+			/* Node 0 must not let the barrier end before they have come. */
+			uint32_t want = (uint32_t)((nodes - 1) * i);
+			while (__atomic_load_n(&late_calls, __ATOMIC_SEQ_CST) < want)
+				sched_yield();
+		} else {
+			entry_page[me][0] = (uint64_t)i; /* an interval the entry carries */
+		}
+		locus_dsm_barrier(); /* node 0's drains its posts */
+		if (me == 0 && answered != nodes - 1)
+			fail("%ld of %d posts answered by the barrier", answered, nodes - 1);
+		locus_dsm_avr_pause(); /* avr: read what is current, not a guess (no rollback) */
+		for (int n = 1; n < nodes; n++)
+			if (entry_page[n][0] != (uint64_t)i || late_page[n][0] != (uint64_t)i)
+				fail("round %ld: node %d wrote %ld before entering the barrier and "
+				     "%ld after, read %llu and %llu",
+				     i, n, i, i, (unsigned long long)entry_page[n][0],
+				     (unsigned long long)late_page[n][0]);
+		locus_dsm_avr_resume();
+		locus_dsm_barrier(); /* read before the next round writes */
+	}
+	if (me == 0)
+		printf("entered: %ld rounds of calls made after a barrier entry, each seen "
+		       "everywhere after the barrier\n",
+		       iters);
+	return 0;
+}
+
+/* ---- collect ---- */
+
+/* Writes a node's server makes between its node's barrier entry and the
+   barrier's end, which no synchronization carries to another node before
+   that end: node 0's server posts the calls (a barrier drains only the
+   calling thread's posts) and they answer with posts. Under lrc the
+   interval they end is news to every other node at the next barrier, even
+   when the barrier between collects. */
+static uint64_t *collect_page[64];
+
+static uint64_t write_after_entry(void *state, uint64_t value, uint64_t barriers, uint64_t c)
+{
+	(void)c;
+	for (;;) {
+		locus_dsm_stats s;
+		locus_dsm_stats_get(&s);
+		if (s.barriers >= barriers)
+			break;
+		sched_yield();
+	}
+	((uint64_t *)state)[1] = value;
+	if (locus_dsm_post(0, note_late_call, state, value, 0, 0, NULL, NULL) != 0)
+		fail("post refused");
+	return value;
+}
+
+static uint64_t post_to_every_node(void *state, uint64_t value, uint64_t barriers, uint64_t c)
+{
+	(void)state, (void)c;
+	for (int n = 1; n < locus_dsm_nodes(); n++)
+		if (locus_dsm_post(n, write_after_entry, collect_page[n], value, barriers, 0, NULL,
+				   NULL) != 0)
+			fail("post refused");
+	return value;
+}
+
+static int mode_collect(void)
+{
+	for (int h = 0; h < nodes; h++)
+		collect_page[h] = locus_dsm_alloc_at(PAGE, h);
+	locus_dsm_barrier();
+	for (long i = 1; i <= iters; i++) {
+		if (me == 0) {
+			/* Every node makes the same collective calls: the others
+			   enter the next barrier as their count passes this one. */
+			locus_dsm_stats s;
+			locus_dsm_stats_get(&s);
+			locus_dsm_call(0, post_to_every_node, collect_page[0], (uint64_t)i,
+				       s.barriers + 1, 0);
+			/* Node 0 must not let the barrier end before they have run. */
+			uint32_t want = (uint32_t)((nodes - 1) * i);
+			while (__atomic_load_n(&late_calls, __ATOMIC_SEQ_CST) < want)
+				sched_yield();
+		} else {
+			collect_page[me][0] = (uint64_t)i; /* this node has records to collect */
+		}
+		locus_dsm_barrier(); /* the calls' writes: after the others' entries */
+		if (me != 0)
+			collect_page[me][2] = (uint64_t)i; /* an interval after the writes' */
+		locus_dsm_barrier();
+		locus_dsm_avr_pause(); /* avr: read what is current, not a guess (no rollback) */
+		for (int n = 1; n < nodes; n++)
+			for (int w = 0; w < 3; w++)
+				if (collect_page[n][w] != (uint64_t)i)
+					fail("round %ld: word %d of node %d's page is %llu, want "
+					     "%ld",
+					     i, w, n, (unsigned long long)collect_page[n][w], i);
+		locus_dsm_avr_resume();
+		locus_dsm_barrier(); /* read before the next round writes */
+	}
+	if (me == 0)
+		printf("collect: %ld rounds of writes made after a barrier entry, each seen "
+		       "everywhere one barrier later\n",
+		       iters);
+	return 0;
+}
+
 /* ---- atomics ---- */
 
 static int mode_atomics(void)
@@ -476,6 +643,7 @@ int main(int argc, char **argv)
 	} modes[] = {{"counters", mode_counters},   {"bank", mode_bank},
 		     {"callbacks", mode_callbacks}, {"nested", mode_nested},
 		     {"atomics", mode_atomics},	    {"executor", mode_executor},
+		     {"entered", mode_entered},	    {"collect", mode_collect},
 		     {"refuse", mode_refuse}};
 	int rc = 2;
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
