@@ -113,14 +113,14 @@ int kv_rbuf_ready(struct conn *c)
 		c->in_unit = 1;
 		return 0;
 	}
-	if (c->in.len < c->in.cap)
-		return 0;
-	if (c->in_pos && !c->get_paused) {
+	/* Little room left behind what was consumed: move the rest to the front. */
+	if (c->in.cap - c->in.len < KV_UNIT / 4 && c->in_pos && !c->get_paused) {
 		memmove(c->in.p, c->in.p + c->in_pos, c->in.len - c->in_pos);
 		c->in.len -= c->in_pos;
 		c->in_pos = 0;
-		return 0;
 	}
+	if (c->in.len < c->in.cap)
+		return 0;
 	if (!c->in_unit)
 		return kv_buf_reserve(&c->in, c->in.cap);
 	/* A line longer than a unit (a get of many keys): on to the heap, as memcached. */
