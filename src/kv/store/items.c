@@ -940,8 +940,9 @@ static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	int n = snprintf(num, sizeof(num), "%" PRIu64, v);
 	struct kv_item *nw = rq->item;
 	/* The hash table's reference and the LRU's: more is a holder, a connection
-	   perhaps sending the value (kv_get_hold). */
-	int alone = ld_relaxed(&it->refs) <= 1 + (kv_item_has(it, KV_IT_LRU) ? 1 : 0);
+	   perhaps sending the value (kv_get_hold). Acquire: a sender's release of its
+	   reference comes after its last read of the value. */
+	int alone = ld_acquire(&it->refs) <= 1 + (kv_item_has(it, KV_IT_LRU) ? 1 : 0);
 	if ((uint32_t)n <= it->nbytes && alone) {
 		/* In place, padded with spaces as memcached does; held, a new item (memcached
 		   likewise). */
