@@ -6,6 +6,7 @@ commands whose replies have nowhere to go closes its connection, and stats count
 (response_obj_oom); other clients go on being served. The stats response_obj_* and read_buf_*
 count what is held at the time."""
 
+import select
 import socket
 import time
 
@@ -139,3 +140,43 @@ def test_an_incr_does_not_change_a_value_being_sent(server):
         finally:
             slow.close()
         assert c.get("n").rstrip() == b"6"
+
+
+@pytest.mark.parametrize("server_args", [["-o", "read_buf_mem_limit=1", "-t", "1", "-c", "1024"]])
+def test_clients_holding_read_buffers_past_the_limit_are_closed_and_counted(server):
+    """1 MB for one worker is 64 read buffers. Clients that send half a command each hold
+    one; those past the limit find none and are closed (read_buf_oom). Once the others go,
+    their buffers serve new clients."""
+    hogs = []
+    try:
+        for _ in range(80):
+            s = socket.create_connection(server.addr, timeout=5)
+            s.sendall(b"get foo")   # no end of line: the buffer is kept for the rest
+            hogs.append(s)
+        closed = count_closed(hogs, want=80 - 64)
+        assert closed >= 80 - 64, f"{closed} of 80 closed with room for 64 read buffers"
+    finally:
+        for s in hogs:
+            s.close()
+    with server.conn() as c:
+        st = wait_for(c, lambda st: int(st["read_buf_oom"]) > 0)
+        assert int(st["read_buf_oom"]) >= 80 - 64
+        assert int(st["read_buf_count"]) <= 64
+        c.call("set k 0 0 1\r\nv\r\n", "STORED\r\n")
+
+
+def count_closed(socks, want, seconds=10.0):
+    """How many of socks the server closes, waiting until `want` have or seconds pass."""
+    open_, closed = list(socks), 0
+    deadline = time.monotonic() + seconds
+    while closed < want and open_ and time.monotonic() < deadline:
+        ready, _, _ = select.select(open_, [], [], max(0.0, deadline - time.monotonic()))
+        for s in ready:
+            try:
+                gone = s.recv(1) == b""
+            except ConnectionResetError:
+                gone = True
+            if gone:
+                closed += 1
+                open_.remove(s)
+    return closed
