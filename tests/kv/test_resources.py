@@ -153,3 +153,32 @@ def test_out_of_descriptors_stops_accepting_until_one_closes(server):
                 s.close()
     out = server.output()
     assert out.count("Too many open files") <= 3 * int(disabled), out[-2000:]
+
+
+@pytest.mark.parametrize("server_args", [["-t", "1"]])
+def test_a_new_client_is_served_while_pipelining_clients_keep_the_worker_busy(server):
+    """Clients that pipeline far more commands than -R lets a connection run at once give
+    up their turn, and the worker looks at its sockets before they go on: a client that
+    connects meanwhile is answered while they still have commands left, not after all of
+    them (memcached waits for the socket to be writable; an event made active again at
+    once would run before the worker polls)."""
+    hogs, per_hog = 10, 200_000
+    with server.conn(timeout=60) as c:
+        before = int(c.stats()["cmd_meta"])
+        socks = []
+        try:
+            for _ in range(hogs):
+                s = socket.create_connection(server.addr)
+                s.sendall(b"mn\r\n" * per_hog)
+                socks.append(s)
+            # The hogs have begun (this connection is on the same, busy, worker).
+            st = c.stats()
+            with server.conn(timeout=60) as late:
+                late.call("mn\r\n", "MN\r\n")
+            done = int(c.stats()["cmd_meta"]) - before
+            assert done < hogs * per_hog, (
+                f"the new client was answered only after all {hogs * per_hog} pipelined "
+                f"commands had run (started at {st['cmd_meta']})")
+        finally:
+            for s in socks:
+                s.close()

@@ -374,8 +374,16 @@ static void conn_service(struct conn *c, int readable)
 			kv_conn_close(c);
 			return;
 		}
+		/*
+		 * -R's turn given up with commands left: as memcached, wait for the socket to
+		 * be writable, which it is at once, so that the worker polls first and its
+		 * other connections, new ones too, go before the rest (an event made active
+		 * here would run again before the worker polls, and a surge of pipelining
+		 * clients would keep a new one waiting for seconds).
+		 */
+		int yield = more && kv_out_pending(c) < OUT_HIGH;
 		short want = 0;
-		if (kv_out_pending(c))
+		if (kv_out_pending(c) || yield)
 			want |= EV_WRITE;
 		if (!c->closing && !c->peer_eof && !c->get_paused && !c->dumping &&
 		    kv_out_pending(c) < OUT_HIGH)
@@ -388,10 +396,8 @@ static void conn_service(struct conn *c, int readable)
 					 : c->state == CONN_SWALLOW ? ACT_SWALLOW
 					 : c->ran_cmd		    ? ACT_READ
 								    : ACT_NEW);
-		if (more && kv_out_pending(c) < OUT_HIGH) {
-			/* As memcached: run the rest after the worker's other ready connections. */
+		if (yield) {
 			c->w->cnt.conn_yields++;
-			event_active(c->ev, EV_READ, 0);
 		} else if (c->ssl && (want & EV_READ) && kv_tls_pending(c)) {
 			/* TLS has read more than it handed out: the socket will not say so. */
 			event_active(c->ev, EV_READ, 0);
