@@ -71,7 +71,7 @@ struct kv_resp {
 };
 
 /* Values this long and longer (with their "\r\n") are sent from the item, not copied. */
-#define KV_HOLD_MIN 1024
+#define KV_HOLD_MIN 256
 
 /*
  * A worker's units (pool.c). The figures "stats" reads from other workers are
