@@ -597,6 +597,11 @@ int kv_bin_step(struct conn *c)
 		c->close_now = 1;
 		return 0;
 	}
+	if (kv_resp_start(c) != 0) {
+		kv_logv(1, "<%d out of memory for a response, closing", c->fd);
+		c->close_now = 1;
+		return 0;
+	}
 	c->in_pos += head;
 	c->w->cnt.bytes_read += head;
 	st_relaxed(&c->last_cmd, kv_now(kv_srv.st));

@@ -59,13 +59,25 @@ static int get_batch(struct conn *c, const struct kv_cmd *cmd)
 	int touch = cmd->cmd == KV_CMD_GAT || cmd->cmd == KV_CMD_GATS;
 	uint32_t exptime = touch ? kv_exptime(kv_srv.st, cmd->exptime) : 0;
 	for (unsigned i = 0; i < cmd->nkeys; i++) {
-		if (c->udp && c->gets_keys++ > 0)
+		if (c->gets_keys == 0) {
+			c->get_first = c->rtail; /* the get's own record */
+		} else if (c->udp) {
 			kv_dgram_mark(c, 0); /* over UDP each key's reply is its own message */
+		} else if (kv_resp_start(c) != 0) {
+			kv_resp_get_oom(c); /* each key's reply is a response, as memcached's */
+			return -1;
+		}
+		c->gets_keys++;
 		const char *key = cmd->keys[i].ptr;
 		size_t nkey = cmd->keys[i].len;
 		/* watch fetchers' line comes from the store's fetch hook (kv_watch_fetch). */
-		int hit =
-			kv_get(kv_srv.st, &c->w->cnt, key, nkey, with_cas, touch, exptime, &c->out);
+		struct kv_item *held = NULL;
+		int hit = c->udp ? kv_get(kv_srv.st, &c->w->cnt, key, nkey, with_cas, touch,
+					  exptime, &c->out)
+				 : kv_get_hold(kv_srv.st, &c->w->cnt, key, nkey, with_cas, touch,
+					       exptime, &c->out, KV_HOLD_MIN, &held);
+		if (held)
+			kv_resp_hold(c, held); /* its value goes out from the item */
 		if (hit < 0) {
 			kv_reply(c, "SERVER_ERROR out of memory writing get response");
 			return -1;

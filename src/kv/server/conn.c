@@ -51,7 +51,7 @@ void kv_replyf(struct conn *c, const char *fmt, ...)
 
 size_t kv_out_pending(const struct conn *c)
 {
-	return c->out.len - c->out_pos;
+	return c->out.len - c->out_pos + c->out_held;
 }
 
 /* ---------- connections ---------- */
@@ -93,7 +93,8 @@ void kv_conn_close(struct conn *c)
 	if (c->item)
 		kv_item_release(kv_srv.st, c->item);
 	kv_meta_set_clear(&c->ms);
-	kv_buf_free(&c->in);
+	kv_resp_clear(c);
+	kv_rbuf_release(c, 1);
 	kv_buf_free(&c->out);
 	kv_logv(2, "<%d connection closed.", c->fd);
 	free(c);
@@ -154,7 +155,7 @@ void kv_conn_process(struct conn *c)
 			uint64_t take = c->need - c->got;
 			if (take > avail)
 				take = avail;
-			if (c->state == CONN_DATA)
+			if (c->state == CONN_DATA && take)
 				memcpy(kv_item_value(c->item) + c->got, c->in.p + c->in_pos, take);
 			c->got += take;
 			c->in_pos += take;
@@ -173,6 +174,8 @@ void kv_conn_process(struct conn *c)
 				kv_dgram_mark(c, c->quiet);
 			continue;
 		}
+		if (!avail)
+			break; /* (and the read buffer may be back in the pool) */
 		if (!c->udp && c->budget-- <= 0) {
 			c->yielded = 1; /* -R: the others' turn; conn_service comes back */
 			break;
@@ -205,6 +208,12 @@ void kv_conn_process(struct conn *c)
 		if (len && start[len - 1] == '\r')
 			len--;
 		kv_logv(2, "<%d %.*s", c->fd, (int)(len > 200 ? 200 : len), start);
+		if (kv_resp_start(c) != 0) {
+			/* As memcached: no room for a reply, the connection closes. */
+			kv_logv(1, "<%d out of memory for a response, closing", c->fd);
+			c->close_now = 1;
+			break;
+		}
 		kv_execute(c, start, len);
 		if (c->udp && c->state == CONN_LINE)
 			kv_dgram_mark(c, c->quiet);
@@ -246,18 +255,38 @@ static ssize_t conn_send(struct conn *c, const char *buf, size_t n)
 	}
 }
 
+/* The output and the held values as far as the socket takes them: > 0 bytes, 0 none, -1 dead. */
+static ssize_t conn_sendv(struct conn *c)
+{
+	struct iovec iov[16];
+	int n = kv_out_iov(c, iov, c->ssl ? 1 : 16);
+	if (c->ssl)
+		return kv_tls_write(c, iov[0].iov_base, iov[0].iov_len);
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+	for (;;) {
+		ssize_t sent = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+		if (sent > 0)
+			return sent;
+		if (sent < 0 && errno == EINTR)
+			continue;
+		return sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+	}
+}
+
 /* Write what the socket takes. -1 on a dead connection. */
 static int conn_write(struct conn *c)
 {
 	while (kv_out_pending(c)) {
-		ssize_t n = conn_send(c, c->out.p + c->out_pos, kv_out_pending(c));
+		ssize_t n = c->out_held ? conn_sendv(c)
+					: conn_send(c, c->out.p + c->out_pos, kv_out_pending(c));
 		if (n == 0)
 			return 0;
 		if (n < 0)
 			return -1;
-		c->out_pos += (size_t)n;
 		c->w->cnt.bytes_written += (uint64_t)n;
+		kv_out_consumed(c, (size_t)n);
 	}
+	kv_resp_sent(c);
 	c->out.len = c->out_pos = 0;
 	if (c->out.cap > 2 * OUT_HIGH) {
 		/* Do not keep a large reply's buffer for the rest of the connection. */
@@ -296,7 +325,8 @@ static void conn_service(struct conn *c, int readable)
 	for (;;) {
 		if (readable && !c->peer_eof && !c->get_paused && !c->dumping &&
 		    kv_out_pending(c) < OUT_HIGH) {
-			if (kv_buf_reserve(&c->in, READ_CHUNK) != 0) {
+			if (kv_rbuf_ready(c) != 0) {
+				kv_logv(1, "<%d no read buffer, closing", c->fd);
 				c->close_now = 1;
 			} else {
 				ssize_t n =
@@ -339,12 +369,21 @@ static void conn_service(struct conn *c, int readable)
 		    kv_watch_waiting(c))
 			continue;
 		int more = c->yielded && !c->closing && input_runnable(c);
+		kv_rbuf_release(c, 0); /* nothing left in it: back to the pool meanwhile */
 		if ((c->peer_eof || c->closing) && !kv_out_pending(c) && !more && !c->dumping) {
 			kv_conn_close(c);
 			return;
 		}
+		/*
+		 * -R's turn given up with commands left: as memcached, wait for the socket to
+		 * be writable, which it is at once, so that the worker polls first and its
+		 * other connections, new ones too, go before the rest (an event made active
+		 * here would run again before the worker polls, and a surge of pipelining
+		 * clients would keep a new one waiting for seconds).
+		 */
+		int yield = more && kv_out_pending(c) < OUT_HIGH;
 		short want = 0;
-		if (kv_out_pending(c))
+		if (kv_out_pending(c) || yield)
 			want |= EV_WRITE;
 		if (!c->closing && !c->peer_eof && !c->get_paused && !c->dumping &&
 		    kv_out_pending(c) < OUT_HIGH)
@@ -357,10 +396,8 @@ static void conn_service(struct conn *c, int readable)
 					 : c->state == CONN_SWALLOW ? ACT_SWALLOW
 					 : c->ran_cmd		    ? ACT_READ
 								    : ACT_NEW);
-		if (more && kv_out_pending(c) < OUT_HIGH) {
-			/* As memcached: run the rest after the worker's other ready connections. */
+		if (yield) {
 			c->w->cnt.conn_yields++;
-			event_active(c->ev, EV_READ, 0);
 		} else if (c->ssl && (want & EV_READ) && kv_tls_pending(c)) {
 			/* TLS has read more than it handed out: the socket will not say so. */
 			event_active(c->ev, EV_READ, 0);

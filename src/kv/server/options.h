@@ -67,6 +67,7 @@ struct kv_settings {
 	int watch_disabled;   /* -W: no watch */
 	int idle_timeout;     /* -o idle_timeout: close connections idle this long (s; 0: never) */
 	int watcher_buf_kb;   /* -o watcher_logbuf_size: each watcher's buffer */
+	int read_buf_mem_mb;  /* -o read_buf_mem_limit (pool.c); 0: none */
 	int napi_ids;	      /* -N */
 	struct kv_store_config store;
 	struct kv_tls_settings tls;

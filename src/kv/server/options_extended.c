@@ -285,9 +285,23 @@ static void checked(struct kv_parse *p, const struct sub *o, const char *value)
 	if (parse_double(value, &d) || d < o->min || d > o->max)
 		sub_die(o->name, value, o->range);
 	setting_keep(p->s, o->name, value);
-	kv_options_note(p->s, "-o: memcached's tail repair, log buffers and read buffers have no "
+	kv_options_note(p->s, "-o: memcached's tail repair and log buffers have no "
 			      "counterpart here; those values are checked as memcached checks them "
 			      "and change nothing");
+}
+
+/*
+ * Megabytes, as memcached reads them (a whole number, not negative). memcached
+ * keeps the product in 32 bits, so 4096 and above wrap there; refused here.
+ */
+static void read_buf_limit(struct kv_parse *p, const struct sub *o, const char *value)
+{
+	long n;
+	if (*value == '-' || kv_options_long(value, 0, LONG_MAX, &n))
+		sub_die(o->name, value, "could not parse argument to read_buf_mem_limit");
+	if (n > 4095)
+		sub_die(o->name, value, "read_buf_mem_limit is in megabytes and at most 4095");
+	p->s->read_buf_mem_mb = (int)n;
 }
 
 /* A name taken with nothing to change here. */
@@ -353,8 +367,7 @@ static const struct sub subs[] = {
 	{"no_drop_privileges", .apply = accepted},
 	{"drop_privileges", .apply = accepted},
 	{"resp_obj_mem_limit", .apply = accepted},
-	{"read_buf_mem_limit", .value = 1, .apply = checked, .min = 0, .max = 2147483647.0,
-	 .range = "could not parse argument to read_buf_mem_limit", .shown = "0"},
+	{"read_buf_mem_limit", .value = 1, .apply = read_buf_limit},
 	{"sock_cookie_id", .apply = accepted},
 	{"relaxed_privileges", .apply = accepted},
 	{"ssl_chain_cert", .value = 1, .apply = text, .field = FIELD(tls.chain_cert)},

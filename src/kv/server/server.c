@@ -97,6 +97,7 @@ static void *worker_main(void *arg)
 		kv_conn_close(w->conns);
 	kv_dgram_stop(w);
 	kv_counts_flush(kv_srv.st, &w->cnt);
+	kv_pool_free(&w->pool);
 	kv_buf_free(&w->scratch);
 	kv_meta_thread_exit();
 	kv_watch_thread_exit();
@@ -191,6 +192,8 @@ int main(int argc, char **argv)
 			kv_die("cannot create worker %d: %s", i, strerror(errno));
 		w->id = i;
 		pthread_mutex_init(&w->lock, NULL);
+		kv_pool_init(&w->pool, (uint64_t)kv_srv.set.read_buf_mem_mb << 20,
+			     kv_srv.set.threads);
 		w->notify_ev =
 			event_new(w->base, w->notify[0], EV_READ | EV_PERSIST, worker_notify, w);
 		event_add(w->notify_ev, NULL);

@@ -15,6 +15,7 @@
  *   auth.c           -Y: the authentication file, unauthenticated connections
  *   sasl.c           -S: SASL authentication on the binary protocol
  *   tls.c            -Z: TLS sessions, refresh_certs
+ *   pool.c           a worker's 16 KB units: read buffers, response records (read_buf_mem_limit)
  */
 #ifndef LOCUS_KV_SERVER_H
 #define LOCUS_KV_SERVER_H
@@ -49,6 +50,47 @@ struct ssl_st;
 #define GET_LINE_MAX (8u << 20)	 /* a multi-key get line longer than this closes the connection */
 
 struct worker;
+struct kv_bundle;
+
+/* memcached's READ_BUFFER_SIZE: the unit of a worker's connection memory (pool.c). */
+#define KV_UNIT 16384
+
+/*
+ * One reply a connection owes: its bytes in the output are [start, end), end
+ * KV_RESP_OPEN while it is the last one (what is added goes to it). A get's
+ * value is not copied into the output but held (`it`, a reference): its bytes
+ * go out from the item, after the output's bytes up to `at`.
+ */
+#define KV_RESP_OPEN SIZE_MAX
+struct kv_resp {
+	struct kv_resp *next; /* the connection's next; on its bundle's free list, the next free */
+	struct kv_bundle *bundle;
+	size_t start, end;
+	struct kv_item *it; /* held, its value not yet wholly sent; else NULL */
+	size_t at;
+};
+
+/* Values this long and longer (with their "\r\n") are sent from the item, not copied. */
+#define KV_HOLD_MIN 256
+
+/*
+ * A worker's units (pool.c). The figures "stats" reads from other workers are
+ * stored atomically; only the worker changes them.
+ */
+struct kv_pool {
+	void *free;		/* free units */
+	unsigned limit;		/* units it may have, 0: no limit */
+	unsigned total, nfree;	/* units it has; of them free */
+	struct kv_bundle *open; /* bundles with a free record */
+	uint64_t resp_count;	/* records in use */
+	uint64_t resp_bytes;	/* bytes of bundles */
+	uint64_t resp_oom;	/* a reply found no record */
+	uint64_t rbuf_oom;	/* a read found no buffer */
+};
+
+struct kv_pool_figures {
+	uint64_t resp_oom, resp_count, resp_bytes, rbuf_count, rbuf_free, rbuf_oom;
+};
 
 enum conn_state { CONN_LINE, CONN_DATA, CONN_SWALLOW };
 
@@ -62,11 +104,19 @@ struct conn {
 	int fd;
 	struct worker *w;
 	struct event *ev;
-	short events; /* what ev waits for now */
-	struct kv_buf in;
-	size_t in_pos; /* bytes of in already consumed */
+	short events;	  /* what ev waits for now */
+	struct kv_buf in; /* a unit of its worker's pool while in_unit, else on the heap */
+	size_t in_pos;	  /* bytes of in already consumed */
+	int in_unit;
 	struct kv_buf out;
 	size_t out_pos; /* bytes of out already written */
+	/* The replies it owes, oldest first (pool.c); the first of the running get's. */
+	struct kv_resp *rhead, *rtail, *get_first;
+	/* The first of them holding a value to send, what of that value is sent, and the bytes
+	   of the held values still to send. */
+	struct kv_resp *rsend;
+	size_t held_sent;
+	size_t out_held;
 	enum conn_state state;
 	/* CONN_DATA: the item being filled; CONN_SWALLOW: bytes to drop, then reply. */
 	struct kv_item *item;
@@ -158,6 +208,7 @@ struct worker {
 	struct conn **udp; /* its reader of each UDP socket (dgram.c) */
 	int nudp;
 	struct event *idle_ev; /* -o idle_timeout: once a second, close the idle connections */
+	struct kv_pool pool;   /* its connections' read buffers and response records */
 };
 
 struct kv_server {
@@ -248,6 +299,30 @@ void kv_listen_open(void);
 void kv_listen_start(void);
 void kv_listen_stop(void);
 void kv_listen_free(void);
+
+/* pool.c: a worker's units. limit_bytes: -o read_buf_mem_limit, split between threads. */
+void kv_pool_init(struct kv_pool *p, uint64_t limit_bytes, int threads);
+void kv_pool_free(struct kv_pool *p);
+/* c has a read buffer with room: 0, or -1 (none to be had: read_buf_oom counted). */
+int kv_rbuf_ready(struct conn *c);
+/* Give c's read buffer back when all it holds is consumed (always: whatever it holds). */
+void kv_rbuf_release(struct conn *c, int always);
+/* A new reply begins (a command, a get's next key): 0, or -1 (response_obj_oom counted). */
+int kv_resp_start(struct conn *c);
+/* A get's value held instead of copied: it goes out after the output so far. */
+void kv_resp_hold(struct conn *c, struct kv_item *it);
+/* The output and held values, as far as `max` pieces, in the order they go out. */
+struct iovec;
+int kv_out_iov(const struct conn *c, struct iovec *iov, int max);
+/* n bytes of those went out: release what was sent, free the records done. */
+void kv_out_consumed(struct conn *c, size_t n);
+/* The output is written up to out_pos: free the records of what went out. */
+void kv_resp_sent(struct conn *c);
+void kv_resp_clear(struct conn *c);
+/* A get's next key found no record: drop the get's unsent replies, say so. */
+void kv_resp_get_oom(struct conn *c);
+void kv_pool_figures(struct kv_pool_figures *f);
+void kv_pool_reset(void); /* stats reset: the oom counts */
 
 /* dgram.c: the worker's reader of each UDP socket. */
 int kv_dgram_start(struct worker *w);

@@ -59,14 +59,17 @@ void kv_stats_general(struct kv_buf *b)
 	STAT_U64(b, "total_connections", ld_seqcst(&kv_srv.total_conns));
 	STAT_U64(b, "rejected_connections", ld_seqcst(&kv_srv.rejected_conns));
 	STAT_I64(b, "connection_structures", curr + kv_srv.nlisten);
-	/* memcached's response objects and read buffers: locus-kv has per-connection buffers. */
-	STAT_U64(b, "response_obj_oom", 0);
-	STAT_U64(b, "response_obj_count", 0);
-	STAT_U64(b, "response_obj_bytes", 0);
-	STAT_U64(b, "read_buf_count", 0);
-	STAT_U64(b, "read_buf_bytes", 0);
-	STAT_U64(b, "read_buf_bytes_free", 0);
-	STAT_U64(b, "read_buf_oom", 0);
+	/* The workers' 16 KB units (pool.c): response records' bundles and read buffers are
+	   both read buffers to memcached, which counts them together. */
+	struct kv_pool_figures pf;
+	kv_pool_figures(&pf);
+	STAT_U64(b, "response_obj_oom", pf.resp_oom);
+	STAT_U64(b, "response_obj_count", pf.resp_count);
+	STAT_U64(b, "response_obj_bytes", pf.resp_bytes);
+	STAT_U64(b, "read_buf_count", pf.rbuf_count);
+	STAT_U64(b, "read_buf_bytes", pf.rbuf_count * KV_UNIT);
+	STAT_U64(b, "read_buf_bytes_free", pf.rbuf_free * KV_UNIT);
+	STAT_U64(b, "read_buf_oom", pf.rbuf_oom);
 	/* Descriptors held for other than connections: stdio, listeners, UDP readers, pipes. */
 	STAT_I64(b, "reserved_fds",
 		 3 + kv_srv.nlisten + kv_srv.nudp * (1 + kv_srv.set.threads) +
@@ -215,7 +218,7 @@ void kv_stats_settings(struct kv_buf *b)
 	STAT_I64(b, "idle_timeout", s->idle_timeout);
 	STAT_I64(b, "watcher_logbuf_size", (int64_t)s->watcher_buf_kb * 1024);
 	STAT_STR(b, "worker_logbuf_size", kv_setting_kept(s, "worker_logbuf_size"));
-	STAT_STR(b, "read_buf_mem_limit", kv_setting_kept(s, "read_buf_mem_limit"));
+	STAT_U64(b, "read_buf_mem_limit", (uint64_t)s->read_buf_mem_mb << 20);
 	STAT_STR(b, "track_sizes", yes_no(kv_sizes_on(kv_srv.st)));
 	STAT_STR(b, "inline_ascii_response", "no");
 	kv_tls_settings(b, &s->tls);
@@ -315,6 +318,7 @@ void kv_stats_reset_all(void)
 	kv_stats_reset(kv_srv.st);
 	kv_detail_reset(kv_srv.st);
 	kv_auth_count_reset();
+	kv_pool_reset();
 	st_seqcst(&kv_srv.total_conns, 0);
 	st_seqcst(&kv_srv.rejected_conns, 0);
 }

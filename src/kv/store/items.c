@@ -621,8 +621,11 @@ static size_t put_u64(char *p, uint64_t v)
 	return n + 1;
 }
 
-/* Append "VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n" (inside the item's hash section). */
-static int add_value(struct kv_buf *out, struct kv_item *it, int with_cas, uint64_t cas)
+/*
+ * Append "VALUE <key> <flags> <bytes>[ <cas>]\r\n", then, unless `held`, "<data>\r\n"
+ * (inside the item's hash section).
+ */
+static int add_value(struct kv_buf *out, struct kv_item *it, int with_cas, uint64_t cas, int held)
 {
 	char hdr[72];
 	size_t n = put_u64(hdr, it->flags);
@@ -631,12 +634,13 @@ static int add_value(struct kv_buf *out, struct kv_item *it, int with_cas, uint6
 		n += put_u64(hdr + n, cas);
 	hdr[n++] = '\r';
 	hdr[n++] = '\n';
-	if (kv_buf_reserve(out, 6 + it->nkey + n + it->nbytes + 2) != 0)
+	size_t data = held ? 0 : (size_t)it->nbytes + 2;
+	if (kv_buf_reserve(out, 6 + it->nkey + n + data) != 0)
 		return -1;
 	kv_buf_add(out, "VALUE ", 6);
 	kv_buf_add(out, it->data, it->nkey);
 	kv_buf_add(out, hdr, n);
-	kv_buf_add(out, kv_item_value(it), (size_t)it->nbytes + 2);
+	kv_buf_add(out, kv_item_value(it), data);
 	return 0;
 }
 
@@ -648,6 +652,8 @@ struct get_req {
 	int oom;
 	unsigned cls;
 	uint32_t nbytes;
+	size_t hold_min;      /* kv_get_hold: values of this size and more are held, not copied */
+	struct kv_item *held; /* the item held (a reference taken) */
 };
 
 /* The binary protocol's get: the item's flags and cas come back as well. */
@@ -695,8 +701,13 @@ static uint64_t get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct kv_item *it = get_find(state, rq);
 	if (!it)
 		return 0;
-	if (add_value(rq->out, it, rq->with_cas, shown_cas(rq->h.st, it)) != 0)
+	int hold = rq->hold_min && (size_t)it->nbytes + 2 >= rq->hold_min;
+	if (add_value(rq->out, it, rq->with_cas, shown_cas(rq->h.st, it), hold) != 0) {
 		rq->oom = 1;
+	} else if (hold) {
+		faa_relaxed(&it->refs, 1);
+		rq->held = it;
+	}
 	return 1;
 }
 
@@ -749,6 +760,20 @@ int kv_get_value(kv_store *st, struct kv_counts *cnt, const char *key, size_t nk
 	int hit = get_run(st, cnt, key, nkey, &rq.g, value_sec, info);
 	*flags = rq.flags;
 	*cas = rq.cas;
+	return hit;
+}
+
+int kv_get_hold(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
+		int touch, uint32_t exptime, struct kv_buf *out, size_t hold_min,
+		struct kv_item **held)
+{
+	struct get_req rq = {.with_cas = with_cas,
+			     .touch = touch,
+			     .exptime = exptime,
+			     .out = out,
+			     .hold_min = hold_min};
+	int hit = get_run(st, cnt, key, nkey, &rq, get_sec, NULL);
+	*held = rq.held;
 	return hit;
 }
 
@@ -914,8 +939,13 @@ static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	char num[24];
 	int n = snprintf(num, sizeof(num), "%" PRIu64, v);
 	struct kv_item *nw = rq->item;
-	if ((uint32_t)n <= it->nbytes) {
-		/* In place, padded with spaces as memcached does. */
+	/* The hash table's reference and the LRU's: more is a holder, a connection
+	   perhaps sending the value (kv_get_hold). Acquire: a sender's release of its
+	   reference comes after its last read of the value. */
+	int alone = ld_acquire(&it->refs) <= 1 + (kv_item_has(it, KV_IT_LRU) ? 1 : 0);
+	if ((uint32_t)n <= it->nbytes && alone) {
+		/* In place, padded with spaces as memcached does; held, a new item (memcached
+		   likewise). */
 		char *val = kv_item_value(it);
 		memcpy(val, num, (size_t)n);
 		memset(val + n, ' ', it->nbytes - (uint32_t)n);

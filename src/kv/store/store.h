@@ -260,6 +260,16 @@ void kv_store_set_fetch_hook(kv_store *st, kv_fetch_hook hook, void *ctx);
  */
 int kv_get(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
 	   int touch, uint32_t exptime, struct kv_buf *out);
+/*
+ * kv_get, except that a value of hold_min bytes or more with its "\r\n" is not
+ * copied: *held gets the item, with a reference for the caller to release
+ * (kv_item_release) once it has sent kv_item_value(it), nbytes + 2 bytes, after
+ * the header; NULL when the value was copied or not found. The item's value does
+ * not change while it is held (an incr then makes a new item).
+ */
+int kv_get_hold(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey, int with_cas,
+		int touch, uint32_t exptime, struct kv_buf *out, size_t hold_min,
+		struct kv_item **held);
 /* kv_get, saying also what it found. */
 struct kv_get_info {
 	enum kv_get_status status;
