@@ -51,12 +51,13 @@ int main(int argc, char **argv)
 {
 	n = 512;
 	iters = 20;
-	const struct app_opt opts[] = {{"-n", "grid points per side", &n, 1, 1000000},
-				       {"-i", "sweeps", &iters, 1, 1000000},
-				       {"--first-touch",
-					"1: each worker initializes its own rows (untimed) instead of node 0",
-					&first_touch, 0, 1},
-				       {0}};
+	const struct app_opt opts[] = {
+		{"-n", "grid points per side", &n, 1, 1000000},
+		{"-i", "sweeps", &iters, 1, 1000000},
+		{"--first-touch",
+		 "1: each worker initializes its own rows (untimed) instead of node 0",
+		 &first_touch, 0, 1},
+		{0}};
 	app_dsm_options(argc, argv, "jacobi",
 			"Jacobi relaxation of the Laplace equation on an (n+2) x (n+2) grid.",
 			opts);

@@ -161,9 +161,10 @@ END_TEST
    many, queued or direct, dedicated or flat (a flat slot is shared, so its
    clients also serve each other's requests). */
 static const char *const order_specs[] = {
-	"async:lines=1",      "async:lines=1,direct", "async:lines=16",	   "async:lines=16,direct",
-	"async:lines=64",     "async:lines=3,queue=5", "flat:lines=16,slots=1", "flat:blocked,slots=1",
-	"flat:bound=4,slots=1", "flat:doorbell,slots=1",
+	"async:lines=1",	 "async:lines=1,direct", "async:lines=16",
+	"async:lines=16,direct", "async:lines=64",	 "async:lines=3,queue=5",
+	"flat:lines=16,slots=1", "flat:blocked,slots=1", "flat:bound=4,slots=1",
+	"flat:doorbell,slots=1",
 };
 
 START_TEST(keeps_client_order)

@@ -251,7 +251,8 @@ int dsm_config_read(struct dsm_config *c)
 		fprintf(stderr,
 			"locus-dsm: LOCUS_DSM_DELAY_US=%llu%s%s%s%s: a page would take %.3f s to "
 			"arrive, and a node silent for LOCUS_DSM_PEER_TIMEOUT_S=%llu s is declared "
-			"dead: keep the delay under half the timeout (raise LOCUS_DSM_PEER_TIMEOUT_S "
+			"dead: keep the delay under half the timeout (raise "
+			"LOCUS_DSM_PEER_TIMEOUT_S "
 			"above %.0f s, or lower the delay)\n",
 			(unsigned long long)delay_us, bytes,
 			net != &networks[0] ? " (from LOCUS_DSM_NETWORK=" : "",

@@ -45,7 +45,7 @@ struct dl_chan {
 	struct dl_chan *next; /* in the server's list; set before publication */
 	/* park.h word: the client parks on it waiting for responses */
 	uint32_t client_wait __attribute__((aligned(LOCUS_CACHELINE)));
-	uint32_t owned; /* 1 while a thread owns the channel; 0: free for reuse */
+	uint32_t owned;	     /* 1 while a thread owns the channel; 0: free for reuse */
 	uint32_t next_write; /* the line a new owner writes first (its last owner's next) */
 	/* Whoever serves the channel (the server, or a flat slot's serving client). */
 	uint32_t next_serve __attribute__((aligned(LOCUS_CACHELINE)));
@@ -56,7 +56,7 @@ struct dl_server {
 	unsigned index;
 	struct dl_chan *chans; /* list head, pushed with CAS */
 	pthread_mutex_t reg;   /* serializes registration and slot allocation */
-	void **allocs; /* everything allocated for this server, freed at stop */
+	void **allocs;	       /* everything allocated for this server, freed at stop */
 	size_t nallocs, capallocs;
 	uint32_t flat; /* a flat slot: no thread; clients serve it themselves */
 	uint32_t serving

@@ -18,9 +18,9 @@
  * server) runs them in that order, so a thread's requests to one server run
  * in the order they were posted, whatever the lines (seed 002 §2.3 allowed a
  * later one to run first; running them in turn is also what lets the server
- * read only the line it expects next). Callbacks always run on the posting thread, inside
- * post(), run() or drain(), and never while the client's own state is being
- * updated, so a callback may post again.
+ * read only the line it expects next). Callbacks always run on the posting
+ * thread, inside post(), run() or drain(), and never while the client's own
+ * state is being updated, so a callback may post again.
  *
  * Per-thread state lives in thread-local memory. A thread holds a pool (see
  * deleg_server.c) from its first post there until a drain finds nothing of
