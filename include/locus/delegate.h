@@ -24,8 +24,9 @@
  * only responses, so the fast path has no atomic read-modify-write. A
  * one-line channel (ffwd) keeps its response slot in the request line, so a
  * call moves one cache line there and back; a channel of several lines
- * (async) packs its slots four to a line apart from the requests. Channels are made on a thread's first request and are
- * reused by later threads after their owner exits; there is no thread limit.
+ * (async) packs its slots four to a line apart from the requests. Channels
+ * are made on a thread's first request and are reused by later threads after
+ * their owner exits; there is no thread limit.
  */
 #ifndef LOCUS_DELEGATE_H
 #define LOCUS_DELEGATE_H
