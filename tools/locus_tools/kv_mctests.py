@@ -45,20 +45,34 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+# What the test files read besides t/: line-lengths.t checks doc/protocol.txt.
+EXTRA_FILES = ["doc/protocol.txt"]
+
+
 def extract_t(src, tag, dest):
-    """dest/t: memcached's t/ at `tag` (a git checkout), else src/t as it is."""
-    if os.path.exists(os.path.join(dest, "t")):
-        shutil.rmtree(os.path.join(dest, "t"))
+    """dest/t (and EXTRA_FILES where src has them): memcached's at `tag` (a git
+    checkout), else src's as they are."""
+    for d in ("t", "doc"):
+        if os.path.exists(os.path.join(dest, d)):
+            shutil.rmtree(os.path.join(dest, d))
     if os.path.isdir(os.path.join(src, ".git")) or src.endswith(".git") or os.path.isfile(
             os.path.join(src, "HEAD")):
-        tar = subprocess.run(["git", "-C", src, "archive", "--format=tar", tag, "t"],
-                             capture_output=True, check=False)
+        def archive(paths):
+            return subprocess.run(["git", "-C", src, "archive", "--format=tar", tag] + paths,
+                                  capture_output=True, check=False)
+        tar = archive(["t"] + EXTRA_FILES)
+        if tar.returncode != 0:  # a release without them: t/ alone
+            tar = archive(["t"])
         if tar.returncode != 0:
             raise SystemExit(f"git archive {tag} t in {src}: {tar.stderr.decode().strip()}")
         with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as tf:
             tf.extractall(dest)
     elif os.path.isdir(os.path.join(src, "t")):
         shutil.copytree(os.path.join(src, "t"), os.path.join(dest, "t"))
+        for f in EXTRA_FILES:
+            if os.path.isfile(os.path.join(src, f)):
+                os.makedirs(os.path.dirname(os.path.join(dest, f)), exist_ok=True)
+                shutil.copy(os.path.join(src, f), os.path.join(dest, f))
     else:
         raise SystemExit(f"{src}: neither a memcached git checkout nor a directory with t/")
 
