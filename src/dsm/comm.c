@@ -49,6 +49,7 @@
 #define SLEEP_MIN_NS	   10000ull
 #define SLEEP_MAX_NS	   1000000ull
 #define SLEEP_MAX_BUSY_NS  50000ull   /* while an application thread waits on us */
+#define DELAY_YIELD_NS	   50000ull   /* a held message due sooner: yield, do not sleep */
 #define ACTIVE_NS	   2000000ull /* ... and this long after the last work */
 #define LIVENESS_EVERY_NS  50000000ull
 #define HEARTBEAT_EVERY_NS 500000000ull
@@ -714,7 +715,7 @@ static void comm_loop(void)
 		int progress = take_requests();
 		progress |= receive(now);
 		now = mono_ns();
-		uint64_t next = release_delayed(now, &progress);
+		uint64_t release = release_delayed(now, &progress), next = release;
 		reap_sends();
 		uint64_t t = dsm.proto->tick(now);
 		if (t < next)
@@ -743,6 +744,14 @@ static void comm_loop(void)
 		   sleeper first. Without a fault waiting, the application runs:
 		   polling would take its CPU, so the thread sleeps. */
 		if (faults_waiting && now < poll_until) {
+			sched_yield();
+			continue;
+		}
+		/* A held message (transport delay) due within DELAY_YIELD_NS: a
+		   timed sleep that short overshoots by tens of microseconds (timer
+		   wake-ups in a virtual machine), which would add that much to
+		   every emulated message; give the CPU away until it is due. */
+		if (release != UINT64_MAX && release <= now + DELAY_YIELD_NS) {
 			sched_yield();
 			continue;
 		}

@@ -28,3 +28,33 @@ def test_miss_average_is_over_every_node_and_steps_per_timed_miss():
 
 def test_no_table_without_misses_at_no_delay():
     assert dsm_suite.miss_table([_rec("jacobi", 1, 0, 0, 0, [0] * 6, 0)]) == []
+
+
+def test_delays_take_microseconds_and_network_names():
+    assert dsm_suite.parse_delays("0,500,rdma,tcp,seed,none") == [0, 500, "rdma", "tcp", "seed", 0]
+    assert dsm_suite.delay_env(500) == {"LOCUS_DSM_DELAY_US": "500"}
+    assert dsm_suite.delay_env("tcp") == {"LOCUS_DSM_NETWORK": "tcp"}
+    assert [dsm_suite.delay_text(d) for d in (0, "seed")] == ["0 us", "seed"]
+    for bad in ("-5", "ib", "1.5", ""):
+        try:
+            dsm_suite.parse_delays(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"--delays {bad!r} was accepted")
+
+
+def test_a_named_network_is_not_counted_at_no_delay():
+    named = _rec("jacobi", 2, "rdma", 40, 40 * 5e-6, [0] * 6, 40)
+    assert dsm_suite.miss_table([named]) == []
+    table = dsm_suite.table([named], [])
+    assert "| rdma | 2 |" in table
+
+
+def test_suite_refuses_an_unknown_network(capsys):
+    try:
+        dsm_suite.main(["--delays", "0,ib", "--out", "/tmp/dsm-suite-refused"])
+    except SystemExit as e:
+        assert e.code == 2
+    else:
+        raise AssertionError("--delays 0,ib was accepted")
+    assert "network names (none, rdma, tcp, seed)" in capsys.readouterr().err

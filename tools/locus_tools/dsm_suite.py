@@ -18,6 +18,10 @@ in the table and makes the exit status nonzero.
 
   build/venv/bin/python tools/dsm-suite [--build build/release] [--out build/dsm-suite]
   build/venv/bin/python tools/dsm-suite --protocols sc,lrc --prefetch 0,1 --nodes 4 --delays 500
+  build/venv/bin/python tools/dsm-suite --nodes 2,4 --delays 0,rdma,tcp,seed
+
+--delays takes microseconds per message, or the runtime's named networks
+(LOCUS_DSM_NETWORK: rdma, tcp, seed, none; docs/dsm.md), which add a per-byte cost.
 
 (tools/dsm-lrc draws seed 001 Figure 2 and Table 1 from the second kind of run;
 tools/dsm-avr compares sc and avr, seed 004 Figures 3.1-3.11.)
@@ -44,6 +48,31 @@ MISS_STEPS = [("miss_post_s", "handler"), ("miss_take_s", "comm wake-up"),
               ("miss_send_s", "send"), ("miss_reply_s", "reply"),
               ("miss_install_s", "install"), ("miss_resume_s", "resume")]
 MISS_GOAL_US = 10  # issue 36: average remote miss at no emulated delay, over all nodes
+NETWORKS = ["none", "rdma", "tcp", "seed"]  # LOCUS_DSM_NETWORK's names (src/dsm/config.c)
+
+
+def delay_env(delay):
+    """The runtime's environment for one --delays item: microseconds, or a network name."""
+    if isinstance(delay, int):
+        return {"LOCUS_DSM_DELAY_US": str(delay)}
+    return {"LOCUS_DSM_NETWORK": delay}
+
+
+def delay_text(delay):
+    return f"{delay} us" if isinstance(delay, int) else delay
+
+
+def parse_delays(text):
+    """--delays: comma-separated microseconds (>= 0) or network names; ValueError if not."""
+    out = []
+    for x in text.split(","):
+        if x in NETWORKS:
+            out.append(0 if x == "none" else x)
+        elif x.isdigit():
+            out.append(int(x))
+        else:
+            raise ValueError(x)
+    return out
 
 
 def miss_us(rec):
@@ -60,7 +89,7 @@ def run(build, app, args, nodes, delay_us, timeout, protocol="sc", prefetch=0):
     if app != "mpi-jacobi":
         args = list(args) + ["--prefetch", str(prefetch)]
     rec = dsmrun.run(build, app, args, nodes,
-                     {"LOCUS_DSM_DELAY_US": str(delay_us), "LOCUS_DSM_PROTOCOL": protocol},
+                     {**delay_env(delay_us), "LOCUS_DSM_PROTOCOL": protocol},
                      timeout)
     rec["delay_us"] = delay_us
     rec["protocol"] = protocol
@@ -77,11 +106,11 @@ def table(recs, mpi):
     for r in recs:
         which = f"{r['app']} | {r.get('protocol', 'sc')} | {r.get('prefetch', 0)}"
         if r["time_s"] is None:
-            lines.append(f"| {which} | {r['delay_us']} us | {r['nodes']} | - | | | | | | | | | | | | | FAILED (rc {r['rc']}) |")
+            lines.append(f"| {which} | {delay_text(r['delay_us'])} | {r['nodes']} | - | | | | | | | | | | | | | FAILED (rc {r['rc']}) |")
             continue
         parts = " | ".join(f"{r.get(k, 0):.3f}" for k in PARTS)
         lines.append(
-            f"| {which} | {r['delay_us']} us | {r['nodes']} | {r['time_s']:.3f} | "
+            f"| {which} | {delay_text(r['delay_us'])} | {r['nodes']} | {r['time_s']:.3f} | "
             f"{miss_us(r):.1f} | {parts} | "
             f"{r.get('overhead_in_stall_s', 0):.3f} | {r.get('comm_cpu_s', 0):.3f} | "
             f"{r.get('msgs', 0)} | {r.get('faults_read', 0)}/{r.get('faults_write', 0)}/"
@@ -140,7 +169,7 @@ def plots(recs, out):
     apps = list(APPS)
     fig, axes = plt.subplots(2, 4, figsize=(16, 7))
     variants = sorted({(r["delay_us"], r.get("protocol", "sc"), r.get("prefetch", 0))
-                       for r in recs})
+                       for r in recs}, key=str)
     styles = ["o-", "s--", "^-.", "v:", "D-", "x--", "*-.", "+:"]
     for ax, app in zip(axes.flat, apps):
         for (delay, proto, pf), style in zip(variants, styles * 4):
@@ -149,7 +178,7 @@ def plots(recs, out):
                    and r.get("prefetch", 0) == pf and r["time_s"] is not None]
             if pts:
                 ax.plot(*zip(*pts), style,
-                        label=f"{proto}{' P' if pf else ''}, delay {delay} us")
+                        label=f"{proto}{' P' if pf else ''}, delay {delay_text(delay)}")
         ax.set_title(app)
         ax.set_xlabel("nodes")
         ax.set_ylabel("time (s)")
@@ -166,7 +195,7 @@ def plots(recs, out):
     good = [r for r in recs if r.get("stats") and r.get("total_s")]
     fig, ax = plt.subplots(figsize=(max(10, len(good) * 0.35), 5.5))
     labels = [f"{r['app']} {r.get('protocol', 'sc')}{' P' if r.get('prefetch') else ''} "
-              f"{r['nodes']}n {r['delay_us']}us" for r in good]
+              f"{r['nodes']}n {delay_text(r['delay_us'])}" for r in good]
     bottom = [0.0] * len(good)
     for part, colour in zip(PARTS, ["tab:green", "tab:red", "tab:orange", "tab:gray",
                                     "lightsteelblue"]):
@@ -188,7 +217,9 @@ def plots(recs, out):
 def main(argv=None):
     ap = dsmrun.parser(__doc__, "build/dsm-suite")
     ap.add_argument("--nodes", default="1,2,4")
-    ap.add_argument("--delays", default="0,1000", help="microseconds per message")
+    ap.add_argument("--delays", default="0,1000",
+                    help="microseconds per message, or network names (" + ", ".join(NETWORKS)
+                    + "), comma-separated (0,1000)")
     ap.add_argument("--apps", default=",".join(APPS))
     ap.add_argument("--protocols", default="sc", help="comma-separated: sc, lrc, avr (sc)")
     ap.add_argument("--prefetch", default="0",
@@ -198,16 +229,17 @@ def main(argv=None):
     os.makedirs(a.out, exist_ok=True)
     try:
         nodes = [int(x) for x in a.nodes.split(",")]
-        delays = [int(x) for x in a.delays.split(",")]
+        delays = parse_delays(a.delays)
         prefetch = [int(x) for x in a.prefetch.split(",")]
     except ValueError:
-        ap.error("--nodes, --delays and --prefetch take comma-separated numbers")
+        ap.error("--nodes and --prefetch take comma-separated numbers, --delays numbers or "
+                 "network names (" + ", ".join(NETWORKS) + ")")
     protocols = a.protocols.split(",")
     unknown = [x for x in a.apps.split(",") if x not in APPS]
     if unknown or not set(protocols) <= {"sc", "lrc", "avr"} or not set(prefetch) <= {0, 1} or \
-            min(nodes) < 1 or min(delays) < 0:
+            min(nodes) < 1:
         ap.error(f"unknown applications {unknown} (known: {', '.join(APPS)})" if unknown else
-                 "--protocols from sc,lrc,avr; --prefetch from 0,1; --nodes >= 1; --delays >= 0")
+                 "--protocols from sc,lrc,avr; --prefetch from 0,1; --nodes >= 1")
     recs, mpi = [], []
     for delay in delays:
         for app in a.apps.split(","):
@@ -219,7 +251,7 @@ def main(argv=None):
                         t = (f"{r['time_s']:.3f} s, remote miss {miss_us(r):.1f} us"
                              if r["time_s"] is not None else "failed")
                         print(f"[dsm-suite] {app:7s} {proto:3s} prefetch={pf} nodes={n} "
-                              f"delay={delay:5d} us: {t} (wall {r['wall_s']:.1f} s)"
+                              f"delay={delay_text(delay):>8s}: {t} (wall {r['wall_s']:.1f} s)"
                               f"{'' if r['ok'] else ' NOT VERIFIED'}", flush=True)
     for n in nodes:
         r = run(a.build, "mpi-jacobi", APPS["jacobi"], n, 0, a.timeout)
