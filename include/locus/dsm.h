@@ -62,6 +62,8 @@
  *   LOCUS_DSM_PEER_TIMEOUT_S  a silent peer is declared dead after this long (10)
  *   LOCUS_DSM_LOCK_HANDOFF    consecutive hand-offs of a lock between threads of a
  *                             node before it goes back to its manager (8; 0: never)
+ *   LOCUS_DSM_LOCK_CACHE      1: a lock released with no local waiter stays on its
+ *                             node until another node asks (default); 0: it goes back
  *   LOCUS_DSM_SWITCH          all: another thread of the node runs during any stall
  *                             (default); sync: a team runs one thread at a time, which
  *                             gives way only during lock, barrier and team waits
@@ -343,12 +345,14 @@ LOCUS_API int locus_dsm_threads(void);
  * released while another thread of the same node waits for it passes to that
  * thread without messages, at most LOCUS_DSM_LOCK_HANDOFF times in a row;
  * then it goes back to its manager, behind any other node's request. A lock
- * released with nobody waiting costs no memory (under lrc, from two barriers
- * after its release). Release every lock before locus_dsm_finalize.
+ * released with nobody waiting stays on its node (LOCUS_DSM_LOCK_CACHE) until
+ * another node asks, so taking it again costs no message. Release every lock
+ * before locus_dsm_finalize.
  */
 LOCUS_API void locus_dsm_lock(uint32_t id);
 /* 1 with the lock held, or 0 at once when another thread (here or on any
-   node) holds it or has asked for it first. */
+   node) holds it or has asked for it first, or another node keeps it (that
+   try recalls it: a later one finds it free). */
 LOCUS_API int locus_dsm_trylock(uint32_t id);
 LOCUS_API void locus_dsm_unlock(uint32_t id);
 

@@ -272,6 +272,12 @@ int dsm_config_read(struct dsm_config *c)
 	static const struct choice switches[] = {{"all", 0}, {"sync", 1}, {NULL, 0}};
 	static const struct choice stats[] = {{"1", 1},	   {"table", 1}, {"0", 0},
 					      {"none", 0}, {"json", 2},	 {NULL, 0}};
+	static const struct choice onoff[] = {{"1", 1}, {"0", 0}, {NULL, 0}};
+	c->lock_cache = env_choice("LOCUS_DSM_LOCK_CACHE", onoff, 1,
+				   "1 (a released lock stays on its node until another asks) or 0 "
+				   "(every release goes back to the lock's manager)");
+	if (c->lock_cache < 0)
+		return -1;
 	c->switch_sync = env_choice("LOCUS_DSM_SWITCH", switches, 0,
 				    "all (another thread runs during any stall) or sync (only "
 				    "during lock, barrier and team waits)");

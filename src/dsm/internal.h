@@ -87,10 +87,11 @@ struct dsm_hdr {
 };
 
 /* Runtime-internal message kinds beyond the public statistics kinds. */
-#define DSM_MSG_BYE    LOCUS_DSM_MSG_KINDS
-#define DSM_MSG_ABORT  (LOCUS_DSM_MSG_KINDS + 1) /* a fatal error: payload, its text */
-#define DSM_MSG_PROBE  (LOCUS_DSM_MSG_KINDS + 2) /* watchdog: node 0 asks a = round */
-#define DSM_MSG_STATUS (LOCUS_DSM_MSG_KINDS + 3) /* watchdog: the answer (watch.c) */
+#define DSM_MSG_BYE	    LOCUS_DSM_MSG_KINDS
+#define DSM_MSG_ABORT	    (LOCUS_DSM_MSG_KINDS + 1) /* a fatal error: payload, its text */
+#define DSM_MSG_PROBE	    (LOCUS_DSM_MSG_KINDS + 2) /* watchdog: node 0 asks a = round */
+#define DSM_MSG_STATUS	    (LOCUS_DSM_MSG_KINDS + 3) /* watchdog: the answer (watch.c) */
+#define DSM_MSG_LOCK_RECALL (LOCUS_DSM_MSG_KINDS + 4) /* lock manager -> a node keeping it */
 
 /* Counters: written by one thread, read by any (relaxed atomics). All
    uint64_t: a snapshot is subtracted element by element (stats reset). */
@@ -162,6 +163,7 @@ struct dsm_config {
 	int stats; /* 0 none, 1 table, 2 json */
 	uint64_t peer_timeout_ns;
 	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
+	int lock_cache;	       /* LOCUS_DSM_LOCK_CACHE: a released lock stays until asked for */
 	uint32_t run;	       /* pages fetched per miss of a node walking in order */
 	uint64_t poll_ns;      /* the communication thread polls this long after work */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */

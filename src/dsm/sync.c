@@ -16,6 +16,19 @@
  *     behind every node that asked meanwhile.
  * A grant is "remote" for the statistics when a message brought it.
  *
+ * Keeping (LOCUS_DSM_LOCK_CACHE, on by default): a release with no local
+ * waiter leaves the lock on its node (LOCAL_CACHED; the protocol's release
+ * hook has run), where the manager still counts it as held; the node's next
+ * acquire takes it back without a message, as a grant from the manager to
+ * the last holder would be (no payload). When another node asks, the manager
+ * sends the holder a recall (and, once it has handed the lock on while
+ * others still wait, the new holder too): a node keeping the lock gives it
+ * back at once; one holding or awaiting it gives it back at its next release
+ * instead of keeping it. A trylock that finds the lock held is refused as
+ * before and recalls it, so a later try finds it free. Recalls travel on
+ * their own, so one may arrive after the release it asked for: the node then
+ * merely gives the lock back once more than it needed to.
+ *
  * Barriers gather the node's threads first: the last of the b threads the
  * request names (its team) makes the node's one arrival. They count at node
  * 0 and carry a value that every node must agree on (alloc uses it to check
@@ -49,7 +62,7 @@ struct waiter {
 	size_t len; /* the asker's lock_ask payload, after the struct */
 };
 
-enum { LOCAL_FREE, LOCAL_ASKED, LOCAL_HELD };
+enum { LOCAL_FREE, LOCAL_ASKED, LOCAL_HELD, LOCAL_CACHED };
 
 struct lockst {
 	struct lockst *next;
@@ -57,6 +70,7 @@ struct lockst {
 	/* Manager side (id % nodes == this node). */
 	int held;
 	int last;	  /* the node last granted the lock, -1 for none */
+	int recalled;	  /* its holder was asked to give it back (keeping) */
 	uint64_t rel_bar; /* barriers its last releaser had entered when it released */
 	struct waiter *head, *tail;
 	/* This node's side. */
@@ -64,6 +78,8 @@ struct lockst {
 	int uncounted; /* held by a thread outside the counted ones */
 	int by_server; /* held or asked for by the server of shipped calls (finalize lets it be) */
 	uint32_t handoffs;		   /* consecutive local hand-offs */
+	int recall;			   /* give it back at the next release: asked for */
+	uint64_t kept_bar;		   /* keeping: barriers entered at its last release */
 	struct dsm_req *lw_head, *lw_tail; /* threads waiting on this node (wnext) */
 };
 
@@ -269,6 +285,23 @@ static void hand_over(struct lockst *l, int node, uint64_t token, const void *as
 	}
 }
 
+static void lock_recalled(uint32_t id);
+
+/* Manager: ask lock id's holder to give it back (keeping), once per holding. */
+static void recall_holder(uint32_t id)
+{
+	struct lockst *l = lock_find(id);
+	if (!dsm.cfg.lock_cache || !l->held || l->recalled || l->last < 0) {
+		lock_tidy(l, lock_keep(l));
+		return;
+	}
+	l->recalled = 1;
+	if (l->last == dsm.node)
+		lock_recalled(id); /* may free l */
+	else
+		send_to(l->last, DSM_MSG_LOCK_RECALL, id, 0, NULL, 0);
+}
+
 /* try: a trylock, refused when the lock is held rather than queued. */
 static void mgr_acquire(uint32_t id, int node, uint64_t token, const void *ask, size_t len, int try)
 {
@@ -286,6 +319,7 @@ static void mgr_acquire(uint32_t id, int node, uint64_t token, const void *ask, 
 				.kind = LOCUS_DSM_MSG_LOCK_GRANT, .a = id, .b = token, .c = 1};
 			dsm_send(node, &h, NULL, 0);
 		}
+		recall_holder(id); /* it may only be kept: a later try finds it free */
 		return;
 	}
 	struct waiter *w = malloc(sizeof(*w) + len);
@@ -299,6 +333,7 @@ static void mgr_acquire(uint32_t id, int node, uint64_t token, const void *ask, 
 	else
 		l->head = w;
 	l->tail = w;
+	recall_holder(id);
 }
 
 /* rel_bar: the barriers the releasing node had entered when it released. */
@@ -308,6 +343,7 @@ static void mgr_release(uint32_t id, int node, uint64_t rel_bar)
 	if (!l->held)
 		dsm_fatal("node %d released lock %u, which is free", node, id);
 	l->rel_bar = rel_bar;
+	l->recalled = 0;
 	struct waiter *w = l->head;
 	if (!w) {
 		l->held = 0;
@@ -320,6 +356,8 @@ static void mgr_release(uint32_t id, int node, uint64_t rel_bar)
 		l->tail = NULL;
 	hand_over(l, w->node, w->token, w + 1, w->len);
 	free(w);
+	if (l->head) /* others still wait: the new holder gives it back at its release */
+		recall_holder(id);
 }
 
 void dsm_sync_barrier_done(void)
@@ -517,6 +555,17 @@ static void bar_enter_local(struct dsm_req *r)
 static void lock_local(struct lockst *l, struct dsm_req *r)
 {
 	int try = r->kind == DSM_REQ_TRYLOCK;
+	if (l->local == LOCAL_CACHED) { /* kept here since its release: no message */
+		l->local = LOCAL_HELD;
+		l->uncounted = r->c != 1;
+		l->by_server = r->c == 2;
+		l->handoffs = 0;
+		/* as the manager's grant to its last holder: nothing to pass */
+		if (dsm.proto->acquire)
+			dsm.proto->acquire(l->id, NULL, 0);
+		dsm_req_done(r, DSM_LOCAL);
+		return;
+	}
 	if (l->local != LOCAL_FREE && try) { /* held or asked for here: taken */
 		dsm_req_done(r, DSM_BUSY);
 		return;
@@ -555,7 +604,7 @@ static void unlock_local(struct lockst *l)
 	if (l->local != LOCAL_HELD)
 		dsm_fatal("lock %u released on node %d, which does not hold it", l->id, dsm.node);
 	struct dsm_req *next = l->lw_head;
-	if (next && l->handoffs < dsm.cfg.lock_handoff) {
+	if (next && l->handoffs < dsm.cfg.lock_handoff && !l->recall) {
 		l->lw_head = next->wnext;
 		if (!l->lw_head)
 			l->lw_tail = NULL;
@@ -568,8 +617,14 @@ static void unlock_local(struct lockst *l)
 	}
 	if (dsm.proto->release)
 		dsm.proto->release(l->id);
-	l->local = LOCAL_FREE;
 	l->uncounted = 0;
+	if (!next && dsm.cfg.lock_cache && !l->recall) { /* keep it until asked for */
+		l->local = LOCAL_CACHED;
+		l->kept_bar = bar_epoch;
+		return;
+	}
+	l->local = LOCAL_FREE;
+	l->recall = 0;
 	if (next) { /* ask again below, for the first local waiter */
 		l->lw_head = next->wnext;
 		if (!l->lw_head)
@@ -585,6 +640,34 @@ static void unlock_local(struct lockst *l)
 		lock_local(lock_find(id), next);
 	else if (mgr != dsm.node)
 		lock_tidy(l, 0), lock_shrink();
+}
+
+/* A lock kept here goes back to its manager (a recall came). */
+static void give_back(struct lockst *l)
+{
+	uint32_t id = l->id;
+	l->local = LOCAL_FREE;
+	l->recall = 0;
+	int mgr = (int)(id % (uint32_t)dsm.nodes);
+	if (mgr == dsm.node) {
+		mgr_release(id, dsm.node, l->kept_bar); /* may free l */
+	} else {
+		send_to(mgr, LOCUS_DSM_MSG_LOCK_REL, id, l->kept_bar, NULL, 0);
+		lock_tidy(l, 0);
+		lock_shrink();
+	}
+}
+
+/* The manager wants lock id back: now if kept here, else at its next release. */
+static void lock_recalled(uint32_t id)
+{
+	struct lockst *l = lock_find(id);
+	if (l->local == LOCAL_CACHED)
+		give_back(l);
+	else if (l->local != LOCAL_FREE)
+		l->recall = 1; /* held, or asked for: a grant may be on its way */
+	else
+		lock_tidy(l, lock_keep(l)); /* given back already */
 }
 
 void dsm_sync_request(struct dsm_req *r)
@@ -645,6 +728,9 @@ void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len)
 		break;
 	case LOCUS_DSM_MSG_LOCK_REL:
 		mgr_release((uint32_t)h->a, h->src, h->b);
+		break;
+	case DSM_MSG_LOCK_RECALL:
+		lock_recalled((uint32_t)h->a);
 		break;
 	case LOCUS_DSM_MSG_BAR_ENTER:
 		bar_arrive(h->a, h->b, h->c, h->src, payload, len);
