@@ -345,8 +345,9 @@ LOCUS_API int locus_dsm_threads(void);
  * released while another thread of the same node waits for it passes to that
  * thread without messages, at most LOCUS_DSM_LOCK_HANDOFF times in a row;
  * then it goes back to its manager, behind any other node's request. A lock
- * released with nobody waiting stays on its node (LOCUS_DSM_LOCK_CACHE) until
- * another node asks, so taking it again costs no message. Release every lock
+ * released with nobody waiting stays on its node (LOCUS_DSM_LOCK_CACHE; at most
+ * 64 locks a node, the longest kept given back first) until another node asks,
+ * so taking it again costs no message. Release every lock
  * before locus_dsm_finalize.
  */
 LOCUS_API void locus_dsm_lock(uint32_t id);

@@ -27,7 +27,10 @@
  * instead of keeping it. A trylock that finds the lock held is refused as
  * before and recalls it, so a later try finds it free. Recalls travel on
  * their own, so one may arrive after the release it asked for: the node then
- * merely gives the lock back once more than it needed to.
+ * merely gives the lock back once more than it needed to. A node keeps at
+ * most LOCK_KEEP_MAX locks: keeping one more gives the longest kept back, so
+ * a program that uses many distinct locks once each holds no more records
+ * than that (and its managers one per lock kept elsewhere).
  *
  * Barriers gather the node's threads first: the last of the b threads the
  * request names (its team) makes the node's one arrival. They count at node
@@ -93,6 +96,12 @@ struct lockst {
 #define LOCK_BUCKETS_MIN 64
 static struct lockst **locks;
 static size_t lock_buckets, lock_count;
+
+/* Keeping: the ids of the locks kept here, oldest first (a ring; an entry
+   whose lock is no longer kept is skipped when it comes up). */
+#define LOCK_KEEP_MAX 64
+static uint32_t kept_ring[LOCK_KEEP_MAX];
+static unsigned kept_head, kept_len;
 
 static size_t lock_bucket(uint32_t id, size_t buckets)
 {
@@ -598,6 +607,26 @@ static void lock_local(struct lockst *l, struct dsm_req *r)
 	free(ask);
 }
 
+static void give_back(struct lockst *l);
+
+/* Lock id is kept here now: note it, giving the longest kept back if there
+   are LOCK_KEEP_MAX already (entries of locks no longer kept are dropped). */
+static void keep_note(uint32_t id)
+{
+	while (kept_len == LOCK_KEEP_MAX) {
+		uint32_t old = kept_ring[kept_head];
+		kept_head = (kept_head + 1) % LOCK_KEEP_MAX;
+		kept_len--;
+		struct lockst *o = lock_find(old);
+		if (o->local == LOCAL_CACHED && old != id)
+			give_back(o);
+		else
+			lock_tidy(o, lock_keep(o));
+	}
+	kept_ring[(kept_head + kept_len) % LOCK_KEEP_MAX] = id;
+	kept_len++;
+}
+
 /* A thread of this node releases lock l: hand it on here, or give it back. */
 static void unlock_local(struct lockst *l)
 {
@@ -621,6 +650,7 @@ static void unlock_local(struct lockst *l)
 	if (!next && dsm.cfg.lock_cache && !l->recall) { /* keep it until asked for */
 		l->local = LOCAL_CACHED;
 		l->kept_bar = bar_epoch;
+		keep_note(l->id); /* may give another kept lock back */
 		return;
 	}
 	l->local = LOCAL_FREE;

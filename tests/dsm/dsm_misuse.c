@@ -335,13 +335,18 @@ static void mode_locks(long n)
 		die("count %llu, want %d", (unsigned long long)*count, nodes);
 	locus_dsm_stats s;
 	locus_dsm_stats_get(&s);
-	if (s.lock_records != 0)
-		die("%llu lock records kept after %ld distinct locks were released",
-		    (unsigned long long)s.lock_records, n);
+	/* A node keeps at most 64 released locks (sync.c, LOCK_KEEP_MAX), and a
+	   manager remembers each lock kept elsewhere: the records are bounded by
+	   that, whatever n (0 with LOCUS_DSM_LOCK_CACHE=0). */
+	const char *keep = getenv("LOCUS_DSM_LOCK_CACHE");
+	uint64_t most = keep && !strcmp(keep, "0") ? 0 : 64u * (uint64_t)nodes;
+	if (s.lock_records > most)
+		die("%llu lock records kept after %ld distinct locks were released (at most %llu)",
+		    (unsigned long long)s.lock_records, n, (unsigned long long)most);
 	printf("node %d: %ld distinct locks in %.2f s, %llu records kept after\n", me, n, t,
 	       (unsigned long long)s.lock_records);
 	locus_dsm_avr_resume();
-	ok("no lock state kept once released");
+	ok("lock state bounded once released");
 }
 
 /* ---- memory ---- */

@@ -117,10 +117,15 @@ done
 # 4. A child of fork() is not a node.
 works 2 sc fork
 works 2 lrc fork
-# 6. Lock state costs nothing once released (and, under lrc, two barriers on).
+# 6. Lock state stays bounded once released: at most 64 locks kept on a node
+# (and, under lrc, two barriers on); none at all without keeping.
 works 2 sc locks 20000
 works 3 lrc locks 20000
 works 2 avr locks 2000
+export LOCUS_DSM_LOCK_CACHE=0
+works 2 sc locks 20000
+works 3 lrc locks 20000
+unset LOCUS_DSM_LOCK_CACHE
 # 5. Misuse that used to hang: each named, the run ended.
 named 2 team-return "thread 1 of the team returned from its function after 0 locus_dsm_barrier calls while thread 0 waits"
 named 2 team-return-tb "returned from its function after 0 locus_dsm_team_barrier calls"
