@@ -355,17 +355,11 @@ static void dispatch(const struct dsm_hdr *h, const void *payload, size_t len)
 	if (h->kind != LOCUS_DSM_MSG_HEARTBEAT && h->kind != DSM_MSG_PROBE &&
 	    h->kind != DSM_MSG_STATUS)
 		dsm_progress++;
-	switch (h->kind) {
-	case LOCUS_DSM_MSG_PAGE_REQ:
-	case LOCUS_DSM_MSG_PAGE_FWD:
-	case LOCUS_DSM_MSG_PAGE:
-	case LOCUS_DSM_MSG_INV:
-	case LOCUS_DSM_MSG_INV_ACK:
-	case LOCUS_DSM_MSG_DIFF_REQ:
-	case LOCUS_DSM_MSG_DIFF:
-	case LOCUS_DSM_MSG_GC:
+	if (page_kind(h->kind) || h->kind == LOCUS_DSM_MSG_GC) {
 		dsm.proto->message(h, payload, len);
-		break;
+		return;
+	}
+	switch (h->kind) {
 	case LOCUS_DSM_MSG_HEARTBEAT:
 		break;
 	case LOCUS_DSM_MSG_SHIP:

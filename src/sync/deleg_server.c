@@ -355,7 +355,8 @@ static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch, uint64_t 
 		served++;
 		i = i + 1 == ch->lines ? 0 : i + 1;
 	}
-	ch->next_serve = i;
+	if (served) /* an empty pass writes nothing */
+		ch->next_serve = i;
 	return served;
 }
 

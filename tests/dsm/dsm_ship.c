@@ -343,19 +343,26 @@ static uint64_t note_late_call(void *state, uint64_t a, uint64_t b, uint64_t c)
 	return a;
 }
 
+/* Until this node has entered its barrier number `barriers` (its
+   communication thread counts it as it sends the entry): a condition. */
+static void wait_entered(uint64_t barriers)
+{
+	for (;;) {
+		locus_dsm_stats s;
+		locus_dsm_stats_get(&s);
+		if (s.barriers >= barriers)
+			return;
+		sched_yield();
+	}
+}
+
 /* At a node's server: once the node has entered its barrier number
    `barriers` (its communication thread counts it as it sends the entry),
    write a page (an interval after the one the entry carries) and call node 0. */
 static uint64_t after_entry(void *state, uint64_t value, uint64_t barriers, uint64_t c)
 {
 	(void)c;
-	for (;;) {
-		locus_dsm_stats s;
-		locus_dsm_stats_get(&s);
-		if (s.barriers >= barriers)
-			break;
-		sched_yield();
-	}
+	wait_entered(barriers);
 	((uint64_t *)state)[0] = value;
 	return locus_dsm_call(0, note_late_call, state, value, 0, 0);
 }
@@ -418,13 +425,7 @@ static uint64_t *collect_page[64];
 static uint64_t write_after_entry(void *state, uint64_t value, uint64_t barriers, uint64_t c)
 {
 	(void)c;
-	for (;;) {
-		locus_dsm_stats s;
-		locus_dsm_stats_get(&s);
-		if (s.barriers >= barriers)
-			break;
-		sched_yield();
-	}
+	wait_entered(barriers);
 	((uint64_t *)state)[1] = value;
 	if (locus_dsm_post(0, note_late_call, state, value, 0, 0, NULL, NULL) != 0)
 		fail("post refused");
