@@ -261,6 +261,9 @@ typedef struct locus_dsm_stats {
 	uint64_t gcs;		  /* barriers that collected */
 	uint64_t meta_bytes;	  /* records, notices, diffs and twins kept now */
 	uint64_t meta_peak_bytes; /* the most kept at once since init */
+	uint64_t private_pages;	  /* pages its home gave this node as private (used by
+				     no other node: no twins, diffs or notices) */
+	uint64_t made_shared;	  /* of those, the ones another node then asked for */
 	/* avr (zero otherwise). An interval is seed 004 Figures 3.12-3.14: Cp
 	   (checkpoint and request), Op (the application runs on), then Res
 	   (compare and merge) or Rol (roll back); wait is the part of the

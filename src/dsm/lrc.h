@@ -48,7 +48,17 @@ struct lrc_page {
 	uint8_t prefetched;	     /* by locus_dsm_prefetch, no fault on it since */
 	uint8_t want_write;	     /* a write prefetch: writable (hot) when it arrives */
 	uint8_t live;		     /* in lrc.live (lrc_page) */
+	uint8_t cls;		     /* CLS_*: private to this node or shared (lrc_class.c) */
+	uint8_t asking;		     /* this node asked its home for the class */
+	uint32_t ask_gc;	     /* lrc.gc_epoch when it asked */
+	/* At the page's home, its directory entry (lrc_class.c): */
+	uint8_t dir;	  /* 0 nobody yet, 1 + the node it is private to, or 0xff shared */
+	uint8_t revoking; /* the home asked that node to give it back */
+	uint64_t wait;	  /* nodes whose ask waits for it */
 };
+
+/* What a node knows of a page's use (lrc_class.c). */
+enum { CLS_UNKNOWN = 0, CLS_PRIVATE = 1, CLS_SHARED = 2 };
 
 /* A page written in two intervals at most this far apart is hot: at every
    interval end its diff is made and its twin renewed, and it stays writable,
@@ -77,6 +87,7 @@ struct interval {
 /* lrc's settings (its config hook, lrc_gc.c). */
 struct lrc_settings {
 	uint64_t gc_bytes; /* LOCUS_DSM_GC_BYTES: collect at a barrier when a node keeps more */
+	int private_pages; /* LOCUS_DSM_LRC_PRIVATE: pages one node uses go without twins */
 };
 extern struct lrc_settings lrc_set;
 
@@ -89,7 +100,9 @@ extern struct lrc_settings lrc_set;
 	X(DIFF_BYTES, diff_bytes, "diff_bytes", "diff bytes", COUNT)                               \
 	X(GCS, gcs, "gcs", "collections", COUNT)                                                   \
 	X(META_BYTES, meta_bytes, "meta_bytes", "bytes kept", GAUGE)                               \
-	X(META_PEAK, meta_peak_bytes, "meta_peak_bytes", "at most", GAUGE)
+	X(META_PEAK, meta_peak_bytes, "meta_peak_bytes", "at most", GAUGE)                         \
+	X(PRIVATE, private_pages, "private_pages", "pages private", COUNT)                         \
+	X(MADE_SHARED, made_shared, "made_shared", "made shared", COUNT)
 #define LRC_STAT_ID(id, field, json, label, kind) LRC_ST_##id,
 enum { LRC_STATS(LRC_STAT_ID) LRC_NSTATS };
 
@@ -106,6 +119,7 @@ struct lrc_state {
 	void **arrived;	       /* node 0: each node's barrier payload */
 	size_t *arrived_len;
 	int gc_now;	   /* this barrier collects */
+	uint32_t gc_epoch; /* collections this node has been through */
 	uint32_t *gc_base; /* what it collects: node 0's vt in the barrier's exit */
 	int gc_reported;   /* this node said its pages are current */
 	int gc_ready;	   /* node 0: nodes that said so */
@@ -153,6 +167,19 @@ static inline struct lrc_page *lrc_page(size_t p)
 static inline int lrc_manages(size_t p)
 {
 	return dsm_home_of(p) == dsm.node;
+}
+
+/* What page p's home sends of it: the page as of this node's last closed
+   interval. Writes of the open one are not in it: they reach the other node
+   in their interval's diff, which holds only what changed from the twin, so
+   a value written and then put back in the open interval would stay wrong
+   there for good. */
+static inline const void *lrc_served(size_t p)
+{
+	const struct lrc_page *pg = &lrc.pg[p];
+	if (pg->twin && pg->twin_iv == lrc.vt[dsm.node] + 1)
+		return pg->twin;
+	return dsm_page_alias(p);
 }
 
 /* Must page p be fetched before it can be read? */
@@ -204,6 +231,18 @@ size_t lrc_ship_out(int home, void **out);
 size_t lrc_ship_in(int from, const void *p, size_t len, void **keep);
 size_t lrc_ship_back(int to, const void *keep, size_t len, void **out);
 void lrc_ship_back_in(int home, const void *p, size_t len);
+
+/* lrc_class.c: which pages are private to one node. The class of page p, or
+   CLS_UNKNOWN while its home has not said; ask (LRC_ASK_*): then ask it
+   (batched like diff requests, lrc_batch_send). A home decides its own asks
+   at once. An ask ahead (of a walk, or a prefetch) never takes a page
+   another node holds private. */
+enum { LRC_ASK_NOT = 0, LRC_ASK_FAULT = 1, LRC_ASK_AHEAD = 2 };
+uint8_t lrc_class_of(size_t p, int ask);
+int lrc_class_init(void);
+void lrc_class_send(void); /* the asks gathered (lrc_batch_send calls it) */
+/* A classification message (PAGE_REQ or PAGE with b != 0, PAGE_FWD): handled? */
+int lrc_class_message(const struct dsm_hdr *h, const void *payload, size_t len);
 
 /* lrc_gc.c */
 void lrc_gc_start(void);

@@ -22,6 +22,7 @@ void lrc_batch_send(void)
 {
 	if (--lrc.batching)
 		return;
+	lrc_class_send();
 	for (size_t n = 0; n < lrc.nodes; n++) {
 		if (!lrc.bqpages[n])
 			continue;
@@ -142,6 +143,8 @@ static void fetch_done(size_t p)
 	if (pg->have == HAVE_NONE)
 		dsm_fatal("lrc: page %zu fetched without its contents", p);
 	pg->have = HAVE_COPY;
+	if (pg->cls == CLS_UNKNOWN) /* a manager's, at a collection: it had notices */
+		pg->cls = CLS_SHARED;
 	if (pg->npend > pg->nflight)
 		memmove(pg->pend, pg->pend + pg->nflight,
 			(pg->npend - pg->nflight) * sizeof(*pg->pend));

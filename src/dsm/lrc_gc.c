@@ -125,6 +125,7 @@ void lrc_gc_free(void)
 	PROTO_STAT_SET(LRC_ST_META_BYTES, mem);
 	lrc.ndirty = 0;
 	lrc.gc_now = 0;
+	lrc.gc_epoch++;
 	dsm_ship_hold(0);
 	dsm_sync_barrier_done();
 }

@@ -17,7 +17,9 @@
  * lacks. Notices are taken in only at those points, when this node's own
  * interval has just ended.
  *
- * Pages. A notice invalidates the page (no access) and joins the page's
+ * Pages. A page only one node uses is private to it (lrc_class.c): no twin,
+ * diff or notice, and writable across intervals; what follows is for the
+ * shared ones. A notice invalidates the page (no access) and joins the page's
  * pending list. The first write to a valid page in an interval copies it to a
  * twin; the page is then writable until the interval ends, when it becomes
  * read-only again. The diff (diff.h) of the twin is made lazily: when a node
@@ -96,7 +98,7 @@ static int lrc_init(void)
 	    !lrc.inval || !lrc.gc_base || !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap ||
 	    !lrc.bqpages || !lrc.arrived_len || !lrc.scratch)
 		return -1;
-	return 0;
+	return lrc_class_init();
 }
 
 static const int prot_of[] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE};
@@ -330,6 +332,8 @@ size_t lrc_encode_since(const uint32_t *seen, unsigned char **buf, size_t len)
 static void add_notice(size_t p, uint32_t node, uint32_t idx)
 {
 	struct lrc_page *pg = lrc_page(p);
+	if (pg->cls == CLS_PRIVATE)
+		dsm_fatal("lrc: node %u wrote page %zu, private to node %d", node, p, dsm.node);
 	if (pg->twin && pg->twin_iv != lrc.vt[dsm.node] + 1)
 		make_diff(p); /* a closed interval's twin */
 	/* A hot page's twin belongs to the open interval: it stays, and what is
@@ -426,12 +430,17 @@ size_t lrc_take_records(const void *payload, size_t len)
 
 /* A valid page becomes writable in the open interval: twin it (a closed
    interval's twin gets its diff first) and put it in the write set. hot: the
-   program says it writes the page every interval (a write prefetch). */
+   program says it writes the page every interval (a write prefetch). A
+   private page is only made writable: nobody needs to know. */
 void lrc_make_writable(size_t p, int hot)
 {
 	struct lrc_page *pg = lrc_page(p);
 	uint32_t cur = lrc.vt[dsm.node] + 1;
 	pg->have = HAVE_COPY; /* the zero page, or a current copy */
+	if (pg->cls == CLS_PRIVATE) {
+		lrc_set_access(p, ACC_WRITE);
+		return;
+	}
 	if (pg->twin && pg->twin_iv != cur)
 		make_diff(p);
 	if (!pg->twin) {
@@ -469,12 +478,29 @@ static void lrc_fault(struct dsm_req *r)
 		if (pg->replies_left)
 			STAT_ADD(prefetch_late, 1);
 	}
-	if (pg->replies_left) { /* this node's fetch is in flight: wait for it */
+	if (pg->replies_left || pg->asking) { /* this node's fetch or ask is in flight */
 		STAT_ADD(faults[LOCUS_DSM_FAULT_COMBINED], 1);
 		r->result = DSM_COMBINED;
 		r->wnext = pg->waiters;
 		pg->waiters = r;
 		return;
+	}
+	if (!pg->cls) {
+		lrc_batch_begin();
+		if (lrc_class_of(p, LRC_ASK_FAULT) == CLS_UNKNOWN) { /* asked: fault again then */
+			STAT_ADD(faults[write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ], 1);
+			r->result = DSM_REMOTE;
+			r->wnext = pg->waiters;
+			pg->waiters = r;
+			size_t run = dsm_run_ahead(p);
+			for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
+				if (!lrc.pg[q].cls && !lrc.pg[q].asking &&
+				    lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN)
+					STAT_ADD(run_ahead, 1);
+			lrc_batch_send();
+			return;
+		}
+		lrc_batch_send();
 	}
 	if (lrc_stale(p)) {
 		STAT_ADD(faults[write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ], 1);
@@ -486,7 +512,9 @@ static void lrc_fault(struct dsm_req *r)
 		/* A node walking pages in order: fetch the next ones with this one. */
 		size_t run = dsm_run_ahead(p);
 		for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
-			if (lrc_stale(q) && !lrc.pg[q].replies_left) {
+			if (lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN) {
+				STAT_ADD(run_ahead, 1); /* asked */
+			} else if (lrc_stale(q) && !lrc.pg[q].replies_left) {
 				STAT_ADD(run_ahead, 1);
 				lrc_start_fetch(q);
 			}
@@ -505,11 +533,19 @@ static void lrc_fault(struct dsm_req *r)
 	   (a page twinned but left as it was gets no notice: close_interval). */
 	static struct dsm_walks writes;
 	size_t run = dsm_walk(&writes, p);
-	for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
+	lrc_batch_begin();
+	for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++) {
+		if (!lrc.pg[q].cls) { /* asked, not used: lrc_class.c, taken back unused */
+			if (!lrc.pg[q].asking && lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN)
+				STAT_ADD(run_ahead, 1);
+			continue;
+		}
 		if (!lrc_stale(q) && !lrc.pg[q].replies_left && lrc.pg[q].access != ACC_WRITE) {
 			STAT_ADD(run_ahead, 1);
 			lrc_make_writable(q, 0);
 		}
+	}
+	lrc_batch_send();
 	dsm_req_done(r, DSM_LOCAL);
 }
 
@@ -526,6 +562,10 @@ static void lrc_prefetch(size_t first, size_t count, int write)
 	lrc_batch_begin();
 	for (size_t p = first; p < first + count && p < dsm.npages; p++) {
 		struct lrc_page *pg = lrc_page(p);
+		if (!pg->cls && (pg->asking || lrc_class_of(p, LRC_ASK_AHEAD) == CLS_UNKNOWN)) {
+			STAT_ADD(prefetches, 1); /* its home is asked; the page comes at the fault */
+			continue;
+		}
 		if (write && !lrc_stale(p) && !pg->replies_left && pg->access != ACC_WRITE) {
 			/* Every node may write a valid page: make it writable now, and
 			   keep it so from interval to interval (hot). */
@@ -554,6 +594,8 @@ static void lrc_prefetch(size_t first, size_t count, int write)
 static void lrc_message(const struct dsm_hdr *h, const void *payload, size_t len)
 {
 	size_t p = h->a;
+	if (lrc_class_message(h, payload, len))
+		return;
 	if ((h->kind == LOCUS_DSM_MSG_PAGE_REQ || h->kind == LOCUS_DSM_MSG_PAGE) && p >= dsm.npages)
 		dsm_fatal("message about page %zu of %zu", p, dsm.npages);
 	switch (h->kind) {
@@ -562,7 +604,7 @@ static void lrc_message(const struct dsm_hdr *h, const void *payload, size_t len
 			dsm_fatal(
 				"lrc: node %d asked node %d for page %zu, which it does not manage",
 				h->src, dsm.node, p);
-		lrc_send(h->src, LOCUS_DSM_MSG_PAGE, p, 0, dsm_page_alias(p), dsm.page_size);
+		lrc_send(h->src, LOCUS_DSM_MSG_PAGE, p, 0, lrc_served(p), dsm.page_size);
 		break;
 	case LOCUS_DSM_MSG_PAGE:
 		lrc_reply_arrived(p, WHOLE, payload, len);

@@ -112,7 +112,8 @@ expect 0 "verification passed" env LOCUS_DSM_POLL_US=100 "$MPIEXEC" -n 2 "$APPS/
 expect 1 "LOCUS_DSM_SWITCH=some" env LOCUS_DSM_SWITCH=some "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 # One node: the region is plain memory (not one fault), whatever the protocol, and
 # the protocol named is the one asked for; LOCUS_DSM_ONE_NODE=protocol keeps the
-# protocol's faults (and lrc's twins).
+# protocol's faults (and lrc's twins, for pages that are not private: every page
+# is private to the one node, unless LOCUS_DSM_LRC_PRIVATE=0).
 expect 1 "LOCUS_DSM_ONE_NODE=some" env LOCUS_DSM_ONE_NODE=some "$MPIEXEC" -n 1 "$APPS/locus-jacobi" -n 16 -i 1
 for p in sc lrc avr; do
 	expect 0 "protocol $p" env LOCUS_DSM_PROTOCOL=$p LOCUS_DSM_STATS=json "$MPIEXEC" -n 1 \
@@ -121,8 +122,18 @@ for p in sc lrc avr; do
 		{ echo "FAIL: one node under $p faulted:"; grep faults "$OUT" | head -2; fail=1; }
 done
 expect 0 "protocol lrc" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_ONE_NODE=protocol LOCUS_DSM_STATS=json \
-	"$MPIEXEC" -n 1 "$APPS/locus-jacobi" -n 256 -i 4
+	LOCUS_DSM_LRC_PRIVATE=0 "$MPIEXEC" -n 1 "$APPS/locus-jacobi" -n 256 -i 4
 grep -q '"faults_local": 0,' "$OUT" && { echo "FAIL: LOCUS_DSM_ONE_NODE=protocol did not fault"; fail=1; }
+grep -q '"twins": 0,' "$OUT" && { echo "FAIL: LOCUS_DSM_LRC_PRIVATE=0 made no twins"; fail=1; }
+expect 0 "protocol lrc" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_ONE_NODE=protocol LOCUS_DSM_STATS=json \
+	"$MPIEXEC" -n 1 "$APPS/locus-jacobi" -n 256 -i 4 --first-touch 1
+grep -q '"twins": 0,' "$OUT" || { echo "FAIL: one node's private pages were twinned"; fail=1; }
+grep -q '"faults_read": 0, "faults_write": 0, "faults_upgrade": 0, "faults_local": 0' "$OUT" ||
+	{ echo "FAIL: one node's private pages faulted after their first touch"; fail=1; }
+for v in 2 -1 yes; do
+	expect 1 "LOCUS_DSM_LRC_PRIVATE=$v" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_LRC_PRIVATE=$v \
+		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
 for v in 0 1025 -5 99999999999; do
 	expect 1 "LOCUS_DSM_RUN=$v" env LOCUS_DSM_RUN=$v "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done

@@ -20,6 +20,21 @@
  *               a word of one shared page, checked every phase: kept
  *               metadata never exceeds LOCUS_DSM_GC_BYTES plus one phase's
  *               worth, and collections happened
+ *   private R   pages one node uses (lrc_class.c): 2 per node, the first
+ *               `nodes` used by their home, the others by the node after
+ *               their home (pages are homed round robin); each
+ *               user writes its pages R rounds with barriers between, and
+ *               no twin is made and no page moves meanwhile. Then every node
+ *               reads every page (each becomes shared: its user gives it
+ *               back), and every value must be the last round's; then every
+ *               node writes its own words of every page R rounds (several
+ *               writers) and all are checked. Last, with 3 or more nodes
+ *               (and pages private by default):
+ *               node 0 writes a word of a page it homes and shares, and puts
+ *               it back, under a lock, while a node that never used the page
+ *               asks for it; that node, taking the lock next, must read the
+ *               value put back (the home answers with the page as of its last
+ *               interval, not one in the middle of the critical section)
  *
  * Exits 0 when every check held; prints what was wrong otherwise.
  */
@@ -240,10 +255,137 @@ static void gc(long rounds)
 		fail("gc: collections", rounds, 0, 1);
 }
 
+static int private_expected(void)
+{
+	const char *v = getenv("LOCUS_DSM_LRC_PRIVATE");
+	return nodes > 1 && !(v && !strcmp(v, "0"));
+}
+
+static uint64_t sent_pages(void)
+{
+	locus_dsm_stats s;
+	locus_dsm_stats_get(&s);
+	return s.msgs_sent[LOCUS_DSM_MSG_PAGE];
+}
+
+static void private_pages(long rounds)
+{
+	size_t np = 2 * (size_t)nodes, words = PAGE / 8;
+	volatile int64_t *pg = locus_dsm_alloc(np * PAGE);
+	int user[2 * 64];
+	for (size_t i = 0; i < np; i++) {
+		int home = locus_dsm_home((const void *)(pg + i * words));
+		user[i] = i < (size_t)nodes ? home : (home + 1) % nodes;
+	}
+	locus_dsm_barrier();
+	locus_dsm_stats s0, s1;
+	locus_dsm_stats_get(&s0);
+	uint64_t moved = 0;
+	for (long r = 1; r <= rounds; r++) {
+		uint64_t before = page_msgs();
+		for (size_t i = 0; i < np; i++)
+			if (user[i] == me)
+				for (size_t w = 0; w < words; w++)
+					pg[i * words + w] = r * 100000 + (long)(i * words + w);
+		if (r > 1) /* the first round asks the homes */
+			moved += page_msgs() - before;
+		locus_dsm_barrier();
+		for (size_t i = 0; i < np; i++)
+			if (user[i] == me && pg[i * words + 7] != r * 100000 + (long)(i * words + 7))
+				fail("private: own page", r, (long)pg[i * words + 7],
+				     r * 100000 + (long)(i * words + 7));
+	}
+	locus_dsm_stats_get(&s1);
+	if (private_expected()) {
+		if (s1.twins != s0.twins)
+			fail("private: twins of private pages", rounds, (long)(s1.twins - s0.twins),
+			     0);
+		if (moved)
+			fail("private: page messages while writing", rounds, (long)moved, 0);
+		if (s1.private_pages < 2)
+			fail("private: pages this node holds private", rounds,
+			     (long)s1.private_pages, 2);
+	}
+	/* Everybody reads everything: the pages become shared. */
+	for (size_t i = 0; i < np; i++)
+		for (size_t w = 0; w < words; w += 61) {
+			long want = rounds * 100000 + (long)(i * words + w);
+			if (pg[i * words + w] != want)
+				fail("private: a page once private, read elsewhere", rounds,
+				     (long)pg[i * words + w], want);
+		}
+	locus_dsm_barrier();
+	locus_dsm_stats_get(&s1);
+	if (private_expected() && s1.made_shared < 2)
+		fail("private: pages given back", rounds, (long)s1.made_shared, 2);
+	/* Several writers on the pages now shared. */
+	size_t per = words / (size_t)nodes;
+	for (long r = 1; r <= rounds; r++) {
+		for (size_t i = 0; i < np; i++)
+			for (size_t w = 0; w < per; w++)
+				pg[i * words + (size_t)me * per + w] = -r * 1000 - (long)(i + w);
+		locus_dsm_barrier();
+		for (size_t i = 0; i < np; i++)
+			for (int n = 0; n < nodes; n++) {
+				size_t w = (size_t)r % per;
+				long want = -r * 1000 - (long)(i + w);
+				if (pg[i * words + (size_t)n * per + w] != want)
+					fail("private: several writers, once private", r,
+					     (long)pg[i * words + (size_t)n * per + w], want);
+			}
+		locus_dsm_barrier();
+	}
+	if (nodes >= 3 && private_expected()) {
+		/* A page in the middle of its home's critical section. The pages
+		   are far apart: the asker's faults do not make a walk (which would
+		   ask for the next pages too). */
+		enum { K = 8, APART = 64 };
+		volatile int64_t *q = locus_dsm_alloc_at(K * APART * PAGE, 0);
+		words *= APART; /* from one page used to the next */
+		if (me == 0)
+			for (size_t k = 0; k < K; k++)
+				q[k * words + 1] = (int64_t)k;
+		locus_dsm_barrier();
+		if (me == 1)
+			for (size_t k = 0; k < K; k++)
+				(void)q[k * words + 1]; /* shared now: node 0 twins it */
+		locus_dsm_barrier();
+		/* Node 0 holds the lock across the barrier after which the asker asks:
+		   the answer goes out while node 0 is in the critical section, or
+		   before it writes (no program can tell which: the test passes both
+		   ways, and catches the first when it goes wrong). */
+		for (size_t k = 0; k < K; k++) {
+			uint32_t lock = 100 + (uint32_t)k;
+			uint64_t sent = sent_pages();
+			if (me == 0)
+				locus_dsm_lock(lock);
+			locus_dsm_barrier();
+			if (me == 0) {
+				q[k * words] = 1;
+				while (sent_pages() == sent) /* until the asker has its copy */
+					;
+				q[k * words] = 0;
+				locus_dsm_unlock(lock);
+			} else if (me == nodes - 1) {
+				(void)q[k * words + 2]; /* never written: not a race */
+				locus_dsm_lock(lock);
+				if (q[k * words] != 0)
+					fail("private: a word put back in the home's critical "
+					     "section",
+					     (long)k, (long)q[k * words], 0);
+				locus_dsm_unlock(lock);
+			}
+			locus_dsm_barrier();
+		}
+	}
+	printf("private: node %d: %ld rounds, %llu pages private, %llu made shared\n", me, rounds,
+	       (unsigned long long)s1.private_pages, (unsigned long long)s1.made_shared);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc ROUNDS\n");
+		fprintf(stderr, "usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc|private ROUNDS\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -268,6 +410,8 @@ int main(int argc, char **argv)
 		prefetch(rounds);
 	else if (!strcmp(mode, "gc"))
 		gc(rounds);
+	else if (!strcmp(mode, "private"))
+		private_pages(rounds);
 	else {
 		fprintf(stderr, "dsm_lrc: unknown mode %s\n", mode);
 		bad++;
