@@ -57,7 +57,8 @@ static void init_spec(locus_lock *l, const char *spec)
 	ck_assert_msg(rc == 0, "%s: locus_lock_init_spec returned %d", spec, rc);
 }
 
-/* Threads admitted to the lock's queue, the holder included. */
+/* Threads admitted to the lock's queue, the holder included: clh's and mcs's
+   count, and the holder that took the lock free without counting itself. */
 static uint32_t admitted(locus_lock *pl)
 {
 	struct lock *l = lock_of(pl);
@@ -66,8 +67,10 @@ static uint32_t admitted(locus_lock *pl)
 		return (uint32_t)(w >> 32) - (uint32_t)w;
 	}
 	if (l->kind == LOCUS_LOCK_CLH)
-		return __atomic_load_n(&l->u.clh.active, __ATOMIC_SEQ_CST);
-	return __atomic_load_n(&l->u.mcs.active, __ATOMIC_SEQ_CST);
+		return __atomic_load_n(&l->u.clh.active, __ATOMIC_SEQ_CST) +
+		       __atomic_load_n(&l->u.clh.uncounted, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&l->u.mcs.active, __ATOMIC_SEQ_CST) +
+	       __atomic_load_n(&l->u.mcs.uncounted, __ATOMIC_SEQ_CST);
 }
 
 /* At rest: nobody admitted, nobody outside. */

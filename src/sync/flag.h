@@ -32,18 +32,26 @@ static inline void flag_arm(uint32_t *f)
 	st_relaxed(f, FLAG_WAIT);
 }
 
-/* Wait until the flag holds a release value, and return it (acquire). */
+/*
+ * Wait until the flag holds a release value, and return it (acquire). The
+ * policy is read once, before the spin: *w usually sits in a lock's first
+ * cache line, which the other threads write (a queue lock's tail), and the
+ * acquire loads of the loop would make the compiler read it again at every
+ * turn, taking the line away from them (at 2 threads on 2 CPUs, mcs made
+ * 3.5 million hand-offs a second so, 4.8 without).
+ */
 static inline uint32_t flag_wait(uint32_t *f, const locus_wait *w)
 {
 	uint32_t v = ld_acquire(f);
 	if (v < FLAG_WAIT)
 		return v;
-	if (w->kind == LOCUS_WAIT_SPIN) {
+	const uint32_t kind = w->kind, spins = w->spins;
+	if (kind == LOCUS_WAIT_SPIN) {
 		while ((v = ld_acquire(f)) >= FLAG_WAIT)
 			cpu_relax();
 		return v;
 	}
-	for (uint32_t i = 0; i < w->spins && w->kind == LOCUS_WAIT_SPINPARK; i++) {
+	for (uint32_t i = 0; i < spins && kind == LOCUS_WAIT_SPINPARK; i++) {
 		cpu_relax();
 		v = ld_acquire(f);
 		if (v < FLAG_WAIT)

@@ -32,6 +32,14 @@
  * inside, within (admit) sections. Newcomers that find room enter at once, even
  * while others wait outside: the bound above does not depend on them.
  *
+ * Nothing of this runs while nobody waits. A ticket lock's tickets out are
+ * its count; clh and mcs count only the threads that found the lock taken: a
+ * thread that finds it free takes it with one CAS and flags itself as the
+ * uncounted holder instead (lock_impl.h, admit_count_enter), so an
+ * uncontended lock and unlock cost what they cost with `strict`. "Nobody
+ * admitted" below is then "nobody counted": a waiter outside has seen someone
+ * counted, whose leave comes after it.
+ *
  * The head's node is published in l->adm.head; a grant takes it from there
  * with an exchange and releases the node's flag (flag.h: no lost wake-up). A
  * waiter behind the head sleeps on its own flag. The grant publishes the

@@ -27,10 +27,11 @@ static struct locus_qnode *clh_node(uintptr_t w)
 	return (struct locus_qnode *)(w & ~CLH_FREE);
 }
 
-/* Admission (lock_admit.c), as in mcs: `active` counts the threads admitted. */
+/* Admission (lock_admit.c), as in mcs: `active` counts the threads admitted,
+   but a holder that found the lock free (`uncounted`; lock_impl.h). */
 static int clh_enter(struct lock *l, int forced)
 {
-	return admit_count_enter(l, &l->u.clh.active, forced);
+	return admit_count_enter(l, &l->u.clh.active, &l->u.clh.uncounted, forced);
 }
 
 int clh_init(struct lock *l)
@@ -41,15 +42,27 @@ int clh_init(struct lock *l)
 	l->u.clh.holder = NULL;
 	l->u.clh.pred = NULL;
 	l->u.clh.active = 0;
+	l->u.clh.uncounted = 0;
 	return 0;
 }
 
 void clh_lock(struct lock *l)
 {
-	if (!(l->flags & LOCK_STRICT) && !clh_enter(l, 0))
-		admit_wait(l, clh_enter);
 	struct locus_qnode *n = qnode_get();
 	flag_arm(&n->flag);
+	if (!(l->flags & LOCK_STRICT)) {
+		/* Free: take it with one CAS, uncounted. Otherwise count ourselves
+		   in, or wait outside until let in. */
+		uintptr_t w = ld_relaxed(&l->u.clh.tail);
+		if ((w & CLH_FREE) && cas_acqrel(&l->u.clh.tail, &w, (uintptr_t)n)) {
+			st_relaxed(&l->u.clh.uncounted, 1u);
+			l->u.clh.holder = n;
+			l->u.clh.pred = clh_node(w);
+			return;
+		}
+		if (!clh_enter(l, 0))
+			admit_wait(l, clh_enter);
+	}
 	uintptr_t w = xchg_acqrel(&l->u.clh.tail, (uintptr_t)n);
 	struct locus_qnode *pred = clh_node(w);
 	if (!(w & CLH_FREE)) {
@@ -73,7 +86,7 @@ int clh_trylock(struct lock *l)
 		return EBUSY;
 	}
 	if (!(l->flags & LOCK_STRICT))
-		faa_seqcst(&l->u.clh.active, 1);
+		st_relaxed(&l->u.clh.uncounted, 1u);
 	l->u.clh.holder = n;
 	l->u.clh.pred = clh_node(w);
 	return 0;
@@ -82,6 +95,10 @@ int clh_trylock(struct lock *l)
 void clh_unlock(struct lock *l)
 {
 	int admit = !(l->flags & LOCK_STRICT), due = admit && admit_due(l);
+	/* Cleared while we hold: the next holder may be uncounted too. */
+	int counted = admit && !ld_relaxed(&l->u.clh.uncounted);
+	if (admit && !counted)
+		st_relaxed(&l->u.clh.uncounted, 0u);
 	struct locus_qnode *n = l->u.clh.holder;
 	struct locus_qnode *pred = l->u.clh.pred;
 	uintptr_t expected = (uintptr_t)n;
@@ -89,8 +106,10 @@ void clh_unlock(struct lock *l)
 	    !cas_release(&l->u.clh.tail, &expected, (uintptr_t)n | CLH_FREE))
 		flag_release(&n->flag, 0);
 	qnode_put(pred);
-	if (admit)
+	if (counted)
 		admit_leave(l, due, faa_seqcst(&l->u.clh.active, (uint32_t)-1) == 1);
+	else if (admit)
+		admit_leave(l, due, 0);
 }
 
 void clh_destroy(struct lock *l)

@@ -101,14 +101,29 @@ void admit_gate_leave(struct lock *g);
 
 /*
  * enter for a lock that counts those admitted in *active (clh, mcs).
+ *
+ * A thread that finds the lock free takes it with one CAS and does not count
+ * itself: it sets *uncounted while it holds (and clears it before it lets
+ * go), so that nobody waits, nothing here runs, and an uncontended lock and
+ * unlock cost what they cost without admission. The others count themselves
+ * here, and the room they see is the limit less those counted and the
+ * uncounted holder. Only counted threads lower the count, so the unlock that
+ * leaves nobody counted is the one that looks for the head outside (a waiter
+ * that finds no room has seen another counted, as the limit is at least 2,
+ * and that one's leave comes after); an uncounted holder lets the head in
+ * only when a grant is due. A newcomer that looks between a holder's CAS and
+ * its setting *uncounted may enter one over the limit, as a granted thread
+ * does; the limit is restored as those inside leave.
+ *
  * Room is taken with one atomic add, and given back if there was none: one
  * read-modify-write on the way in costs less than a look and a CAS, which
- * fetch the line twice. Giving it back may leave nobody admitted (the others
+ * fetch the line twice. Giving it back may leave nobody counted (the others
  * left meanwhile), and then it does what leaving does.
  */
-static inline int admit_count_enter(struct lock *l, uint32_t *active, int forced)
+static inline int admit_count_enter(struct lock *l, uint32_t *active, const uint32_t *uncounted,
+				    int forced)
 {
-	if (faa_seqcst(active, 1) < l->admit || forced)
+	if (faa_seqcst(active, 1) + ld_relaxed(uncounted) < l->admit || forced)
 		return 1;
 	admit_leave(l, 0, faa_seqcst(active, (uint32_t)-1) == 1);
 	return 0;

@@ -73,10 +73,11 @@ static int cr_readmit_due(struct lock *l)
 	return 1;
 }
 
-/* Admission (lock_admit.c): `active` counts the threads admitted, holder and queue. */
+/* Admission (lock_admit.c): `active` counts the threads admitted, holder and
+   queue, but a holder that found the lock free (`uncounted`; lock_impl.h). */
 static int mcs_enter(struct lock *l, int forced)
 {
-	return admit_count_enter(l, &l->u.mcs.active, forced);
+	return admit_count_enter(l, &l->u.mcs.active, &l->u.mcs.uncounted, forced);
 }
 
 void mcs_init(struct lock *l)
@@ -88,15 +89,30 @@ void mcs_init(struct lock *l)
 	l->u.mcs.handoffs = 0;
 	l->u.mcs.readmitted_ns = 0;
 	l->u.mcs.active = 0;
+	l->u.mcs.uncounted = 0;
 }
 
 void mcs_lock(struct lock *l)
 {
-	if (!(l->flags & LOCK_STRICT) && !mcs_enter(l, 0))
-		admit_wait(l, mcs_enter);
 	struct locus_qnode *n = qnode_get();
 	n->next = NULL;
 	flag_arm(&n->flag);
+	if (!(l->flags & LOCK_STRICT)) {
+		/* Free: take it with one CAS, uncounted. Otherwise count ourselves
+		   in, or wait outside until let in. */
+		struct locus_qnode *expected = NULL;
+		/* The line in exclusive state at once (a held lock's line is
+		   elsewhere): a failed CAS, or a look alone, would fetch it
+		   again for the add below. */
+		__builtin_prefetch(&l->u.mcs.tail, 1);
+		if (!ld_relaxed(&l->u.mcs.tail) && cas_acqrel(&l->u.mcs.tail, &expected, n)) {
+			st_relaxed(&l->u.mcs.uncounted, 1u);
+			l->u.mcs.holder = n;
+			return;
+		}
+		if (!mcs_enter(l, 0))
+			admit_wait(l, mcs_enter);
+	}
 	struct locus_qnode *pred = xchg_acqrel(&l->u.mcs.tail, n);
 	if (pred) {
 		lock_hook(l, LOCK_HOOK_QUEUE);
@@ -117,7 +133,7 @@ int mcs_trylock(struct lock *l)
 		return EBUSY;
 	}
 	if (!(l->flags & LOCK_STRICT))
-		faa_seqcst(&l->u.mcs.active, 1);
+		st_relaxed(&l->u.mcs.uncounted, 1u);
 	l->u.mcs.holder = n;
 	return 0;
 }
@@ -231,6 +247,13 @@ void mcs_unlock(struct lock *l)
 		return;
 	}
 	int due = admit_due(l);
+	if (ld_relaxed(&l->u.mcs.uncounted)) {
+		/* Cleared while we hold: the next holder may be uncounted too. */
+		st_relaxed(&l->u.mcs.uncounted, 0u);
+		mcs_release(l);
+		admit_leave(l, due, 0);
+		return;
+	}
 	mcs_release(l);
 	admit_leave(l, due, faa_seqcst(&l->u.mcs.active, (uint32_t)-1) == 1);
 }

@@ -8,6 +8,7 @@
 #define LOCUS_SYNC_LOCK_STATE_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "locus/lock.h"
@@ -51,19 +52,28 @@ struct lock {
 			uint32_t parked; /* waiters asleep (or about to be) on t.half.owner */
 		} ticket;		 /* lock_ticket.c */
 		struct {
+			/* The lock's first line: tail to passive_tail (what every
+			   lock and unlock touches; the rest, only with passive
+			   waiters). */
 			struct locus_qnode *tail;
 			struct locus_qnode *holder; /* the holder's node, written by the holder */
 			/* waiters moved aside (FIFO), touched only by the holder */
-			struct locus_qnode *passive_head, *passive_tail;
+			struct locus_qnode *passive_head;
+			uint32_t active; /* threads admitted (queued or holding), but below */
+			/* 1: the holder found the lock free and took it without
+			   counting itself in `active` (lock_impl.h); written by
+			   the holder, read by newcomers */
+			uint32_t uncounted;
+			struct locus_qnode *passive_tail;
 			/* hand-offs since the last readmission, while passive waiters exist */
 			uint32_t handoffs;
-			uint32_t active; /* threads admitted (queued or holding) */
 			/* last readmission, or when the passive list last became non-empty */
 			uint64_t readmitted_ns;
 		} mcs; /* lock_mcs.c */
 		struct {
 			uintptr_t tail;		    /* node pointer | CLH_FREE bit */
-			uint32_t active;	    /* threads admitted (queued or holding) */
+			uint32_t active;	    /* threads admitted (queued or holding), but below */
+			uint32_t uncounted;	    /* as in mcs */
 			struct locus_qnode *holder; /* node the holder enqueued */
 			struct locus_qnode *pred;   /* node it waited on; recycled at unlock */
 		} clh;				    /* lock_clh.c */
@@ -89,6 +99,10 @@ _Static_assert(sizeof(struct lock) <= sizeof(locus_lock),
 	       "struct lock outgrew LOCUS_LOCK_SIZE (include/locus/lock.h)");
 _Static_assert(_Alignof(struct lock) <= _Alignof(locus_lock),
 	       "struct lock needs more alignment than locus_lock has");
+/* A newcomer's look for room reads the count and the flag beside the tail. */
+_Static_assert(offsetof(struct lock, u.mcs.passive_tail) + sizeof(void *) <= LOCUS_CACHELINE &&
+		       offsetof(struct lock, u.clh.pred) + sizeof(void *) <= LOCUS_CACHELINE,
+	       "mcs's and clh's lock words outgrew the lock's first cache line");
 
 /* The lock behind a public handle. */
 static inline struct lock *lock_of(locus_lock *l)
