@@ -212,6 +212,8 @@ void lrc_set_access(size_t p, uint8_t acc);
 struct interval *lrc_interval_get(uint32_t node, uint32_t idx);
 uint64_t lrc_vt_sum(const uint32_t *vt);
 void lrc_make_writable(size_t p, int hot);
+/* A fault that waited for its page's class goes on (lrc_class.c). */
+void lrc_fault_again(struct dsm_req *r);
 const struct owndiff *lrc_find_diff(size_t p, uint32_t idx);
 
 /* lrc_fetch.c */

@@ -27,16 +27,21 @@
  * page is handed back unused, and the home gives it to the asker as private
  * instead of making it shared.
  *
- * Messages, batched per home between lrc_batch_begin and lrc_batch_send:
- *   PAGE_REQ b=1  asks of faults: a pages, their numbers (u32) in the payload
- *   PAGE_REQ b=2  asks ahead: the same
- *   PAGE b=1      private: a pages granted, their numbers in the payload
- *   PAGE b=2      shared: page a, the home's copy in the payload
- *   PAGE_FWD      home -> the node page a is private to: give it back
- *   PAGE b=3      that node -> the home: page a's contents
- *   PAGE b=4      that node -> the home: page a, never used here
- *   PAGE b=5      not now (to asks ahead): a pages, their numbers
- * (PAGE_REQ and PAGE with b=0 are the whole-page fetch of lrc_fetch.c.)
+ * Every message is a batch: a pages, their numbers (u32) first in the
+ * payload, then their contents for b=2 and b=3. What a fault, a prefetch or
+ * a message handled brings about is gathered per node and sent when it is
+ * done (lrc_batch_begin .. lrc_batch_send), one message of each kind per node:
+ *   PAGE_REQ b=1  asks of faults
+ *   PAGE_REQ b=2  asks ahead
+ *   PAGE b=1      private: the pages granted
+ *   PAGE b=2      shared: the pages, with the home's copies
+ *   PAGE_FWD      home -> the node the pages are private to: give them back
+ *   PAGE b=3      that node -> the home: the pages, with their contents
+ *   PAGE b=4      that node -> the home: pages never used here
+ *   PAGE b=5      not now (to asks ahead)
+ * (PAGE_REQ and PAGE with b=0 are the whole-page fetch of lrc_fetch.c.) A
+ * fault that waited for an answer goes on from there (lrc_fault_again): it
+ * does not fault again.
  *
  * LOCUS_DSM_LRC_PRIVATE=0 turns it off: every page is shared from the start.
  */
@@ -44,33 +49,91 @@
 
 #include "lrc.h"
 
+/* Outgoing batches, by kind: the b of PAGE_REQ (asks) and of PAGE (the rest,
+   PAGE_FWD as TAKE). */
 enum { GRANT_PRIVATE = 1, ANSWER_SHARED = 2, GIVEN_BACK = 3, UNUSED = 4, NOT_NOW = 5 };
+enum { OUT_ASK_FAULT, OUT_ASK_AHEAD, OUT_GRANT, OUT_SHARED, OUT_TAKE, OUT_BACK, OUT_UNUSED,
+       OUT_NOT, NOUT };
+static const struct {
+	uint16_t kind;
+	uint8_t b, data; /* data: the pages' contents follow their numbers */
+} outs[NOUT] = {
+	[OUT_ASK_FAULT] = {LOCUS_DSM_MSG_PAGE_REQ, LRC_ASK_FAULT, 0},
+	[OUT_ASK_AHEAD] = {LOCUS_DSM_MSG_PAGE_REQ, LRC_ASK_AHEAD, 0},
+	[OUT_GRANT] = {LOCUS_DSM_MSG_PAGE, GRANT_PRIVATE, 0},
+	[OUT_SHARED] = {LOCUS_DSM_MSG_PAGE, ANSWER_SHARED, 1},
+	[OUT_TAKE] = {LOCUS_DSM_MSG_PAGE_FWD, 0, 0},
+	[OUT_BACK] = {LOCUS_DSM_MSG_PAGE, GIVEN_BACK, 1},
+	[OUT_UNUSED] = {LOCUS_DSM_MSG_PAGE, UNUSED, 0},
+	[OUT_NOT] = {LOCUS_DSM_MSG_PAGE, NOT_NOW, 0},
+};
 #define DIR_SHARED 0xff
 
-/* Asks being gathered, per kind (LRC_ASK_FAULT, LRC_ASK_AHEAD) and home. */
 struct pagelist {
 	uint32_t *w;
 	size_t len, cap;
 };
-static struct pagelist *asks[3];
+static struct pagelist *out[NOUT]; /* per kind, per node */
+static int pending;		   /* something is in out[] */
 
-static void push(struct pagelist *l, uint32_t v)
+static void put(int kind, int node, size_t p)
 {
+	struct pagelist *l = &out[kind][node];
 	if (l->len == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 64;
 		l->w = lrc_xrealloc(l->w, l->cap * sizeof(uint32_t));
 	}
-	l->w[l->len++] = v;
+	l->w[l->len++] = (uint32_t)p;
+	pending = 1;
 }
 
-/* Every fault waiting on page p tries again (it now knows the class). */
+void lrc_class_send(void)
+{
+	if (!pending)
+		return;
+	pending = 0;
+	for (int k = 0; k < NOUT; k++)
+		for (size_t n = 0; n < lrc.nodes; n++) {
+			struct pagelist *l = &out[k][n];
+			if (!l->len)
+				continue;
+			size_t head = l->len * sizeof(uint32_t);
+			size_t len = head + (outs[k].data ? l->len * dsm.page_size : 0);
+			unsigned char *buf = (unsigned char *)l->w;
+			if (outs[k].data) { /* the contents now, as they are */
+				buf = lrc_xmalloc(len);
+				memcpy(buf, l->w, head);
+				for (size_t i = 0; i < l->len; i++)
+					memcpy(buf + head + i * dsm.page_size,
+					       k == OUT_SHARED ? lrc_served(l->w[i])
+							       : dsm_page_alias(l->w[i]),
+					       dsm.page_size);
+			}
+			lrc_send((int)n, outs[k].kind, l->len, outs[k].b, buf, len);
+			if (buf != (unsigned char *)l->w)
+				free(buf);
+			l->len = 0;
+		}
+}
+
+int lrc_class_init(void)
+{
+	for (int k = 0; k < NOUT; k++)
+		if (!(out[k] = calloc(lrc.nodes, sizeof(struct pagelist))))
+			return -1;
+	return 0;
+}
+
+/* Every fault waiting on page p goes on, knowing the class now. */
 static void wake(size_t p)
 {
 	struct lrc_page *pg = lrc_page(p);
-	while (pg->waiters) {
-		struct dsm_req *r = pg->waiters;
-		pg->waiters = r->wnext;
-		dsm_req_done(r, r->result);
+	struct dsm_req *r = pg->waiters;
+	pg->waiters = NULL;
+	while (r) {
+		struct dsm_req *next = r->wnext;
+		lrc_fault_again(r);
+		r = next;
 	}
 }
 
@@ -81,11 +144,6 @@ static void become(size_t p, uint8_t cls)
 	pg->asking = 0;
 	if (cls == CLS_PRIVATE)
 		PROTO_STAT_ADD(LRC_ST_PRIVATE, 1);
-}
-
-static void answer_shared(size_t p, int to)
-{
-	lrc_send(to, LOCUS_DSM_MSG_PAGE, p, ANSWER_SHARED, lrc_served(p), dsm.page_size);
 }
 
 /* Page p, private here, becomes shared: its next write twins it. */
@@ -116,7 +174,7 @@ static void shared_now(size_t p)
 			become(p, CLS_SHARED);
 			wake(p);
 		} else {
-			answer_shared(p, n);
+			put(OUT_SHARED, n, p);
 		}
 	}
 }
@@ -139,8 +197,7 @@ static void unused_now(size_t p)
 			become(p, CLS_PRIVATE);
 			wake(p);
 		} else {
-			uint32_t w = (uint32_t)p;
-			lrc_send(n, LOCUS_DSM_MSG_PAGE, 1, GRANT_PRIVATE, &w, sizeof(w));
+			put(OUT_GRANT, n, p);
 		}
 	}
 }
@@ -179,7 +236,7 @@ static uint8_t decide(size_t p, int n, int ask)
 			give_up(p); /* the home's copy is the page */
 			shared_now(p);
 		} else {
-			lrc_send(owner, LOCUS_DSM_MSG_PAGE_FWD, p, 0, NULL, 0);
+			put(OUT_TAKE, owner, p);
 		}
 	}
 	return CLS_UNKNOWN;
@@ -208,168 +265,136 @@ uint8_t lrc_class_of(size_t p, int ask)
 	}
 	pg->asking = 1;
 	pg->ask_gc = lrc.gc_epoch;
-	push(&asks[ask][home], (uint32_t)p);
+	put(ask == LRC_ASK_FAULT ? OUT_ASK_FAULT : OUT_ASK_AHEAD, home, p);
 	return CLS_UNKNOWN;
 }
 
-void lrc_class_send(void)
+/* The numbers of a batch's pages, checked; *data: their contents after them
+   (when the kind carries them). */
+static const uint32_t *batch(const struct dsm_hdr *h, const void *payload, size_t len,
+			     int data, const unsigned char **contents)
 {
-	for (int k = LRC_ASK_FAULT; k <= LRC_ASK_AHEAD && asks[k]; k++)
-		for (size_t n = 0; n < lrc.nodes; n++) {
-			struct pagelist *l = &asks[k][n];
-			if (!l->len)
-				continue;
-			lrc_send((int)n, LOCUS_DSM_MSG_PAGE_REQ, l->len, (uint64_t)k, l->w,
-				 l->len * sizeof(uint32_t));
-			l->len = 0;
-		}
-}
-
-int lrc_class_init(void)
-{
-	asks[LRC_ASK_FAULT] = calloc(lrc.nodes, sizeof(struct pagelist));
-	asks[LRC_ASK_AHEAD] = calloc(lrc.nodes, sizeof(struct pagelist));
-	return asks[LRC_ASK_FAULT] && asks[LRC_ASK_AHEAD] ? 0 : -1;
-}
-
-static void check_page(uint64_t p, int from)
-{
-	if (p >= dsm.npages)
-		dsm_fatal("lrc: node %d sent a message about page %llu of %zu", from,
-			  (unsigned long long)p, dsm.npages);
-}
-
-static const uint32_t *page_list(uint64_t count, const void *payload, size_t len, int from)
-{
-	if (len != count * sizeof(uint32_t))
-		dsm_fatal("lrc: node %d sent a list of %llu pages in %zu bytes", from,
-			  (unsigned long long)count, len);
+	size_t count = h->a;
+	size_t per = sizeof(uint32_t) + (data ? dsm.page_size : 0);
+	if (count == 0 || count > dsm.npages || len != count * per)
+		dsm_fatal("lrc: node %d sent a batch of %zu pages in %zu bytes", h->src, count,
+			  len);
 	const uint32_t *w = payload;
-	for (uint64_t i = 0; i < count; i++)
-		check_page(w[i], from);
+	for (size_t i = 0; i < count; i++)
+		if (w[i] >= dsm.npages)
+			dsm_fatal("lrc: node %d sent a message about page %u of %zu", h->src,
+				  w[i], dsm.npages);
+	if (contents)
+		*contents = (const unsigned char *)payload + count * sizeof(uint32_t);
 	return w;
 }
 
 /* The home's answer that page p is shared, with the home's copy. */
-static void shared_arrived(size_t p, const void *data, size_t len, int from)
+static void shared_arrived(size_t p, const unsigned char *data, int from)
 {
 	struct lrc_page *pg = lrc_page(p);
-	if (!pg->asking || len != dsm.page_size || pg->access != ACC_NONE)
+	if (!pg->asking || pg->access != ACC_NONE)
 		dsm_fatal("lrc: unexpected answer about page %zu from node %d", p, from);
 	/* A copy sent before a collection this node has been through since may
 	   lack what the collection dropped from the notices: it then comes
 	   whole at the next access, as any page dropped at a collection. */
 	if (pg->have != HAVE_NONE || pg->ask_gc == lrc.gc_epoch) {
-		memcpy(dsm_page_alias(p), data, len);
+		memcpy(dsm_page_alias(p), data, dsm.page_size);
 		pg->have = HAVE_COPY;
 	}
 	become(p, CLS_SHARED);
 	wake(p);
 }
 
-int lrc_class_message(const struct dsm_hdr *h, const void *payload, size_t len)
+static void handle(const struct dsm_hdr *h, const void *payload, size_t len)
 {
 	int from = h->src;
-	if (h->kind == LOCUS_DSM_MSG_PAGE_REQ &&
-	    (h->b == LRC_ASK_FAULT || h->b == LRC_ASK_AHEAD)) {
-		const uint32_t *w = page_list(h->a, payload, len, from);
-		size_t ngrant = 0, nnot = 0;
-		uint32_t *grant = lrc_xmalloc(len), *not = lrc_xmalloc(len);
+	const unsigned char *data = NULL;
+	if (h->kind == LOCUS_DSM_MSG_PAGE_REQ) { /* asks */
+		const uint32_t *w = batch(h, payload, len, 0, NULL);
 		for (uint64_t i = 0; i < h->a; i++) {
 			if (dsm_home_of(w[i]) != dsm.node)
 				dsm_fatal("lrc: node %d asked node %d about page %u, homed at %d",
 					  from, dsm.node, w[i], dsm_home_of(w[i]));
 			uint8_t c = decide(w[i], from, (int)h->b);
 			if (c == CLS_PRIVATE)
-				grant[ngrant++] = w[i];
+				put(OUT_GRANT, from, w[i]);
 			else if (c == CLS_SHARED)
-				answer_shared(w[i], from);
+				put(OUT_SHARED, from, w[i]);
 			else if (h->b == LRC_ASK_AHEAD)
-				not[nnot++] = w[i];
+				put(OUT_NOT, from, w[i]);
 		}
-		if (ngrant)
-			lrc_send(from, LOCUS_DSM_MSG_PAGE, ngrant, GRANT_PRIVATE, grant,
-				 ngrant * sizeof(uint32_t));
-		if (nnot)
-			lrc_send(from, LOCUS_DSM_MSG_PAGE, nnot, NOT_NOW, not, nnot * sizeof(uint32_t));
-		free(grant);
-		free(not);
-		return 1;
+		return;
 	}
-	if (h->kind == LOCUS_DSM_MSG_PAGE_FWD) {
-		check_page(h->a, from);
-		if (dsm_home_of(h->a) != from)
-			dsm_fatal("lrc: node %d took back page %llu, homed at %d", from,
-				  (unsigned long long)h->a, dsm_home_of(h->a));
-		if (unused(h->a)) {
-			lrc_page(h->a)->cls = CLS_UNKNOWN;
-			lrc_send(from, LOCUS_DSM_MSG_PAGE, h->a, UNUSED, NULL, 0);
-			return 1;
-		}
-		give_up(h->a);
-		lrc_send(from, LOCUS_DSM_MSG_PAGE, h->a, GIVEN_BACK, dsm_page_alias(h->a),
-			 dsm.page_size);
-		return 1;
-	}
-	if (h->kind != LOCUS_DSM_MSG_PAGE || h->b == 0)
-		return 0;
-	switch (h->b) {
-	case GRANT_PRIVATE: {
-		const uint32_t *w = page_list(h->a, payload, len, from);
+	if (h->kind == LOCUS_DSM_MSG_PAGE_FWD) { /* give them back */
+		const uint32_t *w = batch(h, payload, len, 0, NULL);
 		for (uint64_t i = 0; i < h->a; i++) {
-			struct lrc_page *pg = lrc_page(w[i]);
+			if (dsm_home_of(w[i]) != from)
+				dsm_fatal("lrc: node %d took back page %u, homed at %d", from, w[i],
+					  dsm_home_of(w[i]));
+			if (unused(w[i])) {
+				lrc_page(w[i])->cls = CLS_UNKNOWN;
+				put(OUT_UNUSED, from, w[i]);
+			} else {
+				give_up(w[i]);
+				put(OUT_BACK, from, w[i]);
+			}
+		}
+		return;
+	}
+	const uint32_t *w = batch(h, payload, len, h->b == ANSWER_SHARED || h->b == GIVEN_BACK, &data);
+	for (uint64_t i = 0; i < h->a; i++) {
+		size_t p = w[i];
+		struct lrc_page *pg = lrc_page(p);
+		switch (h->b) {
+		case GRANT_PRIVATE:
 			if (!pg->asking || pg->npend)
-				dsm_fatal("lrc: node %d granted page %u as private, unexpected "
-					  "here",
-					  from, w[i]);
-			become(w[i], CLS_PRIVATE);
+				dsm_fatal("lrc: node %d granted page %zu as private, unexpected here",
+					  from, p);
+			become(p, CLS_PRIVATE);
 			if (pg->waiters)
 				pg->have = HAVE_COPY; /* used: the zero page, current */
-			wake(w[i]);
-		}
-		return 1;
-	}
-	case NOT_NOW: { /* a fault that came meanwhile asks again */
-		const uint32_t *w = page_list(h->a, payload, len, from);
-		lrc_batch_begin();
-		for (uint64_t i = 0; i < h->a; i++) {
-			struct lrc_page *pg = lrc_page(w[i]);
+			wake(p);
+			break;
+		case ANSWER_SHARED:
+			shared_arrived(p, data + i * dsm.page_size, from);
+			break;
+		case NOT_NOW: /* a fault that came meanwhile asks again */
 			if (!pg->asking || pg->cls)
-				dsm_fatal("lrc: node %d said 'not now' of page %u, not asked", from,
-					  w[i]);
+				dsm_fatal("lrc: node %d said 'not now' of page %zu, not asked", from,
+					  p);
 			pg->asking = 0;
 			if (pg->waiters)
-				lrc_class_of(w[i], LRC_ASK_FAULT);
+				lrc_class_of(p, LRC_ASK_FAULT);
+			break;
+		case GIVEN_BACK:
+		case UNUSED:
+			if (!pg->revoking || pg->dir != 1 + from || pg->access != ACC_NONE)
+				dsm_fatal("lrc: unexpected page %zu given back by node %d", p, from);
+			if (h->b == UNUSED) {
+				unused_now(p);
+				break;
+			}
+			memcpy(dsm_page_alias(p), data + i * dsm.page_size, dsm.page_size);
+			pg->have = HAVE_COPY;
+			shared_now(p);
+			break;
+		default:
+			dsm_fatal("lrc: page message of kind %llu from node %d",
+				  (unsigned long long)h->b, from);
 		}
-		lrc_batch_send();
-		return 1;
 	}
-	case ANSWER_SHARED:
-		check_page(h->a, from);
-		shared_arrived(h->a, payload, len, from);
-		return 1;
-	case GIVEN_BACK: {
-		check_page(h->a, from);
-		struct lrc_page *pg = lrc_page(h->a);
-		if (!pg->revoking || pg->dir != 1 + from || len != dsm.page_size ||
-		    pg->access != ACC_NONE)
-			dsm_fatal("lrc: unexpected page %llu given back by node %d",
-				  (unsigned long long)h->a, from);
-		memcpy(dsm_page_alias(h->a), payload, len);
-		pg->have = HAVE_COPY;
-		shared_now(h->a);
-		return 1;
-	}
-	case UNUSED: {
-		check_page(h->a, from);
-		struct lrc_page *pg = lrc_page(h->a);
-		if (!pg->revoking || pg->dir != 1 + from || len)
-			dsm_fatal("lrc: unexpected page %llu handed back by node %d",
-				  (unsigned long long)h->a, from);
-		unused_now(h->a);
-		return 1;
-	}
-	}
-	dsm_fatal("lrc: page message of kind %llu from node %d", (unsigned long long)h->b, from);
+}
+
+int lrc_class_message(const struct dsm_hdr *h, const void *payload, size_t len)
+{
+	if (!(h->kind == LOCUS_DSM_MSG_PAGE_REQ && h->b != 0) &&
+	    !(h->kind == LOCUS_DSM_MSG_PAGE && h->b != 0) && h->kind != LOCUS_DSM_MSG_PAGE_FWD)
+		return 0;
+	if (h->kind == LOCUS_DSM_MSG_PAGE_REQ && h->b != LRC_ASK_FAULT && h->b != LRC_ASK_AHEAD)
+		dsm_fatal("lrc: ask of kind %llu from node %d", (unsigned long long)h->b, h->src);
+	lrc_batch_begin(); /* what it brings about goes out in batches */
+	handle(h, payload, len);
+	lrc_batch_send();
 	return 1;
 }

@@ -460,7 +460,9 @@ void lrc_make_writable(size_t p, int hot)
 	lrc_set_access(p, ACC_WRITE);
 }
 
-static void lrc_fault(struct dsm_req *r)
+/* A fault; again: one that waited for its page's class goes on (it was
+   counted, and its result is set: remote or combined). */
+static void fault(struct dsm_req *r, int again)
 {
 	size_t p = r->a;
 	int write = (int)r->b;
@@ -468,9 +470,16 @@ static void lrc_fault(struct dsm_req *r)
 		dsm_fatal("fault on page %zu of %zu", p, dsm.npages);
 	struct lrc_page *pg = lrc_page(p);
 	uint8_t need = write ? ACC_WRITE : ACC_READ;
+#define COUNT(kind, res)                                                                           \
+	do {                                                                                       \
+		if (!again) {                                                                      \
+			STAT_ADD(faults[kind], 1);                                                 \
+			r->result = (res);                                                         \
+		}                                                                                  \
+	} while (0)
 	if (pg->access >= need) {
-		STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
-		dsm_req_done(r, DSM_LOCAL);
+		COUNT(LOCUS_DSM_FAULT_LOCAL, DSM_LOCAL);
+		dsm_req_done(r, r->result);
 		return;
 	}
 	if (pg->prefetched) {
@@ -479,23 +488,21 @@ static void lrc_fault(struct dsm_req *r)
 			STAT_ADD(prefetch_late, 1);
 	}
 	if (pg->replies_left || pg->asking) { /* this node's fetch or ask is in flight */
-		STAT_ADD(faults[LOCUS_DSM_FAULT_COMBINED], 1);
-		r->result = DSM_COMBINED;
+		COUNT(LOCUS_DSM_FAULT_COMBINED, DSM_COMBINED);
 		r->wnext = pg->waiters;
 		pg->waiters = r;
 		return;
 	}
 	if (!pg->cls) {
 		lrc_batch_begin();
-		if (lrc_class_of(p, LRC_ASK_FAULT) == CLS_UNKNOWN) { /* asked: fault again then */
-			STAT_ADD(faults[write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ], 1);
-			r->result = DSM_REMOTE;
+		if (lrc_class_of(p, LRC_ASK_FAULT) == CLS_UNKNOWN) { /* asked: goes on with the answer */
+			COUNT(write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ, DSM_REMOTE);
 			r->wnext = pg->waiters;
 			pg->waiters = r;
 			size_t run = dsm_run_ahead(p);
 			for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
 				if (!lrc.pg[q].cls && !lrc.pg[q].asking &&
-				    lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN)
+				    lrc_class_of(q, LRC_ASK_FAULT) == CLS_UNKNOWN)
 					STAT_ADD(run_ahead, 1);
 			lrc_batch_send();
 			return;
@@ -503,16 +510,16 @@ static void lrc_fault(struct dsm_req *r)
 		lrc_batch_send();
 	}
 	if (lrc_stale(p)) {
-		STAT_ADD(faults[write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ], 1);
-		r->result = DSM_REMOTE;
+		COUNT(write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ, DSM_REMOTE);
 		r->wnext = NULL;
 		pg->waiters = r;
 		lrc_batch_begin();
 		lrc_start_fetch(p); /* a write faults again on the fresh copy and twins it */
-		/* A node walking pages in order: fetch the next ones with this one. */
-		size_t run = dsm_run_ahead(p);
+		/* A node walking pages in order: fetch the next ones with this one
+		   (not again: its ask looked ahead). */
+		size_t run = again ? 0 : dsm_run_ahead(p);
 		for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
-			if (lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN) {
+			if (lrc_class_of(q, LRC_ASK_FAULT) == CLS_UNKNOWN) {
 				STAT_ADD(run_ahead, 1); /* asked */
 			} else if (lrc_stale(q) && !lrc.pg[q].replies_left) {
 				STAT_ADD(run_ahead, 1);
@@ -521,11 +528,12 @@ static void lrc_fault(struct dsm_req *r)
 		lrc_batch_send();
 		return;
 	}
-	STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
+	COUNT(LOCUS_DSM_FAULT_LOCAL, DSM_LOCAL);
+#undef COUNT
 	if (!write) {
 		pg->have = HAVE_COPY; /* the zero page, or a current copy */
 		lrc_set_access(p, ACC_READ);
-		dsm_req_done(r, DSM_LOCAL);
+		dsm_req_done(r, r->result);
 		return;
 	}
 	lrc_make_writable(p, 0);
@@ -546,7 +554,17 @@ static void lrc_fault(struct dsm_req *r)
 		}
 	}
 	lrc_batch_send();
-	dsm_req_done(r, DSM_LOCAL);
+	dsm_req_done(r, r->result);
+}
+
+static void lrc_fault(struct dsm_req *r)
+{
+	fault(r, 0);
+}
+
+void lrc_fault_again(struct dsm_req *r)
+{
+	fault(r, 1);
 }
 
 /*

@@ -338,8 +338,11 @@ static void private_pages(long rounds)
 	if (nodes >= 3 && private_expected()) {
 		/* A page in the middle of its home's critical section. The pages
 		   are far apart: the asker's faults do not make a walk (which would
-		   ask for the next pages too). */
+		   ask for the next pages too), so it asks for each in the loop. */
 		enum { K = 8, APART = 64 };
+		/* Nor did the walks above ask ahead for them (up to 32 pages past
+		   the last page they faulted on): a gap first. */
+		(void)locus_dsm_alloc(APART * PAGE);
 		volatile int64_t *q = locus_dsm_alloc_at(K * APART * PAGE, 0);
 		words *= APART; /* from one page used to the next */
 		if (me == 0)
