@@ -297,8 +297,9 @@ def test_restart_keeps_chunked_items(start, tmp_path):
                                           "slab_chunk_max=16384,slab_automove=0"]])
 def test_concurrent_large_values_stay_whole(server):
     """Eight clients (more than the CPUs) store and read values of 1 KB to 300 KB under few
-    keys while pages of the chunks' class move: every value read is one that was stored for
-    its key, whole (a version the key held), never torn or mixed with another."""
+    keys while pages of the chunks' class move (at least ten moves, and 3000 reads): every
+    value read is one that was stored for its key, whole (a version the key held), never torn
+    or mixed with another."""
     keys = 24
     sizes = [1000, 16000, 16384, 16500, 40000, 100000, 300000]
     stop, errors, reads = threading.Event(), [], [0]
@@ -332,16 +333,17 @@ def test_concurrent_large_values_stay_whole(server):
         t.start()
     try:
         with server.conn(timeout=30) as c:
-            deadline = time.monotonic() + 60
-            while reads[0] < 3000 and not errors:
-                assert time.monotonic() < deadline, f"{reads[0]} reads in 60 s"
+            deadline = time.monotonic() + 120
+            moves = 0
+            while (reads[0] < 3000 or moves < 10) and not errors:
+                assert time.monotonic() < deadline, f"{reads[0]} reads, {moves} moves in 120 s"
                 rows = slab_rows(c)
                 cls = next((k for k, v in rows.items() if v["chunk_size"] == 16384), None)
                 if cls and rows[cls]["total_pages"] > 2:
                     c.send(f"slabs reassign {cls} 0\r\n")
                     c.line()
                 time.sleep(0.01)
-            moves = int(c.stats()["slabs_moved"])
+                moves = int(c.stats()["slabs_moved"])
     finally:
         stop.set()
         for t in threads:
@@ -349,3 +351,18 @@ def test_concurrent_large_values_stay_whole(server):
     assert not errors, errors[:5]
     assert moves > 0
     assert server.alive()
+
+
+def test_udp_get_of_chunked_values(start):
+    """A get over UDP of values chained in chunks: the reply, cut into datagrams, is the value
+    whole, as over TCP."""
+    from test_udp import Udp, start_udp
+    s = start_udp(start, "-m", "64", "-o", f"slab_chunk_max={CHUNK}")
+    sizes = (CHUNK - 60, CHUNK + 1, 3 * CHUNK + 7, 20000)
+    with s.conn() as c:
+        for n in sizes:
+            assert c.set(f"u{n}", value_of(f"u{n}", n), flags=3) == b"STORED\r\n"
+    with Udp(s.udp_port) as u:
+        for n in sizes:
+            got = u.ask(f"get u{n}\r\n")
+            assert got == b"VALUE u%d 3 %d\r\n%s\r\nEND\r\n" % (n, n, value_of(f"u{n}", n))

@@ -419,6 +419,14 @@ static struct kv_item *new_chunked(kv_store *st, struct kv_counts *cnt, size_t n
 		return NULL;
 	*hcls = kv_slabs_class_for(st->slabs, kv_chunked_header(nkey, n));
 	struct kv_item *it = alloc_chunk(st, cnt, *hcls);
+	/* A header class with nothing of its own to evict (only headers, listed with their
+	   items): an item evicted from the class of slab_chunk_max gives back its header. */
+	for (int tries = 0; !it && st->cfg.evict && tries < ALLOC_TRIES; tries++) {
+		int full;
+		if (!make_room(st, cnt, ccls, 1))
+			break;
+		it = kv_slabs_alloc(&st->slabs_sec, *hcls, 0, &full);
+	}
 	if (!it)
 		return NULL;
 	memset(it, 0, kv_chunked_header(nkey, n));
