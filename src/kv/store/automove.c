@@ -279,8 +279,8 @@ struct chunked_req {
 	const char *lo, *hi;
 	struct kv_item **fresh; /* free chunks of the moved class, one per chunk in the page */
 	unsigned nfresh, used;
-	struct kv_item *nh;	 /* the header's copy, when it is in the page */
-	struct kv_item *freed;	 /* the chunks left behind, linked through hnext */
+	struct kv_item *nh;    /* the header's copy, when it is in the page */
+	struct kv_item *freed; /* the chunks left behind, linked through hnext */
 	struct kv_item *dropped;
 	unsigned moved; /* chunks copied */
 	enum { C_GONE, C_RESCUED, C_EVICTED, C_RECLAIMED, C_BUSY } outcome;
@@ -337,7 +337,8 @@ static uint64_t rescue_chunked_sec(void *state, uint64_t a, uint64_t b, uint64_t
 		if (!in_page(rq, from))
 			continue;
 		struct kv_item *to = rq->fresh[k++];
-		size_t at = (size_t)i * ch->size, len = total - at < ch->size ? total - at : ch->size;
+		size_t at = (size_t)i * ch->size,
+		       len = total - at < ch->size ? total - at : ch->size;
 		memcpy(to->data, from->data, len);
 		st_relaxed(&ch->p[i], to);
 		from->hnext = rq->freed;
@@ -356,7 +357,8 @@ static uint64_t rescue_chunked_sec(void *state, uint64_t a, uint64_t b, uint64_t
 		nh->nbytes = old->nbytes;
 		nh->nkey = old->nkey;
 		nh->cls = old->cls;
-		nh->state = ld_relaxed(&old->state) & (KV_IT_FETCHED | KV_IT_ACTIVE | KV_IT_CHUNKED);
+		nh->state =
+			ld_relaxed(&old->state) & (KV_IT_FETCHED | KV_IT_ACTIVE | KV_IT_CHUNKED);
 		nh->lru = ld_relaxed(&old->lru);
 		nh->mark = old->mark;
 		kv_item_clear(old, KV_IT_CHUNKED);
@@ -427,7 +429,8 @@ static void rescue_chunked(kv_store *st, struct kv_counts *cnt, struct kv_item *
 		kv_slabs_free_chain(&st->slabs_sec, back);
 	if (rq.nh) {
 		if (rq.outcome == C_RESCUED && rq.dropped)
-			kv_item_release(st, rq.nh); /* ours: the copy's holders are the table and LRU */
+			kv_item_release(st,
+					rq.nh); /* ours: the copy's holders are the table and LRU */
 		else
 			kv_slabs_free(&st->slabs_sec, rq.nh);
 	}

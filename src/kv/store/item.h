@@ -51,10 +51,10 @@
 #include "common/atomic.h"
 
 /* state: atomic bits */
-#define KV_IT_HASH    1 /* linked in the hash table */
-#define KV_IT_LRU     2 /* linked in its class's LRU */
-#define KV_IT_FETCHED 4 /* read since it was stored */
-#define KV_IT_ACTIVE  8 /* read again since: the segmented LRU keeps it (lru.h) */
+#define KV_IT_HASH    1	 /* linked in the hash table */
+#define KV_IT_LRU     2	 /* linked in its class's LRU */
+#define KV_IT_FETCHED 4	 /* read since it was stored */
+#define KV_IT_ACTIVE  8	 /* read again since: the segmented LRU keeps it (lru.h) */
 #define KV_IT_CHUNKED 16 /* its value is in chunks (below); set when made, then read-only */
 #define KV_IT_CHUNK   32 /* not an item: a chunk of a chunked item's value */
 /* mark: the hash section's bits */
@@ -124,9 +124,9 @@ static inline void kv_item_set_cas(struct kv_item *it, uint64_t cas)
 
 /* A chunked item's table of chunks (item.h's top). */
 struct kv_chunks {
-	uint32_t size;	   /* value bytes each chunk holds (the last: the rest) */
-	uint16_t n;	   /* chunks */
-	uint8_t hcls;	   /* the header's own slab class */
+	uint32_t size; /* value bytes each chunk holds (the last: the rest) */
+	uint16_t n;    /* chunks */
+	uint8_t hcls;  /* the header's own slab class */
 	uint8_t pad;
 	struct kv_item *p[]; /* the chunks, in order */
 };

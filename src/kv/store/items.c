@@ -388,8 +388,9 @@ static int alloc_chunks(kv_store *st, struct kv_counts *cnt, struct kv_item *it,
 		   nothing there, nor takes a small page past the limit, which the class's own
 		   items need. */
 		int full;
-		struct kv_item *c = cls == ccls ? alloc_chunk(st, cnt, cls)
-						: kv_slabs_alloc(&st->slabs_sec, cls, KV_GROW_LIMIT, &full);
+		struct kv_item *c =
+			cls == ccls ? alloc_chunk(st, cnt, cls)
+				    : kv_slabs_alloc(&st->slabs_sec, cls, KV_GROW_LIMIT, &full);
 		if (!c && cls != ccls)
 			c = alloc_chunk(st, cnt, cls = ccls);
 		if (!c)
@@ -506,8 +507,7 @@ struct store_req {
 };
 
 /* n bytes of src's value from soff into dst's from doff (either may be chunked). */
-static void copy_value(struct kv_item *dst, size_t doff, struct kv_item *src, size_t soff,
-		       size_t n)
+static void copy_value(struct kv_item *dst, size_t doff, struct kv_item *src, size_t soff, size_t n)
 {
 	while (n) {
 		size_t len;

@@ -477,8 +477,8 @@ static void rebuild_lru(kv_store *st, const struct kv_restart *r, struct rebuild
 			unsigned at = kv_slabs_chunk_class(st->slabs, it);
 			if (at && kv_item_has(it, KV_IT_CHUNKED) && it->cls == cls)
 				at = cls; /* a chunked item's header, in a class of its own */
-			if (at != cls || it->lru != seg ||
-			    !kv_item_has(it, KV_IT_HASH) || kv_item_has(it, KV_IT_LRU))
+			if (at != cls || it->lru != seg || !kv_item_has(it, KV_IT_HASH) ||
+			    kv_item_has(it, KV_IT_LRU))
 				break;
 			uintptr_t next = (uintptr_t)it->next;
 			kv_lru_restore_tail(st->lru, it);
