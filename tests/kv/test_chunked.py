@@ -366,3 +366,41 @@ def test_udp_get_of_chunked_values(start):
         for n in sizes:
             got = u.ask(f"get u{n}\r\n")
             assert got == b"VALUE u%d 3 %d\r\n%s\r\nEND\r\n" % (n, n, value_of(f"u{n}", n))
+
+
+@pytest.mark.parametrize("server_args", [["-m", "64", "-o", "slab_chunk_max=4096,slab_automove=0"]])
+def test_page_move_rescues_chunked_items_headers(server):
+    """A moved page of the class chunked items' headers are in (with small items around them):
+    the headers are copied to free chunks of the class and the copies linked in their place,
+    so every chunked value still reads back whole, and so does every small item."""
+    with server.conn(timeout=30) as c:
+        heads = 300
+        for i in range(heads):
+            assert c.set(f"h{i}", value_of(f"h{i}", 11000)) == b"STORED\r\n"
+        rows = slab_rows(c)
+        hcls = min(k for k, v in rows.items() if v.get("used_chunks", 0) >= heads)
+        size, per_page = rows[hcls]["chunk_size"], rows[hcls]["chunks_per_page"]
+        small = size - 70      # an item of 6-byte key and this value fills a chunk of hcls
+        n = int(2.5 * per_page) - heads
+        for start in range(0, n, 500):
+            c.send(b"".join(b"set t%d 0 0 %d noreply\r\n%s\r\n" % (i, small, value_of(f"t{i}", small))
+                            for i in range(start, min(start + 500, n))))
+            c.call("mn\r\n", "MN\r\n")
+        assert slab_rows(c)[hcls]["total_pages"] == 3
+        first = n - int(1.5 * per_page)     # those stored in the second and third pages
+        for start in range(first, n, 500):
+            c.send(b"".join(b"delete t%d noreply\r\n" % i for i in range(start, min(start + 500, n))))
+            c.call("mn\r\n", "MN\r\n")
+        before = c.stats()
+        c.call(f"slabs reassign {hcls} 0\r\n", "OK\r\n")
+        deadline = time.monotonic() + 30
+        while int(c.stats()["slabs_moved"]) == int(before["slabs_moved"]):
+            assert time.monotonic() < deadline, "the page move never finished"
+            time.sleep(0.01)
+        st = c.stats()
+        assert int(st["slab_reassign_rescues"]) > int(before["slab_reassign_rescues"])
+        assert int(st["slab_reassign_evictions_nomem"]) == 0, st
+        for i in range(heads):
+            assert c.get(f"h{i}") == value_of(f"h{i}", 11000), i
+        for i in range(0, first, 7):
+            assert c.get(f"t{i}") == value_of(f"t{i}", small), i
