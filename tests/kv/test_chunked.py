@@ -404,3 +404,40 @@ def test_page_move_rescues_chunked_items_headers(server):
             assert c.get(f"h{i}") == value_of(f"h{i}", 11000), i
         for i in range(0, first, 7):
             assert c.get(f"t{i}") == value_of(f"t{i}", small), i
+
+
+@pytest.mark.parametrize("server_args", [["-m", "8", "-o", "slab_chunk_max=4096,slab_automove=0"]])
+def test_every_chunk_comes_back(server):
+    """Chunked values stored, replaced, appended to, evicted (8 MB is too small for them
+    all), with page moves among them; once every key is deleted no class has a chunk in use:
+    no header or chunk is lost on any of those paths."""
+    rnd = random.Random(7)
+    keys = 400
+    with server.conn(timeout=30) as c:
+        for round_ in range(3):
+            for i in range(keys):
+                n = rnd.choice((10, CHUNK - 60, CHUNK + 5, 9000, 3 * CHUNK, 70000))
+                assert c.set(f"k{i}", value_of(f"k{i}", n, round_)) == b"STORED\r\n"
+                if i % 5 == 0:
+                    c.send(b"append k%d 0 0 4100\r\n%s\r\n" % (i, b"a" * 4100))
+                    assert c.line() in (b"STORED\r\n", b"NOT_STORED\r\n")
+            c.send(b"set toolarge 0 0 %d\r\n%s\r\n" % (2 << 20, b"z" * (2 << 20)))
+            assert c.line() == b"SERVER_ERROR object too large for cache\r\n"
+            cls = chunk_class(c)
+            c.send(f"slabs reassign {cls} 0\r\n")
+            assert c.line() in (b"OK\r\n", b"NOSPARE source class has no spare pages\r\n",
+                                b"BUSY currently processing reassign request\r\n")
+        assert int(c.stats()["evictions"]) > 0
+        for i in range(keys):
+            c.send(f"delete k{i}\r\n")
+            assert c.line() in (b"DELETED\r\n", b"NOT_FOUND\r\n")
+        deadline = time.monotonic() + 30
+        while True:    # a page move still under way holds nothing once it ends
+            rows = slab_rows(c)
+            used = {k: v["used_chunks"] for k, v in rows.items() if v.get("used_chunks")}
+            if not used:
+                break
+            assert time.monotonic() < deadline, used
+            time.sleep(0.05)
+        assert c.stats()["curr_items"] == "0"
+        assert c.stats()["bytes"] == "0"
