@@ -11,7 +11,10 @@
  * the last reference to each frees its chunk into the page, and the last
  * chunk freed gives the page to its destination (slabs.c). Items that are
  * not on a list at that moment — being stored, or held by a thread between
- * two sections — are caught by a later pass.
+ * two sections — are caught by a later pass. Chunked items (item.h) are listed
+ * in the class of slab_chunk_max wherever their header and chunks are: those
+ * with a part in the page are taken off that class's lists and their parts
+ * copied (rescue_chunked).
  *
  * Choosing a move (mode 1), after memcached's slab_automove=1: at every
  * call, per class, the age of its least recently used item and whether it
