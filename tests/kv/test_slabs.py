@@ -60,17 +60,21 @@ def test_pages_move_to_the_class_that_needs_them(server):
 def test_expired_items_are_reused_before_new_memory(clock_server, clock):
     """A class whose page is full of expired items reuses their chunks for new items
     instead of taking a new page (memcached's do_item_alloc without its LRU maintainer)."""
+    # A TTL the test's own clock.advance ends, not the wall clock: on a loaded machine
+    # (ThreadSanitizer) storing a page of items took over a second, and the LRU maintainer
+    # reclaimed the first ones before the page was full.
+    ttl = 3600
     with clock_server.conn(timeout=30) as c:
-        c.call("set k0 0 1 100\r\n" + "x" * 100 + "\r\n", "STORED\r\n")
+        c.call(f"set k0 0 {ttl} 100\r\n" + "x" * 100 + "\r\n", "STORED\r\n")
         cls = class_of(c, "k0")
         per_page = slab_classes(c)[cls]["chunks_per_page"]
-        c.send(b"".join(b"set k%d 0 1 100 noreply\r\n%s\r\n" % (i, b"x" * 100)
+        c.send(b"".join(b"set k%d 0 %d 100 noreply\r\n%s\r\n" % (i, ttl, b"x" * 100)
                         for i in range(1, per_page)))
         c.call("mn\r\n", "MN\r\n")
         before = slab_classes(c)[cls]
         assert before["free_chunks"] == 0 and before["total_pages"] == 1, before
         malloced = int(c.stats("slabs")["total_malloced"])
-        clock.advance(1)
+        clock.advance(ttl)
         fill(c, b"new", per_page, 100)
         after = slab_classes(c)[cls]
         assert after["total_pages"] == 1, after

@@ -207,6 +207,22 @@ def test_tls_pipelined_gets_of_large_values(start, certs):
         c.expect("MN\r\n")
 
 
+def test_tls_gets_of_chunked_values(start, certs):
+    """Values chained in 4 KB chunks (-o slab_chunk_max=4096) go out over TLS a chunk at a
+    time: each reply whole and in order, the pieces in their places."""
+    s = start(*tls_opts(certs), "-o", "slab_chunk_max=4096")
+    values = {n: (b"%d|" % n * (n // 3 + 1))[:n] for n in (4000, 4097, 12345, 100000)}
+    with TLSConn(s.addr, timeout=30) as c:
+        for n, v in values.items():
+            c.send(b"set c%d 0 0 %d\r\n%s\r\n" % (n, n, v))
+            c.expect("STORED\r\n")
+        c.send(b"".join(b"get c%d\r\n" % n for n in values) * 10 + b"mn\r\n")
+        for _ in range(10):
+            for n, v in values.items():
+                c.expect(b"VALUE c%d 0 %d\r\n%s\r\nEND\r\n" % (n, n, v))
+        c.expect("MN\r\n")
+
+
 def test_tls_stats_settings(start, certs):
     s = start(*tls_opts(certs, "a", f"ssl_ca_cert={certs.ca_pem}", "ssl_verify_mode=1",
                         "ssl_min_version=3", "ssl_wbuf_size=32", "ssl_session_cache",

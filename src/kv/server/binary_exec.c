@@ -184,7 +184,7 @@ void kv_bin_data_done(struct conn *c)
 	struct kv_item *it = c->item;
 	c->item = NULL;
 	c->state = CONN_LINE;
-	memcpy(kv_item_value(it) + it->nbytes, "\r\n", 2); /* the binary protocol sends none */
+	kv_item_write(it, it->nbytes, "\r\n", 2); /* the binary protocol sends none */
 	int quiet;
 	kv_bin_base(c->bin.opcode, &quiet);
 	int watched = kv_watch_wanted(KV_WATCH_MUTATIONS);
@@ -261,8 +261,8 @@ static void arith_create(struct conn *c, int quiet, int incr, const char *key, u
 		error(c, KV_BIN_ENOMEM, "Out of memory allocating new item");
 		return;
 	}
-	memcpy(kv_item_value(it), num, (size_t)n);
-	memcpy(kv_item_value(it) + n, "\r\n", 2);
+	kv_item_write(it, 0, num, (size_t)n);
+	kv_item_write(it, (size_t)n, "\r\n", 2);
 	unsigned cls = it->cls;
 	uint64_t cas = 0;
 	enum kv_result r = kv_store_item(kv_srv.st, cnt, it, KV_ADD, 0, &cas);

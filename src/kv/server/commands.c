@@ -179,8 +179,9 @@ void kv_data_done(struct conn *c)
 	struct kv_item *it = c->item;
 	c->item = NULL;
 	c->state = CONN_LINE;
-	char *v = kv_item_value(it);
-	if (v[it->nbytes] != '\r' || v[it->nbytes + 1] != '\n') {
+	char v[2];
+	kv_item_read(it, it->nbytes, v, 2);
+	if (v[0] != '\r' || v[1] != '\n') {
 		kv_item_release(kv_srv.st, it);
 		if (c->meta) {
 			kv_meta_set_clear(&c->ms);

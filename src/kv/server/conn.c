@@ -156,7 +156,7 @@ void kv_conn_process(struct conn *c)
 			if (take > avail)
 				take = avail;
 			if (c->state == CONN_DATA && take)
-				memcpy(kv_item_value(c->item) + c->got, c->in.p + c->in_pos, take);
+				kv_item_write(c->item, c->got, c->in.p + c->in_pos, take);
 			c->got += take;
 			c->in_pos += take;
 			c->w->cnt.bytes_read += take;

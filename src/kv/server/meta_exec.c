@@ -345,8 +345,8 @@ static void do_ma(kv_store *st, struct kv_counts *cnt, const struct kv_meta *m, 
 			r = why;
 			break;
 		}
-		memcpy(kv_item_value(it), num, (size_t)n);
-		memcpy(kv_item_value(it) + n, "\r\n", 2);
+		kv_item_write(it, 0, num, (size_t)n);
+		kv_item_write(it, (size_t)n, "\r\n", 2);
 		if (m->base64)
 			it->mark |= KV_IT_B64;
 		uint64_t cas;

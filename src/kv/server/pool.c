@@ -280,8 +280,16 @@ int kv_out_iov(const struct conn *c, struct iovec *iov, int max)
 	int n = 0;
 	while (n < max) {
 		if (r && pos >= r->at) {
-			iov[n].iov_base = kv_item_value(r->it) + done;
-			iov[n++].iov_len = r->it->nbytes + 2 - done;
+			/* The value from where it was left, a piece (a chunk) an iovec. */
+			size_t total = (size_t)r->it->nbytes + 2;
+			while (done < total && n < max) {
+				size_t len;
+				iov[n].iov_base = kv_item_span(r->it, done, &len);
+				iov[n++].iov_len = len;
+				done += len;
+			}
+			if (done < total)
+				break;
 			done = 0;
 			r = next_holding(r->next);
 		} else {

@@ -113,7 +113,7 @@ void kv_stats_general(struct kv_buf *b)
 	STAT_U64(b, "hash_is_expanding", f->hash_expanding);
 	if (kv_srv.set.slab_reassign) {
 		STAT_U64(b, "slab_reassign_rescues", c->slab_reassign_rescues);
-		STAT_U64(b, "slab_reassign_chunk_rescues", 0);
+		STAT_U64(b, "slab_reassign_chunk_rescues", c->slab_reassign_chunk_rescues);
 		STAT_U64(b, "slab_reassign_evictions_nomem", c->slab_reassign_evictions_nomem);
 		STAT_U64(b, "slab_reassign_inline_reclaim", c->slab_reassign_inline_reclaim);
 		STAT_U64(b, "slab_reassign_busy_items", c->slab_reassign_busy_items);

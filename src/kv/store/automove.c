@@ -11,7 +11,10 @@
  * the last reference to each frees its chunk into the page, and the last
  * chunk freed gives the page to its destination (slabs.c). Items that are
  * not on a list at that moment — being stored, or held by a thread between
- * two sections — are caught by a later pass.
+ * two sections — are caught by a later pass. Chunked items (item.h) are listed
+ * in the class of slab_chunk_max wherever their header and chunks are: those
+ * with a part in the page are taken off that class's lists and their parts
+ * copied (rescue_chunked).
  *
  * Choosing a move (mode 1), after memcached's slab_automove=1: at every
  * call, per class, the age of its least recently used item and whether it
@@ -263,6 +266,183 @@ static void rescue(kv_store *st, struct kv_counts *cnt, struct kv_item *old)
 	kv_item_release(st, old); /* the LRU's reference */
 }
 
+/*
+ * A chunked item with its header or chunks in the page being moved (item.h): each such
+ * chunk is copied into a free chunk of its class elsewhere and the item's table points at
+ * the copy (memcached's slab_reassign_chunk_rescues); a header in the page is copied and the
+ * copy linked in its place, with the table (a rescue). Either only while nobody else holds
+ * the item (a connection sending its value reads the chunks); else it is left for a later
+ * pass. Without free chunks enough, the item goes (slab_reassign_evictions_nomem).
+ */
+struct chunked_req {
+	kv_store *st;
+	struct kv_counts *cnt;
+	struct kv_item *old; /* off its LRU list; its list reference is ours */
+	uint64_t hv;
+	const char *lo, *hi;
+	struct kv_item **fresh; /* free chunks of the moved class, one per chunk in the page */
+	unsigned nfresh, used;
+	struct kv_item *nh;    /* the header's copy, when it is in the page */
+	struct kv_item *freed; /* the chunks left behind, linked through hnext */
+	struct kv_item *dropped;
+	unsigned moved; /* chunks copied */
+	enum { C_GONE, C_RESCUED, C_EVICTED, C_RECLAIMED, C_BUSY } outcome;
+};
+
+static int in_page(const struct chunked_req *rq, const void *p)
+{
+	const char *c = p;
+	return c >= rq->lo && c < rq->hi;
+}
+
+static uint64_t rescue_chunked_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct kv_assoc *as = state;
+	struct chunked_req *rq = KV_REQ(struct chunked_req, a);
+	kv_store *st = rq->st;
+	struct kv_item *old = rq->old;
+	struct kv_item **pp = kv_assoc_find_item(as, old, rq->hv);
+	if (!pp) {
+		rq->outcome = C_GONE;
+		return 0;
+	}
+	int flushed;
+	int64_t size = (int64_t)kv_item_bytes(st, old);
+	int dead = kv_clock_item_dead(&st->clock, old, kv_clock_now(&st->clock), &flushed);
+	int header_in = in_page(rq, old);
+	if (!dead && (rq->nfresh < rq->used || (header_in && !rq->nh))) {
+		/* Not enough free chunks: it goes. */
+		rq->cnt->curr_items--;
+		rq->cnt->bytes -= size;
+		kv_assoc_unlink_at(as, pp, &rq->dropped);
+		rq->outcome = C_EVICTED;
+		return 0;
+	}
+	if (dead) {
+		rq->cnt->reclaimed++;
+		rq->cnt->curr_items--;
+		rq->cnt->bytes -= size;
+		kv_assoc_unlink_at(as, pp, &rq->dropped);
+		rq->outcome = C_RECLAIMED;
+		return 0;
+	}
+	/* Holders: the hash table and us (the LRU's reference). Acquire: a sender's release
+	   comes after its last read of the chunks. */
+	if (ld_acquire(&old->refs) > 2) {
+		rq->outcome = C_BUSY;
+		return 0;
+	}
+	struct kv_chunks *ch = kv_item_chunks(old);
+	size_t total = (size_t)old->nbytes + 2;
+	unsigned k = 0;
+	for (unsigned i = 0; i < ch->n; i++) {
+		struct kv_item *from = ch->p[i];
+		if (!in_page(rq, from))
+			continue;
+		struct kv_item *to = rq->fresh[k++];
+		size_t at = (size_t)i * ch->size,
+		       len = total - at < ch->size ? total - at : ch->size;
+		memcpy(to->data, from->data, len);
+		st_relaxed(&ch->p[i], to);
+		from->hnext = rq->freed;
+		rq->freed = from;
+	}
+	rq->moved = k;
+	if (header_in) {
+		/* The header's copy takes its place, with the table; the old header goes alone. */
+		struct kv_item *nh = rq->nh;
+		size_t hb = kv_chunked_header(old->nkey, ch->n);
+		memcpy(nh->data, old->data, hb - sizeof(struct kv_item));
+		nh->cas = old->cas;
+		nh->exptime = old->exptime;
+		nh->atime = ld_relaxed(&old->atime);
+		nh->flags = old->flags;
+		nh->nbytes = old->nbytes;
+		nh->nkey = old->nkey;
+		nh->cls = old->cls;
+		nh->state =
+			ld_relaxed(&old->state) & (KV_IT_FETCHED | KV_IT_ACTIVE | KV_IT_CHUNKED);
+		nh->lru = ld_relaxed(&old->lru);
+		nh->mark = old->mark;
+		kv_item_clear(old, KV_IT_CHUNKED);
+		old->cls = ch->hcls;
+		kv_assoc_unlink_at(as, pp, &rq->dropped);
+		kv_assoc_link(as, nh, rq->hv);
+	}
+	rq->outcome = C_RESCUED;
+	return 0;
+}
+
+static void rescue_chunked(kv_store *st, struct kv_counts *cnt, struct kv_item *old,
+			   const struct kv_slabs_move *mv)
+{
+	struct chunked_req rq = {.st = st, .cnt = cnt, .old = old, .lo = mv->lo, .hi = mv->hi};
+	struct kv_chunks *ch = kv_item_chunks(old);
+	for (unsigned i = 0; i < ch->n; i++)
+		rq.used += in_page(&rq, ld_relaxed(&ch->p[i]));
+	struct kv_item *fresh[64];
+	rq.fresh = rq.used <= 64 ? fresh : malloc(rq.used * sizeof(*rq.fresh));
+	int full;
+	/* Free chunks of the class, never new memory: the class is giving a page away. */
+	while (rq.fresh && rq.nfresh < rq.used) {
+		struct kv_item *c = kv_slabs_alloc(&st->slabs_sec, mv->src, 0, &full);
+		if (!c)
+			break;
+		memset(c, 0, sizeof(*c));
+		c->cls = (uint8_t)mv->src;
+		c->state = KV_IT_CHUNK;
+		rq.fresh[rq.nfresh++] = c;
+	}
+	if (in_page(&rq, old) && (rq.nh = kv_slabs_alloc(&st->slabs_sec, mv->src, 0, &full))) {
+		memset(rq.nh, 0, sizeof(*rq.nh));
+		rq.nh->cls = (uint8_t)mv->src;
+		st_relaxed(&rq.nh->refs, 1);
+	}
+	rq.hv = kv_item_hash(old);
+	if (rq.fresh)
+		kv_sec_run(kv_assoc_stripe(&st->assoc, rq.hv), rescue_chunked_sec, &rq);
+	else
+		rq.outcome = C_BUSY; /* no memory for the list: a later pass */
+	switch (rq.outcome) {
+	case C_RESCUED:
+		kv_lru_link_kept(&st->alloc_sec, rq.nh && rq.dropped ? rq.nh : old);
+		cnt->slab_reassign_chunk_rescues += rq.moved;
+		if (rq.nh && rq.dropped)
+			cnt->slab_reassign_rescues++;
+		break;
+	case C_BUSY:
+		kv_lru_link_kept(&st->alloc_sec, old); /* back; a later pass tries again */
+		break;
+	case C_EVICTED:
+		cnt->slab_reassign_evictions_nomem++;
+		break;
+	case C_RECLAIMED:
+		cnt->slab_reassign_inline_reclaim++;
+		break;
+	case C_GONE:
+		break;
+	}
+	/* The free chunks not used, and the chunks left behind, back (into the page). */
+	struct kv_item *back = rq.freed;
+	for (unsigned i = rq.moved; i < rq.nfresh; i++) {
+		rq.fresh[i]->hnext = back;
+		back = rq.fresh[i];
+	}
+	if (back)
+		kv_slabs_free_chain(&st->slabs_sec, back);
+	if (rq.nh) {
+		if (rq.outcome == C_RESCUED && rq.dropped)
+			kv_item_release(st,
+					rq.nh); /* ours: the copy's holders are the table and LRU */
+		else
+			kv_slabs_free(&st->slabs_sec, rq.nh);
+	}
+	if (rq.fresh != fresh)
+		free(rq.fresh);
+	kv_items_drop_unlinked(st, rq.dropped);
+	kv_item_release(st, old); /* the LRU's reference */
+}
+
 /* One pass over the page being moved. Returns the chunks still in use after it. */
 static uint32_t move_step(kv_store *st, struct kv_counts *cnt)
 {
@@ -274,9 +454,14 @@ static uint32_t move_step(kv_store *st, struct kv_counts *cnt)
 	struct kv_item **items = max ? malloc(max * sizeof(*items)) : NULL;
 	if (!items)
 		return mv.left;
-	unsigned n = kv_lru_take_range(&st->alloc_sec, mv.src, mv.lo, mv.hi, items, max);
+	unsigned n = kv_lru_take_range(&st->alloc_sec, mv.src, mv.lo, mv.hi, items, max, 0);
 	for (unsigned i = 0; i < n; i++)
 		rescue(st, cnt, items[i]);
+	/* Chunked items are listed in the class of slab_chunk_max, wherever their parts are. */
+	n = kv_lru_take_range(&st->alloc_sec, kv_slabs_class_for(st->slabs, st->chunk_max), mv.lo,
+			      mv.hi, items, max, 1);
+	for (unsigned i = 0; i < n; i++)
+		rescue_chunked(st, cnt, items[i], &mv);
 	free(items);
 	kv_slabs_moving(&st->slabs_sec, &mv);
 	if (mv.active && mv.left)

@@ -29,20 +29,34 @@
  *                  and cleared by the alloc section (when the LRU moves it)
  *   nkey, nbytes, cls
  *                  set when made, then read-only
+ *
+ * Chunked items (memcached's ITEM_CHUNKED). An item larger than slab_chunk_max has its
+ * value, with its "\r\n", in chunks: the item itself (the header) holds the key and then,
+ * 8-byte aligned, a struct kv_chunks: the bytes of value each chunk holds, and a pointer to
+ * each chunk. A chunk is a slab chunk whose own 56-byte header says only that it is one
+ * (KV_IT_CHUNK) and its class, its value bytes following (kv_chunk_data). The header's
+ * `cls` is the class of slab_chunk_max, whose LRU lists it is on (as memcached's), and
+ * kv_chunks.hcls the class its own chunk is of. The chunk pointers change only when the
+ * page mover moves a chunk, in the item's hash section, while nobody else holds the item
+ * (automove.c); the alloc section reads them (atomically) to find the items a moved page
+ * holds chunks of.
  */
 #ifndef LOCUS_KV_ITEM_H
 #define LOCUS_KV_ITEM_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/atomic.h"
 
 /* state: atomic bits */
-#define KV_IT_HASH    1 /* linked in the hash table */
-#define KV_IT_LRU     2 /* linked in its class's LRU */
-#define KV_IT_FETCHED 4 /* read since it was stored */
-#define KV_IT_ACTIVE  8 /* read again since: the segmented LRU keeps it (lru.h) */
+#define KV_IT_HASH    1	 /* linked in the hash table */
+#define KV_IT_LRU     2	 /* linked in its class's LRU */
+#define KV_IT_FETCHED 4	 /* read since it was stored */
+#define KV_IT_ACTIVE  8	 /* read again since: the segmented LRU keeps it (lru.h) */
+#define KV_IT_CHUNKED 16 /* its value is in chunks (below); set when made, then read-only */
+#define KV_IT_CHUNK   32 /* not an item: a chunk of a chunked item's value */
 /* mark: the hash section's bits */
 #define KV_IT_WON   1 /* meta: a client holds the recache token */
 #define KV_IT_STALE 2 /* meta: invalidated, served as stale */
@@ -106,6 +120,91 @@ static inline void kv_item_set_atime(struct kv_item *it, uint32_t t)
 static inline void kv_item_set_cas(struct kv_item *it, uint64_t cas)
 {
 	st_relaxed(&it->cas, cas);
+}
+
+/* A chunked item's table of chunks (item.h's top). */
+struct kv_chunks {
+	uint32_t size; /* value bytes each chunk holds (the last: the rest) */
+	uint16_t n;    /* chunks */
+	uint8_t hcls;  /* the header's own slab class */
+	uint8_t pad;
+	struct kv_item *p[]; /* the chunks, in order */
+};
+
+static inline int kv_item_chunked(const struct kv_item *it)
+{
+	return kv_item_has(it, KV_IT_CHUNKED);
+}
+
+static inline size_t kv_chunks_offset(size_t nkey)
+{
+	return (nkey + 7) & ~(size_t)7;
+}
+
+static inline struct kv_chunks *kv_item_chunks(struct kv_item *it)
+{
+	return (struct kv_chunks *)(it->data + kv_chunks_offset(it->nkey));
+}
+
+/* The bytes a chunked item's header takes with n chunks. */
+static inline size_t kv_chunked_header(size_t nkey, size_t n)
+{
+	return sizeof(struct kv_item) + kv_chunks_offset(nkey) + sizeof(struct kv_chunks) +
+	       n * sizeof(struct kv_item *);
+}
+
+static inline char *kv_chunk_data(struct kv_item *chunk)
+{
+	return chunk->data;
+}
+
+/*
+ * The value (with its "\r\n") from byte off: a pointer to it and, in *len, how many bytes
+ * follow there in one piece (the rest of the value, or of the chunk off is in).
+ */
+static inline char *kv_item_span(struct kv_item *it, size_t off, size_t *len)
+{
+	size_t total = (size_t)it->nbytes + 2;
+	if (!kv_item_chunked(it)) {
+		*len = total - off;
+		return kv_item_value(it) + off;
+	}
+	struct kv_chunks *ch = kv_item_chunks(it);
+	size_t i = off / ch->size, in = off % ch->size;
+	size_t end = (i + 1) * (size_t)ch->size;
+	*len = (end < total ? end : total) - off;
+	return kv_chunk_data(ch->p[i]) + in;
+}
+
+/* n bytes of the value (with its "\r\n") from byte off, copied out, or in. */
+static inline void kv_item_read(struct kv_item *it, size_t off, void *dst, size_t n)
+{
+	char *d = dst;
+	while (n) {
+		size_t len;
+		const char *p = kv_item_span(it, off, &len);
+		if (len > n)
+			len = n;
+		memcpy(d, p, len);
+		d += len;
+		off += len;
+		n -= len;
+	}
+}
+
+static inline void kv_item_write(struct kv_item *it, size_t off, const void *src, size_t n)
+{
+	const char *s = src;
+	while (n) {
+		size_t len;
+		char *p = kv_item_span(it, off, &len);
+		if (len > n)
+			len = n;
+		memcpy(p, s, len);
+		s += len;
+		off += len;
+		n -= len;
+	}
 }
 
 /* The bytes an item with this key and value takes in its chunk. */

@@ -85,11 +85,30 @@ static void req_finish(struct hash_req *h)
 
 /* ---------- references ---------- */
 
+/* The last reference to a chunked item gone: its chunks and its header, in one slabs section. */
+static void free_chunked(kv_store *st, struct kv_item *it)
+{
+	struct kv_chunks *ch = kv_item_chunks(it);
+	struct kv_item *next = NULL;
+	for (unsigned i = ch->n; i-- > 0;) {
+		if (!ch->p[i])
+			continue; /* not taken yet (kv_item_new gave up) */
+		ch->p[i]->hnext = next;
+		next = ch->p[i];
+	}
+	it->hnext = next;
+	it->cls = ch->hcls; /* the header's own chunk */
+	kv_slabs_free_chain(&st->slabs_sec, it);
+}
+
 void kv_item_release(kv_store *st, struct kv_item *it)
 {
 	uint16_t held = fas_acqrel(&it->refs, 1);
 	if (held == 1) {
-		kv_slabs_free(&st->slabs_sec, it);
+		if (kv_item_chunked(it))
+			free_chunked(st, it);
+		else
+			kv_slabs_free(&st->slabs_sec, it);
 	} else if (held == 0) {
 		/* A reference dropped twice: the chunk may already be someone else's. Stop here
 		   rather than corrupt the cache. */
@@ -126,10 +145,21 @@ static uint32_t now_of(const struct hash_req *h)
 	return kv_clock_now(&h->st->clock);
 }
 
+uint64_t kv_item_bytes(const kv_store *st, struct kv_item *it)
+{
+	if (!kv_item_chunked(it))
+		return kv_slabs_chunk_size(st->slabs, it->cls);
+	struct kv_chunks *ch = kv_item_chunks(it);
+	uint64_t b = kv_slabs_chunk_size(st->slabs, ch->hcls);
+	for (unsigned i = 0; i < ch->n; i++)
+		b += kv_slabs_chunk_size(st->slabs, ch->p[i]->cls);
+	return b;
+}
+
 static void count_store(struct hash_req *h, struct kv_item *it, int sign)
 {
 	h->cnt->curr_items += sign;
-	h->cnt->bytes += sign * (int64_t)kv_slabs_chunk_size(h->st->slabs, it->cls);
+	h->cnt->bytes += sign * (int64_t)kv_item_bytes(h->st, it);
 }
 
 /* A dead item found at *pp: unlink it and count it reclaimed. */
@@ -338,6 +368,85 @@ static struct kv_item *alloc_chunk(kv_store *st, struct kv_counts *cnt, unsigned
 	return NULL;
 }
 
+/*
+ * The chunks of a chunked item whose header `it` is made (item.h): each of the class of
+ * slab_chunk_max, but the last, from the smallest class that holds what is left when that has
+ * a free chunk or can take a page within the limit, else of slab_chunk_max (memcached's
+ * do_item_alloc_chunk, which also evicts in the smaller class). 0, or -1 when one could not be
+ * had (those taken are freed with the header).
+ */
+static int alloc_chunks(kv_store *st, struct kv_counts *cnt, struct kv_item *it, unsigned ccls)
+{
+	struct kv_chunks *ch = kv_item_chunks(it);
+	size_t total = (size_t)it->nbytes + 2;
+	for (unsigned i = 0; i < ch->n; i++) {
+		size_t left = total - (size_t)i * ch->size;
+		unsigned cls = ccls;
+		if (left < ch->size)
+			cls = kv_slabs_class_for(st->slabs, sizeof(struct kv_item) + left);
+		/* The last chunk from a smaller class only if it has room to spare: it evicts
+		   nothing there, nor takes a small page past the limit, which the class's own
+		   items need. */
+		int full;
+		struct kv_item *c =
+			cls == ccls ? alloc_chunk(st, cnt, cls)
+				    : kv_slabs_alloc(&st->slabs_sec, cls, KV_GROW_LIMIT, &full);
+		if (!c && cls != ccls)
+			c = alloc_chunk(st, cnt, cls = ccls);
+		if (!c)
+			return -1;
+		memset(c, 0, sizeof(*c));
+		c->cls = (uint8_t)cls;
+		c->state = KV_IT_CHUNK;
+		ch->p[i] = c;
+	}
+	return 0;
+}
+
+/*
+ * An item above slab_chunk_max: a header of the class that holds its key and its table of
+ * chunks, listed in the class of slab_chunk_max, and its chunks. NULL with *hcls 0 when the
+ * table does not fit a chunk of slab_chunk_max (then the item takes one chunk of the class
+ * of -I, as before chunks), else with *hcls its class when there was no memory.
+ */
+static struct kv_item *new_chunked(kv_store *st, struct kv_counts *cnt, size_t nkey,
+				   uint32_t nbytes, unsigned *hcls)
+{
+	unsigned ccls = kv_slabs_class_for(st->slabs, st->chunk_max);
+	size_t size = kv_slabs_chunk_size(st->slabs, ccls) - sizeof(struct kv_item);
+	size_t n = ((size_t)nbytes + 2 + size - 1) / size;
+	*hcls = 0;
+	if (n > UINT16_MAX || kv_chunked_header(nkey, n) > st->chunk_max)
+		return NULL;
+	*hcls = kv_slabs_class_for(st->slabs, kv_chunked_header(nkey, n));
+	struct kv_item *it = alloc_chunk(st, cnt, *hcls);
+	/* A header class with nothing of its own to evict (only headers, listed with their
+	   items): an item evicted from the class of slab_chunk_max gives back its header. */
+	for (int tries = 0; !it && st->cfg.evict && tries < ALLOC_TRIES; tries++) {
+		int full;
+		if (!make_room(st, cnt, ccls, 1))
+			break;
+		it = kv_slabs_alloc(&st->slabs_sec, *hcls, 0, &full);
+	}
+	if (!it)
+		return NULL;
+	memset(it, 0, kv_chunked_header(nkey, n));
+	st_relaxed(&it->refs, 1);
+	it->cls = (uint8_t)ccls;
+	it->nkey = (uint8_t)nkey;
+	it->nbytes = nbytes;
+	it->state = KV_IT_CHUNKED;
+	struct kv_chunks *ch = kv_item_chunks(it);
+	ch->size = (uint32_t)size;
+	ch->n = (uint16_t)n;
+	ch->hcls = (uint8_t)*hcls;
+	if (alloc_chunks(st, cnt, it, ccls) != 0) {
+		kv_item_release(st, it);
+		return NULL;
+	}
+	return it;
+}
+
 struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key, size_t nkey,
 			    uint32_t flags, uint32_t exptime, uint32_t nbytes, enum kv_result *why)
 {
@@ -349,15 +458,22 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 		*why = KV_TOO_LARGE;
 		return NULL;
 	}
-	struct kv_item *it = alloc_chunk(st, cnt, cls);
+	struct kv_item *it = NULL;
+	unsigned hcls = 0;
+	if (total > st->chunk_max)
+		it = new_chunked(st, cnt, nkey, nbytes, &hcls);
+	if (!it && !hcls)
+		it = alloc_chunk(st, cnt, cls);
 	if (!it) {
 		cnt->store_no_memory++;
 		*why = KV_NO_MEMORY;
 		return NULL;
 	}
-	memset(it, 0, sizeof(*it));
-	st_relaxed(&it->refs, 1);
-	it->cls = (uint8_t)cls;
+	if (!hcls) {
+		memset(it, 0, sizeof(*it));
+		st_relaxed(&it->refs, 1);
+		it->cls = (uint8_t)cls;
+	}
 	it->nkey = (uint8_t)nkey;
 	it->nbytes = nbytes;
 	it->flags = flags;
@@ -390,17 +506,40 @@ struct store_req {
 	enum kv_result result;
 };
 
-/* The old value and the new data into the new item (append/prepend). */
+/* n bytes of src's value from soff into dst's from doff (either may be chunked). */
+static void copy_value(struct kv_item *dst, size_t doff, struct kv_item *src, size_t soff, size_t n)
+{
+	while (n) {
+		size_t len;
+		const char *p = kv_item_span(src, soff, &len);
+		if (len > n)
+			len = n;
+		kv_item_write(dst, doff, p, len);
+		doff += len;
+		soff += len;
+		n -= len;
+	}
+}
+
+/* n bytes of the item's value from off onto out (which has room: kv_buf_reserve). */
+static void buf_add_value(struct kv_buf *out, struct kv_item *it, size_t off, size_t n)
+{
+	while (n) {
+		size_t len;
+		const char *p = kv_item_span(it, off, &len);
+		if (len > n)
+			len = n;
+		kv_buf_add(out, p, len);
+		off += len;
+		n -= len;
+	}
+}
+
+/* The old value into the new item, whose new data the caller put in place (append/prepend). */
 static void compose(struct kv_item *it, struct kv_item *old, enum kv_store_mode mode, uint32_t add)
 {
-	char *v = kv_item_value(it);
-	if (mode == KV_APPEND) {
-		memmove(v + old->nbytes, v, add);
-		memcpy(v, kv_item_value(old), old->nbytes);
-	} else {
-		memcpy(v + add, kv_item_value(old), old->nbytes);
-	}
-	memcpy(v + it->nbytes, "\r\n", 2);
+	copy_value(it, mode == KV_APPEND ? 0 : add, old, 0, old->nbytes);
+	kv_item_write(it, it->nbytes, "\r\n", 2);
 	it->flags = old->flags;
 	it->exptime = old->exptime;
 }
@@ -517,6 +656,11 @@ static uint64_t peek_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	return 1;
 }
 
+static int mode_append(const struct store_req *rq)
+{
+	return rq->mode == KV_APPEND;
+}
+
 /*
  * append/prepend: the new value is old + data, in an item of that size;
  * the store section composes it if the old item is still the one measured
@@ -547,7 +691,7 @@ static enum kv_result store_joined(kv_store *st, struct kv_counts *cnt, struct k
 			kv_item_release(st, data);
 			return KV_NOT_STORED;
 		}
-		memcpy(kv_item_value(nw), kv_item_value(data), data->nbytes);
+		copy_value(nw, mode_append(rq) ? peek.nbytes : 0, data, 0, data->nbytes);
 		req_init(&rq->h, st, cnt, kv_item_key(nw), nw->nkey);
 		rq->h.quiet = 1; /* the peek reported it */
 		rq->item = nw;
@@ -640,7 +784,7 @@ static int add_value(struct kv_buf *out, struct kv_item *it, int with_cas, uint6
 	kv_buf_add(out, "VALUE ", 6);
 	kv_buf_add(out, it->data, it->nkey);
 	kv_buf_add(out, hdr, n);
-	kv_buf_add(out, kv_item_value(it), data);
+	buf_add_value(out, it, 0, data);
 	return 0;
 }
 
@@ -720,8 +864,12 @@ static uint64_t value_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		return 0;
 	rq->flags = it->flags;
 	rq->cas = shown_cas(rq->g.h.st, it);
-	if (rq->g.out && kv_buf_add(rq->g.out, kv_item_value(it), it->nbytes) != 0)
-		rq->g.oom = 1;
+	if (rq->g.out) {
+		if (kv_buf_reserve(rq->g.out, it->nbytes) != 0)
+			rq->g.oom = 1;
+		else
+			buf_add_value(rq->g.out, it, 0, it->nbytes);
+	}
 	return 1;
 }
 
@@ -916,8 +1064,9 @@ static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		rq->result = KV_NOT_FOUND;
 		return 0;
 	}
-	/* memcached: an empty value is not a number, whatever the cas says. */
-	if (it->nbytes == 0) {
+	/* memcached: an empty value is not a number, whatever the cas says; nor is a chunked one
+	   (too large to be). */
+	if (it->nbytes == 0 || kv_item_chunked(it)) {
 		rq->result = KV_NON_NUMERIC;
 		return 0;
 	}
@@ -955,8 +1104,8 @@ static uint64_t arith_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		rq->result = KV_RETRY_;
 		return 0;
 	} else {
-		memcpy(kv_item_value(nw), num, (size_t)n);
-		memcpy(kv_item_value(nw) + n, "\r\n", 2);
+		kv_item_write(nw, 0, num, (size_t)n);
+		kv_item_write(nw, (size_t)n, "\r\n", 2);
 		nw->flags = it->flags;
 		nw->exptime = it->exptime;
 		nw->cas = kv_clock_next_cas(&h->st->clock);
@@ -1142,8 +1291,12 @@ static uint64_t meta_get_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	view_of(v, it, h->st);
 	if (!in->no_bump)
 		access_item(h, it);
-	if (in->want_value && kv_buf_add(rq->value, kv_item_value(it), (size_t)it->nbytes + 2) != 0)
-		rq->oom = 1;
+	if (in->want_value) {
+		if (kv_buf_reserve(rq->value, (size_t)it->nbytes + 2) != 0)
+			rq->oom = 1;
+		else
+			buf_add_value(rq->value, it, 0, (size_t)it->nbytes + 2);
+	}
 	return 1;
 }
 
@@ -1155,7 +1308,7 @@ int kv_meta_get(kv_store *st, struct kv_counts *cnt, const struct kv_meta_req *i
 		enum kv_result why;
 		nw = kv_item_new(st, cnt, in->key, in->nkey, 0, in->vivify_ttl, 0, &why);
 		if (nw) {
-			memcpy(kv_item_value(nw), "\r\n", 2);
+			kv_item_write(nw, 0, "\r\n", 2);
 			if (in->b64key)
 				nw->mark |= KV_IT_B64;
 		}

@@ -470,7 +470,32 @@ struct range_req {
 	const char *lo, *hi;
 	struct kv_item **out;
 	unsigned max, n;
+	int chunked;
 };
+
+static int in_range(const struct range_req *rq, const void *p)
+{
+	const char *c = p;
+	return c >= rq->lo && c < rq->hi;
+}
+
+/* Is the item one take_range_sec takes: a plain one in the range, or (chunked) a chunked one
+   with its header or a chunk there. The chunk pointers are read atomically: the page mover
+   changes them in the item's hash section. */
+static int wanted(const struct range_req *rq, struct kv_item *it)
+{
+	if (!kv_item_chunked(it))
+		return !rq->chunked && in_range(rq, it);
+	if (!rq->chunked)
+		return 0;
+	if (in_range(rq, it))
+		return 1;
+	struct kv_chunks *ch = kv_item_chunks(it);
+	for (unsigned i = 0; i < ch->n; i++)
+		if (in_range(rq, ld_relaxed(&ch->p[i])))
+			return 1;
+	return 0;
+}
 
 static uint64_t take_range_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
@@ -480,8 +505,7 @@ static uint64_t take_range_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	for (unsigned seg = 0; seg < KV_LRU_SEGS; seg++)
 		for (struct kv_item *it = cl->seg[seg].tail; it && rq->n < rq->max;) {
 			struct kv_item *prev = it->prev;
-			const char *p = (const char *)it;
-			if (p >= rq->lo && p < rq->hi) {
+			if (wanted(rq, it)) {
 				take(l, it);
 				rq->out[rq->n++] = it;
 			}
@@ -491,9 +515,10 @@ static uint64_t take_range_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 }
 
 unsigned kv_lru_take_range(struct kv_sec *sec, unsigned cls, const char *lo, const char *hi,
-			   struct kv_item **out, unsigned max)
+			   struct kv_item **out, unsigned max, int chunked)
 {
-	struct range_req rq = {.cls = cls, .lo = lo, .hi = hi, .out = out, .max = max};
+	struct range_req rq = {
+		.cls = cls, .lo = lo, .hi = hi, .out = out, .max = max, .chunked = chunked};
 	kv_sec_run(sec, take_range_sec, &rq);
 	return rq.n;
 }

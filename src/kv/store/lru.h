@@ -89,9 +89,11 @@ unsigned kv_lru_juggle(struct kv_sec *sec, unsigned cls, int temp, struct kv_ite
 void kv_lru_unlink_list(struct kv_sec *sec, struct kv_item *list);
 
 /* Take every item of class cls whose address is in [lo, hi) off its list, at most max of
-   them, into out[]; the list's references are the caller's. Returns how many. */
+   them, into out[]; the list's references are the caller's. Returns how many. chunked: the
+   chunked items (item.h) whose header or a chunk is in [lo, hi) instead (otherwise they are
+   passed over). */
 unsigned kv_lru_take_range(struct kv_sec *sec, unsigned cls, const char *lo, const char *hi,
-			   struct kv_item **out, unsigned max);
+			   struct kv_item **out, unsigned max, int chunked);
 
 /* "stats cachedump" lines of class cls's COLD list, as memcached's (limit 0: all, up to
    KV_CACHEDUMP_MAX bytes). 0, or -1 out of memory. */

@@ -23,6 +23,9 @@
  * Liveness is marked in the items themselves at the stop: every chunk of every class's
  * pages has KV_IT_HASH cleared, then every item in the hash table has it set again, so a
  * chunk that was free, or holds an item from an earlier run, can never come back to life.
+ * A chunked item's chunks (item.h) are marked with it; at the start each chunked item's
+ * table is moved to where the file is mapped now and every chunk it names checked to be a
+ * marked chunk of its class, and the chunks found marked must be those the items name.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -354,11 +357,57 @@ static enum check check_meta(const kv_store *st, struct kv_restart *r, const cha
 
 struct rebuild {
 	kv_store *st;
+	const struct kv_restart *r;
 	struct kv_item **live[KV_CLASSES_MAX + 1];
 	size_t nlive[KV_CLASSES_MAX + 1], cap[KV_CLASSES_MAX + 1];
 	uint64_t bytes[KV_CLASSES_MAX + 1];
+	uint64_t chunk_bytes;		    /* the live items' chunks, as "stats" counts them */
+	uint64_t chunks_named, chunks_seen; /* chunks the live items name; marked chunks met */
 	int oom;
 };
+
+/* A pointer of the stopped server's into the file as mapped now; NULL if outside it. */
+static struct kv_item *moved(const struct rebuild *b, const struct kv_item *p)
+{
+	uintptr_t u = (uintptr_t)p;
+	if (u < b->r->oldbase || u - b->r->oldbase >= b->r->file.len)
+		return NULL;
+	return (struct kv_item *)(b->r->file.base + (u - b->r->oldbase));
+}
+
+/*
+ * A chunked item's header in a chunk of class cls: its table fits, its chunks are marked
+ * chunks of the classes they say, the table moved to the mapping of now. 0, or -1.
+ */
+static int chunked_fits(struct rebuild *b, struct kv_item *it, unsigned cls)
+{
+	kv_store *st = b->st;
+	unsigned ccls = kv_slabs_class_for(st->slabs, st->chunk_max);
+	struct kv_chunks *ch = kv_item_chunks(it);
+	if (it->cls != ccls || ch->hcls != cls ||
+	    kv_chunked_header(it->nkey, 0) > kv_slabs_chunk_size(st->slabs, cls) ||
+	    kv_chunked_header(it->nkey, ch->n) > kv_slabs_chunk_size(st->slabs, cls) ||
+	    ch->size != kv_slabs_chunk_size(st->slabs, ccls) - sizeof(struct kv_item) ||
+	    ch->n != ((uint64_t)it->nbytes + 2 + ch->size - 1) / ch->size)
+		return -1;
+	for (unsigned i = 0; i < ch->n; i++) {
+		struct kv_item *p = moved(b, ch->p[i]);
+		if (!p)
+			return -1;
+		unsigned k = kv_slabs_chunk_class(st->slabs, p);
+		uint8_t state = ld_relaxed(&p->state);
+		size_t want = (size_t)it->nbytes + 2 - (size_t)i * ch->size;
+		if (!k || p->cls != k || state != (KV_IT_CHUNK | KV_IT_HASH) ||
+		    sizeof(struct kv_item) + (want < ch->size ? want : ch->size) >
+			    kv_slabs_chunk_size(st->slabs, k))
+			return -1;
+	}
+	for (unsigned i = 0; i < ch->n; i++)
+		ch->p[i] = moved(b, ch->p[i]);
+	char end[2];
+	kv_item_read(it, it->nbytes, end, 2);
+	return memcmp(end, "\r\n", 2) == 0 ? 0 : -1;
+}
 
 /* Does this chunk of class cls hold an item the stop left linked? If so link it again. */
 static int scan_live(void *ctx, struct kv_item *it, unsigned cls)
@@ -368,11 +417,25 @@ static int scan_live(void *ctx, struct kv_item *it, unsigned cls)
 	uint8_t state = ld_relaxed(&it->state);
 	if (!(state & KV_IT_HASH))
 		return 0;
+	if (state & KV_IT_CHUNK) {
+		/* A chunk of a live chunked item: kept, checked from its item's table. */
+		if (it->cls != cls)
+			return 0;
+		b->chunks_seen++;
+		return 1;
+	}
 	/* A header that does not fit its chunk is no item (its bytes are never read). */
-	if (it->cls != cls || it->nkey == 0 || it->nkey > KEY_MAX_LEN ||
-	    kv_item_total(it->nkey, it->nbytes) > kv_slabs_chunk_size(st->slabs, cls) ||
-	    memcmp(kv_item_value(it) + it->nbytes, "\r\n", 2) != 0)
+	if (it->nkey == 0 || it->nkey > KEY_MAX_LEN)
 		return 0;
+	if (state & KV_IT_CHUNKED) {
+		if (chunked_fits(b, it, cls) != 0)
+			return 0;
+		cls = it->cls; /* listed, and counted, in the class of slab_chunk_max */
+	} else if (it->cls != cls ||
+		   kv_item_total(it->nkey, it->nbytes) > kv_slabs_chunk_size(st->slabs, cls) ||
+		   memcmp(kv_item_value(it) + it->nbytes, "\r\n", 2) != 0) {
+		return 0;
+	}
 	uint64_t hv = kv_item_hash(it);
 	if (*kv_assoc_find(&st->assoc, hv, it->data, it->nkey))
 		return 0; /* a key seen twice: the first one stays */
@@ -393,6 +456,9 @@ static int scan_live(void *ctx, struct kv_item *it, unsigned cls)
 	it->lru_ref = 0;
 	kv_assoc_link(&st->assoc, it, hv);
 	b->bytes[cls] += kv_mc_item_size(it->nkey, it->flags, it->nbytes);
+	b->chunk_bytes += kv_item_bytes(st, it);
+	if (state & KV_IT_CHUNKED)
+		b->chunks_named += kv_item_chunks(it)->n;
 	return 1;
 }
 
@@ -408,8 +474,11 @@ static void rebuild_lru(kv_store *st, const struct kv_restart *r, struct rebuild
 		for (uint64_t n = 0; r->has_lru[cls][seg] && n < r->lru_n[cls][seg] && off < len;
 		     n++) {
 			struct kv_item *it = (struct kv_item *)(base + off);
-			if (kv_slabs_chunk_class(st->slabs, it) != cls || it->lru != seg ||
-			    !kv_item_has(it, KV_IT_HASH) || kv_item_has(it, KV_IT_LRU))
+			unsigned at = kv_slabs_chunk_class(st->slabs, it);
+			if (at && kv_item_has(it, KV_IT_CHUNKED) && it->cls == cls)
+				at = cls; /* a chunked item's header, in a class of its own */
+			if (at != cls || it->lru != seg || !kv_item_has(it, KV_IT_HASH) ||
+			    kv_item_has(it, KV_IT_LRU))
 				break;
 			uintptr_t next = (uintptr_t)it->next;
 			kv_lru_restore_tail(st->lru, it);
@@ -434,9 +503,15 @@ static int rebuild(kv_store *st, struct kv_restart *r)
 	if (!b)
 		return -1;
 	b->st = st;
+	b->r = r;
 	kv_slabs_scan(st->slabs, scan_live, b);
 	int ok = !b->oom;
-	uint64_t items = 0, chunk_bytes = 0;
+	if (ok && b->chunks_named != b->chunks_seen) {
+		say("[restart] the items name %" PRIu64 " chunks where %" PRIu64 " are marked\n",
+		    b->chunks_named, b->chunks_seen);
+		ok = 0;
+	}
+	uint64_t items = 0, chunk_bytes = b->chunk_bytes;
 	for (unsigned c = 1; ok && c <= KV_CLASSES_MAX; c++) {
 		if (b->nlive[c] != r->items[c] || b->bytes[c] != r->bytes[c]) {
 			say("[restart] slab class %u holds %zu items (%" PRIu64
@@ -446,7 +521,6 @@ static int rebuild(kv_store *st, struct kv_restart *r)
 			break;
 		}
 		items += b->nlive[c];
-		chunk_bytes += b->nlive[c] * (uint64_t)kv_slabs_chunk_size(st->slabs, c);
 	}
 	for (unsigned c = 1; ok && c <= kv_slabs_nclasses(st->slabs); c++)
 		rebuild_lru(st, r, b, c);
@@ -612,6 +686,11 @@ static uint64_t mark_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	for (uint64_t i = 0; i < nb; i++)
 		for (struct kv_item *it = buckets[i]; it; it = it->hnext) {
 			kv_item_set(it, KV_IT_HASH);
+			if (kv_item_chunked(it)) {
+				struct kv_chunks *ch = kv_item_chunks(it);
+				for (unsigned k = 0; k < ch->n; k++)
+					kv_item_set(ch->p[k], KV_IT_HASH);
+			}
 			rq->items[it->cls]++;
 			rq->bytes[it->cls] += kv_mc_item_size(it->nkey, it->flags, it->nbytes);
 		}

@@ -254,8 +254,8 @@ static char *pool_run(struct kv_slabs *s, size_t n)
 	return NULL;
 }
 
-/* A new page for class c: the pool, new memory within the limit, or a small page. */
-static int grow(struct kv_slabs *s, struct slab_class *c, int *full)
+/* A new page for class c: the pool, new memory within the limit, or (small) a small page. */
+static int grow(struct kv_slabs *s, struct slab_class *c, int small, int *full)
 {
 	char *page = NULL;
 	size_t len = s->page_size;
@@ -282,7 +282,7 @@ static int grow(struct kv_slabs *s, struct slab_class *c, int *full)
 		page = s->pool.p[--s->pool.n];
 	} else if (!s->region && s->malloced + len <= s->limit) {
 		page = take_memory(s, len);
-	} else if (!s->region && c->pages.n + c->own.n == 0) {
+	} else if (!s->region && small && c->pages.n + c->own.n == 0) {
 		/*
 		 * A class with no memory at all gets a small page past the limit
 		 * (memcached grants a whole page), so every size stays storable:
@@ -319,7 +319,7 @@ static uint64_t alloc_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 	struct kv_slabs *s = state;
 	struct alloc_req *rq = KV_REQ(struct alloc_req, a);
 	struct slab_class *sc = &s->cls[rq->cls];
-	if (!sc->free && (!rq->grow || grow(s, sc, &rq->full) != 0))
+	if (!sc->free && (!rq->grow || grow(s, sc, rq->grow != KV_GROW_LIMIT, &rq->full) != 0))
 		return 0;
 	rq->it = sc->free;
 	sc->free = rq->it->hnext;
@@ -390,19 +390,27 @@ static int in_moving_page(const struct kv_slabs *s, const void *p)
 static uint64_t free_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 {
 	struct kv_slabs *s = state;
-	struct kv_item *it = KV_REQ(struct kv_item, a);
-	if (in_moving_page(s, it)) {
-		if (++s->mv.freed == s->mv.nchunks)
-			move_finish(s);
-		return 0;
+	for (struct kv_item *it = KV_REQ(struct kv_item, a), *next; it; it = next) {
+		next = it->hnext;
+		if (in_moving_page(s, it)) {
+			if (++s->mv.freed == s->mv.nchunks)
+				move_finish(s);
+			continue;
+		}
+		push_free(&s->cls[it->cls], it);
 	}
-	push_free(&s->cls[it->cls], it);
 	return 0;
 }
 
 void kv_slabs_free(struct kv_sec *sec, struct kv_item *it)
 {
+	it->hnext = NULL;
 	kv_sec_run(sec, free_sec, it);
+}
+
+void kv_slabs_free_chain(struct kv_sec *sec, struct kv_item *first)
+{
+	kv_sec_run(sec, free_sec, first);
 }
 
 struct move_req {

@@ -57,13 +57,16 @@ unsigned kv_slabs_shown_class(const struct kv_slabs *s, unsigned cls);
 
 /*
  * A chunk of class cls, from its free list, or (grow) a new page: from the global pool, else new
- * memory within the limit, else a small page for a class with no memory. NULL when none; then *full
- * says whether that is because memory is at its limit (a new page could not be had; only an
- * eviction can help) rather than because grow was 0.
+ * memory within the limit, else (unless grow is KV_GROW_LIMIT) a small page for a class with no
+ * memory. NULL when none; then *full says whether that is because memory is at its limit (a new
+ * page could not be had; only an eviction can help) rather than because grow was 0.
  */
+#define KV_GROW_LIMIT 2
 struct kv_item *kv_slabs_alloc(struct kv_sec *sec, unsigned cls, int grow, int *full);
 /* A chunk back to its class (or to the page being moved, when it is in it). */
 void kv_slabs_free(struct kv_sec *sec, struct kv_item *it);
+/* Chunks linked through hnext back to their classes (each chunk's cls), in one section. */
+void kv_slabs_free_chain(struct kv_sec *sec, struct kv_item *first);
 
 /* Start moving a page of class src to class dst (0: the global pool). */
 enum kv_move_result kv_slabs_move_start(struct kv_sec *sec, unsigned src, unsigned dst);

@@ -23,7 +23,7 @@
 	X(direct_reclaims) X(curr_items) X(bytes) X(total_connections) X(rejected_connections)     \
 	X(curr_connections) X(conn_yields) X(idle_kicks) X(slab_reassign_rescues)                  \
 	X(slab_reassign_evictions_nomem) X(slab_reassign_inline_reclaim)                           \
-	X(slab_reassign_busy_items) X(lru_crawler_starts)
+	X(slab_reassign_busy_items) X(slab_reassign_chunk_rescues) X(lru_crawler_starts)
 /* clang-format on */
 
 /* Every counter of struct kv_counts is listed above (they are all 8 bytes). */

@@ -156,7 +156,7 @@ struct kv_counts {
 	uint64_t idle_kicks;  /* -o idle_timeout: idle connections closed */
 	/* slab page moves (automove.c) */
 	uint64_t slab_reassign_rescues, slab_reassign_evictions_nomem, slab_reassign_inline_reclaim,
-		slab_reassign_busy_items;
+		slab_reassign_busy_items, slab_reassign_chunk_rescues;
 	uint64_t lru_crawler_starts;
 	uint64_t cls_touched; /* bit c: cls[c] has counts to add */
 	uint64_t cls[KV_CLASSES][KV_CLASS_COUNTS];

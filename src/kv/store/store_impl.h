@@ -58,6 +58,8 @@ void kv_maintainer_delete(kv_store *st);
  * (linked through hnext), after taking them off their LRU lists.
  */
 void kv_items_drop_unlinked(kv_store *st, struct kv_item *list);
+/* The bytes an item takes in its chunks ("stats" bytes): a chunked item's header and chunks. */
+uint64_t kv_item_bytes(const kv_store *st, struct kv_item *it);
 /*
  * An item the LRU gave up (off its list, the list's reference the caller's): unlinked from
  * the hash table if it is still there (evicted: in any case, counted as an eviction; else
