@@ -18,14 +18,16 @@
  * (proto_lrc.c): the home's copy holds every write of the private time and
  * the notices every write since. A page never goes back to private.
  *
- * Asks also go ahead of a walk, as fetches do (a node writing pages in order
- * asks for the next ones with the one it faulted on), and with a prefetch.
- * Such an ask never takes a page from another node (the answer is "not
- * now", and the fault asks again), but it may be given pages it then never
- * uses: one past the end of its part of an array is the next node's first.
- * Taken back before this node used it (no access, no fault waiting), such a
- * page is handed back unused, and the home gives it to the asker as private
- * instead of making it shared.
+ * Asks also go ahead of a walk, as fetches do (a node walking pages in
+ * order asks for the next ones with the one it faulted on), and they may
+ * take pages as the fault's own ask does. The asks of a prefetch, and of a
+ * write walking on over pages this node may already use, are softer: they
+ * never take a page another node holds (LRC_ASK_AHEAD; the answer is "not
+ * now", and a fault asks again). Either may be given pages this node then
+ * never uses: one past the end of its part of an array is the next node's
+ * first. Taken back before this node used it (no access, no fault waiting),
+ * such a page is handed back unused, and the home gives it to the asker as
+ * private instead of making it shared.
  *
  * Every message is a batch: a pages, their numbers (u32) first in the
  * payload, then their contents for b=2 and b=3. What a fault, a prefetch or
