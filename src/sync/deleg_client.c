@@ -57,7 +57,7 @@ struct pending {
 
 /* A request line's client-side record: its callback while in flight, and
    the number last written to its seq (so the client never reads the line
-   back: see write_next). */
+   back: see write_line). */
 struct inflight {
 	locus_cb cb;
 	void *ctx;
@@ -72,6 +72,8 @@ struct dl_async {
 	locus_wait wait;
 	uint32_t next_line; /* where the next request goes: lines are written in turn */
 	uint32_t busy;	    /* lines in flight: the `busy` lines before next_line */
+	uint64_t collected; /* requests of the channel's answered and collected: the
+			       oldest in flight is the one answered count `collected` */
 	struct inflight *fl;
 	struct pending *q; /* ring of `queue` */
 	uint32_t qhead, qlen;
@@ -268,9 +270,11 @@ static struct dl_async *async_state(unsigned server, const struct dl_async_cfg *
 	as->q = cfg->queue ? sync_calloc(cfg->queue, sizeof(*as->q), "async pending queue") : NULL;
 	as->ch = dl_chan_claim(as->srv, DL_ASYNC, cfg->lines);
 	as->next_line = as->ch->next_write; /* where its server expects the next request */
-	/* A claimed channel is drained: each line's seq is its response's. */
+	/* A claimed channel is drained: each line's seq is its response's, and
+	   every request written to it is answered. */
 	for (uint32_t i = 0; i < cfg->lines; i++)
 		as->fl[i].seq = ld_relaxed(&as->ch->req[i].seq);
+	as->collected = ld_acquire(&as->ch->answered);
 	as->next = *list;
 	*list = as;
 	return as;
@@ -282,15 +286,14 @@ static uint32_t next_of(const struct dl_async *as, uint32_t i)
 }
 
 /*
- * Write a request into the next line and publish it. The line is only
- * written, never read: its server read it last (the line is shared, or gone
- * from this core), and its number comes from fl[], so nothing here waits for
- * the line but the stores, which its owner's prefetch_write has usually made
- * cheap already (fill, post_direct).
+ * Write a request into line i and publish it; `more` lines after it were
+ * published already (deleg.h). The line is only written, never read: its
+ * server read it last (the line is shared, or gone from this core), and its
+ * number comes from fl[], so nothing here waits for the line but the
+ * stores, which the caller's prefetch_write has usually made cheap already.
  */
-static void write_next(struct dl_async *as, const struct pending *p)
+static void write_line(struct dl_async *as, uint32_t i, const struct pending *p, uint32_t more)
 {
-	uint32_t i = as->next_line;
 	struct dl_req *r = &as->ch->req[i];
 	uint64_t seq = as->fl[i].seq + 1;
 	r->fn = p->fn;
@@ -298,9 +301,9 @@ static void write_next(struct dl_async *as, const struct pending *p)
 	r->a = p->a;
 	r->b = p->b;
 	r->c = p->c;
+	if (as->lines > 1) /* one line: that is its response slot */
+		r->more = more;
 	as->fl[i] = (struct inflight){p->cb, p->ctx, seq};
-	as->busy++;
-	as->next_line = next_of(as, i);
 	st_release(&r->seq, seq);
 }
 
@@ -315,25 +318,29 @@ static uint32_t oldest_line(const struct dl_async *as)
 	return i >= as->lines ? i - as->lines : i;
 }
 
-static int line_answered(const struct dl_async *as, uint32_t i)
+/* How many of the lines in flight are answered: the oldest that many. */
+static uint32_t answered_lines(const struct dl_async *as)
 {
-	return ld_acquire(&as->ch->resp[i].seq) == as->fl[i].seq;
+	return (uint32_t)(ld_acquire(&as->ch->answered) - as->collected);
 }
 
 /*
- * Collect answered lines into done[], oldest first, up to the first not yet
- * answered; returns how many. The statistics count every line in flight as
- * looked at: two additions per pass, not per line.
+ * Collect answered lines into done[], oldest first; returns how many. A
+ * slot's result is read only for a callback (one without needs none, and
+ * the slots' lines then stay with the server). The statistics count every
+ * line in flight as looked at: two additions per pass, not per line.
  */
 static uint32_t collect(struct dl_async *as, struct completion *done)
 {
-	uint32_t n = 0;
+	uint32_t n = as->busy ? answered_lines(as) : 0;
 	tls.polled += as->busy;
-	for (uint32_t i = oldest_line(as); as->busy && line_answered(as, i); i = next_of(as, i)) {
-		done[n++] = (struct completion){as->fl[i].cb, as->fl[i].ctx,
-						ld_relaxed(&as->ch->resp[i].ret)};
-		as->busy--;
+	for (uint32_t k = 0, i = oldest_line(as); k < n; k++, i = next_of(as, i)) {
+		locus_cb cb = as->fl[i].cb;
+		done[k] = (struct completion){cb, as->fl[i].ctx,
+					      cb ? ld_relaxed(&as->ch->resp[i].ret) : 0};
 	}
+	as->busy -= n;
+	as->collected += n;
 	tls.ready += n;
 	return n;
 }
@@ -343,19 +350,30 @@ static uint32_t collect(struct dl_async *as, struct completion *done)
  * so); returns how many were written. The lines are asked for first, all
  * of them: their transfers from the server then overlap, where the stores
  * alone would wait for each line in turn (on the 2-vCPU Intel machine that
- * took async from 15 to 27 Mops/s; docs/results/delegation.md).
+ * took async from 15 to 27 Mops/s; docs/results/delegation.md). The first
+ * line is published last, saying how many follow it, so that the server,
+ * which reads it first, can fetch the others together.
  */
 static uint32_t fill(struct dl_async *as)
 {
 	uint32_t free_ = as->lines - as->busy;
 	uint32_t n = as->qlen < free_ ? as->qlen : free_;
-	for (uint32_t k = 0, i = as->next_line; k < n; k++, i = next_of(as, i))
-		prefetch_write(&as->ch->req[i]);
-	for (uint32_t k = 0; k < n; k++) {
-		write_next(as, &as->q[as->qhead]);
-		as->qhead = as->qhead + 1 == as->queue ? 0 : as->qhead + 1;
+	if (!n)
+		return 0;
+	uint32_t first = as->next_line, end = first, i = first, h = as->qhead;
+	for (uint32_t k = 0; k < n; k++, end = next_of(as, end))
+		prefetch_write(&as->ch->req[end]);
+	for (uint32_t k = 1; k < n; k++) {
+		i = next_of(as, i);
+		h = h + 1 == as->queue ? 0 : h + 1;
+		write_line(as, i, &as->q[h], 0);
 	}
+	write_line(as, first, &as->q[as->qhead], n - 1);
+	as->next_line = end;
+	h = as->qhead + n;
+	as->qhead = h >= as->queue ? h - as->queue : h;
 	as->qlen -= n;
+	as->busy += n;
 	return n;
 }
 
@@ -381,7 +399,7 @@ static uint32_t flush(struct dl_async *as)
 static int any_answered(void *arg)
 {
 	struct dl_async *as = arg;
-	return as->busy && line_answered(as, oldest_line(as));
+	return as->busy && answered_lines(as);
 }
 
 /*
@@ -445,7 +463,9 @@ static void post_direct(struct dl_async *as, const struct pending *p)
 {
 	while (as->busy == as->lines)
 		make_progress(as);
-	write_next(as, p);
+	write_line(as, as->next_line, p, 0);
+	as->busy++;
+	as->next_line = next_of(as, as->next_line);
 	prefetch_write(&as->ch->req[as->next_line]);
 	if (as->policy == DL_DEDICATED)
 		dl_ring(as->srv);
