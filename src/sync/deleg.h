@@ -23,9 +23,9 @@ struct dl_resp {
  * the machines measured, 2-3 times as long as a one-line round trip). A
  * channel of several lines (async) keeps its slots packed apart, four to a
  * line, and its client does not poll them: it reads the channel's `answered`
- * count, which the server publishes once per pass, and a slot's `ret` only
- * for a request that has a callback. So a pass that answers 16 requests
- * sends one line back, not four.
+ * count, which the server publishes every half channel, and a slot's `ret`
+ * only for a request that has a callback. So 16 requests answered send one
+ * line back twice, not four lines.
  */
 struct dl_req {
 	locus_fn fn;
@@ -34,8 +34,9 @@ struct dl_req {
 	uint64_t seq; /* the client bumps it (release) to publish a request */
 	union {
 		struct dl_resp own; /* a one-line channel's response slot */
-		/* A channel of several lines: how many lines after this one were
-		   published before it, so its server fetches them all at once. */
+		/* A channel of several lines: how many lines after this one its
+		   client writes with it, so that its server fetches them all at once
+		   instead of each in turn (a hint: each is still read by its seq). */
 		uint64_t more;
 	};
 } __attribute__((aligned(LOCUS_CACHELINE)));
@@ -58,8 +59,9 @@ struct dl_chan {
 	/* Whoever serves the channel (the server, or a flat slot's serving client). */
 	uint32_t next_serve __attribute__((aligned(LOCUS_CACHELINE)));
 	/* Requests answered on this channel since it was made, published (release)
-	   once per pass that answered any: every request up to it has its slot's
-	   ret written. An async client polls this, not the slots. */
+	   every half channel and at the end of a pass (serve_channel): every
+	   request up to it has its slot's ret written. An async client polls
+	   this, not the slots. */
 	uint64_t answered;
 };
 

@@ -286,8 +286,8 @@ static uint32_t next_of(const struct dl_async *as, uint32_t i)
 }
 
 /*
- * Write a request into line i and publish it; `more` lines after it were
- * published already (deleg.h). The line is only written, never read: its
+ * Write a request into line i and publish it; `more` lines after it are
+ * being written with it (deleg.h). The line is only written, never read: its
  * server read it last (the line is shared, or gone from this core), and its
  * number comes from fl[], so nothing here waits for the line but the
  * stores, which the caller's prefetch_write has usually made cheap already.
@@ -351,8 +351,11 @@ static uint32_t collect(struct dl_async *as, struct completion *done)
  * of them: their transfers from the server then overlap, where the stores
  * alone would wait for each line in turn (on the 2-vCPU Intel machine that
  * took async from 15 to 27 Mops/s; docs/results/delegation.md). The first
- * line is published last, saying how many follow it, so that the server,
- * which reads it first, can fetch the others together.
+ * line says how many follow it, so that the server, which reads it first,
+ * fetches the others together. (Publishing the first line last, so that the
+ * others are surely there when the server fetches them, was slower: the
+ * server then waits for the whole batch; by the time the first line reaches
+ * it, the rest of a batch has been written anyway.)
  */
 static uint32_t fill(struct dl_async *as)
 {
@@ -360,15 +363,14 @@ static uint32_t fill(struct dl_async *as)
 	uint32_t n = as->qlen < free_ ? as->qlen : free_;
 	if (!n)
 		return 0;
-	uint32_t first = as->next_line, end = first, i = first, h = as->qhead;
+	uint32_t end = as->next_line, i = as->next_line, h = as->qhead;
 	for (uint32_t k = 0; k < n; k++, end = next_of(as, end))
 		prefetch_write(&as->ch->req[end]);
-	for (uint32_t k = 1; k < n; k++) {
+	for (uint32_t k = 0; k < n; k++) {
+		write_line(as, i, &as->q[h], k ? 0 : n - 1);
 		i = next_of(as, i);
 		h = h + 1 == as->queue ? 0 : h + 1;
-		write_line(as, i, &as->q[h], 0);
 	}
-	write_line(as, first, &as->q[as->qhead], n - 1);
 	as->next_line = end;
 	h = as->qhead + n;
 	as->qhead = h >= as->queue ? h - as->queue : h;

@@ -333,16 +333,19 @@ static void server_signal_stop(struct dl_server *s)
  * each away from the client as it writes. The request is counted before its
  * response is published, so a client that has its result also sees it
  * counted (its acquire of the response orders the count before). The
- * channel's `answered` count goes out once, after the pass (deleg.h). A
- * client that wrote several lines at once says so in the first (`more`):
- * those after it are fetched together, where reading each in turn would
- * wait for each line's transfer alone. *t0 is set, at the first request a
- * pass finds, to when it was found.
+ * channel's `answered` count goes out every half channel and after the pass
+ * (deleg.h): often enough that the client refills the lines answered while
+ * the server runs the rest, seldom enough that the client's polls do not
+ * take the count's line away at every request (each quarter channel and
+ * every request were slower). A client that writes several lines at once
+ * says so in the first (`more`): those after it are fetched together, where
+ * reading each in turn would wait for each line's transfer alone. *t0 is
+ * set, at the first request a pass finds, to when it was found.
  */
 static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch, uint64_t *t0)
 {
 	uint64_t served = 0;
-	uint32_t i = ch->next_serve, known = 0; /* lines after i known to be published */
+	uint32_t i = ch->next_serve, known = 0; /* lines after i fetched already (`more`) */
 	uint32_t half = ch->lines > 1 ? ch->lines / 2 : 1, unpublished = 0;
 	for (uint32_t n = 0; n < ch->lines; n++) {
 		struct dl_req *r = &ch->req[i];
