@@ -61,7 +61,8 @@ struct dl_chan {
 	/* Requests answered on this channel since it was made, published (release)
 	   every half channel and at the end of a pass (serve_channel): every
 	   request up to it has its slot's ret written. An async client polls
-	   this, not the slots. */
+	   this, not the slots. A one-line channel has none: its client polls the
+	   slot in its request line, which comes back with the answer anyway. */
 	uint64_t answered;
 };
 

@@ -318,9 +318,11 @@ static uint32_t oldest_line(const struct dl_async *as)
 	return i >= as->lines ? i - as->lines : i;
 }
 
-/* How many of the lines in flight are answered: the oldest that many. */
+/* How many of the lines in flight (at least one) are answered: the oldest that many. */
 static uint32_t answered_lines(const struct dl_async *as)
 {
+	if (as->lines == 1) /* its answer comes back in the request line (deleg.h) */
+		return ld_acquire(&as->ch->resp[0].seq) == as->fl[0].seq;
 	return (uint32_t)(ld_acquire(&as->ch->answered) - as->collected);
 }
 

@@ -369,12 +369,12 @@ static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch, uint64_t 
 		st_release(&ch->resp[i].seq, seq);
 		served++;
 		i = i + 1 == ch->lines ? 0 : i + 1;
-		if (++unpublished == half) {
+		if (++unpublished == half && ch->lines > 1) {
 			st_release(&ch->answered, ch->answered + unpublished);
 			unpublished = 0;
 		}
 	}
-	if (unpublished)
+	if (unpublished && ch->lines > 1)
 		st_release(&ch->answered, ch->answered + unpublished);
 	if (served) /* an empty pass writes nothing */
 		ch->next_serve = i;
