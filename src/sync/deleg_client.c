@@ -7,8 +7,9 @@
  *
  * async (seed 002 §2.1): post() puts the request in a per-server pending
  * queue in the client's own memory and returns. When that queue is full the
- * client polls its response slots, runs the callbacks of answered requests
- * and moves pending requests into free request lines; `lines` requests can
+ * client reads how many of its requests the server has answered (one count
+ * per channel, deleg.h), runs their callbacks and moves pending requests
+ * into the lines they freed, all at once; `lines` requests can
  * be in flight per client-server pair. drain() does the same until nothing
  * is pending or in flight (the seed's Async_Barrier). With `direct` there is
  * no pending queue: post() writes straight into the next request line,
