@@ -73,8 +73,8 @@ struct dl_async {
 	locus_wait wait;
 	uint32_t next_line; /* where the next request goes: lines are written in turn */
 	uint32_t busy;	    /* lines in flight: the `busy` lines before next_line */
-	uint64_t collected; /* requests of the channel's answered and collected: the
-			       oldest in flight is the one answered count `collected` */
+	uint64_t collected; /* answers taken, counted as the channel's `answered` is:
+			       answered - collected lines in flight are answered */
 	struct inflight *fl;
 	struct pending *q; /* ring of `queue` */
 	uint32_t qhead, qlen;
@@ -463,7 +463,9 @@ static void make_progress(struct dl_async *as)
 }
 
 /* Direct: into the next line, once it is free; the line after it is asked
-   for at once, so that it is this core's by the next post. */
+   for at once, so that it is this core's by the next post. Even if it is
+   still in flight: its server has usually read it by then (leaving such a
+   line alone took async:direct from 26 to 22.5 Mops/s). */
 static void post_direct(struct dl_async *as, const struct pending *p)
 {
 	while (as->busy == as->lines)
