@@ -26,7 +26,7 @@ _Static_assert(PINGPONG_MAX_DEPTH == LOCUS_DELEGATE_LINES_MAX,
 #define STOP_EVERY 64
 #define DONE	   UINT64_MAX		 /* the last value written: the other thread stops */
 #define PATTERN	   0x5bd1e9955bd1e995ull /* a message's payload is its number ^ PATTERN */
-#define REQ_WORDS  5 /* an answered ring's request: fn, state, a, b, c */
+#define REQ_WORDS  5			 /* an answered ring's request: fn, state, a, b, c */
 
 /* One cache line: the round trip's word, or a ring slot (0: empty; else its message + 1). */
 struct line {
@@ -67,12 +67,16 @@ struct side {
 
 const char *pingpong_test_name(enum pingpong_test t)
 {
-	return t == PINGPONG_ANSWERED ? "answered ring" : t == PINGPONG_RING ? "ring" : "round trip";
+	return t == PINGPONG_ANSWERED ? "answered ring"
+	       : t == PINGPONG_RING   ? "ring"
+				      : "round trip";
 }
 
 const char *pingpong_test_key(enum pingpong_test t)
 {
-	return t == PINGPONG_ANSWERED ? "answered_ring" : t == PINGPONG_RING ? "ring" : "round_trip";
+	return t == PINGPONG_ANSWERED ? "answered_ring"
+	       : t == PINGPONG_RING   ? "ring"
+				      : "round_trip";
 }
 
 static int is_ring(enum pingpong_test t)
