@@ -148,8 +148,9 @@ void fetchadd_usage(FILE *out)
 		"                      them apart). A cell with a failed run shows FAIL or\n"
 		"                      LOST and is not ranked.\n"
 		"  --floor, --no-floor after the table, measure the floor on this machine as\n"
-		"                      locus-bench pingpong does (a cache-line round trip and a\n"
-		"                      %d-slot ring between the first two CPUs this process\n"
+		"                      locus-bench pingpong does (a cache-line round trip, a\n"
+		"                      %d-slot ring and the same ring answering each request\n"
+		"                      in its slot, between the first two CPUs this process\n"
 		"                      may use, min(duration, %g s) each, --repeat times,\n"
 		"                      interleaved) and set each 1-client delegation cell\n"
 		"                      (ffwd, async, flat, mpsc at T=1) against it: its Mops/s\n"
@@ -767,7 +768,8 @@ static int want_floor(const struct config *c, const struct cell *cells)
 static void print_floor_cells(FILE *out, const struct config *c, const struct cell *cells,
 			      const struct pingpong_floor *f)
 {
-	double rt = f->mops[PINGPONG_ROUND_TRIP].median, ring = f->mops[PINGPONG_RING].median;
+	double rt = f->mops[PINGPONG_ROUND_TRIP].median, ring = f->mops[PINGPONG_RING].median,
+	       answered = f->mops[PINGPONG_ANSWERED].median;
 	int namew = (int)strlen("mechanism"), colw = (int)strlen("column"), any = 0;
 	char label[160];
 	struct view w;
@@ -796,8 +798,9 @@ static void print_floor_cells(FILE *out, const struct config *c, const struct ce
 	else
 		fprintf(out,
 			"1-client delegation cells against it: Mops/s over the floor's M/s\n"
-			"%-*s  %-*s  %8s  %12s  %6s\n",
-			namew, "mechanism", colw, "column", "Mops/s", "x round trip", "x ring");
+			"%-*s  %-*s  %8s  %12s  %6s  %10s\n",
+			namew, "mechanism", colw, "column", "Mops/s", "x round trip", "x ring",
+			"x answered");
 	for (size_t m = 0; m < c->a.mechs.n; m++) {
 		for (size_t col = 0; col < ncols(c); col++) {
 			if (!one_client_delegation(c, cells, m, col, &w))
@@ -808,10 +811,11 @@ static void print_floor_cells(FILE *out, const struct config *c, const struct ce
 					c->a.mechs.m[m].run, colw, label, w.v.median,
 					w.v.median * rt / 1e3);
 			else
-				fprintf(out, "%-*s  %-*s  %8.2f  %12.2f  %6.2f\n", namew,
+				fprintf(out, "%-*s  %-*s  %8.2f  %12.2f  %6.2f  %10.2f\n", namew,
 					c->a.mechs.m[m].run, colw, label, w.v.median,
 					rt > 0 ? w.v.median / rt : 0,
-					ring > 0 ? w.v.median / ring : 0);
+					ring > 0 ? w.v.median / ring : 0,
+					answered > 0 ? w.v.median / answered : 0);
 		}
 	}
 }
@@ -823,7 +827,7 @@ static int report_floor(FILE *out, const struct config *c, const struct cell *ce
 	double d = c->a.duration < FLOOR_MAX_DURATION ? c->a.duration : FLOOR_MAX_DURATION;
 	int failed = pingpong_floor(&f, d, c->a.repeat, c->a.json);
 	const struct bench_summary *rt = &f.mops[PINGPONG_ROUND_TRIP];
-	char rtext[64], gtext[64];
+	char rtext[64], gtext[64], atext[64];
 
 	if (!f.measured) {
 		fprintf(out, "floor: not measured: %s\n", f.why);
@@ -837,12 +841,14 @@ static int report_floor(FILE *out, const struct config *c, const struct cell *ce
 	}
 	bench_summary_text(rtext, sizeof(rtext), rt, 1, 2, "");
 	bench_summary_text(gtext, sizeof(gtext), &f.mops[PINGPONG_RING], 1, 2, "");
+	bench_summary_text(atext, sizeof(atext), &f.mops[PINGPONG_ANSWERED], 1, 2, "");
 	fprintf(out,
 		"floor, measured after the table (locus-bench pingpong: CPUs %d and %d, %g s "
 		"each%s):\n"
-		"  a cache-line round trip %.1f ns, %s M/s; a ring of %u slots %s M messages/s\n",
+		"  a cache-line round trip %.1f ns, %s M/s; a ring of %u slots %s M messages/s\n"
+		"  the ring answering each 48 B request in its slot (answered) %s M/s\n",
 		f.cpu[0], f.cpu[1], d, c->a.repeat > 1 ? ", medians and (ranges)" : "",
-		rt->median > 0 ? 1e3 / rt->median : 0, rtext, f.depth, gtext);
+		rt->median > 0 ? 1e3 / rt->median : 0, rtext, f.depth, gtext, atext);
 	print_floor_cells(out, c, cells, &f);
 	fflush(out);
 	return 0;

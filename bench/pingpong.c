@@ -41,7 +41,7 @@ void pingpong_usage(FILE *out)
 		"\n"
 		"The floor under delegation on this machine: what moving a cache line between\n"
 		"two cores costs, with nothing else in the way. Two threads, pinned to CPUs A\n"
-		"and B, run two tests, each in a child process of its own:\n"
+		"and B, run three tests, each in a child process of its own:\n"
 		"  round trip  the threads take turns on one 64-byte-aligned word alone on its\n"
 		"              line: each waits until it sees the other's value, then writes\n"
 		"              its own. One round trip moves the line there and back, as a\n"
@@ -53,6 +53,13 @@ void pingpong_usage(FILE *out)
 		"              this is the floor of a pipelined channel (async, flat), which\n"
 		"              may pass the round trip's rate. The consumer checks every\n"
 		"              message's number and payload.\n"
+		"  answered ring  the same ring, but each message is a request of 48 B (as\n"
+		"              large as an async request line's) and B writes its answer\n"
+		"              back into the slot, where A reads and checks it before it\n"
+		"              writes the slot again: the least a request that is answered\n"
+		"              (async: the callback's result) must move. The plain ring's\n"
+		"              slot goes back to A too (to show it empty), so answering\n"
+		"              moves more bytes, not more lines.\n"
 		"The threads spin on plain loads (no pause instruction) and nothing else runs\n"
 		"in the process: on a machine busy with other work the figures include the\n"
 		"time a thread waited for its CPU, and mean little.\n"
@@ -61,13 +68,15 @@ void pingpong_usage(FILE *out)
 		"                      run on; two different ones)\n"
 		"  --depth N           ring slots, 1 to %d (default %d)\n"
 		"  --duration SECONDS  how long each test runs (default: 1)\n"
-		"  --repeat N          run both tests N times, interleaved (round trip, ring,\n"
-		"                      round trip, ring ...; default 1, at most %d); the table\n"
-		"                      then shows the median and (min-max) of the runs\n"
+		"  --repeat N          run the tests N times, interleaved (round trip, ring,\n"
+		"                      answered ring, round trip ...; default 1, at most %d);\n"
+		"                      the table then shows the median and (min-max) of the\n"
+		"                      runs\n"
 		"  --json              one JSON object per measurement on stdout, the table on\n"
-		"                      stderr. Fields: bench (pingpong), test (round_trip or\n"
-		"                      ring), run (1 to N), cpu_a, cpu_b (ring: producer,\n"
-		"                      consumer), depth and slot_bytes (ring), duration_s,\n"
+		"                      stderr. Fields: bench (pingpong), test (round_trip,\n"
+		"                      ring or answered_ring), run (1 to N), cpu_a, cpu_b\n"
+		"                      (rings: producer, consumer), depth and slot_bytes\n"
+		"                      (rings), request_bytes (answered_ring), duration_s,\n"
 		"                      requested_s, ops (round trips, or messages), mops\n"
 		"                      (million ops per second), ns_per_op, cpus (online).\n"
 		"  --help              this text\n"
@@ -276,8 +285,9 @@ static void print_report(FILE *out, const struct config *c, const struct outcome
 		fprintf(out, "; %u runs of each, interleaved: the median and (range)", c->repeat);
 	fputc('\n', out);
 	for (int t = 0; t < PINGPONG_NTESTS; t++) {
-		if (t == PINGPONG_RING)
-			snprintf(name[t], sizeof(name[t]), "ring, %u slot%s of %d B", c->depth,
+		if (t == PINGPONG_RING || t == PINGPONG_ANSWERED)
+			snprintf(name[t], sizeof(name[t]), "%sring, %u slot%s of %d B",
+				 t == PINGPONG_ANSWERED ? "answered " : "", c->depth,
 				 c->depth == 1 ? "" : "s", LOCUS_CACHELINE);
 		else
 			snprintf(name[t], sizeof(name[t]), "round trip");
@@ -291,7 +301,8 @@ static void print_report(FILE *out, const struct config *c, const struct outcome
 		fprintf(out, "%-*s  %*s  %*s\n", w0, name[t], w1, ns[t], w2, mops[t]);
 	fprintf(out,
 		"round trip: one cache line there and back, a synchronous delegated call's floor\n"
-		"ring: one-way messages, up to %u in flight, a pipelined channel's floor\n",
+		"ring: one-way messages, up to %u in flight, a pipelined channel's floor\n"
+		"answered ring: the same with requests of 48 B, each answered in its slot\n",
 		c->depth);
 	fflush(out);
 }

@@ -10,7 +10,12 @@
  * CPUs pass messages through a ring of cache-line slots as deep as the async
  * executor's request lines (LOCUS_DELEGATE_LINES_DEFAULT); the producer runs
  * up to a ring ahead, so this is the floor of a pipelined channel (async,
- * flat), not of a single call.
+ * flat), not of a single call. Answered ring: the same ring, but each
+ * message is a request as large as an async request line's and the consumer
+ * writes its answer back into the slot, where the producer reads it before
+ * it reuses the slot: the least a pipelined request that is answered must
+ * move (the plain ring's slot goes back to the producer too, to show it
+ * empty, so answering adds bytes, not lines).
  *
  * Files: pingpong_run.c (one measurement, in its child process, and the
  * floor that fetchadd prints), pingpong.c (the command).
@@ -26,29 +31,30 @@
 #include "common.h"
 #include "repeat.h"
 
-enum pingpong_test { PINGPONG_ROUND_TRIP, PINGPONG_RING, PINGPONG_NTESTS };
+enum pingpong_test { PINGPONG_ROUND_TRIP, PINGPONG_RING, PINGPONG_ANSWERED, PINGPONG_NTESTS };
 
 #define PINGPONG_MAX_DEPTH 64 /* ring slots, at most (LOCUS_DELEGATE_LINES_MAX) */
 
 struct pingpong_params {
 	enum pingpong_test test;
-	int cpu[2];	 /* round trip: the two threads; ring: producer, consumer */
-	unsigned depth;	 /* ring slots */
+	int cpu[2];	 /* round trip: the two threads; rings: producer, consumer */
+	unsigned depth;	 /* ring slots (both rings) */
 	double duration; /* seconds */
 };
 
 struct pingpong_result {
 	struct child_outcome out; /* ok, or why not */
 	uint64_t ops;		  /* round trips, or messages the consumer took */
-	uint64_t sent;		  /* ring: messages the producer wrote (= ops, or one was lost) */
-	uint64_t misordered;	  /* ring: messages that arrived out of order or altered */
+	uint64_t sent;		  /* rings: messages the producer wrote (= ops, or one was lost) */
+	uint64_t misordered;	  /* rings: out of order or altered, or answered wrongly */
 	double seconds;		  /* from the start until the last thread stopped */
 };
 
 /* Run one measurement in the calling process (meant to be a fresh child). */
 void pingpong_measure(const struct pingpong_params *p, struct pingpong_result *r);
 
-/* "round trip" or "ring"; the JSON "test" values are "round_trip" and "ring". */
+/* "round trip", "ring" or "answered ring"; the JSON "test" values are "round_trip",
+   "ring" and "answered_ring". */
 const char *pingpong_test_name(enum pingpong_test t);
 const char *pingpong_test_key(enum pingpong_test t);
 

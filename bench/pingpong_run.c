@@ -26,6 +26,7 @@ _Static_assert(PINGPONG_MAX_DEPTH == LOCUS_DELEGATE_LINES_MAX,
 #define STOP_EVERY 64
 #define DONE	   UINT64_MAX		 /* the last value written: the other thread stops */
 #define PATTERN	   0x5bd1e9955bd1e995ull /* a message's payload is its number ^ PATTERN */
+#define REQ_WORDS  5			 /* an answered ring's request: fn, state, a, b, c */
 
 /* One cache line: the round trip's word, or a ring slot (0: empty; else its message + 1). */
 struct line {
@@ -33,14 +34,29 @@ struct line {
 	uint64_t payload;
 };
 
+/*
+ * An answered ring's slot: a request as large as an async request line's
+ * (deleg.h: a function, its state, three arguments and the number that
+ * publishes them, 48 bytes) and the answer the consumer writes back beside
+ * it. v is 2k + 1 while message k waits for its answer, 2k + 2 once answered.
+ */
+struct req_line {
+	_Alignas(LOCUS_CACHELINE) uint64_t v;
+	uint64_t w[REQ_WORDS];
+	uint64_t answer;
+};
+_Static_assert(sizeof(struct req_line) == LOCUS_CACHELINE, "a slot is one cache line");
+
 struct pp {
 	const struct pingpong_params *p;
 	struct line word;
 	struct line *slots;
+	struct req_line *reqs; /* the answered ring's slots */
 	pthread_barrier_t start;
 	int err[2];	   /* pinning, before the start: errno */
 	double t0, end[2]; /* bench_now() */
 	uint64_t ops, sent, misordered;
+	uint64_t wrong; /* the answered ring: answers the producer found wrong */
 	_Alignas(LOCUS_CACHELINE) int stop; /* relaxed; only the main thread writes it */
 };
 
@@ -51,12 +67,21 @@ struct side {
 
 const char *pingpong_test_name(enum pingpong_test t)
 {
-	return t == PINGPONG_RING ? "ring" : "round trip";
+	return t == PINGPONG_ANSWERED ? "answered ring"
+	       : t == PINGPONG_RING   ? "ring"
+				      : "round trip";
 }
 
 const char *pingpong_test_key(enum pingpong_test t)
 {
-	return t == PINGPONG_RING ? "ring" : "round_trip";
+	return t == PINGPONG_ANSWERED ? "answered_ring"
+	       : t == PINGPONG_RING   ? "ring"
+				      : "round_trip";
+}
+
+static int is_ring(enum pingpong_test t)
+{
+	return t == PINGPONG_RING || t == PINGPONG_ANSWERED;
 }
 
 static int pin(int cpu)
@@ -154,20 +179,98 @@ static void consume(struct pp *pp)
 	pp->misordered = bad;
 }
 
+/* Request k's words, and the answer the consumer owes for them (their sum). */
+static uint64_t req_word(uint64_t k, int j)
+{
+	return (k ^ PATTERN) + (uint64_t)j;
+}
+
+static uint64_t req_answer(uint64_t k)
+{
+	uint64_t sum = 0;
+
+	for (int j = 0; j < REQ_WORDS; j++)
+		sum += req_word(k, j);
+	return sum;
+}
+
+/* Waits for slot s's answer to message k and checks it: 1 if it is wrong. */
+static int collect_answer(struct req_line *s, uint64_t k)
+{
+	while (ld_acquire(&s->v) != 2 * k + 2)
+		;
+	return ld_relaxed(&s->answer) != req_answer(k);
+}
+
+/*
+ * Writes requests in order, each into its slot once the slot's last request
+ * is answered (and its answer checked); at the end collects every answer
+ * still out. `sent` counts the requests, `misordered` the wrong answers.
+ */
+static void ask(struct pp *pp)
+{
+	unsigned depth = pp->p->depth, i = 0;
+	uint64_t k = 0, bad = 0;
+	struct req_line *s;
+
+	pp->t0 = bench_now();
+	do {
+		for (int j = 0; j < STOP_EVERY; j++, k++, i = next_slot(i, depth)) {
+			s = &pp->reqs[i];
+			if (k >= depth)
+				bad += collect_answer(s, k - depth);
+			for (int w = 0; w < REQ_WORDS; w++)
+				st_relaxed(&s->w[w], req_word(k, w));
+			st_release(&s->v, 2 * k + 1);
+		}
+	} while (!ld_relaxed(&pp->stop));
+	for (uint64_t m = k > depth ? k - depth : 0; m < k; m++)
+		bad += collect_answer(&pp->reqs[m % depth], m);
+	pp->end[0] = bench_now();
+	st_release(&pp->reqs[i].v, DONE);
+	pp->sent = k;
+	pp->wrong = bad;
+}
+
+/* Answers requests in order, each the sum of its words, written back into its slot. */
+static void answer(struct pp *pp)
+{
+	unsigned depth = pp->p->depth, i = 0;
+	uint64_t k = 0, bad = 0;
+
+	for (;; k++, i = next_slot(i, depth)) {
+		struct req_line *s = &pp->reqs[i];
+		uint64_t last = k >= depth ? 2 * (k - depth) + 2 : 0, x, sum = 0;
+
+		while ((x = ld_acquire(&s->v)) == last) /* the slot's last answer, or empty */
+			;
+		if (x == DONE)
+			break;
+		bad += x != 2 * k + 1;
+		for (int w = 0; w < REQ_WORDS; w++)
+			sum += ld_relaxed(&s->w[w]);
+		st_relaxed(&s->answer, sum);
+		st_release(&s->v, 2 * k + 2);
+	}
+	pp->end[1] = bench_now();
+	pp->ops = k;
+	pp->misordered = bad;
+}
+
 static void *side_main(void *arg)
 {
 	struct side *sd = arg;
 	struct pp *pp = sd->pp;
-	int ring = pp->p->test == PINGPONG_RING;
+	enum pingpong_test t = pp->p->test;
 
 	pp->err[sd->which] = pin(pp->p->cpu[sd->which]);
 	pthread_barrier_wait(&pp->start);
 	if (pp->err[0] || pp->err[1])
 		return NULL;
 	if (sd->which == 0)
-		ring ? produce(pp) : ping(pp);
+		t == PINGPONG_ANSWERED ? ask(pp) : t == PINGPONG_RING ? produce(pp) : ping(pp);
 	else
-		ring ? consume(pp) : pong(pp);
+		t == PINGPONG_ANSWERED ? answer(pp) : t == PINGPONG_RING ? consume(pp) : pong(pp);
 	return NULL;
 }
 
@@ -216,7 +319,7 @@ void pingpong_measure(const struct pingpong_params *p, struct pingpong_result *r
 	}
 	memset(pp, 0, sizeof(*pp));
 	pp->p = p;
-	if (p->test == PINGPONG_RING) {
+	if (is_ring(p->test)) {
 		if (p->depth < 1 || p->depth > PINGPONG_MAX_DEPTH) {
 			snprintf(r->out.err, sizeof(r->out.err), "ring depth %u: 1 to %d", p->depth,
 				 PINGPONG_MAX_DEPTH);
@@ -224,23 +327,28 @@ void pingpong_measure(const struct pingpong_params *p, struct pingpong_result *r
 			return;
 		}
 		pp->slots = aligned_alloc(LOCUS_CACHELINE, p->depth * sizeof(*pp->slots));
-		if (!pp->slots) {
+		pp->reqs = aligned_alloc(LOCUS_CACHELINE, p->depth * sizeof(*pp->reqs));
+		if (!pp->slots || !pp->reqs) {
 			snprintf(r->out.err, sizeof(r->out.err), "out of memory");
+			free(pp->slots);
+			free(pp->reqs);
 			free(pp);
 			return;
 		}
 		memset(pp->slots, 0, p->depth * sizeof(*pp->slots));
+		memset(pp->reqs, 0, p->depth * sizeof(*pp->reqs));
 	}
 	if (run_pair(pp, r) == 0) {
 		double end = pp->end[0] > pp->end[1] ? pp->end[0] : pp->end[1];
 
 		r->ops = pp->ops;
-		r->sent = p->test == PINGPONG_RING ? pp->sent : pp->ops;
-		r->misordered = pp->misordered;
+		r->sent = is_ring(p->test) ? pp->sent : pp->ops;
+		r->misordered = pp->misordered + pp->wrong;
 		r->seconds = end - pp->t0;
 		r->out.ok = 1;
 	}
 	free(pp->slots);
+	free(pp->reqs);
 	free(pp);
 }
 
@@ -305,8 +413,10 @@ void pingpong_json(const struct pingpong_params *p, const struct pingpong_result
 
 	printf("{\"bench\":\"pingpong\",\"test\":\"%s\",\"run\":%u,\"cpu_a\":%d,\"cpu_b\":%d,",
 	       pingpong_test_key(p->test), run, p->cpu[0], p->cpu[1]);
-	if (p->test == PINGPONG_RING)
+	if (is_ring(p->test))
 		printf("\"depth\":%u,\"slot_bytes\":%d,", p->depth, LOCUS_CACHELINE);
+	if (p->test == PINGPONG_ANSWERED)
+		printf("\"request_bytes\":%d,", (REQ_WORDS + 1) * 8);
 	printf("\"duration_s\":%.6f,\"requested_s\":%.6f,\"ops\":%llu,\"mops\":%.4f,"
 	       "\"ns_per_op\":%.2f,\"cpus\":%ld}\n",
 	       r->seconds, p->duration, (unsigned long long)r->ops, mops,

@@ -1,7 +1,8 @@
 /*
  * locus-bench pingpong's measurements, run in this process: both threads
- * take part to the end, the ring delivers every message in order, whatever
- * its depth, and the counts are consistent. Nothing here bounds a time.
+ * take part to the end, the rings deliver (and answer) every message in
+ * order, whatever their depth, and the counts are consistent. Nothing here
+ * bounds a time.
  */
 #include <string.h>
 
@@ -51,6 +52,26 @@ START_TEST(ring_delivers_every_message_in_order)
 }
 END_TEST
 
+START_TEST(answered_ring_answers_every_request_in_order)
+{
+	static const unsigned depths[] = {1, 2, 16, PINGPONG_MAX_DEPTH};
+
+	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
+		struct pingpong_params p = {
+			.test = PINGPONG_ANSWERED, .depth = depths[i], .duration = 0.02};
+		struct pingpong_result r;
+
+		if (!two_cpus(p.cpu))
+			return;
+		pingpong_measure(&p, &r);
+		ck_assert_msg(r.out.ok, "depth %u: %s", depths[i], r.out.err);
+		ck_assert_uint_gt(r.ops, 0);
+		ck_assert_uint_eq(r.sent, r.ops); /* every request answered before the end */
+		ck_assert_uint_eq(r.misordered, 0);
+	}
+}
+END_TEST
+
 START_TEST(ring_refuses_a_depth_out_of_range)
 {
 	struct pingpong_params p = {
@@ -87,6 +108,7 @@ int main(void)
 
 	tcase_add_test(t, round_trip_counts_whole_turns);
 	tcase_add_test(t, ring_delivers_every_message_in_order);
+	tcase_add_test(t, answered_ring_answers_every_request_in_order);
 	tcase_add_test(t, ring_refuses_a_depth_out_of_range);
 	tcase_add_test(t, a_cpu_outside_the_mask_fails_with_the_reason);
 	tcase_set_timeout(t, 60 * TEST_SLOWDOWN);

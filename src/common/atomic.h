@@ -70,6 +70,25 @@
 
 #define cpu_relax() locus_cpu_relax()
 
+/*
+ * Ask for the cache line at p in exclusive state ahead of writing it, so that
+ * the stores that follow find it owned. A producer that writes several lines
+ * another core has read (delegation's request lines) issues one for each
+ * first: their ownership requests then overlap, where each line's stores
+ * would otherwise wait for it in turn. x86-64 has PREFETCHW (executed as a
+ * no-op by the x86-64 CPUs without it); GCC emits it for __builtin_prefetch
+ * only when told the CPU has it, and a read prefetch otherwise, so it is
+ * written out here.
+ */
+static inline void prefetch_write(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ __volatile__("prefetchw %0" ::"m"(*(const char *)p));
+#else
+	__builtin_prefetch(p, 1);
+#endif
+}
+
 /* LOCUS_CACHELINE comes with locus/export.h (through locus/wait.h). */
 
 #endif

@@ -22,14 +22,23 @@ struct dl_resp {
  * line there and back, where a separate response line would move two (on
  * the machines measured, 2-3 times as long as a one-line round trip). A
  * channel of several lines (async) keeps its slots packed apart, four to a
- * line, so that one line brings back up to four answers.
+ * line, and its client does not poll them: it reads the channel's `answered`
+ * count, which the server publishes every half channel, and a slot's `ret`
+ * only for a request that has a callback. So 16 requests answered send one
+ * line back twice, not four lines.
  */
 struct dl_req {
 	locus_fn fn;
 	void *state;
 	uint64_t a, b, c;
 	uint64_t seq; /* the client bumps it (release) to publish a request */
-	struct dl_resp own;
+	union {
+		struct dl_resp own; /* a one-line channel's response slot */
+		/* A channel of several lines: how many lines after this one its
+		   client writes with it, so that its server fetches them all at once
+		   instead of each in turn (a hint: each is still read by its seq). */
+		uint64_t more;
+	};
 } __attribute__((aligned(LOCUS_CACHELINE)));
 
 _Static_assert(sizeof(struct dl_req) == LOCUS_CACHELINE, "a request line is one cache line");
@@ -49,6 +58,12 @@ struct dl_chan {
 	uint32_t next_write; /* the line a new owner writes first (its last owner's next) */
 	/* Whoever serves the channel (the server, or a flat slot's serving client). */
 	uint32_t next_serve __attribute__((aligned(LOCUS_CACHELINE)));
+	/* Requests answered on this channel since it was made, published (release)
+	   every half channel and at the end of a pass (serve_channel): every
+	   request up to it has its slot's ret written. An async client polls
+	   this, not the slots. A one-line channel has none: its client polls the
+	   slot in its request line, which comes back with the answer anyway. */
+	uint64_t answered;
 };
 
 struct dl_server {

@@ -332,13 +332,21 @@ static void server_signal_stop(struct dl_server *s)
  * client is about to write, where reading them all at every pass would pull
  * each away from the client as it writes. The request is counted before its
  * response is published, so a client that has its result also sees it
- * counted (its acquire of the response orders the count before). *t0 is
+ * counted (its acquire of the response orders the count before). The
+ * channel's `answered` count goes out every half channel and after the pass
+ * (deleg.h): often enough that the client refills the lines answered while
+ * the server runs the rest, seldom enough that the client's polls do not
+ * take the count's line away at every request (each quarter channel and
+ * every request were slower). A client that writes several lines at once
+ * says so in the first (`more`): those after it are fetched together, where
+ * reading each in turn would wait for each line's transfer alone. *t0 is
  * set, at the first request a pass finds, to when it was found.
  */
 static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch, uint64_t *t0)
 {
 	uint64_t served = 0;
-	uint32_t i = ch->next_serve;
+	uint32_t i = ch->next_serve, known = 0; /* lines after i fetched already (`more`) */
+	uint32_t half = ch->lines > 1 ? ch->lines / 2 : 1, unpublished = 0;
 	for (uint32_t n = 0; n < ch->lines; n++) {
 		struct dl_req *r = &ch->req[i];
 		uint64_t seq = ld_acquire(&r->seq);
@@ -346,6 +354,13 @@ static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch, uint64_t 
 			break;
 		if (!*t0)
 			*t0 = ticks();
+		if (known)
+			known--;
+		else if (ch->lines > 1 && (known = (uint32_t)r->more) != 0)
+			for (uint32_t k = 1, j = i; k <= known; k++) {
+				j = j + 1 == ch->lines ? 0 : j + 1;
+				__builtin_prefetch(&ch->req[j], 0);
+			}
 		st_relaxed(&ch->resp[i].ret, r->fn(r->state, r->a, r->b, r->c));
 		/* Only the server thread writes the count; readers load it atomically.
 		   Flat slots keep no statistics. */
@@ -354,7 +369,13 @@ static uint64_t serve_channel(struct dl_server *s, struct dl_chan *ch, uint64_t 
 		st_release(&ch->resp[i].seq, seq);
 		served++;
 		i = i + 1 == ch->lines ? 0 : i + 1;
+		if (++unpublished == half && ch->lines > 1) {
+			st_release(&ch->answered, ch->answered + unpublished);
+			unpublished = 0;
+		}
 	}
+	if (unpublished && ch->lines > 1)
+		st_release(&ch->answered, ch->answered + unpublished);
 	if (served) /* an empty pass writes nothing */
 		ch->next_serve = i;
 	return served;

@@ -33,15 +33,17 @@ def test_json_lines_interleave_the_tests_and_have_the_fields(bench_path):
     records, bad = parse_json_lines(p.stdout)
     assert not bad
     assert [(r["test"], r["run"]) for r in records] == [
-        ("round_trip", 1), ("ring", 1), ("round_trip", 2), ("ring", 2)]
+        ("round_trip", 1), ("ring", 1), ("answered_ring", 1),
+        ("round_trip", 2), ("ring", 2), ("answered_ring", 2)]
     for r in records:
         assert COMMON <= r.keys(), COMMON - r.keys()
         assert r["bench"] == "pingpong" and (r["cpu_a"], r["cpu_b"]) == tuple(CPUS[:2])
         assert r["ops"] > 0 and r["mops"] > 0 and r["ns_per_op"] > 0
         assert r["mops"] * r["ns_per_op"] == pytest.approx(1e3, rel=1e-2)
-    ring = records[1]
+    ring, answered = records[1], records[2]
     assert (ring["depth"], ring["slot_bytes"]) == (16, 64)
-    assert "depth" not in records[0]
+    assert (answered["depth"], answered["slot_bytes"], answered["request_bytes"]) == (16, 64, 48)
+    assert "depth" not in records[0] and "request_bytes" not in ring
     assert "pingpong: CPUs" in p.stderr  # the table, on stderr beside --json
 
 
@@ -54,6 +56,7 @@ def test_table_has_a_line_per_test(bench_path):
     assert re.fullmatch(r"test\s+ns per op\s+M ops/s", lines[1])
     assert re.fullmatch(r"round trip\s+\d+\.\d\s+\d+\.\d\d", lines[2]), lines[2]
     assert re.fullmatch(r"ring, 4 slots of 64 B\s+\d+\.\d\s+\d+\.\d\d", lines[3]), lines[3]
+    assert re.fullmatch(r"answered ring, 4 slots of 64 B\s+\d+\.\d\s+\d+\.\d\d", lines[4]), lines[4]
 
 
 def test_one_cpu_says_it_cannot_measure(bench_path):
@@ -95,12 +98,15 @@ def test_fetchadd_sets_its_1_client_delegation_cells_against_the_floor(bench_pat
     head = next(i for i, l in enumerate(lines) if l.startswith("floor, measured after the table"))
     assert re.fullmatch(r"  a cache-line round trip \d+\.\d ns, \d+\.\d\d M/s; a ring of 16 slots "
                         r"\d+\.\d\d M messages/s", lines[head + 1]), lines[head + 1]
-    assert re.fullmatch(r"mechanism\s+column\s+Mops/s\s+x round trip\s+x ring", lines[head + 3])
-    cells = lines[head + 4:]
+    assert re.fullmatch(r"  the ring answering each 48 B request in its slot \(answered\) "
+                        r"\d+\.\d\d M/s", lines[head + 2]), lines[head + 2]
+    assert re.fullmatch(r"mechanism\s+column\s+Mops/s\s+x round trip\s+x ring\s+x answered",
+                        lines[head + 4])
+    cells = lines[head + 5:]
     assert [c.split()[:3] for c in cells] == [["ffwd:servers=1", "T=1", "V=1"],
                                               ["flat", "T=1", "V=1"]]  # not mutex, not T=2
     for c in cells:
-        assert re.fullmatch(r"\S+\s+T=1 V=1\s+\d+\.\d\d\s+\d+\.\d\d\s+\d+\.\d\d", c), c
+        assert re.fullmatch(r"\S+\s+T=1 V=1(\s+\d+\.\d\d){4}", c), c
 
 
 @needs_two_cpus
@@ -129,8 +135,8 @@ def test_fetchadd_floor_with_json_adds_pingpong_lines(bench):
     assert r.ok, r.error
     assert [rec["mechanism"] for rec in r.records] == ["mutex", "mutex"]
     assert [(o["bench"], o["test"], o["run"]) for o in r.others] == [
-        ("pingpong", "round_trip", 1), ("pingpong", "ring", 1),
-        ("pingpong", "round_trip", 2), ("pingpong", "ring", 2)]
+        ("pingpong", "round_trip", 1), ("pingpong", "ring", 1), ("pingpong", "answered_ring", 1),
+        ("pingpong", "round_trip", 2), ("pingpong", "ring", 2), ("pingpong", "answered_ring", 2)]
 
 
 def test_fetchadd_floor_with_one_cpu_says_why_not(bench_path):
