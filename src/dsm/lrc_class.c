@@ -161,6 +161,17 @@ static void give_up(size_t p)
 	PROTO_STAT_ADD(LRC_ST_MADE_SHARED, 1);
 }
 
+/* At the home: node n, which waited, learns page p's class. */
+static void answer(size_t p, int n, uint8_t cls)
+{
+	if (n == dsm.node) {
+		become(p, cls);
+		wake(p);
+	} else {
+		put(cls == CLS_PRIVATE ? OUT_GRANT : OUT_SHARED, n, p);
+	}
+}
+
 /* At the home: page p is shared now; answer every node that waited. */
 static void shared_now(size_t p)
 {
@@ -169,16 +180,9 @@ static void shared_now(size_t p)
 	pg->revoking = 0;
 	uint64_t wait = pg->wait;
 	pg->wait = 0;
-	for (int n = 0; n < dsm.nodes; n++) {
-		if (!(wait >> n & 1))
-			continue;
-		if (n == dsm.node) {
-			become(p, CLS_SHARED);
-			wake(p);
-		} else {
-			put(OUT_SHARED, n, p);
-		}
-	}
+	for (int n = 0; n < dsm.nodes; n++)
+		if (wait >> n & 1)
+			answer(p, n, CLS_SHARED);
 }
 
 static uint8_t decide(size_t p, int n, int ask);
@@ -192,16 +196,9 @@ static void unused_now(size_t p)
 	pg->dir = 0;
 	pg->revoking = 0;
 	pg->wait = 0;
-	for (int n = 0; n < dsm.nodes; n++) {
-		if (!(wait >> n & 1) || decide(p, n, LRC_ASK_FAULT) != CLS_PRIVATE)
-			continue;
-		if (n == dsm.node) {
-			become(p, CLS_PRIVATE);
-			wake(p);
-		} else {
-			put(OUT_GRANT, n, p);
-		}
-	}
+	for (int n = 0; n < dsm.nodes; n++)
+		if ((wait >> n & 1) && decide(p, n, LRC_ASK_FAULT) == CLS_PRIVATE)
+			answer(p, n, CLS_PRIVATE);
 }
 
 /* Page p is private here and was never used: no access, no fault waiting
