@@ -161,12 +161,29 @@ static void give_up(size_t p)
 	PROTO_STAT_ADD(LRC_ST_MADE_SHARED, 1);
 }
 
+/* Page p is shared, and this node knows it: the faults waiting go on; a
+   page asked ahead becomes readable, as a page fetched ahead does (its
+   notices' diffs fetched first). */
+static void shared_here(size_t p)
+{
+	struct lrc_page *pg = lrc_page(p);
+	if (pg->waiters)
+		wake(p);
+	else if (lrc_stale(p))
+		lrc_start_fetch(p);
+	else
+		lrc_set_access(p, ACC_READ);
+}
+
 /* At the home: node n, which waited, learns page p's class. */
 static void answer(size_t p, int n, uint8_t cls)
 {
 	if (n == dsm.node) {
 		become(p, cls);
-		wake(p);
+		if (cls == CLS_SHARED)
+			shared_here(p);
+		else
+			wake(p);
 	} else {
 		put(cls == CLS_PRIVATE ? OUT_GRANT : OUT_SHARED, n, p);
 	}
@@ -302,7 +319,7 @@ static void shared_arrived(size_t p, const unsigned char *data, int from)
 		pg->have = HAVE_COPY;
 	}
 	become(p, CLS_SHARED);
-	wake(p);
+	shared_here(p);
 }
 
 static void handle(const struct dsm_hdr *h, const void *payload, size_t len)
