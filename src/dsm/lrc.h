@@ -55,6 +55,7 @@ struct lrc_page {
 	uint8_t dir;	  /* 0 nobody yet, 1 + the node it is private to, or 0xff shared */
 	uint8_t revoking; /* the home asked that node to give it back */
 	uint64_t wait;	  /* nodes whose ask waits for it */
+	uint64_t told;	  /* of those, the ones the node giving it back answers itself */
 };
 
 /* What a node knows of a page's use (lrc_class.c). */
@@ -120,6 +121,7 @@ struct lrc_state {
 	size_t *arrived_len;
 	int gc_now;	   /* this barrier collects */
 	uint32_t gc_epoch; /* collections this node has been through */
+	uint32_t taking;   /* pages this home is taking back (lrc_class.c) */
 	uint32_t *gc_base; /* what it collects: node 0's vt in the barrier's exit */
 	int gc_reported;   /* this node said its pages are current */
 	int gc_ready;	   /* node 0: nodes that said so */

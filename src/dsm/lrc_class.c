@@ -38,6 +38,8 @@
  *   PAGE b=1      private: the pages granted
  *   PAGE b=2      shared: the pages, with the home's copies
  *   PAGE_FWD      home -> the node the pages are private to: give them back
+ *                 (each page with the nodes waiting for it when it was sent, a
+ *                 u64: that node sends them the page itself, one hop sooner)
  *   PAGE b=3      that node -> the home: the pages, with their contents
  *   PAGE b=4      that node -> the home: pages never used here
  *   PAGE b=5      not now (to asks ahead)
@@ -78,15 +80,29 @@ struct pagelist {
 static struct pagelist *out[NOUT]; /* per kind, per node */
 static int pending;		   /* something is in out[] */
 
-static void put(int kind, int node, size_t p)
+static void put_word(int kind, int node, uint32_t v)
 {
 	struct pagelist *l = &out[kind][node];
 	if (l->len == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 64;
 		l->w = lrc_xrealloc(l->w, l->cap * sizeof(uint32_t));
 	}
-	l->w[l->len++] = (uint32_t)p;
+	l->w[l->len++] = v;
 	pending = 1;
+}
+
+static void put(int kind, int node, size_t p)
+{
+	put_word(kind, node, (uint32_t)p);
+}
+
+/* A take-back: the page, and the nodes its holder answers itself. */
+#define TAKE_WORDS 3
+static void put_take(int node, size_t p, uint64_t told)
+{
+	put_word(OUT_TAKE, node, (uint32_t)p);
+	put_word(OUT_TAKE, node, (uint32_t)told);
+	put_word(OUT_TAKE, node, (uint32_t)(told >> 32));
 }
 
 void lrc_class_send(void)
@@ -100,6 +116,7 @@ void lrc_class_send(void)
 			if (!l->len)
 				continue;
 			size_t head = l->len * sizeof(uint32_t);
+			size_t count = k == OUT_TAKE ? l->len / TAKE_WORDS : l->len;
 			size_t len = head + (outs[k].data ? l->len * dsm.page_size : 0);
 			unsigned char *buf = (unsigned char *)l->w;
 			if (outs[k].data) { /* the contents now, as they are */
@@ -111,7 +128,7 @@ void lrc_class_send(void)
 							       : dsm_page_alias(l->w[i]),
 					       dsm.page_size);
 			}
-			lrc_send((int)n, outs[k].kind, l->len, outs[k].b, buf, len);
+			lrc_send((int)n, outs[k].kind, count, outs[k].b, buf, len);
 			if (buf != (unsigned char *)l->w)
 				free(buf);
 			l->len = 0;
@@ -252,7 +269,11 @@ static uint8_t decide(size_t p, int n, int ask)
 			give_up(p); /* the home's copy is the page */
 			shared_now(p);
 		} else {
-			put(OUT_TAKE, owner, p);
+			/* The nodes waiting now get the page from that node; the home
+			   answers those that ask later, once it has it back. */
+			pg->told = pg->wait & ~(1ull << dsm.node);
+			lrc.taking++;
+			put_take(owner, p, pg->told);
 		}
 	}
 	return CLS_UNKNOWN;
@@ -343,18 +364,29 @@ static void handle(const struct dsm_hdr *h, const void *payload, size_t len)
 		return;
 	}
 	if (h->kind == LOCUS_DSM_MSG_PAGE_FWD) { /* give them back */
-		const uint32_t *w = batch(h, payload, len, 0, NULL);
-		for (uint64_t i = 0; i < h->a; i++) {
-			if (dsm_home_of(w[i]) != from)
-				dsm_fatal("lrc: node %d took back page %u, homed at %d", from, w[i],
-					  dsm_home_of(w[i]));
-			if (unused(w[i])) {
-				lrc_page(w[i])->cls = CLS_UNKNOWN;
-				put(OUT_UNUSED, from, w[i]);
-			} else {
-				give_up(w[i]);
-				put(OUT_BACK, from, w[i]);
+		const uint32_t *w = payload;
+		if (h->a == 0 || h->a > dsm.npages || len != h->a * TAKE_WORDS * sizeof(uint32_t))
+			dsm_fatal("lrc: node %d sent a take-back of %llu pages in %zu bytes", from,
+				  (unsigned long long)h->a, len);
+		for (uint64_t i = 0; i < h->a; i++, w += TAKE_WORDS) {
+			size_t p = w[0];
+			uint64_t told = w[1] | (uint64_t)w[2] << 32;
+			if (p >= dsm.npages || dsm_home_of(p) != from ||
+			    (dsm.nodes < 64 && told >> dsm.nodes) || (told >> from & 1))
+				dsm_fatal("lrc: node %d took back page %zu (homed at %d) for nodes "
+					  "%#llx",
+					  from, p, p < dsm.npages ? dsm_home_of(p) : -1,
+					  (unsigned long long)told);
+			if (unused(p)) { /* the home answers them all */
+				lrc_page(p)->cls = CLS_UNKNOWN;
+				put(OUT_UNUSED, from, p);
+				continue;
 			}
+			give_up(p);
+			put(OUT_BACK, from, p);
+			for (int n = 0; n < dsm.nodes; n++)
+				if (told >> n & 1)
+					put(OUT_SHARED, n, p); /* this page as it is now */
 		}
 		return;
 	}
@@ -387,13 +419,23 @@ static void handle(const struct dsm_hdr *h, const void *payload, size_t len)
 		case UNUSED:
 			if (!pg->revoking || pg->dir != 1 + from || pg->access != ACC_NONE)
 				dsm_fatal("lrc: unexpected page %zu given back by node %d", p, from);
+			lrc.taking--;
 			if (h->b == UNUSED) {
+				pg->told = 0; /* nobody was answered */
 				unused_now(p);
+				lrc_gc_check();
 				break;
 			}
 			memcpy(dsm_page_alias(p), data + i * dsm.page_size, dsm.page_size);
 			pg->have = HAVE_COPY;
+			pg->wait &= ~pg->told; /* answered by the node that gave it back */
+			pg->told = 0;
 			shared_now(p);
+			/* A collection began meanwhile: its notices' diffs now, on the
+			   copy (lrc_gc_start left the page to this). */
+			if (lrc.gc_now && pg->npend && !pg->replies_left)
+				lrc_start_fetch(p);
+			lrc_gc_check();
 			break;
 		default:
 			dsm_fatal("lrc: page message of kind %llu from node %d",

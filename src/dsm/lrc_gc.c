@@ -13,7 +13,9 @@ void lrc_gc_start(void)
 	for (size_t k = 0; k < lrc.nlive; k++) {
 		size_t p = lrc.live[k];
 		struct lrc_page *pg = &lrc.pg[p];
-		if (lrc_manages(p) && pg->npend && !pg->replies_left)
+		/* A page being taken back gets its diffs when it is back (its copy
+		   comes first: lrc_class.c). */
+		if (lrc_manages(p) && pg->npend && !pg->replies_left && !pg->revoking)
 			lrc_start_fetch(p);
 	}
 	lrc_batch_send();
@@ -23,7 +25,7 @@ void lrc_gc_start(void)
 /* This node's managed pages are current and nothing is in flight: say so. */
 void lrc_gc_check(void)
 {
-	if (!lrc.gc_now || lrc.gc_reported || lrc.fetches || dsm_ship_running())
+	if (!lrc.gc_now || lrc.gc_reported || lrc.fetches || lrc.taking || dsm_ship_running())
 		return;
 	lrc_close_interval(); /* what a shipped call wrote since the barrier began (kept) */
 	lrc.gc_reported = 1;
