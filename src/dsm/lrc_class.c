@@ -11,9 +11,12 @@
  * private, with nothing to fetch: nobody else has used it, so it is the zero
  * page. When another node asks for a page private to a node, the home takes
  * it back (PAGE_FWD): that node write-protects it, marks it shared, and sends
- * its contents to the home, which keeps them as its copy; from then on its
- * writes are twinned and noticed as every shared page's. Every node that asks
- * for a shared page gets the home's copy with the answer, and then fetches
+ * its contents to the home, which keeps them as its copy, and to the nodes
+ * that were waiting for it (the home answers those that ask later); from then
+ * on its writes are twinned and noticed as every shared page's. A collection
+ * waits for every page on its way back (lrc.taking): its home's copy must be
+ * there before the diffs of its notices are applied to it. Every node that
+ * asks for a shared page gets the home's copy with the answer, and then fetches
  * the diffs of its pending notices as for a page dropped at a collection
  * (proto_lrc.c): the home's copy holds every write of the private time and
  * the notices every write since. A page never goes back to private.
