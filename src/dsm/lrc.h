@@ -88,7 +88,8 @@ struct interval {
 /* lrc's settings (its config hook, lrc_gc.c). */
 struct lrc_settings {
 	uint64_t gc_bytes; /* LOCUS_DSM_GC_BYTES: collect at a barrier when a node keeps more */
-	int private_pages; /* LOCUS_DSM_LRC_PRIVATE: pages one node uses go without twins */
+	int private_pages; /* LOCUS_DSM_LRC_PRIVATE: pages one node uses go without twins
+			      (-1 unset: lrc_config_resolve decides at init) */
 };
 extern struct lrc_settings lrc_set;
 
@@ -199,6 +200,7 @@ static inline void lrc_send(int dst, uint16_t kind, uint64_t a, uint64_t b, cons
 
 /* lrc_config.c: the settings (the protocol's config hook) and the rows */
 int lrc_config(void);
+void lrc_config_resolve(void); /* at init: private pages, when unset, by the network's speed */
 extern const struct dsm_stat lrc_stats[LRC_NSTATS];
 
 /* proto_lrc.c */

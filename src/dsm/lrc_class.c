@@ -140,6 +140,7 @@ void lrc_class_send(void)
 
 int lrc_class_init(void)
 {
+	lrc_config_resolve();
 	for (int k = 0; k < NOUT; k++)
 		if (!(out[k] = calloc(lrc.nodes, sizeof(struct pagelist))))
 			return -1;

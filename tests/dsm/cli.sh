@@ -134,6 +134,18 @@ for v in 2 -1 yes; do
 	expect 1 "LOCUS_DSM_LRC_PRIVATE=$v" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_LRC_PRIVATE=$v \
 		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
+# Unset, private pages are off where messages are slow (the seed's network): each
+# node then twins the rows it writes, as with LOCUS_DSM_LRC_PRIVATE=0, and more
+# than with LOCUS_DSM_LRC_PRIVATE=1.
+twins() { grep -o '"twins": [0-9]*' "$OUT" | head -1 | cut -d' ' -f2; }
+for pv in "" 0 1; do
+	expect 0 "verification passed" env LOCUS_DSM_NETWORK=seed LOCUS_DSM_PROTOCOL=lrc \
+		LOCUS_DSM_LRC_PRIVATE=$pv LOCUS_DSM_STATS=json \
+		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 128 -i 2 --first-touch 1
+	eval "twins_$pv=\$(twins)"
+done
+[ "$twins_" = "$twins_0" ] && [ "${twins_:-0}" -gt "${twins_1:-0}" ] ||
+	{ echo "FAIL: at the seed's delay, twins unset $twins_, off $twins_0, on $twins_1"; fail=1; }
 for v in 0 1025 -5 99999999999; do
 	expect 1 "LOCUS_DSM_RUN=$v" env LOCUS_DSM_RUN=$v "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
