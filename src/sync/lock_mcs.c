@@ -104,7 +104,7 @@ void mcs_lock(struct lock *l)
 		/* The line in exclusive state at once (a held lock's line is
 		   elsewhere): a failed CAS, or a look alone, would fetch it
 		   again for the add below. */
-		__builtin_prefetch(&l->u.mcs.tail, 1);
+		prefetch_write(&l->u.mcs.tail);
 		if (!ld_relaxed(&l->u.mcs.tail) && cas_acqrel(&l->u.mcs.tail, &expected, n)) {
 			st_relaxed(&l->u.mcs.uncounted, 1u);
 			l->u.mcs.holder = n;

@@ -53,7 +53,7 @@ void ticket_lock(struct lock *l)
 	if (!(l->flags & LOCK_STRICT)) {
 		/* Ask for the line in exclusive state: a plain load would fetch it
 		   shared and the add below fetch it again. */
-		__builtin_prefetch(&l->u.ticket.t.both, 1);
+		prefetch_write(&l->u.ticket.t.both);
 		if (ticket_out(ld_relaxed(&l->u.ticket.t.both)) >= l->admit)
 			admit_wait(l, ticket_enter);
 	}
