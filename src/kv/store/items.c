@@ -524,15 +524,8 @@ static void copy_value(struct kv_item *dst, size_t doff, struct kv_item *src, si
 /* n bytes of the item's value from off onto out (which has room: kv_buf_reserve). */
 static void buf_add_value(struct kv_buf *out, struct kv_item *it, size_t off, size_t n)
 {
-	while (n) {
-		size_t len;
-		const char *p = kv_item_span(it, off, &len);
-		if (len > n)
-			len = n;
-		kv_buf_add(out, p, len);
-		off += len;
-		n -= len;
-	}
+	kv_item_read(it, off, out->p + out->len, n);
+	out->len += n;
 }
 
 /* The old value into the new item, whose new data the caller put in place (append/prepend). */
