@@ -24,6 +24,14 @@ struct owndiff {
 	unsigned char *data;
 };
 
+/* A diff another node pushed at a barrier (lrc_push.c), kept until a
+   pending notice of the page names it. */
+struct pushed {
+	struct pushed *next;
+	uint32_t node, idx, len;
+	unsigned char data[];
+};
+
 struct rx { /* a reply to the fetch in flight */
 	struct rx *next;
 	uint32_t node; /* writer, or WHOLE */
@@ -56,6 +64,14 @@ struct lrc_page {
 	uint8_t revoking; /* the home asked that node to give it back */
 	uint64_t wait;	  /* nodes whose ask waits for it */
 	uint64_t told;	  /* of those, the ones the node giving it back answers itself */
+	/* Pushed diffs (lrc_push.c). At a writer: the nodes its diffs of the
+	   page go to at each barrier. At a reader: what came, how many pushes
+	   were applied since it subscribed, and whether the last one was left
+	   for a fault to show the page is still read. */
+	uint64_t subs;
+	struct pushed *pushed;
+	uint16_t npush;
+	uint8_t probing, pushq; /* pushq: in lrc.pushq */
 };
 
 /* What a node knows of a page's use (lrc_class.c). */
@@ -90,6 +106,7 @@ struct lrc_settings {
 	uint64_t gc_bytes; /* LOCUS_DSM_GC_BYTES: collect at a barrier when a node keeps more */
 	int private_pages; /* LOCUS_DSM_LRC_PRIVATE: pages one node uses go without twins
 			      (-1 unset: lrc_config_resolve decides at init) */
+	int push;	   /* LOCUS_DSM_LRC_PUSH: diffs go at a barrier to the nodes reading them */
 };
 extern struct lrc_settings lrc_set;
 
@@ -104,7 +121,10 @@ extern struct lrc_settings lrc_set;
 	X(META_BYTES, meta_bytes, "meta_bytes", "bytes kept", GAUGE)                               \
 	X(META_PEAK, meta_peak_bytes, "meta_peak_bytes", "at most", GAUGE)                         \
 	X(PRIVATE, private_pages, "private_pages", "pages private", COUNT)                         \
-	X(MADE_SHARED, made_shared, "made_shared", "made shared", COUNT)
+	X(MADE_SHARED, made_shared, "made_shared", "made shared", COUNT)                           \
+	X(PUSHED, pushed_diffs, "pushed_diffs", "diffs pushed", COUNT)                             \
+	X(PUSH_USED, pushed_used, "pushed_used", "pushed diffs used", COUNT)                       \
+	X(PUSH_STOPPED, push_stopped, "push_stopped", "pushes stopped", COUNT)
 #define LRC_STAT_ID(id, field, json, label, kind) LRC_ST_##id,
 enum { LRC_STATS(LRC_STAT_ID) LRC_NSTATS };
 
@@ -133,6 +153,11 @@ struct lrc_state {
 	uint32_t **bq;
 	size_t *bqlen, *bqcap, *bqpages;
 	unsigned char *scratch; /* dsm_diff_max(page) bytes: a diff being made */
+	/* Pushed diffs (lrc_push.c): own intervals pushed so far; the pages
+	   holding pushed diffs; the pages on probation. */
+	uint32_t pushed_upto;
+	size_t *pushq, npushq;
+	size_t *probe, nprobe;
 };
 
 extern struct lrc_state lrc;
@@ -224,6 +249,7 @@ const struct owndiff *lrc_find_diff(size_t p, uint32_t idx);
 void lrc_batch_begin(void);
 void lrc_batch_send(void);
 void lrc_start_fetch(size_t p);
+void lrc_fetch_local(size_t p, struct rx *rx); /* every pending notice's diff is in rx */
 void lrc_reply_arrived(size_t p, uint32_t node, const void *data, size_t len);
 void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len);
 void lrc_diffs_arrived(uint64_t pages, uint32_t from, const unsigned char *data, size_t len);
@@ -249,6 +275,17 @@ int lrc_class_init(void);
 void lrc_class_send(void); /* the asks gathered (lrc_batch_send calls it) */
 /* A classification message (PAGE_REQ or PAGE with b != 0, PAGE_FWD): handled? */
 int lrc_class_message(const struct dsm_hdr *h, const void *payload, size_t len);
+
+/* lrc_push.c: diffs pushed at a barrier to the nodes that read them */
+void lrc_push_subscribe(size_t p, int node);   /* node asked for p's diffs */
+void lrc_push_send(void);		       /* barrier entry, the interval closed */
+void lrc_push_apply(void);		       /* barrier exit, the notices taken in */
+void lrc_push_message(const struct dsm_hdr *h, const void *payload, size_t len);
+/* Move the pushed diffs that the first nflight pending notices of page p
+   name into replies (returned); covered[i] says which notices they are. */
+struct rx *lrc_push_claim(size_t p, uint32_t nflight, uint8_t *covered);
+void lrc_push_gc(const uint32_t *upto, uint64_t *mem); /* at a collection */
+int lrc_push_covers(size_t p); /* is every pending notice's diff of p here? */
 
 /* lrc_gc.c */
 void lrc_gc_start(void);

@@ -1,37 +1,50 @@
 /*
- * lrc's settings (LOCUS_DSM_GC_BYTES, LOCUS_DSM_LRC_PRIVATE) and its
+ * lrc's settings (LOCUS_DSM_GC_BYTES, LOCUS_DSM_LRC_PRIVATE,
+ * LOCUS_DSM_LRC_PUSH) and its
  * statistics' rows: what the protocol table (proto_lrc.c) hands the runtime
  * for them.
  */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lrc.h"
 
-struct lrc_settings lrc_set = {.gc_bytes = 32ull << 20, .private_pages = -1};
+struct lrc_settings lrc_set = {.gc_bytes = 32ull << 20, .private_pages = -1, .push = 1};
 
 #define LRC_STAT_ROW(id, f, json, label, kind)                                                     \
 	{json, label, offsetof(locus_dsm_stats, f), DSM_STAT_##kind},
 const struct dsm_stat lrc_stats[LRC_NSTATS] = {LRC_STATS(LRC_STAT_ROW)};
 
-int lrc_config(void)
+/* A switch: 0 or 1 (unset: *v is left as it is). */
+static int env_switch(const char *name, uint64_t *v, const char *on, const char *off)
 {
-	uint64_t gc_bytes = 32ull << 20, private_pages = 2; /* 2: unset */
-	if (dsm_env_u64("LOCUS_DSM_GC_BYTES", &gc_bytes, 1) != 0 ||
-	    dsm_env_u64("LOCUS_DSM_LRC_PRIVATE", &private_pages, 0) != 0)
-		return -1;
-	if (private_pages > 1 && getenv("LOCUS_DSM_LRC_PRIVATE") &&
-	    *getenv("LOCUS_DSM_LRC_PRIVATE")) {
-		fprintf(stderr,
-			"locus-dsm: LOCUS_DSM_LRC_PRIVATE=%s: expected 1 (a page only one node "
-			"uses goes without twins, diffs and notices) or 0 (every page is "
-			"shared)\n",
-			getenv("LOCUS_DSM_LRC_PRIVATE"));
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return 0;
+	if (strcmp(s, "0") && strcmp(s, "1")) {
+		fprintf(stderr, "locus-dsm: %s=%s: expected 1 (%s) or 0 (%s)\n", name, s, on, off);
 		return -1;
 	}
+	*v = s[0] == '1';
+	return 0;
+}
+
+int lrc_config(void)
+{
+	uint64_t gc_bytes = 32ull << 20, private_pages = 2 /* unset */, push = 1;
+	if (dsm_env_u64("LOCUS_DSM_GC_BYTES", &gc_bytes, 1) != 0 ||
+	    env_switch("LOCUS_DSM_LRC_PRIVATE", &private_pages,
+		       "a page only one node uses goes without twins, diffs and notices",
+		       "every page is shared") != 0 ||
+	    env_switch("LOCUS_DSM_LRC_PUSH", &push,
+		       "a writer sends its diffs at a barrier to the nodes that read them",
+		       "diffs are fetched at a fault only") != 0)
+		return -1;
 	lrc_set.gc_bytes = gc_bytes;
 	lrc_set.private_pages = private_pages > 1 ? -1 : (int)private_pages;
+	lrc_set.push = (int)push;
 	return 0;
 }
 

@@ -32,18 +32,33 @@ void lrc_batch_send(void)
 	}
 }
 
+static void fetch_done(size_t p);
+
 /* Ask for what page p lacks: every pending notice's diff and, for a page
-   dropped at a collection, the whole page. */
+   dropped at a collection, the whole page; diffs pushed here (lrc_push.c)
+   are not asked for. */
 void lrc_start_fetch(size_t p)
 {
 	struct lrc_page *pg = lrc_page(p);
 	pg->nflight = pg->npend;
 	pg->replies_left = 0;
+	uint8_t *covered = NULL;
+	if (pg->pushed) {
+		covered = lrc_xmalloc(pg->nflight);
+		struct rx *x = lrc_push_claim(p, pg->nflight, covered);
+		while (x) {
+			struct rx *next = x->next;
+			x->next = pg->rx;
+			pg->rx = x;
+			x = next;
+		}
+	}
+#define ASKED(i) (pg->pend[i].node == n && !(covered && covered[i]))
 	lrc_batch_begin();
 	for (size_t n = 0; n < lrc.nodes; n++) {
 		uint32_t k = 0;
 		for (uint32_t i = 0; i < pg->nflight; i++)
-			k += pg->pend[i].node == n;
+			k += ASKED(i);
 		if (!k)
 			continue;
 		if (lrc.bqlen[n] + 2 + k > lrc.bqcap[n]) {
@@ -55,20 +70,36 @@ void lrc_start_fetch(size_t p)
 		w[1] = k;
 		k = 2;
 		for (uint32_t i = 0; i < pg->nflight; i++)
-			if (pg->pend[i].node == n)
+			if (ASKED(i))
 				w[k++] = pg->pend[i].idx;
 		lrc.bqlen[n] += k;
 		lrc.bqpages[n]++;
 		pg->replies_left++;
 	}
+#undef ASKED
 	lrc_batch_send();
 	if (pg->have == HAVE_NONE) {
 		lrc_send(dsm_home_of(p), LOCUS_DSM_MSG_PAGE_REQ, p, 0, NULL, 0);
 		pg->replies_left++;
 	}
-	if (!pg->replies_left)
+	int local = covered && pg->rx;
+	free(covered);
+	if (!pg->replies_left && !local)
 		dsm_fatal("lrc: fetch of page %zu with nothing to ask", p);
 	lrc.fetches++;
+	if (!pg->replies_left) /* everything was pushed here */
+		fetch_done(p);
+}
+
+void lrc_fetch_local(size_t p, struct rx *rx)
+{
+	struct lrc_page *pg = lrc_page(p);
+	if (pg->rx || pg->replies_left || !rx)
+		dsm_fatal("lrc: local fetch of page %zu while another is in flight", p);
+	pg->nflight = pg->npend;
+	pg->rx = rx;
+	lrc.fetches++;
+	fetch_done(p);
 }
 
 struct applied {
@@ -201,6 +232,7 @@ void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len)
 		if (words - off < 2 || w[off] >= dsm.npages || w[off + 1] > words - off - 2)
 			dsm_fatal("lrc: malformed diff request from node %d", to);
 		size_t p = w[off];
+		lrc_push_subscribe(p, to); /* its next diffs go there at a barrier */
 		total += 2 * sizeof(uint32_t);
 		for (uint32_t i = 0; i < w[off + 1]; i++) {
 			const struct owndiff *d = lrc_find_diff(p, w[off + 2 + i]);

@@ -9,6 +9,7 @@ void lrc_gc_start(void)
 	PROTO_STAT_ADD(LRC_ST_GCS, 1);
 	lrc.gc_reported = 0;
 	dsm_ship_hold(1); /* no shipped call writes while the pages are collected */
+	lrc.fetches++; /* a fetch that pushed diffs complete at once reports nothing yet */
 	lrc_batch_begin();
 	for (size_t k = 0; k < lrc.nlive; k++) {
 		size_t p = lrc.live[k];
@@ -19,6 +20,7 @@ void lrc_gc_start(void)
 			lrc_start_fetch(p);
 	}
 	lrc_batch_send();
+	lrc.fetches--;
 	lrc_gc_check();
 }
 
@@ -106,6 +108,7 @@ void lrc_gc_free(void)
 			pg->cappend = 0;
 		}
 	}
+	lrc_push_gc(upto, &mem);
 	for (size_t n = 0; n < lrc.nodes; n++) {
 		uint32_t drop = upto[n] - lrc.base[n], keep = lrc.vt[n] - upto[n];
 		for (uint32_t i = 0; i < drop; i++) {

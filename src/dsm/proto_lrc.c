@@ -94,9 +94,11 @@ static int lrc_init(void)
 	lrc.bqcap = calloc(lrc.nodes, sizeof(size_t));
 	lrc.bqpages = calloc(lrc.nodes, sizeof(size_t));
 	lrc.scratch = malloc(dsm_diff_max(dsm.page_size));
+	lrc.pushq = dsm_table_new(dsm.npages, sizeof(size_t));
+	lrc.probe = dsm_table_new(dsm.npages, sizeof(size_t));
 	if (!lrc.pg || !lrc.live || !lrc.vt || !lrc.base || !lrc.iv || !lrc.ivcap || !lrc.dirty ||
 	    !lrc.inval || !lrc.gc_base || !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap ||
-	    !lrc.bqpages || !lrc.arrived_len || !lrc.scratch)
+	    !lrc.bqpages || !lrc.arrived_len || !lrc.scratch || !lrc.pushq || !lrc.probe)
 		return -1;
 	return lrc_class_init();
 }
@@ -510,7 +512,10 @@ static void fault(struct dsm_req *r, int again)
 		lrc_batch_send();
 	}
 	if (lrc_stale(p)) {
-		COUNT(write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ, DSM_REMOTE);
+		if (lrc_push_covers(p)) /* everything it lacks was pushed here: no message */
+			COUNT(LOCUS_DSM_FAULT_LOCAL, DSM_LOCAL);
+		else
+			COUNT(write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ, DSM_REMOTE);
 		r->wnext = NULL;
 		pg->waiters = r;
 		lrc_batch_begin();
@@ -628,10 +633,16 @@ static void lrc_message(const struct dsm_hdr *h, const void *payload, size_t len
 		lrc_reply_arrived(p, WHOLE, payload, len);
 		break;
 	case LOCUS_DSM_MSG_DIFF_REQ:
-		lrc_serve_diffs(h->a, h->src, payload, len);
+		if (h->b)
+			lrc_push_message(h, payload, len); /* stop pushing */
+		else
+			lrc_serve_diffs(h->a, h->src, payload, len);
 		break;
 	case LOCUS_DSM_MSG_DIFF:
-		lrc_diffs_arrived(h->a, h->src, payload, len);
+		if (h->b)
+			lrc_push_message(h, payload, len); /* pushed at a barrier */
+		else
+			lrc_diffs_arrived(h->a, h->src, payload, len);
 		break;
 	case LOCUS_DSM_MSG_GC:
 		if (h->b == 1 && dsm.node == 0) {
@@ -710,6 +721,7 @@ static void lrc_release(uint32_t lock)
 static size_t lrc_barrier_enter(void **out)
 {
 	lrc_close_interval();
+	lrc_push_send(); /* to the nodes reading what it wrote, before node 0 hears */
 	size_t head = sizeof(uint64_t) + lrc.nodes * sizeof(uint32_t);
 	unsigned char *buf = lrc_xmalloc(head);
 	uint64_t mem = PROTO_STAT_GET(LRC_ST_META_BYTES);
@@ -791,6 +803,7 @@ static int lrc_barrier_leave(const void *p, size_t len)
 			memcpy(lrc.gc_base, (const unsigned char *)p + sizeof(gc),
 			       lrc.nodes * sizeof(uint32_t));
 	}
+	lrc_push_apply(); /* pages whose notices' diffs were pushed here */
 	if (!lrc.gc_now)
 		return 1;
 	lrc_gc_start();

@@ -35,6 +35,19 @@
  *               asks for it; that node, taking the lock next, must read the
  *               value put back (the home answers with the page as of its last
  *               interval, not one in the middle of the critical section)
+ *   push R      diffs pushed at a barrier (lrc_push.c), at least 8 phases:
+ *               node n writes its page E[n] every phase and node n + 1 reads
+ *               it; it writes O[n] every phase and node n + 1 reads it in
+ *               the first two only; every node writes its own words of page
+ *               M and reads all of them. Every value read is checked. On 2
+ *               nodes (where a push always comes before the barrier's exit:
+ *               both travel on one pair of nodes), also: from the 4th phase
+ *               on no read of E or M sends a message (their diffs were
+ *               pushed), pushed diffs were used, and each node stopped the
+ *               pushes of the O page it no longer reads. With
+ *               LOCUS_DSM_LRC_PUSH=0, nothing is pushed; with
+ *               LOCUS_DSM_GC_BYTES set, the values only, and collections
+ *               happened.
  *
  * Exits 0 when every check held; prints what was wrong otherwise.
  */
@@ -385,10 +398,83 @@ static void private_pages(long rounds)
 	       (unsigned long long)s1.private_pages, (unsigned long long)s1.made_shared);
 }
 
+static int push_expected(void)
+{
+	const char *v = getenv("LOCUS_DSM_LRC_PUSH");
+	return nodes > 1 && !(v && !strcmp(v, "0"));
+}
+
+static void push(long rounds)
+{
+	enum { WORDS = PAGE / 8 };
+	if (rounds < 8)
+		rounds = 8;
+	volatile int64_t *e = locus_dsm_alloc((size_t)nodes * PAGE);
+	volatile int64_t *o = locus_dsm_alloc((size_t)nodes * PAGE);
+	volatile int64_t *m = locus_dsm_alloc(PAGE);
+	size_t per = WORDS / (size_t)nodes; /* words of M per node */
+	int from = (me + nodes - 1) % nodes; /* whose E and O this node reads */
+	locus_dsm_stats s0, s1;
+	locus_dsm_barrier();
+	for (long r = 1; r <= rounds; r++) {
+		if (r == 4)
+			locus_dsm_stats_get(&s0);
+		for (size_t i = 0; i < WORDS; i += 16) {
+			e[(size_t)me * WORDS + i] = r * 1000 + me * 10 + (long)i;
+			o[(size_t)me * WORDS + i] = -(r * 1000 + me * 10 + (long)i);
+		}
+		for (size_t i = 0; i < per; i++)
+			m[(size_t)me * per + i] = r * 100000 + me * 1000 + (long)i;
+		locus_dsm_barrier();
+		for (size_t i = 0; i < WORDS; i += 16) {
+			long want = r * 1000 + from * 10 + (long)i;
+			if (e[(size_t)from * WORDS + i] != want)
+				fail("push: the page a neighbour writes", r,
+				     (long)e[(size_t)from * WORDS + i], want);
+			if (r <= 2 && o[(size_t)from * WORDS + i] != -want)
+				fail("push: the page read twice", r,
+				     (long)o[(size_t)from * WORDS + i], -want);
+		}
+		for (int n = 0; n < nodes; n++)
+			for (size_t i = 0; i < per; i++) {
+				long want = r * 100000 + n * 1000 + (long)i;
+				if (m[(size_t)n * per + i] != want)
+					fail("push: a word of the page every node writes", r,
+					     (long)m[(size_t)n * per + i], want);
+			}
+		locus_dsm_barrier();
+	}
+	locus_dsm_stats_get(&s1);
+	long misses = (long)(s1.remote_misses - s0.remote_misses);
+	printf("push: node %d: %ld phases, %llu diffs pushed, %llu pushed diffs used, %llu "
+	       "pushes stopped, %ld remote misses from phase 4\n",
+	       me, rounds, (unsigned long long)s1.pushed_diffs,
+	       (unsigned long long)s1.pushed_used, (unsigned long long)s1.push_stopped, misses);
+	if (!push_expected()) {
+		if (s1.pushed_diffs || s1.pushed_used)
+			fail("push: diffs pushed with LOCUS_DSM_LRC_PUSH=0", rounds,
+			     (long)s1.pushed_diffs, 0);
+		return;
+	}
+	if (getenv("LOCUS_DSM_GC_BYTES")) { /* collections drop copies: values only */
+		if (!s1.gcs)
+			fail("push: collections", rounds, 0, 1);
+		return;
+	}
+	if (nodes != 2)
+		return;
+	if (misses)
+		fail("push: remote misses from phase 4", rounds, misses, 0);
+	if (!s1.pushed_used)
+		fail("push: pushed diffs used", rounds, 0, rounds);
+	if (!s1.push_stopped)
+		fail("push: pushes stopped (the page read twice)", rounds, 0, 1);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc|private ROUNDS\n");
+		fprintf(stderr, "usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc|private|push ROUNDS\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -415,6 +501,8 @@ int main(int argc, char **argv)
 		gc(rounds);
 	else if (!strcmp(mode, "private"))
 		private_pages(rounds);
+	else if (!strcmp(mode, "push"))
+		push(rounds);
 	else {
 		fprintf(stderr, "dsm_lrc: unknown mode %s\n", mode);
 		bad++;
