@@ -264,6 +264,7 @@ typedef struct locus_dsm_stats {
 	uint64_t private_pages;	  /* pages its home gave this node as private (used by
 				     no other node: no twins, diffs or notices) */
 	uint64_t made_shared;	  /* of those, the ones another node then asked for */
+	uint64_t private_moved;	  /* of those, the ones that moved to that node as private */
 	uint64_t pushed_diffs;	  /* diffs sent at a barrier to nodes that read the page */
 	uint64_t pushed_used;	  /* diffs pushed here that a page then took, with no fetch */
 	uint64_t push_stopped;	  /* pages whose pushes this node stopped (not read any more) */

@@ -62,8 +62,14 @@ struct lrc_page {
 	/* At the page's home, its directory entry (lrc_class.c): */
 	uint8_t dir;	  /* 0 nobody yet, 1 + the node it is private to, or 0xff shared */
 	uint8_t revoking; /* the home asked that node to give it back */
-	uint64_t wait;	  /* nodes whose ask waits for it */
-	uint64_t told;	  /* of those, the ones the node giving it back answers itself */
+	uint8_t moved;	  /* it moved once to another node as private (no second time) */
+	/* At a node it is moving to: a take-back that came before the page did
+	   (the home's message overtook the old holder's), done when it comes. */
+	uint8_t take_early;
+	uint8_t ahead_in; /* it moved here for an ask ahead, with no fault waiting */
+	uint64_t take_told;
+	uint64_t wait; /* nodes whose ask waits for it */
+	uint64_t told; /* of those, the ones the node giving it back answers itself */
 	/* Pushed diffs (lrc_push.c). At a writer: the nodes its diffs of the
 	   page go to at each barrier. At a reader: what came, how many pushes
 	   were applied since it subscribed, and whether the last one was left
@@ -107,6 +113,7 @@ struct lrc_settings {
 	int private_pages; /* LOCUS_DSM_LRC_PRIVATE: pages one node uses go without twins
 			      (-1 unset: lrc_config_resolve decides at init) */
 	int push;	   /* LOCUS_DSM_LRC_PUSH: diffs go at a barrier to the nodes reading them */
+	int move;	   /* LOCUS_DSM_LRC_MOVE: a private page taken back the first time moves */
 };
 extern struct lrc_settings lrc_set;
 
@@ -122,6 +129,7 @@ extern struct lrc_settings lrc_set;
 	X(META_PEAK, meta_peak_bytes, "meta_peak_bytes", "at most", GAUGE)                         \
 	X(PRIVATE, private_pages, "private_pages", "pages private", COUNT)                         \
 	X(MADE_SHARED, made_shared, "made_shared", "made shared", COUNT)                           \
+	X(MOVED, private_moved, "private_moved", "moved away", COUNT)                              \
 	X(PUSHED, pushed_diffs, "pushed_diffs", "diffs pushed", COUNT)                             \
 	X(PUSH_USED, pushed_used, "pushed_used", "pushed diffs used", COUNT)                       \
 	X(PUSH_STOPPED, push_stopped, "push_stopped", "pushes stopped", COUNT)
@@ -277,9 +285,9 @@ void lrc_class_send(void); /* the asks gathered (lrc_batch_send calls it) */
 int lrc_class_message(const struct dsm_hdr *h, const void *payload, size_t len);
 
 /* lrc_push.c: diffs pushed at a barrier to the nodes that read them */
-void lrc_push_subscribe(size_t p, int node);   /* node asked for p's diffs */
-void lrc_push_send(void);		       /* barrier entry, the interval closed */
-void lrc_push_apply(void);		       /* barrier exit, the notices taken in */
+void lrc_push_subscribe(size_t p, int node); /* node asked for p's diffs */
+void lrc_push_send(void);		     /* barrier entry, the interval closed */
+void lrc_push_apply(void);		     /* barrier exit, the notices taken in */
 void lrc_push_message(const struct dsm_hdr *h, const void *payload, size_t len);
 /* Move the pushed diffs that the first nflight pending notices of page p
    name into replies (returned); covered[i] says which notices they are. */

@@ -21,6 +21,17 @@
  * (proto_lrc.c): the home's copy holds every write of the private time and
  * the notices every write since. A page never goes back to private.
  *
+ * Moves (LOCUS_DSM_LRC_MOVE). The first time a page is taken back with one
+ * node waiting, it moves to that node instead, still private: the holder
+ * unmaps it and sends it its contents (PAGE b=6), and tells the home (b=7),
+ * which then takes it from there for the next node (shared, this time).
+ * Node 0's initialization of another node's data is the case: after the
+ * move the page is that node's own, as if it had written it first. The
+ * home's take-back to the new holder may overtake the contents on their
+ * way there: it is done when they come (take_early). A page moved to a
+ * node for an ask ahead, never used there, moves on to the next single
+ * asker, as a page never used is handed on.
+ *
  * Asks also go ahead of a walk, as fetches do (a node walking pages in
  * order asks for the next ones with the one it faulted on), and they may
  * take pages as the fault's own ask does. The asks of a prefetch, and of a
@@ -42,10 +53,13 @@
  *   PAGE b=2      shared: the pages, with the home's copies
  *   PAGE_FWD      home -> the node the pages are private to: give them back
  *                 (each page with the nodes waiting for it when it was sent, a
- *                 u64: that node sends them the page itself, one hop sooner)
+ *                 u64: that node sends them the page itself, one hop sooner;
+ *                 and 0, or 1 + the node it moves to)
  *   PAGE b=3      that node -> the home: the pages, with their contents
  *   PAGE b=4      that node -> the home: pages never used here
  *   PAGE b=5      not now (to asks ahead)
+ *   PAGE b=6      moved: the holder -> the node it moves to, with contents
+ *   PAGE b=7      moved: the holder -> the home (it went to the node told)
  * (PAGE_REQ and PAGE with b=0 are the whole-page fetch of lrc_fetch.c.) A
  * fault that waited for an answer goes on from there (lrc_fault_again): it
  * does not fault again.
@@ -58,9 +72,28 @@
 
 /* Outgoing batches, by kind: the b of PAGE_REQ (asks) and of PAGE (the rest,
    PAGE_FWD as TAKE). */
-enum { GRANT_PRIVATE = 1, ANSWER_SHARED = 2, GIVEN_BACK = 3, UNUSED = 4, NOT_NOW = 5 };
-enum { OUT_ASK_FAULT, OUT_ASK_AHEAD, OUT_GRANT, OUT_SHARED, OUT_TAKE, OUT_BACK, OUT_UNUSED,
-       OUT_NOT, NOUT };
+enum {
+	GRANT_PRIVATE = 1,
+	ANSWER_SHARED = 2,
+	GIVEN_BACK = 3,
+	UNUSED = 4,
+	NOT_NOW = 5,
+	MOVED = 6,
+	MOVE_DONE = 7
+};
+enum {
+	OUT_ASK_FAULT,
+	OUT_ASK_AHEAD,
+	OUT_GRANT,
+	OUT_SHARED,
+	OUT_TAKE,
+	OUT_BACK,
+	OUT_UNUSED,
+	OUT_NOT,
+	OUT_MOVED,
+	OUT_MOVE_DONE,
+	NOUT
+};
 static const struct {
 	uint16_t kind;
 	uint8_t b, data; /* data: the pages' contents follow their numbers */
@@ -73,6 +106,8 @@ static const struct {
 	[OUT_BACK] = {LOCUS_DSM_MSG_PAGE, GIVEN_BACK, 1},
 	[OUT_UNUSED] = {LOCUS_DSM_MSG_PAGE, UNUSED, 0},
 	[OUT_NOT] = {LOCUS_DSM_MSG_PAGE, NOT_NOW, 0},
+	[OUT_MOVED] = {LOCUS_DSM_MSG_PAGE, MOVED, 1},
+	[OUT_MOVE_DONE] = {LOCUS_DSM_MSG_PAGE, MOVE_DONE, 0},
 };
 #define DIR_SHARED 0xff
 
@@ -99,13 +134,15 @@ static void put(int kind, int node, size_t p)
 	put_word(kind, node, (uint32_t)p);
 }
 
-/* A take-back: the page, and the nodes its holder answers itself. */
-#define TAKE_WORDS 3
-static void put_take(int node, size_t p, uint64_t told)
+/* A take-back: the page, the nodes its holder answers itself, and 0 (the
+   page becomes shared) or 1 + the node it moves to as private. */
+#define TAKE_WORDS 4
+static void put_take(int node, size_t p, uint64_t told, uint32_t move_to)
 {
 	put_word(OUT_TAKE, node, (uint32_t)p);
 	put_word(OUT_TAKE, node, (uint32_t)told);
 	put_word(OUT_TAKE, node, (uint32_t)(told >> 32));
+	put_word(OUT_TAKE, node, move_to);
 }
 
 void lrc_class_send(void)
@@ -182,6 +219,20 @@ static void give_up(size_t p)
 	PROTO_STAT_ADD(LRC_ST_MADE_SHARED, 1);
 }
 
+/* Page p, private here, moves to another node as private: no access here
+   any more (a later access asks its home again). */
+static void give_away(size_t p)
+{
+	struct lrc_page *pg = lrc_page(p);
+	if (pg->cls != CLS_PRIVATE)
+		dsm_fatal("lrc: page %zu moved away from node %d, which does not hold it private",
+			  p, dsm.node);
+	lrc_set_access(p, ACC_NONE);
+	pg->cls = CLS_UNKNOWN;
+	pg->ahead_in = 0;
+	PROTO_STAT_ADD(LRC_ST_MOVED, 1);
+}
+
 /* Page p is shared, and this node knows it: the faults waiting go on; a
    page asked ahead becomes readable, as a page fetched ahead does (its
    notices' diffs fetched first). */
@@ -224,6 +275,8 @@ static void shared_now(size_t p)
 }
 
 static uint8_t decide(size_t p, int n, int ask);
+static void take(size_t p);
+static void moved_now(size_t p, int to);
 
 /* At the home: the node page p was private to never used it. The nodes
    that wait ask again, in order: the first gets it. */
@@ -248,13 +301,23 @@ static int unused(size_t p)
 	       !pg->waiters;
 }
 
+/* Page p moved here for an ask ahead of a walk, and was never used: a
+   take-back for one node moves it on, as a page never used is handed on. */
+static int unused_moved_in(size_t p)
+{
+	const struct lrc_page *pg = &lrc.pg[p];
+	return pg->cls == CLS_PRIVATE && pg->ahead_in && pg->access == ACC_NONE && !pg->waiters;
+}
+
 /* At the home: node n asks for page p (ask: LRC_ASK_*). Returns the class it
    has now, or CLS_UNKNOWN when it is private to another node: an ask of a
    fault then waits until that node gives it up, one ahead does not. */
 static uint8_t decide(size_t p, int n, int ask)
 {
 	struct lrc_page *pg = lrc_page(p);
-	if (pg->dir == 0 || pg->dir == 1 + n) {
+	/* (A node that asks while the home takes the page back from it asked
+	   after giving it up, and its ask overtook its answer: it waits.) */
+	if (pg->dir == 0 || (pg->dir == 1 + n && !pg->revoking)) {
 		pg->dir = (uint8_t)(1 + n);
 		return CLS_PRIVATE;
 	}
@@ -263,24 +326,60 @@ static uint8_t decide(size_t p, int n, int ask)
 	if (ask == LRC_ASK_AHEAD)
 		return CLS_UNKNOWN;
 	pg->wait |= 1ull << n;
-	if (!pg->revoking) {
-		int owner = pg->dir - 1;
-		pg->revoking = 1;
-		if (owner == dsm.node && unused(p)) {
-			pg->cls = CLS_UNKNOWN;
-			unused_now(p);
-		} else if (owner == dsm.node) {
-			give_up(p); /* the home's copy is the page */
-			shared_now(p);
+	if (!pg->revoking)
+		take(p);
+	return CLS_UNKNOWN;
+}
+
+/* At the home: nodes wait for page p, private to another node: take it
+   back. The first time, with one node waiting, it moves to that node as
+   private (a node's data initialized by another: its user is the first to
+   ask for it); else it becomes shared. */
+static void take(size_t p)
+{
+	struct lrc_page *pg = lrc_page(p);
+	int owner = pg->dir - 1;
+	int to = -1;
+	if (lrc_set.move && !(pg->wait & (pg->wait - 1)) &&
+	    (!pg->moved || (owner == dsm.node && unused_moved_in(p))))
+		to = __builtin_ctzll(pg->wait);
+	pg->revoking = 1;
+	if (owner == dsm.node && unused(p)) {
+		pg->cls = CLS_UNKNOWN;
+		unused_now(p);
+	} else if (owner == dsm.node && to >= 0) {
+		give_away(p); /* the home's page goes with the answer */
+		put(OUT_MOVED, to, p);
+		moved_now(p, to);
+	} else if (owner == dsm.node) {
+		give_up(p); /* the home's copy is the page */
+		shared_now(p);
+	} else {
+		/* The nodes waiting now get the page from that node; the home
+		   answers those that ask later, once it has it back. */
+		lrc.taking++;
+		if (to >= 0) { /* told: the node it moves to (answered by that node) */
+			pg->told = 1ull << to;
+			put_take(owner, p, 0, (uint32_t)(to + 1));
 		} else {
-			/* The nodes waiting now get the page from that node; the home
-			   answers those that ask later, once it has it back. */
 			pg->told = pg->wait & ~(1ull << dsm.node);
-			lrc.taking++;
-			put_take(owner, p, pg->told);
+			put_take(owner, p, pg->told, 0);
 		}
 	}
-	return CLS_UNKNOWN;
+}
+
+/* At the home: page p moved to node `to` as private. Nodes that asked since
+   take it back from there. */
+static void moved_now(size_t p, int to)
+{
+	struct lrc_page *pg = lrc_page(p);
+	pg->dir = (uint8_t)(1 + to);
+	pg->moved = 1;
+	pg->revoking = 0;
+	pg->told = 0;
+	pg->wait &= ~(1ull << to);
+	if (pg->wait)
+		take(p);
 }
 
 uint8_t lrc_class_of(size_t p, int ask)
@@ -312,8 +411,8 @@ uint8_t lrc_class_of(size_t p, int ask)
 
 /* The numbers of a batch's pages, checked; *data: their contents after them
    (when the kind carries them). */
-static const uint32_t *batch(const struct dsm_hdr *h, const void *payload, size_t len,
-			     int data, const unsigned char **contents)
+static const uint32_t *batch(const struct dsm_hdr *h, const void *payload, size_t len, int data,
+			     const unsigned char **contents)
 {
 	size_t count = h->a;
 	size_t per = sizeof(uint32_t) + (data ? dsm.page_size : 0);
@@ -323,8 +422,8 @@ static const uint32_t *batch(const struct dsm_hdr *h, const void *payload, size_
 	const uint32_t *w = payload;
 	for (size_t i = 0; i < count; i++)
 		if (w[i] >= dsm.npages)
-			dsm_fatal("lrc: node %d sent a message about page %u of %zu", h->src,
-				  w[i], dsm.npages);
+			dsm_fatal("lrc: node %d sent a message about page %u of %zu", h->src, w[i],
+				  dsm.npages);
 	if (contents)
 		*contents = (const unsigned char *)payload + count * sizeof(uint32_t);
 	return w;
@@ -345,6 +444,32 @@ static void shared_arrived(size_t p, const unsigned char *data, int from)
 	}
 	become(p, CLS_SHARED);
 	shared_here(p);
+}
+
+/* Page p, private here, is taken back by its home: it moves to node
+   move_to - 1 as private, or becomes shared and goes to the home and to the
+   nodes told. */
+static void give_back(size_t p, int home, uint64_t told, uint32_t move_to)
+{
+	if (unused(p)) { /* the home answers them all */
+		lrc_page(p)->cls = CLS_UNKNOWN;
+		put(OUT_UNUSED, home, p);
+		return;
+	}
+	if (!move_to && told && !(told & (told - 1)) && unused_moved_in(p))
+		move_to = 1 + (uint32_t)__builtin_ctzll(told); /* on to the one node that asks */
+	if (move_to) { /* to its next user, with its contents */
+		give_away(p);
+		put(OUT_MOVED, (int)move_to - 1, p);
+		if ((int)move_to - 1 != home)
+			put(OUT_MOVE_DONE, home, p);
+		return;
+	}
+	give_up(p);
+	put(OUT_BACK, home, p);
+	for (int n = 0; n < dsm.nodes; n++)
+		if (told >> n & 1)
+			put(OUT_SHARED, n, p); /* this page as it is now */
 }
 
 static void handle(const struct dsm_hdr *h, const void *payload, size_t len)
@@ -375,34 +500,37 @@ static void handle(const struct dsm_hdr *h, const void *payload, size_t len)
 		for (uint64_t i = 0; i < h->a; i++, w += TAKE_WORDS) {
 			size_t p = w[0];
 			uint64_t told = w[1] | (uint64_t)w[2] << 32;
+			uint32_t move_to = w[3];
 			if (p >= dsm.npages || dsm_home_of(p) != from ||
-			    (dsm.nodes < 64 && told >> dsm.nodes) || (told >> from & 1))
+			    (dsm.nodes < 64 && told >> dsm.nodes) || (told >> from & 1) ||
+			    move_to > (uint32_t)dsm.nodes || move_to == (uint32_t)dsm.node + 1 ||
+			    (move_to && told))
 				dsm_fatal("lrc: node %d took back page %zu (homed at %d) for nodes "
-					  "%#llx",
+					  "%#llx (moving to %d)",
 					  from, p, p < dsm.npages ? dsm_home_of(p) : -1,
-					  (unsigned long long)told);
-			if (unused(p)) { /* the home answers them all */
-				lrc_page(p)->cls = CLS_UNKNOWN;
-				put(OUT_UNUSED, from, p);
+					  (unsigned long long)told, (int)move_to - 1);
+			struct lrc_page *pg = lrc_page(p);
+			if (pg->cls != CLS_PRIVATE && pg->asking && !move_to && !pg->take_early) {
+				pg->take_early = 1; /* moving here: done when it comes */
+				pg->take_told = told;
 				continue;
 			}
-			give_up(p);
-			put(OUT_BACK, from, p);
-			for (int n = 0; n < dsm.nodes; n++)
-				if (told >> n & 1)
-					put(OUT_SHARED, n, p); /* this page as it is now */
+			give_back(p, from, told, move_to);
 		}
 		return;
 	}
-	const uint32_t *w = batch(h, payload, len, h->b == ANSWER_SHARED || h->b == GIVEN_BACK, &data);
+	const uint32_t *w =
+		batch(h, payload, len, h->b == ANSWER_SHARED || h->b == GIVEN_BACK || h->b == MOVED,
+		      &data);
 	for (uint64_t i = 0; i < h->a; i++) {
 		size_t p = w[i];
 		struct lrc_page *pg = lrc_page(p);
 		switch (h->b) {
 		case GRANT_PRIVATE:
 			if (!pg->asking || pg->npend)
-				dsm_fatal("lrc: node %d granted page %zu as private, unexpected here",
-					  from, p);
+				dsm_fatal(
+					"lrc: node %d granted page %zu as private, unexpected here",
+					from, p);
 			become(p, CLS_PRIVATE);
 			if (pg->waiters)
 				pg->have = HAVE_COPY; /* used: the zero page, current */
@@ -411,10 +539,47 @@ static void handle(const struct dsm_hdr *h, const void *payload, size_t len)
 		case ANSWER_SHARED:
 			shared_arrived(p, data + i * dsm.page_size, from);
 			break;
+		case MOVED: /* private here now, with its contents */
+			if (!pg->asking || pg->access != ACC_NONE || pg->npend)
+				dsm_fatal("lrc: page %zu moved here from node %d, not asked", p,
+					  from);
+			memcpy(dsm_page_alias(p), data + i * dsm.page_size, dsm.page_size);
+			pg->have = HAVE_COPY;
+			pg->ahead_in = !pg->waiters;
+			become(p, CLS_PRIVATE);
+			if (lrc_manages(p)) { /* the home moved it to itself */
+				if (!pg->revoking || pg->dir != 1 + from ||
+				    pg->told != 1ull << dsm.node)
+					dsm_fatal("lrc: unexpected page %zu moved by node %d", p,
+						  from);
+				lrc.taking--;
+				moved_now(p, dsm.node); /* shared at once if others asked */
+				lrc_gc_check();
+			}
+			if (pg->take_early) { /* its home took it back meanwhile */
+				pg->take_early = 0;
+				give_back(p, dsm_home_of(p), pg->take_told, 0);
+			}
+			/* the faults waiting go on: it is private here, it became
+			   shared at once (others asked meanwhile), or (the home's,
+			   never used) it moved on at once: they ask again */
+			if (pg->cls == CLS_SHARED)
+				shared_here(p);
+			else
+				wake(p);
+			break;
+		case MOVE_DONE: /* at the home: the page went to the node that asked */
+			if (!pg->revoking || pg->dir != 1 + from || !pg->told ||
+			    (pg->told & (pg->told - 1)))
+				dsm_fatal("lrc: unexpected move of page %zu by node %d", p, from);
+			lrc.taking--;
+			moved_now(p, __builtin_ctzll(pg->told));
+			lrc_gc_check();
+			break;
 		case NOT_NOW: /* a fault that came meanwhile asks again */
 			if (!pg->asking || pg->cls)
-				dsm_fatal("lrc: node %d said 'not now' of page %zu, not asked", from,
-					  p);
+				dsm_fatal("lrc: node %d said 'not now' of page %zu, not asked",
+					  from, p);
 			pg->asking = 0;
 			if (pg->waiters)
 				lrc_class_of(p, LRC_ASK_FAULT);
@@ -422,7 +587,11 @@ static void handle(const struct dsm_hdr *h, const void *payload, size_t len)
 		case GIVEN_BACK:
 		case UNUSED:
 			if (!pg->revoking || pg->dir != 1 + from || pg->access != ACC_NONE)
-				dsm_fatal("lrc: unexpected page %zu given back by node %d", p, from);
+				dsm_fatal(
+					"lrc: unexpected page %zu given back by node %d (home: %s, "
+					"directory %d, access %d)",
+					p, from, pg->revoking ? "taking it back" : "not taking it",
+					(int)pg->dir - 1, (int)pg->access);
 			lrc.taking--;
 			if (h->b == UNUSED) {
 				pg->told = 0; /* nobody was answered */
@@ -432,7 +601,10 @@ static void handle(const struct dsm_hdr *h, const void *payload, size_t len)
 			}
 			memcpy(dsm_page_alias(p), data + i * dsm.page_size, dsm.page_size);
 			pg->have = HAVE_COPY;
-			pg->wait &= ~pg->told; /* answered by the node that gave it back */
+			/* answered by the node that gave it back (never the home: a
+			   move to the home that the holder turned down, told = the
+			   home, sent it nothing but this) */
+			pg->wait &= ~(pg->told & ~(1ull << dsm.node));
 			pg->told = 0;
 			shared_now(p);
 			/* A collection began meanwhile: its notices' diffs now, on the

@@ -1,6 +1,6 @@
 /*
  * lrc's settings (LOCUS_DSM_GC_BYTES, LOCUS_DSM_LRC_PRIVATE,
- * LOCUS_DSM_LRC_PUSH) and its
+ * LOCUS_DSM_LRC_PUSH, LOCUS_DSM_LRC_MOVE) and its
  * statistics' rows: what the protocol table (proto_lrc.c) hands the runtime
  * for them.
  */
@@ -11,7 +11,7 @@
 
 #include "lrc.h"
 
-struct lrc_settings lrc_set = {.gc_bytes = 32ull << 20, .private_pages = -1, .push = 1};
+struct lrc_settings lrc_set = {.gc_bytes = 32ull << 20, .private_pages = -1, .push = 1, .move = 1};
 
 #define LRC_STAT_ROW(id, f, json, label, kind)                                                     \
 	{json, label, offsetof(locus_dsm_stats, f), DSM_STAT_##kind},
@@ -33,18 +33,22 @@ static int env_switch(const char *name, uint64_t *v, const char *on, const char 
 
 int lrc_config(void)
 {
-	uint64_t gc_bytes = 32ull << 20, private_pages = 2 /* unset */, push = 1;
+	uint64_t gc_bytes = 32ull << 20, private_pages = 2 /* unset */, push = 1, move = 1;
 	if (dsm_env_u64("LOCUS_DSM_GC_BYTES", &gc_bytes, 1) != 0 ||
 	    env_switch("LOCUS_DSM_LRC_PRIVATE", &private_pages,
 		       "a page only one node uses goes without twins, diffs and notices",
 		       "every page is shared") != 0 ||
 	    env_switch("LOCUS_DSM_LRC_PUSH", &push,
 		       "a writer sends its diffs at a barrier to the nodes that read them",
-		       "diffs are fetched at a fault only") != 0)
+		       "diffs are fetched at a fault only") != 0 ||
+	    env_switch("LOCUS_DSM_LRC_MOVE", &move,
+		       "a private page another node asks for moves to it the first time",
+		       "it becomes shared") != 0)
 		return -1;
 	lrc_set.gc_bytes = gc_bytes;
 	lrc_set.private_pages = private_pages > 1 ? -1 : (int)private_pages;
 	lrc_set.push = (int)push;
+	lrc_set.move = (int)move;
 	return 0;
 }
 

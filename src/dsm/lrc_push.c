@@ -114,8 +114,8 @@ void lrc_push_send(void)
 			const struct owndiff *d = lrc_find_diff(p, i);
 			if (!d)
 				continue;
-			uint32_t sec[4] = {(uint32_t)p, (uint32_t)(2 * sizeof(uint32_t)) + d->len, i,
-					   d->len};
+			uint32_t sec[4] = {(uint32_t)p, (uint32_t)(2 * sizeof(uint32_t)) + d->len,
+					   i, d->len};
 			for (size_t n = 0; n < lrc.nodes; n++) {
 				if (!(subs >> n & 1))
 					continue;

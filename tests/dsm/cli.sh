@@ -137,6 +137,8 @@ done
 for v in 2 -1 yes 01; do
 	expect 1 "LOCUS_DSM_LRC_PUSH=$v" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_LRC_PUSH=$v \
 		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+	expect 1 "LOCUS_DSM_LRC_MOVE=$v" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_LRC_MOVE=$v \
+		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
 # Unset, private pages are off where messages are slow (the seed's network): each
 # node then twins the rows it writes, as with LOCUS_DSM_LRC_PRIVATE=0, and more

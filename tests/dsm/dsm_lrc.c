@@ -35,6 +35,13 @@
  *               asks for it; that node, taking the lock next, must read the
  *               value put back (the home answers with the page as of its last
  *               interval, not one in the middle of the critical section)
+ *   move R      pages that move (LOCUS_DSM_LRC_MOVE): node 0 fills 4 pages
+ *               of every node, then each node reads and writes its own R
+ *               rounds: every value is checked, and (private pages on, 2
+ *               nodes) its pages moved to it: no twin and no page message
+ *               from the second round, node 0 moved 4 pages away. Then
+ *               node 0 reads them all back (they become shared) and checks
+ *               them. With LOCUS_DSM_LRC_MOVE=0 nothing moves.
  *   push R      diffs pushed at a barrier (lrc_push.c), at least 8 phases:
  *               node n writes its page E[n] every phase and node n + 1 reads
  *               it; it writes O[n] every phase and node n + 1 reads it in
@@ -83,7 +90,9 @@ static void mw(long rounds)
 	volatile uint32_t *w = locus_dsm_alloc(PAGE);
 	size_t per = PAGE / 4 / (size_t)nodes; /* words per node */
 	long moved = 0;
-	(void)w[0]; /* a copy of the page on every node */
+	(void)w[0];	     /* a copy of the page on every node (a private page taken */
+	locus_dsm_barrier(); /* back the first time moves: read it twice) */
+	(void)w[0];
 	locus_dsm_barrier();
 	for (long r = 1; r <= rounds; r++) {
 		uint64_t before = page_msgs();
@@ -304,7 +313,8 @@ static void private_pages(long rounds)
 			moved += page_msgs() - before;
 		locus_dsm_barrier();
 		for (size_t i = 0; i < np; i++)
-			if (user[i] == me && pg[i * words + 7] != r * 100000 + (long)(i * words + 7))
+			if (user[i] == me &&
+			    pg[i * words + 7] != r * 100000 + (long)(i * words + 7))
 				fail("private: own page", r, (long)pg[i * words + 7],
 				     r * 100000 + (long)(i * words + 7));
 	}
@@ -329,8 +339,10 @@ static void private_pages(long rounds)
 		}
 	locus_dsm_barrier();
 	locus_dsm_stats_get(&s1);
-	if (private_expected() && s1.made_shared < 2)
-		fail("private: pages given back", rounds, (long)s1.made_shared, 2);
+	/* (a page read by one other node moves there, LOCUS_DSM_LRC_MOVE) */
+	if (private_expected() && s1.made_shared + s1.private_moved < 2)
+		fail("private: pages given back", rounds, (long)(s1.made_shared + s1.private_moved),
+		     2);
 	/* Several writers on the pages now shared. */
 	size_t per = words / (size_t)nodes;
 	for (long r = 1; r <= rounds; r++) {
@@ -363,6 +375,10 @@ static void private_pages(long rounds)
 				q[k * words + 1] = (int64_t)k;
 		locus_dsm_barrier();
 		if (me == 1)
+			for (size_t k = 0; k < K; k++)
+				(void)q[k * words + 1]; /* moves to node 1, or shared */
+		locus_dsm_barrier();
+		if (me == 0)
 			for (size_t k = 0; k < K; k++)
 				(void)q[k * words + 1]; /* shared now: node 0 twins it */
 		locus_dsm_barrier();
@@ -398,6 +414,77 @@ static void private_pages(long rounds)
 	       (unsigned long long)s1.private_pages, (unsigned long long)s1.made_shared);
 }
 
+static int move_expected(void)
+{
+	const char *v = getenv("LOCUS_DSM_LRC_MOVE");
+	return private_expected() && !(v && !strcmp(v, "0"));
+}
+
+/* Node 0 fills every node's pages; each node then works on its own. */
+static void move_pages(long rounds)
+{
+	enum { PER = 4, WORDS = PAGE / 8 };
+	volatile int64_t *pg = locus_dsm_alloc((size_t)nodes * PER * PAGE);
+	if (me == 0)
+		for (size_t i = 0; i < (size_t)nodes * PER * WORDS; i += 8)
+			pg[i] = (int64_t)i;
+	locus_dsm_barrier();
+	volatile int64_t *mine = pg + (size_t)me * PER * WORDS;
+	locus_dsm_stats s0, s1;
+	uint64_t moved_msgs = 0;
+	for (long r = 1; r <= rounds; r++) {
+		if (r == 2)
+			locus_dsm_stats_get(&s0);
+		uint64_t before = page_msgs();
+		for (size_t i = 0; i < PER * WORDS; i += 8) {
+			int64_t want = r == 1 ? (int64_t)((size_t)me * PER * WORDS + i)
+					      : -(r - 1) * 1000 - (int64_t)i;
+			if (mine[i] != want)
+				fail("move: a word of this node's pages", r, (long)mine[i],
+				     (long)want);
+			mine[i] = -r * 1000 - (int64_t)i;
+		}
+		if (r > 1)
+			moved_msgs += page_msgs() - before;
+		locus_dsm_barrier();
+	}
+	locus_dsm_stats_get(&s1);
+	/* Node 0 reads everything: what moved comes back, shared. */
+	for (int n = 0; n < nodes; n++)
+		for (size_t i = 0; i < PER * WORDS; i += 8) {
+			int64_t want = -rounds * 1000 - (int64_t)i;
+			if (me == 0 && pg[(size_t)n * PER * WORDS + i] != want)
+				fail("move: node 0 reading every node's pages", rounds,
+				     (long)pg[(size_t)n * PER * WORDS + i], (long)want);
+		}
+	locus_dsm_barrier();
+	locus_dsm_stats s2;
+	locus_dsm_stats_get(&s2);
+	printf("move: node %d: %ld rounds, %llu pages moved away, %llu made shared, %llu twins "
+	       "from round 2, %llu page messages while writing\n",
+	       me, rounds, (unsigned long long)s2.private_moved, (unsigned long long)s2.made_shared,
+	       (unsigned long long)(s1.twins - s0.twins), (unsigned long long)moved_msgs);
+	if (!move_expected()) {
+		if (s2.private_moved)
+			fail("move: pages moved with LOCUS_DSM_LRC_MOVE=0", rounds,
+			     (long)s2.private_moved, 0);
+		return;
+	}
+	/* Each node's pages moved to it (from node 0, or stayed at node 0's
+	   own): private there, written with no twin and no message. Only on 2
+	   nodes is that sure: with more, two nodes may ask for a page at once
+	   (one's walk runs into the next node's pages), and it becomes shared. */
+	if (nodes != 2)
+		return;
+	if (s1.twins != s0.twins)
+		fail("move: twins of pages moved here", rounds, (long)(s1.twins - s0.twins), 0);
+	if (moved_msgs)
+		fail("move: page messages while writing moved pages", rounds, (long)moved_msgs, 0);
+	if (me == 0 && s2.private_moved < (uint64_t)(nodes - 1) * PER)
+		fail("move: pages node 0 moved away", rounds, (long)s2.private_moved,
+		     (nodes - 1) * PER);
+}
+
 static int push_expected(void)
 {
 	const char *v = getenv("LOCUS_DSM_LRC_PUSH");
@@ -412,7 +499,7 @@ static void push(long rounds)
 	volatile int64_t *e = locus_dsm_alloc((size_t)nodes * PAGE);
 	volatile int64_t *o = locus_dsm_alloc((size_t)nodes * PAGE);
 	volatile int64_t *m = locus_dsm_alloc(PAGE);
-	size_t per = WORDS / (size_t)nodes; /* words of M per node */
+	size_t per = WORDS / (size_t)nodes;  /* words of M per node */
 	int from = (me + nodes - 1) % nodes; /* whose E and O this node reads */
 	locus_dsm_stats s0, s1;
 	locus_dsm_barrier();
@@ -448,8 +535,8 @@ static void push(long rounds)
 	long misses = (long)(s1.remote_misses - s0.remote_misses);
 	printf("push: node %d: %ld phases, %llu diffs pushed, %llu pushed diffs used, %llu "
 	       "pushes stopped, %ld remote misses from phase 4\n",
-	       me, rounds, (unsigned long long)s1.pushed_diffs,
-	       (unsigned long long)s1.pushed_used, (unsigned long long)s1.push_stopped, misses);
+	       me, rounds, (unsigned long long)s1.pushed_diffs, (unsigned long long)s1.pushed_used,
+	       (unsigned long long)s1.push_stopped, misses);
 	if (!push_expected()) {
 		if (s1.pushed_diffs || s1.pushed_used)
 			fail("push: diffs pushed with LOCUS_DSM_LRC_PUSH=0", rounds,
@@ -474,7 +561,8 @@ static void push(long rounds)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc|private|push ROUNDS\n");
+		fprintf(stderr,
+			"usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc|private|push|move ROUNDS\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -503,6 +591,8 @@ int main(int argc, char **argv)
 		private_pages(rounds);
 	else if (!strcmp(mode, "push"))
 		push(rounds);
+	else if (!strcmp(mode, "move"))
+		move_pages(rounds);
 	else {
 		fprintf(stderr, "dsm_lrc: unknown mode %s\n", mode);
 		bad++;
