@@ -646,6 +646,21 @@ static void deaf_for(uint64_t ns)
 		peers[i].last_heard_ns += ns;
 }
 
+/* When the loop last read the clock, and how long it asked to sleep since. */
+static uint64_t mark_ns, asked_ns;
+
+/* The loop reads the clock: was it deaf since it last did? Called before
+   take_requests and before the liveness check, so that a stall anywhere in
+   an iteration is counted before the check that follows it. */
+static void note_stall(uint64_t now)
+{
+	uint64_t gap = now - mark_ns;
+	if (gap > asked_ns + STALL_NS)
+		deaf_for(gap - asked_ns);
+	mark_ns = now;
+	asked_ns = 0;
+}
+
 static void check_liveness(uint64_t now)
 {
 	for (int i = 0; i < dsm.nodes; i++) {
@@ -715,8 +730,8 @@ static void comm_loop(void)
 	   nothing and sleeps are not overhead. */
 	uint64_t cpu_prev = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	int worked = 0, was_stalled = 0;
-	/* The last iteration's start, and how long it asked to sleep. */
-	uint64_t last_top = mono_ns(), asked_ns = 0;
+	mark_ns = mono_ns();
+	asked_ns = 0;
 	for (;;) {
 		uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		if (worked) {
@@ -729,13 +744,11 @@ static void comm_loop(void)
 		was_stalled = dsm_node_stalled();
 		uint32_t seen = dsm_bell_seen();
 		uint64_t now = mono_ns();
-		if (now - last_top > asked_ns + STALL_NS)
-			deaf_for(now - last_top - asked_ns);
-		last_top = now;
-		asked_ns = 0;
+		note_stall(now);
 		int progress = take_requests();
 		progress |= receive(now);
 		now = mono_ns();
+		note_stall(now);
 		uint64_t release = release_delayed(now, &progress), next = release;
 		reap_sends();
 		uint64_t t = dsm.proto->tick(now);
