@@ -69,7 +69,7 @@ struct peer {
 	struct outmsg *qhead, *qtail; /* delayed, not yet given to MPI */
 	uint64_t last_release_ns;
 	uint32_t send_seq, recv_seq;
-	uint64_t last_sent_ns;
+	uint64_t reaches_ns;	/* when the last message to it goes to MPI (later: held) */
 	uint64_t last_heard_ns; /* moved on by the time this thread was deaf since */
 	int pid;
 	int pidfd;
@@ -205,7 +205,8 @@ static void hand_to_mpi(struct outmsg *m, uint64_t now)
 	mpi_check(MPI_Isend(m->buf, m->len, MPI_BYTE, m->dst, DSM_TAG, comm, &m->req), "MPI_Isend");
 	m->next = inflight;
 	inflight = m;
-	peers[m->dst].last_sent_ns = now;
+	if (now > peers[m->dst].reaches_ns)
+		peers[m->dst].reaches_ns = now;
 	dsm_bell_ring(m->dst);
 }
 
@@ -242,6 +243,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	if (rel < p->last_release_ns)
 		rel = p->last_release_ns;
 	p->last_release_ns = rel;
+	p->reaches_ns = rel;
 	m->release_ns = rel;
 	if (p->qtail)
 		p->qtail->next = m;
@@ -668,10 +670,14 @@ static void check_liveness(uint64_t now)
 			continue;
 		if (!leaving && now - peers[i].last_heard_ns > dsm.cfg.peer_timeout_ns)
 			peer_failed(i, "was silent too long");
-		if (!leaving && now - peers[i].last_sent_ns > HEARTBEAT_EVERY_NS) {
+		/* Sent early by the delay it will be held, so that the peer
+		   hears something every HEARTBEAT_EVERY_NS whatever the delay
+		   (held and then sent after that, a heartbeat reached the peer
+		   0.5 s + the delay after the last message: past a 1 s timeout
+		   with a 0.49 s delay, which the configuration allows). */
+		if (!leaving && now + dsm.cfg.delay_ns > peers[i].reaches_ns + HEARTBEAT_EVERY_NS) {
 			struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_HEARTBEAT};
-			dsm_send(i, &h, NULL, 0);
-			peers[i].last_sent_ns = now; /* even while the heartbeat is delayed */
+			dsm_send(i, &h, NULL, 0); /* moves reaches_ns on */
 		}
 	}
 }
@@ -902,7 +908,7 @@ static int comm_setup(void)
 		memcpy(peers[i].host, all[i].host, sizeof(peers[i].host));
 		peers[i].pidfd = -1;
 		peers[i].local = !strcmp(all[i].host, me.host);
-		peers[i].last_heard_ns = peers[i].last_sent_ns = now;
+		peers[i].last_heard_ns = peers[i].reaches_ns = now;
 		if (i != dsm.node && peers[i].local && all[i].bell[0])
 			dsm_bell_open(i, all[i].bell);
 		if (i != dsm.node && !strcmp(all[i].host, me.host)) {
@@ -943,7 +949,7 @@ static void *comm_main(void *arg)
 	sigaction(SIGUSR1, &sa, NULL);
 	uint64_t now = mono_ns();
 	for (int i = 0; i < dsm.nodes; i++)
-		peers[i].last_heard_ns = peers[i].last_sent_ns = now;
+		peers[i].last_heard_ns = peers[i].reaches_ns = now;
 	watch_stop = eventfd(0, EFD_CLOEXEC);
 	if (watch_stop < 0 || pthread_create(&watcher, NULL, watch_peers, NULL) != 0)
 		dsm_fatal("cannot start the peer watcher");
