@@ -21,8 +21,9 @@
  *
  * Failure: peers on this host are watched through pidfds (an exit is seen
  * at once), peers anywhere through heartbeats (silent for
- * LOCUS_DSM_PEER_TIMEOUT_S). Either way this node prints which node failed
- * and exits with LOCUS_DSM_EXIT_PEER.
+ * LOCUS_DSM_PEER_TIMEOUT_S, not counting the time this thread itself was
+ * kept from running: see deaf_for). Either way this node prints which node
+ * failed and exits with LOCUS_DSM_EXIT_PEER.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -53,6 +54,7 @@
 #define ACTIVE_NS	   2000000ull /* ... and this long after the last work */
 #define LIVENESS_EVERY_NS  50000000ull
 #define HEARTBEAT_EVERY_NS 500000000ull
+#define STALL_NS	   10000000ull /* off the CPU this much longer than asked: deaf */
 
 struct outmsg {
 	struct outmsg *next;
@@ -67,7 +69,8 @@ struct peer {
 	struct outmsg *qhead, *qtail; /* delayed, not yet given to MPI */
 	uint64_t last_release_ns;
 	uint32_t send_seq, recv_seq;
-	uint64_t last_sent_ns, last_heard_ns;
+	uint64_t reaches_ns;	/* when the last message to it goes to MPI (later: held) */
+	uint64_t last_heard_ns; /* moved on by the time this thread was deaf since */
 	int pid;
 	int pidfd;
 	int local; /* on this host: one monotonic clock */
@@ -202,7 +205,8 @@ static void hand_to_mpi(struct outmsg *m, uint64_t now)
 	mpi_check(MPI_Isend(m->buf, m->len, MPI_BYTE, m->dst, DSM_TAG, comm, &m->req), "MPI_Isend");
 	m->next = inflight;
 	inflight = m;
-	peers[m->dst].last_sent_ns = now;
+	if (now > peers[m->dst].reaches_ns)
+		peers[m->dst].reaches_ns = now;
 	dsm_bell_ring(m->dst);
 }
 
@@ -239,6 +243,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	if (rel < p->last_release_ns)
 		rel = p->last_release_ns;
 	p->last_release_ns = rel;
+	p->reaches_ns = rel;
 	m->release_ns = rel;
 	if (p->qtail)
 		p->qtail->next = m;
@@ -625,6 +630,39 @@ static void *watch_peers(void *arg)
 	}
 }
 
+/*
+ * This thread was kept from running for ns longer than it asked to sleep
+ * (or worked that long in one go): it heard nothing meanwhile. Messages
+ * that peers sent in that time wait in MPI and are taken before the next
+ * liveness check, so the stretch only hides peers that could not send
+ * either, and on a machine that starves this thread (processes at real-time
+ * priority on every CPU, a paused virtual machine) its peers on the same
+ * machine are starved with it: measured here, both nodes of a run resumed
+ * in the same millisecond after 0.4-0.7 s off the CPU, and each then found
+ * the other silent. So a peer's silence is measured without the stretches
+ * this thread was deaf; a peer that really died is found that much later.
+ */
+static void deaf_for(uint64_t ns)
+{
+	for (int i = 0; i < dsm.nodes; i++)
+		peers[i].last_heard_ns += ns;
+}
+
+/* When the loop last read the clock, and how long it asked to sleep since. */
+static uint64_t mark_ns, asked_ns;
+
+/* The loop reads the clock: was it deaf since it last did? Called before
+   take_requests and before the liveness check, so that a stall anywhere in
+   an iteration is counted before the check that follows it. */
+static void note_stall(uint64_t now)
+{
+	uint64_t gap = now - mark_ns;
+	if (gap > asked_ns + STALL_NS)
+		deaf_for(gap - asked_ns);
+	mark_ns = now;
+	asked_ns = 0;
+}
+
 static void check_liveness(uint64_t now)
 {
 	for (int i = 0; i < dsm.nodes; i++) {
@@ -632,10 +670,14 @@ static void check_liveness(uint64_t now)
 			continue;
 		if (!leaving && now - peers[i].last_heard_ns > dsm.cfg.peer_timeout_ns)
 			peer_failed(i, "was silent too long");
-		if (!leaving && now - peers[i].last_sent_ns > HEARTBEAT_EVERY_NS) {
+		/* Sent early by the delay it will be held, so that the peer
+		   hears something every HEARTBEAT_EVERY_NS whatever the delay
+		   (held and then sent after that, a heartbeat reached the peer
+		   0.5 s + the delay after the last message: past a 1 s timeout
+		   with a 0.49 s delay, which the configuration allows). */
+		if (!leaving && now + dsm.cfg.delay_ns > peers[i].reaches_ns + HEARTBEAT_EVERY_NS) {
 			struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_HEARTBEAT};
-			dsm_send(i, &h, NULL, 0);
-			peers[i].last_sent_ns = now; /* even while the heartbeat is delayed */
+			dsm_send(i, &h, NULL, 0); /* moves reaches_ns on */
 		}
 	}
 }
@@ -694,6 +736,8 @@ static void comm_loop(void)
 	   nothing and sleeps are not overhead. */
 	uint64_t cpu_prev = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	int worked = 0, was_stalled = 0;
+	mark_ns = mono_ns();
+	asked_ns = 0;
 	for (;;) {
 		uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		if (worked) {
@@ -706,9 +750,11 @@ static void comm_loop(void)
 		was_stalled = dsm_node_stalled();
 		uint32_t seen = dsm_bell_seen();
 		uint64_t now = mono_ns();
+		note_stall(now);
 		int progress = take_requests();
 		progress |= receive(now);
 		now = mono_ns();
+		note_stall(now);
 		uint64_t release = release_delayed(now, &progress), next = release;
 		reap_sends();
 		uint64_t t = dsm.proto->tick(now);
@@ -772,6 +818,7 @@ static void comm_loop(void)
 				ns = until;
 		}
 		/* Rung: a message or request is there, or about to be (poll again). */
+		asked_ns = ns;
 		if (ns > 0 && sleep_on_bell(seen, ns)) {
 			idle = 0;
 			poll_until = mono_ns() + dsm.cfg.poll_ns;
@@ -861,7 +908,7 @@ static int comm_setup(void)
 		memcpy(peers[i].host, all[i].host, sizeof(peers[i].host));
 		peers[i].pidfd = -1;
 		peers[i].local = !strcmp(all[i].host, me.host);
-		peers[i].last_heard_ns = peers[i].last_sent_ns = now;
+		peers[i].last_heard_ns = peers[i].reaches_ns = now;
 		if (i != dsm.node && peers[i].local && all[i].bell[0])
 			dsm_bell_open(i, all[i].bell);
 		if (i != dsm.node && !strcmp(all[i].host, me.host)) {
@@ -902,7 +949,7 @@ static void *comm_main(void *arg)
 	sigaction(SIGUSR1, &sa, NULL);
 	uint64_t now = mono_ns();
 	for (int i = 0; i < dsm.nodes; i++)
-		peers[i].last_heard_ns = peers[i].last_sent_ns = now;
+		peers[i].last_heard_ns = peers[i].reaches_ns = now;
 	watch_stop = eventfd(0, EFD_CLOEXEC);
 	if (watch_stop < 0 || pthread_create(&watcher, NULL, watch_peers, NULL) != 0)
 		dsm_fatal("cannot start the peer watcher");
