@@ -52,6 +52,7 @@ static void req_init(struct hash_req *h, kv_store *st, struct kv_counts *cnt, co
 /* Run fn in the stripe of h->hv on req (whose first member is h). */
 static uint64_t hash_run(struct hash_req *h, locus_fn fn, void *req)
 {
+	kv_assoc_prefetch(&h->st->assoc, h->hv);
 	return kv_sec_run(kv_assoc_stripe(&h->st->assoc, h->hv), fn, req);
 }
 
