@@ -217,6 +217,27 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 void kv_item_release(kv_store *st, struct kv_item *it);
 
 /*
+ * A thread's LRU bumps, batched (memcached's per-thread bump queue; here the thread drains
+ * its own). With one attached to the calling thread and the LRU segmented, a fetch that
+ * finds an active item in COLD leaves its move to WARM here, the item's reference held, and
+ * KV_BUMPS of them go through the alloc section together: a worker takes that section once
+ * for many gets instead of for each. `first` (if set) is called when one starts waiting;
+ * it arranges for kv_bumps_drain to run on this thread soon (the server: 5 ms). Other
+ * threads, and the flat LRU, bump at once.
+ */
+#define KV_BUMPS 16
+struct kv_bumps {
+	struct kv_item *it[KV_BUMPS];
+	unsigned n;
+	void (*first)(void *ctx);
+	void *ctx;
+};
+/* The calling thread's batch from now on (NULL: none; drain it first). */
+void kv_bumps_attach(struct kv_bumps *b);
+/* The calling thread's waiting bumps, done now (in no section). */
+void kv_bumps_drain(kv_store *st);
+
+/*
  * KV_CAS_STALE: meta "ms ... C<cas> I": like KV_CAS, except that a cas older
  * than the item's still stores, and the new item is marked stale (served with
  * X, the first fetch winning W), as memcached does.
