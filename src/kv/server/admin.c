@@ -378,8 +378,8 @@ static void refresh_certs(struct conn *c, const struct words *w)
 /* Does a line starting with this word go to one of the commands below? */
 static int admin_word(struct kv_span w)
 {
-	static const char *const words[] = {"cache_memlimit", "slabs", "lru_crawler", "watch",
-					    "refresh_certs", "lru"};
+	static const char *const words[] = {"cache_memlimit", "slabs",	       "lru_crawler",
+					    "watch",	      "refresh_certs", "lru"};
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (is(w, words[i]))
 			return 1;
