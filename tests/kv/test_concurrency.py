@@ -109,3 +109,74 @@ def test_concurrent_meta_arithmetic_and_deletes(sync_server):
     run_threads(client, 6)
     with s.conn() as c:
         c.call("mn\r\n", "MN\r\n")
+
+
+STATS_CLIENTS = 8
+STATS_OPS = 150
+STATS_SIZES = (10, 500, 3000, 20000)   # a slab class each
+
+
+def test_concurrent_counts_add_up_exactly(sync_server):
+    """Clients on every worker set, get (hits and misses) and delete values of four sizes:
+    the totals of "stats" and the per-class rows of "stats slabs" are exactly what they did,
+    once their replies have come (each worker's counts reach the totals before its reply)."""
+    s = sync_server
+    sets = [0] * STATS_CLIENTS
+    hits = [0] * STATS_CLIENTS
+    misses = [0] * STATS_CLIENTS
+    deletes = [0] * STATS_CLIENTS
+
+    def client(i):
+        with s.conn(timeout=30) as c:
+            for j in range(STATS_OPS):
+                size = STATS_SIZES[(i + j) % len(STATS_SIZES)]
+                key = f"sum{i}:{j % 10}:{size}"
+                if j % 10 == 9:
+                    # one write: a set and a get in every class, counted in one event
+                    c.send("".join(f"set p{i}:{n} 0 0 {n}\r\n{'p' * n}\r\nget p{i}:{n}\r\n"
+                                   for n in STATS_SIZES))
+                    for n in STATS_SIZES:
+                        c.expect("STORED\r\n")
+                        c.expect(f"VALUE p{i}:{n} 0 {n}\r\n")
+                        c.read(n + 2)
+                        c.expect("END\r\n")
+                    sets[i] += len(STATS_SIZES)
+                    hits[i] += len(STATS_SIZES)
+                elif j % 5 == 4:
+                    c.send(f"get nosuch{i}:{j}\r\n")
+                    c.expect("END\r\n")
+                    misses[i] += 1
+                elif j % 5 == 3:
+                    c.send(f"delete {key}\r\n")
+                    reply = c.line()
+                    assert reply in (b"DELETED\r\n", b"NOT_FOUND\r\n"), reply
+                    deletes[i] += reply == b"DELETED\r\n"
+                elif j % 2 == 0:
+                    c.call(f"set {key} 0 0 {size}\r\n{'v' * size}\r\n", "STORED\r\n")
+                    sets[i] += 1
+                else:
+                    c.send(f"get {key}\r\n")
+                    head = c.line()
+                    if head == b"END\r\n":
+                        misses[i] += 1
+                    else:
+                        assert head.startswith(b"VALUE "), head
+                        c.read(size + 2)
+                        c.expect("END\r\n")
+                        hits[i] += 1
+
+    run_threads(client, STATS_CLIENTS)
+    with s.conn() as c:
+        st = c.stats()
+        slabs = c.stats("slabs")
+    assert int(st["cmd_set"]) == sum(sets)
+    assert int(st["total_items"]) == sum(sets)
+    assert int(st["get_hits"]) == sum(hits)
+    assert int(st["get_misses"]) == sum(misses)
+    assert int(st["cmd_get"]) == sum(hits) + sum(misses)
+    assert int(st["delete_hits"]) == sum(deletes)
+    classes = {k.split(":")[0] for k in slabs if k.split(":")[0].isdigit()}
+    assert len(classes) >= len(STATS_SIZES)
+    assert sum(int(slabs.get(f"{k}:get_hits", 0)) for k in classes) == sum(hits)
+    assert sum(int(slabs.get(f"{k}:cmd_set", 0)) for k in classes) == sum(sets)
+    assert sum(int(slabs.get(f"{k}:delete_hits", 0)) for k in classes) == sum(deletes)

@@ -234,6 +234,49 @@ def test_second_reassign_right_after_the_first(server, is_memcached):
         c.call(b"set sfoo61 0 0 20000\r\n%s\r\n" % (b"y" * 20000), "STORED\r\n")
 
 
+def evict_grow_shrink_delete(c, evict_seconds=0.0):
+    """dyn-maxbytes' steps on c's server (-m 3): evictions (going on for evict_seconds at
+    least), the limit raised to 16 MB and memory taken, the limit lowered to 8 MB, every item
+    deleted. The memory taken then."""
+    value = b"B" * 66560
+    start = time.monotonic()
+    i = 0
+    while i < 40 or time.monotonic() - start < evict_seconds:
+        c.call(b"set key%d 0 0 66560\r\n%s\r\n" % (i % 40, value), "STORED\r\n")
+        i += 1
+    assert int(c.stats()["evictions"]) > 0
+    c.call("cache_memlimit 16\r\n", "OK\r\n")
+    for i in range(40, 150):
+        c.call(b"set key%d 0 0 66560\r\n%s\r\n" % (i, value), "STORED\r\n")
+    malloced = int(c.stats("slabs")["total_malloced"])
+    assert malloced > 8 << 20
+    c.call("cache_memlimit 8\r\n", "OK\r\n")
+    for i in range(150):
+        c.send(f"delete key{i}\r\n")
+        assert c.line() in (b"DELETED\r\n", b"NOT_FOUND\r\n")
+    return malloced
+
+
+@pytest.mark.locus_only
+@pytest.mark.parametrize("server_args", [["-m", "3", "-o", "slab_automove_window=3600"]])
+def test_the_automove_window_is_seconds_not_samples(clock_server, clock):
+    """The evictions that mark a class busy are forgotten once slab_automove_window seconds
+    of server time have passed, however few samples the main thread took meanwhile (on a
+    loaded machine it samples late; memcached's dyn-maxbytes.t then failed here, the early
+    evictions held in a window counted in samples). The window here is an hour, 36000
+    samples; the evictions go on for half a second, so that samples see them. Then the
+    clock moves past the window, again until the class's free pages have gone back (a sample
+    taken just after a move may still report the last growth: the next move forgets it).
+    Counted in samples, the window would keep the class busy for an hour."""
+    with clock_server.conn(timeout=30) as c:
+        malloced = evict_grow_shrink_delete(c, evict_seconds=0.5)
+        deadline = time.monotonic() + 30
+        while int(c.stats("slabs")["total_malloced"]) >= malloced:
+            assert time.monotonic() < deadline, "memory not given back"
+            clock.advance(3600)
+            time.sleep(0.2)
+
+
 @pytest.mark.parametrize("server_args", [["-m", "3", "-o", "slab_automove_window=3"]])
 def test_total_malloced_goes_down_after_cache_memlimit_shrinks(server):
     """memcached's dyn-maxbytes: the limit raised, memory taken, the limit lowered, every item

@@ -375,12 +375,24 @@ static void refresh_certs(struct conn *c, const struct words *w)
 	}
 }
 
+/* Does a line starting with this word go to one of the commands below? */
+static int admin_word(struct kv_span w)
+{
+	static const char *const words[] = {"cache_memlimit", "slabs",	       "lru_crawler",
+					    "watch",	      "refresh_certs", "lru"};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (is(w, words[i]))
+			return 1;
+	return 0;
+}
+
 int kv_admin_command(struct conn *c, const char *line, size_t len)
 {
 	struct words w;
-	w.n = kv_split_words(line, len, w.t, WORDS_MAX);
-	if (w.n == 0)
+	/* The first word first: every get and set comes through here. */
+	if (kv_split_words(line, len, w.t, 1) == 0 || !admin_word(w.t[0]))
 		return 0;
+	w.n = kv_split_words(line, len, w.t, WORDS_MAX);
 	if (is(w.t[0], "cache_memlimit"))
 		cache_memlimit(c, &w);
 	else if (is(w.t[0], "slabs"))

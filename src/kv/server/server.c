@@ -89,12 +89,28 @@ static void on_idle_check(evutil_socket_t fd, short what, void *arg)
 	kv_conn_close_idle(arg);
 }
 
+/* The worker's batch of LRU bumps: the first one waiting starts the timer that drains it. */
+static void on_bumps(evutil_socket_t fd, short what, void *arg)
+{
+	kv_bumps_drain(kv_srv.st);
+}
+
+static void bumps_waiting(void *arg)
+{
+	struct worker *w = arg;
+	static const struct timeval soon = {0, 5000};
+	event_add(w->bump_ev, &soon);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	kv_bumps_attach(&w->bumps);
 	event_base_dispatch(w->base);
 	while (w->conns)
 		kv_conn_close(w->conns);
+	kv_bumps_drain(kv_srv.st);
+	kv_bumps_attach(NULL);
 	kv_dgram_stop(w);
 	kv_counts_flush(kv_srv.st, &w->cnt);
 	kv_pool_free(&w->pool);
@@ -197,6 +213,11 @@ int main(int argc, char **argv)
 		w->notify_ev =
 			event_new(w->base, w->notify[0], EV_READ | EV_PERSIST, worker_notify, w);
 		event_add(w->notify_ev, NULL);
+		w->bump_ev = event_new(w->base, -1, 0, on_bumps, w);
+		if (!w->bump_ev)
+			kv_die("cannot create worker %d's timer", i);
+		w->bumps.first = bumps_waiting;
+		w->bumps.ctx = w;
 		if (kv_dgram_start(w) != 0)
 			kv_die("cannot start worker %d's UDP reader: %s", i, strerror(errno));
 		if (kv_srv.set.idle_timeout > 0) {
@@ -248,6 +269,7 @@ int main(int argc, char **argv)
 		event_free(w->notify_ev);
 		if (w->idle_ev)
 			event_free(w->idle_ev);
+		event_free(w->bump_ev);
 		event_base_free(w->base);
 		pthread_mutex_destroy(&w->lock);
 		close(w->notify[0]);

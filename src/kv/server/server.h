@@ -209,6 +209,8 @@ struct worker {
 	int nudp;
 	struct event *idle_ev; /* -o idle_timeout: once a second, close the idle connections */
 	struct kv_pool pool;   /* its connections' read buffers and response records */
+	struct kv_bumps bumps; /* its gets' LRU moves, batched (store.h) */
+	struct event *bump_ev; /* drains them 5 ms after the first */
 };
 
 struct kv_server {

@@ -157,8 +157,8 @@ static uint64_t grow_sec(void *state, uint64_t x, uint64_t y, uint64_t z)
 			rq->items++;
 		}
 	free(t->b);
-	t->b = nb;
-	t->power = rq->power;
+	st_relaxed(&t->b, nb); /* atomic for kv_assoc_prefetch, which reads them outside */
+	st_relaxed(&t->power, rq->power);
 	rq->done = 1;
 	return 0;
 }

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/atomic.h"
 #include "kv/store/item.h"
 #include "kv/store/section.h"
 #include "kv/store/stats_sizes.h"
@@ -64,6 +65,19 @@ static inline struct kv_sec *kv_assoc_stripe(struct kv_assoc *a, uint64_t hv)
  * under way. Returns 1 while a doubling is under way (memcached's hash_is_expanding).
  */
 int kv_assoc_grow_step(struct kv_assoc *a, uint64_t items, uint64_t budget);
+
+/*
+ * Outside the section, before taking it: ask for the cache line of hv's bucket, so that
+ * the miss on it overlaps the section's entry. Only a hint: the stripe may be growing (the
+ * array and its size are read atomically, and a stale one is only a wasted prefetch).
+ */
+static inline void kv_assoc_prefetch(struct kv_assoc *a, uint64_t hv)
+{
+	struct kv_assoc_stripe *t = &a->tables[hv & (a->nstripes - 1)];
+	struct kv_item **b = ld_relaxed(&t->b);
+	unsigned power = ld_relaxed(&t->power);
+	__builtin_prefetch(&b[(hv >> a->stripe_bits) & (((uint64_t)1 << power) - 1)]);
+}
 
 /* In the stripe's section, from here on. */
 

@@ -34,7 +34,7 @@
  * evicting only after it has evicted for a quarter of the window, so a
  * size shift that is over within a few seconds moves no page at all
  * (measured with bench/kv-resources). Here the window (slab_automove_window
- * seconds) is sampled KV_AUTOMOVE_HZ times a second, the samples so far are
+ * seconds, of server time) is sampled KV_AUTOMOVE_HZ times a second, the samples so far are
  * averaged, and evicting through the last second counts too, so pages
  * follow a shift within about a second of it.
  */
@@ -60,6 +60,7 @@ struct kv_automove {
 	unsigned window;
 	/* The main thread's alone from here on. */
 	struct sample *samples; /* [class][window] */
+	uint32_t *at;		/* [window]: the server time each slot was sampled at */
 	unsigned cur, filled;
 	uint64_t evicted_before[KV_CLASSES_MAX + 1];
 	uint64_t oom_before[KV_CLASSES_MAX + 1];
@@ -77,7 +78,10 @@ struct kv_automove *kv_automove_new(int mode, double ratio, unsigned window)
 	if (!a)
 		return NULL;
 	a->samples = calloc((size_t)(KV_CLASSES_MAX + 1) * window, sizeof(*a->samples));
-	if (!a->samples) {
+	a->at = calloc(window, sizeof(*a->at));
+	if (!a->samples || !a->at) {
+		free(a->samples);
+		free(a->at);
 		free(a);
 		return NULL;
 	}
@@ -91,6 +95,7 @@ void kv_automove_delete(struct kv_automove *a)
 {
 	if (a) {
 		free(a->samples);
+		free(a->at);
 		free(a);
 	}
 }
@@ -485,15 +490,31 @@ struct window_sum {
 };
 
 static void choose(struct kv_automove *a, const struct kv_slabs_report *sr,
-		   const struct kv_lru_report *lr, int mode, unsigned *src, unsigned *dst)
+		   const struct kv_lru_report *lr, int mode, uint32_t now, unsigned *src,
+		   unsigned *dst)
 {
 	*src = *dst = 0;
 	uint64_t evicted_total = 0;
 	for (unsigned n = 1; n <= sr->ncls; n++)
 		evicted_total += lr->cls[n].evicted - a->evicted_before[n];
 	a->cur = (a->cur + 1) % a->window;
+	a->at[a->cur] = now;
 	if (a->filled < a->window)
 		a->filled++;
+	/*
+	 * The samples of the last slab_automove_window seconds of server time: as many as
+	 * there are slots only when every tick came on time. A main thread that gets the CPU
+	 * late (a loaded machine) samples less often, and a window counted in samples would
+	 * then stretch, keeping an eviction of long ago dirty for many more seconds.
+	 */
+	uint32_t window_s = a->window / KV_AUTOMOVE_HZ;
+	unsigned span = 0;
+	while (span < a->filled) {
+		uint32_t t = a->at[(a->cur + a->window - span) % a->window];
+		if (span > 0 && now - t >= window_s)
+			break;
+		span++;
+	}
 	unsigned oldest = 0, youngest = 0, reclaim = 0;
 	double oldest_age = 0, youngest_age = 1e300;
 	int youngest_evicting = 0;
@@ -513,9 +534,8 @@ static void choose(struct kv_automove *a, const struct kv_slabs_report *sr,
 		    sr->cls[n].pages > a->pages_before[n])
 			s->dirty = 1;
 		struct window_sum sum = {0};
-		unsigned recent = 0,
-			 last_second = a->filled < KV_AUTOMOVE_HZ ? a->filled : KV_AUTOMOVE_HZ;
-		for (unsigned k = 0; k < a->filled; k++) {
+		unsigned recent = 0, last_second = span < KV_AUTOMOVE_HZ ? span : KV_AUTOMOVE_HZ;
+		for (unsigned k = 0; k < span; k++) {
 			unsigned i = (a->cur + a->window - k) % a->window;
 			sum.age += w[i].age;
 			sum.evicted += w[i].evicted;
@@ -524,7 +544,7 @@ static void choose(struct kv_automove *a, const struct kv_slabs_report *sr,
 			if (k < last_second)
 				recent += w[i].evicted;
 		}
-		double age = (double)sum.age / a->filled;
+		double age = (double)sum.age / span;
 		const struct kv_slabs_class_report *c = &sr->cls[n];
 		if (mode == 1 && !reclaim && sum.dirty == 0 && reclaimable(c))
 			reclaim = n;
@@ -533,8 +553,8 @@ static void choose(struct kv_automove *a, const struct kv_slabs_report *sr,
 			oldest_age = age;
 		}
 		int evicting = mode == 2 ? s->evicted
-					 : sum.evicted * 2 > a->filled ||
-						   sum.evicted_share / a->filled > 0.25 ||
+					 : sum.evicted * 2 > span ||
+						   sum.evicted_share / span > 0.25 ||
 						   recent * 2 > last_second;
 		if (evicting && age < youngest_age) {
 			youngest = n;
@@ -569,7 +589,7 @@ void kv_automove_tick(kv_store *st, struct kv_counts *cnt)
 		kv_lru_report(&st->alloc_sec, lr, 0);
 		if (a->primed && mode != 0) {
 			unsigned src, dst;
-			choose(a, sr, lr, mode, &src, &dst);
+			choose(a, sr, lr, mode, kv_clock_now(&st->clock), &src, &dst);
 			/*
 			 * A page for the pool that empties at once (its items rescued into the
 			 * class's free chunks) lets the class give the next one in the same

@@ -22,7 +22,10 @@ struct kv_clock {
 	struct timespec mono0; /* the monotonic clock at server time 0 (read-only) */
 	uint32_t oldest_live;  /* flush_all with delay: items accessed at or before are dead */
 	uint64_t oldest_cas;   /* flush_all: items with a smaller cas are dead */
-	uint64_t next_cas;     /* the next cas to hand out */
+	/* The next cas to hand out: every store takes one, on a line of its own so that the
+	   lookups reading `now` and the flush marks do not lose theirs each time. */
+	_Alignas(LOCUS_CACHELINE) uint64_t next_cas;
+	char pad_[LOCUS_CACHELINE - sizeof(uint64_t)];
 };
 
 void kv_clock_init(struct kv_clock *k);

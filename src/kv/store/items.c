@@ -52,6 +52,7 @@ static void req_init(struct hash_req *h, kv_store *st, struct kv_counts *cnt, co
 /* Run fn in the stripe of h->hv on req (whose first member is h). */
 static uint64_t hash_run(struct hash_req *h, locus_fn fn, void *req)
 {
+	kv_assoc_prefetch(&h->st->assoc, h->hv);
 	return kv_sec_run(kv_assoc_stripe(&h->st->assoc, h->hv), fn, req);
 }
 
@@ -62,6 +63,42 @@ static void looked_up(struct hash_req *h, const struct kv_item *it, enum kv_get_
 	h->look = status;
 	h->look_cls = it ? it->cls : 0;
 	h->look_nbytes = it ? it->nbytes : 0;
+}
+
+/* ---------- bumps, batched per thread (store.h) ---------- */
+
+static __thread struct kv_bumps *my_bumps;
+
+void kv_bumps_attach(struct kv_bumps *b)
+{
+	my_bumps = b;
+}
+
+void kv_bumps_drain(kv_store *st)
+{
+	struct kv_bumps *b = my_bumps;
+	if (!b || !b->n)
+		return;
+	kv_lru_bump_many(&st->alloc_sec, b->it, b->n);
+	for (unsigned i = 0; i < b->n; i++)
+		kv_item_release(st, b->it[i]);
+	b->n = 0;
+}
+
+/* it (its reference the caller's, now the batch's) moved in the LRU, now or with others. */
+static void bump(kv_store *st, struct kv_item *it)
+{
+	struct kv_bumps *b = my_bumps;
+	if (!b || !kv_lru_segmented(st->lru)) {
+		kv_lru_bump(&st->alloc_sec, it);
+		kv_item_release(st, it);
+		return;
+	}
+	b->it[b->n++] = it;
+	if (b->n == KV_BUMPS)
+		kv_bumps_drain(st);
+	else if (b->n == 1 && b->first)
+		b->first(b->ctx);
 }
 
 /* After a hash section: its lookup reported, the bump it asked for, and the references of
@@ -75,8 +112,7 @@ static void req_finish(struct hash_req *h)
 			       h->look_nbytes);
 	h->looked = 0;
 	if (h->bump) {
-		kv_lru_bump(&h->st->alloc_sec, h->bump);
-		kv_item_release(h->st, h->bump);
+		bump(st, h->bump);
 		h->bump = NULL;
 	}
 	kv_items_drop_unlinked(h->st, h->dropped);

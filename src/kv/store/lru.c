@@ -195,12 +195,10 @@ void kv_lru_link_kept(struct kv_sec *sec, struct kv_item *it)
 
 #define UPDATE_INTERVAL 60 /* seconds between two moves of an item to its list's head (flat) */
 
-static uint64_t bump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+static void bump_one(struct kv_lru *l, struct kv_item *it)
 {
-	struct kv_lru *l = state;
-	struct kv_item *it = KV_REQ(struct kv_item, a);
 	if (!kv_item_has(it, KV_IT_LRU))
-		return 0;
+		return;
 	uint32_t now = kv_clock_now(l->clock);
 	if (kv_lru_segmented(l)) {
 		if (it->lru == KV_LRU_COLD && kv_item_has(it, KV_IT_ACTIVE)) {
@@ -214,12 +212,36 @@ static uint64_t bump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
 		if (list_of(l, it)->head != it)
 			move_to(l, it, it->lru);
 	}
+}
+
+static uint64_t bump_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	bump_one(state, KV_REQ(struct kv_item, a));
 	return 0;
 }
 
 void kv_lru_bump(struct kv_sec *sec, struct kv_item *it)
 {
 	kv_sec_run(sec, bump_sec, it);
+}
+
+struct bump_many_req {
+	struct kv_item *const *it;
+	unsigned n;
+};
+
+static uint64_t bump_many_sec(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct bump_many_req *rq = KV_REQ(struct bump_many_req, a);
+	for (unsigned i = 0; i < rq->n; i++)
+		bump_one(state, rq->it[i]);
+	return 0;
+}
+
+void kv_lru_bump_many(struct kv_sec *sec, struct kv_item *const *it, unsigned n)
+{
+	struct bump_many_req rq = {.it = it, .n = n};
+	kv_sec_run(sec, bump_many_sec, &rq);
 }
 
 /* ---------- making room ---------- */

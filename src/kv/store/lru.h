@@ -57,6 +57,8 @@ void kv_lru_link_kept(struct kv_sec *sec, struct kv_item *it);
  * head of its list.
  */
 void kv_lru_bump(struct kv_sec *sec, struct kv_item *it);
+/* kv_lru_bump of n items in one section (a worker's batch, store.h's struct kv_bumps). */
+void kv_lru_bump_many(struct kv_sec *sec, struct kv_item *const *it, unsigned n);
 
 enum kv_pull { KV_PULL_NONE, KV_PULL_EXPIRED, KV_PULL_EVICTED };
 /*

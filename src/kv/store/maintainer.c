@@ -101,7 +101,8 @@ static void *maintainer_main(void *arg)
 	unsigned ncls = kv_slabs_nclasses(st->slabs);
 	uint32_t to_sleep = MIN_SLEEP_US;
 	while (!ld_relaxed(&m->stop)) {
-		nap(m, to_sleep);
+		if (to_sleep) /* none: a class is due now (as memcached, no sleep at all) */
+			nap(m, to_sleep);
 		if (ld_relaxed(&m->stop))
 			break;
 		uint32_t slept = to_sleep > MIN_SLEEP_US ? to_sleep : MIN_SLEEP_US;

@@ -14,13 +14,13 @@
 
 /* clang-format off */
 #define COUNT_FIELDS(X)                                                                            \
-	X(cmd_get) X(cmd_set) X(cmd_flush) X(cmd_touch) X(cmd_meta) X(get_hits) X(get_misses)      \
+	X(cmd_get) X(get_hits) X(get_misses) X(cmd_set) X(total_items) X(bytes_read)               \
+	X(bytes_written) X(curr_items) X(bytes) X(evictions) X(cmd_touch) X(cmd_meta) X(cmd_flush) \
 	X(get_expired) X(get_flushed) X(delete_hits) X(delete_misses) X(incr_hits)                 \
 	X(incr_misses) X(decr_hits) X(decr_misses) X(cas_hits) X(cas_misses) X(cas_badval)         \
-	X(touch_hits) X(touch_misses) X(store_too_large) X(store_no_memory) X(bytes_read)          \
-	X(bytes_written) X(total_items) X(evictions) X(reclaimed) X(expired_unfetched)             \
-	X(evicted_unfetched) X(oom) X(crawler_reclaimed) X(crawler_items_checked)                  \
-	X(direct_reclaims) X(curr_items) X(bytes) X(total_connections) X(rejected_connections)     \
+	X(touch_hits) X(touch_misses) X(store_too_large) X(store_no_memory) X(reclaimed)           \
+	X(expired_unfetched) X(evicted_unfetched) X(oom) X(crawler_reclaimed)                      \
+	X(crawler_items_checked) X(direct_reclaims) X(total_connections) X(rejected_connections)   \
 	X(curr_connections) X(conn_yields) X(idle_kicks) X(slab_reassign_rescues)                  \
 	X(slab_reassign_evictions_nomem) X(slab_reassign_inline_reclaim)                           \
 	X(slab_reassign_busy_items) X(slab_reassign_chunk_rescues) X(lru_crawler_starts)
@@ -37,13 +37,19 @@ LOCUS_TM_CALLABLE uint64_t kv_counts_add_fn(void *state, uint64_t a, uint64_t b,
 {
 	struct kv_counts *g = state;
 	const struct kv_counts *l = (const struct kv_counts *)(uintptr_t)a;
-#define ADD(f) g->f += l->f;
+	/* Only what moved: a line of the totals that no counter of it changed stays unwritten,
+	   and shared, where every worker's flush would otherwise take it over. */
+#define ADD(f)                                                                                     \
+	if (l->f)                                                                                  \
+		g->f += l->f;
 	COUNT_FIELDS(ADD)
 #undef ADD
-	for (unsigned cls = 0; cls < KV_CLASSES; cls++)
-		if (l->cls_touched & ((uint64_t)1 << cls))
-			for (unsigned k = 0; k < KV_CLASS_COUNTS; k++)
+	for (uint64_t m = l->cls_touched; m; m &= m - 1) {
+		unsigned cls = (unsigned)__builtin_ctzll(m);
+		for (unsigned k = 0; k < KV_CLASS_COUNTS; k++)
+			if (l->cls[cls][k])
 				g->cls[cls][k] += l->cls[cls][k];
+	}
 	return 0;
 }
 

@@ -22,9 +22,8 @@ void kv_counts_flush(kv_store *st, struct kv_counts *cnt)
 		return;
 	kv_sec_run(&st->stats_sec, kv_counts_add_fn, cnt);
 	memset(cnt, 0, scalars);
-	for (unsigned c = 0; c < KV_CLASSES; c++)
-		if (cnt->cls_touched & ((uint64_t)1 << c))
-			memset(cnt->cls[c], 0, sizeof(cnt->cls[c]));
+	for (uint64_t m = cnt->cls_touched; m; m &= m - 1)
+		memset(cnt->cls[__builtin_ctzll(m)], 0, sizeof(cnt->cls[0]));
 	cnt->cls_touched = 0;
 }
 

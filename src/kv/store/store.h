@@ -141,15 +141,17 @@ enum kv_class_count {
  * classes whose bit is set in cls_touched.
  */
 struct kv_counts {
-	uint64_t cmd_get, cmd_set, cmd_flush, cmd_touch, cmd_meta;
-	uint64_t get_hits, get_misses, get_expired, get_flushed;
+	/* The ones nearly every get or set changes, together in the first two cache lines: a
+	   flush adds only the counters that moved (kv_counts_add_fn), so it writes these lines
+	   of the store's and rarely the others. */
+	uint64_t cmd_get, get_hits, get_misses, cmd_set, total_items, bytes_read, bytes_written;
+	int64_t curr_items, bytes; /* deltas */
+	uint64_t evictions, cmd_touch, cmd_meta, cmd_flush, get_expired, get_flushed;
 	uint64_t delete_hits, delete_misses, incr_hits, incr_misses, decr_hits, decr_misses;
 	uint64_t cas_hits, cas_misses, cas_badval, touch_hits, touch_misses;
 	uint64_t store_too_large, store_no_memory;
-	uint64_t bytes_read, bytes_written, total_items, evictions, reclaimed, expired_unfetched,
-		evicted_unfetched, oom;
+	uint64_t reclaimed, expired_unfetched, evicted_unfetched, oom;
 	uint64_t crawler_reclaimed, crawler_items_checked, direct_reclaims;
-	int64_t curr_items, bytes; /* deltas */
 	uint64_t total_connections, rejected_connections;
 	int64_t curr_connections;
 	uint64_t conn_yields; /* -R: a connection let the others have a turn */
@@ -213,6 +215,27 @@ struct kv_item *kv_item_new(kv_store *st, struct kv_counts *cnt, const char *key
 			    uint32_t flags, uint32_t exptime, uint32_t nbytes, enum kv_result *why);
 /* Drop one reference; the last frees the chunk. */
 void kv_item_release(kv_store *st, struct kv_item *it);
+
+/*
+ * A thread's LRU bumps, batched (memcached's per-thread bump queue; here the thread drains
+ * its own). With one attached to the calling thread and the LRU segmented, a fetch that
+ * finds an active item in COLD leaves its move to WARM here, the item's reference held, and
+ * KV_BUMPS of them go through the alloc section together: a worker takes that section once
+ * for many gets instead of for each. `first` (if set) is called when one starts waiting;
+ * it arranges for kv_bumps_drain to run on this thread soon (the server: 5 ms). Other
+ * threads, and the flat LRU, bump at once.
+ */
+#define KV_BUMPS 16
+struct kv_bumps {
+	struct kv_item *it[KV_BUMPS];
+	unsigned n;
+	void (*first)(void *ctx);
+	void *ctx;
+};
+/* The calling thread's batch from now on (NULL: none; drain it first). */
+void kv_bumps_attach(struct kv_bumps *b);
+/* The calling thread's waiting bumps, done now (in no section). */
+void kv_bumps_drain(kv_store *st);
 
 /*
  * KV_CAS_STALE: meta "ms ... C<cas> I": like KV_CAS, except that a cas older

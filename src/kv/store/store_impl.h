@@ -30,8 +30,10 @@ struct kv_store {
 	struct kv_lru *lru;
 	struct kv_sec alloc_sec;
 	struct kv_assoc assoc;
-	struct kv_counts counts;
-	struct kv_sec stats_sec;
+	/* The totals every worker adds into after each event: away from what lookups read
+	   (the table's description above), which each flush would otherwise take from them. */
+	_Alignas(LOCUS_CACHELINE) struct kv_counts counts;
+	_Alignas(LOCUS_CACHELINE) struct kv_sec stats_sec;
 	struct kv_automove *automove;
 	struct kv_crawler *crawler;
 	struct kv_maintainer *maintainer;
