@@ -235,7 +235,9 @@ static void try_apply(size_t p)
 	    pg->revoking || pg->cls != CLS_SHARED || !lrc_push_covers(p))
 		return;
 	uint16_t n = ++pg->npush;
-	if (n >= 2 && !(n & (n - 1))) {
+	/* (a page may be listed twice in one phase: a fault took its diffs and
+	   late ones came; the list holds at most a page's worth of entries) */
+	if (n >= 2 && !(n & (n - 1)) && lrc.nprobe < dsm.npages) {
 		pg->probing = 1;
 		lrc.probe[lrc.nprobe++] = p;
 		return;
