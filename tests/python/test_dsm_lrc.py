@@ -77,8 +77,12 @@ def test_dsm_lrc_table_and_figure(tmp_path):
     recs = []
     for proto in ("sc", "lrc"):
         for pf in (0, 1):
+            # Every page shared (LOCUS_DSM_LRC_PRIVATE=0), as at the seed's delays where
+            # the tool is used: at no delay pages one node uses would be private to it,
+            # and node 0's initialized rows move to their user with no twin.
             r = dsmrun.run(str(BUILD), "jacobi", ["-n", "32", "-i", "2", "--prefetch", str(pf)], 2,
-                           {"LOCUS_DSM_DELAY_US": "0", "LOCUS_DSM_PROTOCOL": proto}, timeout=120)
+                           {"LOCUS_DSM_DELAY_US": "0", "LOCUS_DSM_PROTOCOL": proto,
+                            "LOCUS_DSM_LRC_PRIVATE": "0"}, timeout=120)
             r.update(label="jacobi", protocol=proto, prefetch=pf)
             lrc.split_other(r)
             recs.append(r)
