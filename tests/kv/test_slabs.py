@@ -281,18 +281,6 @@ def test_the_automove_window_is_seconds_not_samples(clock_server, clock):
 def test_total_malloced_goes_down_after_cache_memlimit_shrinks(server):
     """memcached's dyn-maxbytes: the limit raised, memory taken, the limit lowered, every item
     deleted: the pages the automover gives the pool above the limit go back to the system."""
-    value = b"B" * 66560
     with server.conn(timeout=30) as c:
-        for i in range(40):
-            c.call(b"set key%d 0 0 66560\r\n%s\r\n" % (i, value), "STORED\r\n")
-        assert int(c.stats()["evictions"]) > 0
-        c.call("cache_memlimit 16\r\n", "OK\r\n")
-        for i in range(40, 150):
-            c.call(b"set key%d 0 0 66560\r\n%s\r\n" % (i, value), "STORED\r\n")
-        malloced = int(c.stats("slabs")["total_malloced"])
-        assert malloced > 8 << 20
-        c.call("cache_memlimit 8\r\n", "OK\r\n")
-        for i in range(150):
-            c.send(f"delete key{i}\r\n")
-            assert c.line() in (b"DELETED\r\n", b"NOT_FOUND\r\n")
+        malloced = evict_grow_shrink_delete(c)
         wait_stat(c, "total_malloced", lambda v: v < malloced, "memory given back", sub="slabs")
