@@ -257,7 +257,6 @@ const struct owndiff *lrc_find_diff(size_t p, uint32_t idx);
 void lrc_batch_begin(void);
 void lrc_batch_send(void);
 void lrc_start_fetch(size_t p);
-void lrc_fetch_local(size_t p, struct rx *rx); /* every pending notice's diff is in rx */
 void lrc_reply_arrived(size_t p, uint32_t node, const void *data, size_t len);
 void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len);
 void lrc_diffs_arrived(uint64_t pages, uint32_t from, const unsigned char *data, size_t len);

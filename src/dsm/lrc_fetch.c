@@ -91,17 +91,6 @@ void lrc_start_fetch(size_t p)
 		fetch_done(p);
 }
 
-void lrc_fetch_local(size_t p, struct rx *rx)
-{
-	struct lrc_page *pg = lrc_page(p);
-	if (pg->rx || pg->replies_left || !rx)
-		dsm_fatal("lrc: local fetch of page %zu while another is in flight", p);
-	pg->nflight = pg->npend;
-	pg->rx = rx;
-	lrc.fetches++;
-	fetch_done(p);
-}
-
 struct applied {
 	uint64_t order;
 	uint32_t node;

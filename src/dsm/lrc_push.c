@@ -242,12 +242,7 @@ static void try_apply(size_t p)
 		lrc.probe[lrc.nprobe++] = p;
 		return;
 	}
-	uint8_t covered_small[64];
-	uint8_t *covered = pg->npend <= 64 ? covered_small : lrc_xmalloc(pg->npend);
-	struct rx *rx = lrc_push_claim(p, pg->npend, covered);
-	if (covered != covered_small)
-		free(covered);
-	lrc_fetch_local(p, rx);
+	lrc_start_fetch(p); /* every diff is here: done at once, with no message */
 }
 
 /* Forget pages that hold no pushed diff any more. */
