@@ -55,6 +55,64 @@ size_t dsm_diff_make(const void *page, const void *twin, size_t size, void *out)
 	return n;
 }
 
+/* One word of a page another thread may be writing, read once. */
+static uint32_t word_once(const uint32_t *w)
+{
+	return __atomic_load_n(w, __ATOMIC_RELAXED);
+}
+
+size_t dsm_diff_take(const void *page, void *twin, size_t size, void *out)
+{
+	const uint32_t *p = page;
+	uint32_t *t = twin;
+	size_t words = size / DSM_DIFF_WORD, n = 0, w = 0;
+	unsigned char *o = out;
+	while (w < words) {
+		/* A block found equal is skipped; a write to it after the look
+		   differs from the twin at the next take. */
+		if (w % BLOCK_WORDS == 0 && w + BLOCK_WORDS <= words &&
+		    !memcmp(p + w, t + w, BLOCK_WORDS * DSM_DIFF_WORD)) {
+			w += BLOCK_WORDS;
+			continue;
+		}
+		uint32_t v = word_once(p + w);
+		if (v == t[w]) {
+			w++;
+			continue;
+		}
+		/* A run: each word read once, into the diff; the word that ends
+		   it was seen equal and is passed over, so runs stay apart. */
+		size_t first = w, count = 0;
+		unsigned char *vals = o + n + 2 * sizeof(uint16_t);
+		for (;;) {
+			memcpy(vals + count * DSM_DIFF_WORD, &v, DSM_DIFF_WORD);
+			count++;
+			if (++w == words || count == UINT16_MAX)
+				break;
+			v = word_once(p + w);
+			if (v == t[w]) {
+				w++;
+				break;
+			}
+		}
+		uint16_t hdr[2] = {(uint16_t)first, (uint16_t)count};
+		memcpy(o + n, hdr, sizeof(hdr));
+		n += sizeof(hdr) + count * DSM_DIFF_WORD;
+		for (size_t k = 0; k < count; k += 2) {
+			uint32_t a, b = 0;
+			memcpy(&a, vals + k * DSM_DIFF_WORD, DSM_DIFF_WORD);
+			unsigned m = changed_bytes(a, t[first + k]);
+			if (k + 1 < count) {
+				memcpy(&b, vals + (k + 1) * DSM_DIFF_WORD, DSM_DIFF_WORD);
+				m |= changed_bytes(b, t[first + k + 1]) << 4;
+			}
+			o[n++] = (unsigned char)m;
+		}
+		memcpy(t + first, vals, count * DSM_DIFF_WORD);
+	}
+	return n;
+}
+
 int dsm_diff_apply(void *page, size_t size, const void *diff, size_t len)
 {
 	const unsigned char *d = diff;

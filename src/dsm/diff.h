@@ -29,6 +29,13 @@ static inline size_t dsm_diff_max(size_t size)
    (0: the page equals its twin). size: a multiple of 4, at most 256 KiB. */
 size_t dsm_diff_make(const void *page, const void *twin, size_t size, void *out);
 
+/* The same diff of a page that other threads may be writing meanwhile, with
+   the twin brought to the page as it was read: each word is read once, so a
+   write the diff does not hold leaves the page different from the twin (the
+   next take has it). Without a concurrent write the diff and the twin are
+   dsm_diff_make's and the page's. */
+size_t dsm_diff_take(const void *page, void *twin, size_t size, void *out);
+
 /* Write the runs of diff over page. Returns 0, or -1 if the diff is malformed
    or reaches past size (the page is then partly written). */
 int dsm_diff_apply(void *page, size_t size, const void *diff, size_t len);

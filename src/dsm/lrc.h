@@ -85,11 +85,12 @@ enum { CLS_UNKNOWN = 0, CLS_PRIVATE = 1, CLS_SHARED = 2 };
 
 /* A page written in two intervals at most this far apart is hot: at every
    interval end its diff is made and its twin renewed, and it stays writable,
-   so a page a node keeps writing takes no fault per interval. After HOT_IDLE
-   intervals without a change it goes back to faulting. (Writes that leave
-   the values as they were look like no write: tracking an idle page costs
-   two mprotect calls and a page comparison per interval, a fault here costs
-   tens of microseconds, so idleness is given time.) */
+   so a page a node keeps writing takes no fault per interval, and no
+   mprotect call either: its diff is taken while it is writable
+   (dsm_diff_take). After HOT_IDLE intervals without a change it goes back to
+   faulting. (Writes that leave the values as they were look like no write:
+   tracking an idle page costs a page comparison per interval, a fault here
+   costs tens of microseconds, so idleness is given time.) */
 #define HOT_GAP	 2
 #define HOT_IDLE 16
 
@@ -146,6 +147,7 @@ struct lrc_state {
 	uint32_t *ivcap;
 	size_t *dirty, ndirty; /* pages written in the open interval, and hot pages */
 	size_t *inval, ninval; /* pages take_records invalidates, in one go */
+	size_t *held, nheld;   /* ... and those it left for lrc_push_apply */
 	void **arrived;	       /* node 0: each node's barrier payload */
 	size_t *arrived_len;
 	int gc_now;	   /* this barrier collects */
@@ -242,10 +244,13 @@ void lrc_close_interval(void); /* end the open interval (its record, if it wrote
    every node; returns the new length. */
 size_t lrc_encode_since(const uint32_t *seen, unsigned char **buf, size_t len);
 /* Take in records (their wire form), with the interval closed; returns how
-   many were new. */
-size_t lrc_take_records(const void *payload, size_t len);
+   many were new. at_barrier: a barrier's exit, whose lrc_push_apply comes
+   next: a page it will bring up to date from pushed diffs is left as it is
+   (lrc.held) instead of invalidated. */
+size_t lrc_take_records(const void *payload, size_t len, int at_barrier);
 void lrc_mem_add(int64_t d); /* metadata kept (dsm.meta_bytes, meta_peak) */
 void lrc_set_access(size_t p, uint8_t acc);
+void lrc_invalidate(size_t *list, size_t n); /* no access to these pages (sorts them) */
 struct interval *lrc_interval_get(uint32_t node, uint32_t idx);
 uint64_t lrc_vt_sum(const uint32_t *vt);
 void lrc_make_writable(size_t p, int hot);
@@ -293,6 +298,7 @@ void lrc_push_message(const struct dsm_hdr *h, const void *payload, size_t len);
 struct rx *lrc_push_claim(size_t p, uint32_t nflight, uint8_t *covered);
 void lrc_push_gc(const uint32_t *upto, uint64_t *mem); /* at a collection */
 int lrc_push_covers(size_t p); /* is every pending notice's diff of p here? */
+int lrc_push_ready(size_t p);  /* would a barrier's exit bring p up to date? */
 
 /* lrc_gc.c */
 void lrc_gc_start(void);

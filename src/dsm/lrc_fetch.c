@@ -181,6 +181,11 @@ static void fetch_done(size_t p)
 	if (pg->want_write) {
 		pg->want_write = 0;
 		lrc_make_writable(p, 1);
+	} else if (to_twin && pg->hot && pg->dirty) {
+		/* A page this node writes at every interval, brought up to date
+		   (its twin too): writable again at once, as it was before the
+		   notices came, instead of one more fault for its next write. */
+		lrc_make_writable(p, 1);
 	} else {
 		lrc_set_access(p, ACC_READ);
 	}

@@ -225,19 +225,38 @@ int lrc_push_covers(size_t p)
 	return 1;
 }
 
+/* Can page p be brought up to date from what was pushed: is that everything
+   it lacks? Not during a collection (its fetches take what is here). */
+static int can_apply(const struct lrc_page *pg, size_t p)
+{
+	return !lrc.gc_now && !pg->probing && !pg->replies_left && !pg->nflight && !pg->asking &&
+	       !pg->revoking && pg->cls == CLS_SHARED && lrc_push_covers(p);
+}
+
+/* The pushes of a page applied since it subscribed, n counting this one:
+   does this one put it on probation? */
+static int probes(uint16_t n)
+{
+	return n >= 2 && !(n & (n - 1));
+}
+
+int lrc_push_ready(size_t p)
+{
+	const struct lrc_page *pg = &lrc.pg[p];
+	return can_apply(pg, p) && !probes((uint16_t)(pg->npush + 1));
+}
+
 /* Bring page p up to date from what was pushed, if that is everything it
-   lacks; a page on probation waits for a fault instead, and during a
-   collection the collection's fetches take what is here. */
+   lacks; a page on probation waits for a fault instead. */
 static void try_apply(size_t p)
 {
 	struct lrc_page *pg = &lrc.pg[p];
-	if (lrc.gc_now || pg->probing || pg->replies_left || pg->nflight || pg->asking ||
-	    pg->revoking || pg->cls != CLS_SHARED || !lrc_push_covers(p))
+	if (!can_apply(pg, p))
 		return;
 	uint16_t n = ++pg->npush;
 	/* (a page may be listed twice in one phase: a fault took its diffs and
 	   late ones came; the list holds at most a page's worth of entries) */
-	if (n >= 2 && !(n & (n - 1)) && lrc.nprobe < dsm.npages) {
+	if (probes(n) && lrc.nprobe < dsm.npages) {
 		pg->probing = 1;
 		lrc.probe[lrc.nprobe++] = p;
 		return;
@@ -264,6 +283,16 @@ void lrc_push_apply(void)
 	for (size_t k = 0; k < lrc.npushq; k++)
 		try_apply(lrc.pushq[k]);
 	pushq_trim();
+	/* A page take_records left valid that is not current after all is
+	   invalidated now, as it would have been there. */
+	size_t n = 0;
+	for (size_t k = 0; k < lrc.nheld; k++) {
+		size_t p = lrc.held[k];
+		if (lrc.pg[p].npend && lrc.pg[p].access != ACC_NONE)
+			lrc.inval[n++] = p;
+	}
+	lrc.nheld = 0;
+	lrc_invalidate(lrc.inval, n);
 }
 
 /* DIFF with b = 1 (pushed diffs) or DIFF_REQ with b = 1 (stop pushing). */

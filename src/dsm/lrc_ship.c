@@ -82,7 +82,7 @@ static const uint32_t *take_vt_and_records(int from, const void *p, size_t len)
 		dsm_fatal("lrc: shipped calls from node %d without a vector time", from);
 	if (len > head) {
 		lrc_close_interval();
-		lrc_take_records((const unsigned char *)p + head, len - head);
+		lrc_take_records((const unsigned char *)p + head, len - head, 0);
 	}
 	raise_to(from, p);
 	return p;

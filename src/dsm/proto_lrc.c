@@ -86,6 +86,7 @@ static int lrc_init(void)
 	lrc.ivcap = calloc(lrc.nodes, sizeof(uint32_t));
 	lrc.dirty = dsm_table_new(dsm.npages, sizeof(size_t));
 	lrc.inval = dsm_table_new(dsm.npages, sizeof(size_t));
+	lrc.held = dsm_table_new(dsm.npages, sizeof(size_t));
 	lrc.gc_base = calloc(lrc.nodes, sizeof(uint32_t));
 	lrc.arrived = calloc(lrc.nodes, sizeof(void *));
 	lrc.arrived_len = calloc(lrc.nodes, sizeof(size_t));
@@ -97,7 +98,7 @@ static int lrc_init(void)
 	lrc.pushq = dsm_table_new(dsm.npages, sizeof(size_t));
 	lrc.probe = dsm_table_new(dsm.npages, sizeof(size_t));
 	if (!lrc.pg || !lrc.live || !lrc.vt || !lrc.base || !lrc.iv || !lrc.ivcap || !lrc.dirty ||
-	    !lrc.inval || !lrc.gc_base || !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap ||
+	    !lrc.inval || !lrc.held || !lrc.gc_base || !lrc.arrived || !lrc.bq || !lrc.bqlen || !lrc.bqcap ||
 	    !lrc.bqpages || !lrc.arrived_len || !lrc.scratch || !lrc.pushq || !lrc.probe)
 		return -1;
 	return lrc_class_init();
@@ -140,6 +141,13 @@ static int cmp_size(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+void lrc_invalidate(size_t *list, size_t n)
+{
+	qsort(list, n, sizeof(size_t), cmp_size);
+	protect_runs(list, n, ACC_READ, ACC_NONE);
+	protect_runs(list, n, ACC_WRITE, ACC_NONE);
+}
+
 struct interval *lrc_interval_get(uint32_t node, uint32_t idx)
 {
 	if (node >= lrc.nodes || idx <= lrc.base[node] || idx > lrc.vt[node])
@@ -157,14 +165,10 @@ uint64_t lrc_vt_sum(const uint32_t *vt)
 
 /* ---- diffs ---- */
 
-/* Encode page p against its twin (into lrc.scratch) and keep the diff as
-   interval idx's, an empty one too when keep_empty. Returns its length. */
-static size_t keep_diff(size_t p, uint32_t idx, int keep_empty)
+/* Keep the n bytes of lrc.scratch as page p's diff of interval idx. */
+static void keep_scratch(size_t p, uint32_t idx, size_t n)
 {
 	struct lrc_page *pg = lrc_page(p);
-	size_t n = dsm_diff_make(dsm_page_alias(p), pg->twin, dsm.page_size, lrc.scratch);
-	if (!n && !keep_empty)
-		return 0;
 	unsigned char *buf = lrc_xmalloc(n);
 	memcpy(buf, lrc.scratch, n);
 	if (pg->ndiffs == pg->capdiffs) {
@@ -175,6 +179,17 @@ static size_t keep_diff(size_t p, uint32_t idx, int keep_empty)
 	PROTO_STAT_ADD(LRC_ST_DIFFS, 1);
 	PROTO_STAT_ADD(LRC_ST_DIFF_BYTES, n);
 	lrc_mem_add((int64_t)n + (int64_t)sizeof(struct owndiff));
+}
+
+/* Encode page p against its twin (into lrc.scratch) and keep the diff as
+   interval idx's, an empty one too when keep_empty. Returns its length. */
+static size_t keep_diff(size_t p, uint32_t idx, int keep_empty)
+{
+	struct lrc_page *pg = lrc_page(p);
+	size_t n = dsm_diff_make(dsm_page_alias(p), pg->twin, dsm.page_size, lrc.scratch);
+	if (!n && !keep_empty)
+		return 0;
+	keep_scratch(p, idx, n);
 	return n;
 }
 
@@ -211,13 +226,16 @@ const struct owndiff *lrc_find_diff(size_t p, uint32_t idx)
 /* ---- intervals ---- */
 
 /* A hot page at the end of interval idx: keep its diff if it changed, and
-   renew the twin. Returns whether it changed. The page is not writable. */
+   renew the twin. Returns whether it changed. The page may still be
+   writable, and written by this node's other threads meanwhile: the take
+   reads each word once, and a write it misses is in the next interval's. */
 static int diff_now(size_t p, uint32_t idx)
 {
 	struct lrc_page *pg = lrc_page(p);
-	if (!keep_diff(p, idx, 0))
+	size_t n = dsm_diff_take(dsm_page_alias(p), pg->twin, dsm.page_size, lrc.scratch);
+	if (!n)
 		return 0;
-	memcpy(pg->twin, dsm_page_alias(p), dsm.page_size);
+	keep_scratch(p, idx, n);
 	return 1;
 }
 
@@ -234,7 +252,8 @@ static void drop_twin(size_t p)
  * End the open interval. A page twinned in it for the first time becomes
  * read-only and keeps its twin (its diff is made lazily); a hot page is
  * diffed now and stays writable with a fresh twin, unless it is invalid or
- * has been idle. One record lists the pages that changed.
+ * has been idle (only then is it made read-only). One record lists the pages
+ * that changed.
  */
 void lrc_close_interval(void)
 {
@@ -245,7 +264,18 @@ void lrc_close_interval(void)
 	uint32_t *written = lrc_xmalloc(lrc.ndirty * sizeof(uint32_t));
 	size_t nw = 0, keep = 0;
 	qsort(lrc.dirty, lrc.ndirty, sizeof(size_t), cmp_size);
-	protect_runs(lrc.dirty, lrc.ndirty, ACC_WRITE, ACC_READ); /* no write lands in a diff */
+	/* Read-only first: a page twinned in this interval (its next write must
+	   fault) and a hot page that may stop being hot now (a write after its
+	   last diff would be lost). The other hot pages stay writable: their
+	   diffs are taken word by word (diff_now). */
+	size_t *ro = lrc_xmalloc(lrc.ndirty * sizeof(size_t)), nro = 0;
+	for (size_t i = 0; i < lrc.ndirty; i++) {
+		const struct lrc_page *pg = &lrc.pg[lrc.dirty[i]];
+		if (!pg->hot || pg->idle + 1 >= HOT_IDLE)
+			ro[nro++] = lrc.dirty[i];
+	}
+	protect_runs(ro, nro, ACC_WRITE, ACC_READ);
+	free(ro);
 	for (size_t i = 0; i < lrc.ndirty; i++) {
 		size_t p = lrc.dirty[i];
 		struct lrc_page *pg = lrc_page(p);
@@ -368,7 +398,7 @@ static int rec_cmp(const void *a, const void *b)
 }
 
 /* Take in records (the wire form); returns how many were new. */
-size_t lrc_take_records(const void *payload, size_t len)
+size_t lrc_take_records(const void *payload, size_t len, int at_barrier)
 {
 	if (len % sizeof(uint32_t))
 		dsm_fatal("lrc: malformed write notices (%zu bytes)", len);
@@ -421,9 +451,21 @@ size_t lrc_take_records(const void *payload, size_t len)
 		fresh++;
 	}
 	free(r);
-	qsort(lrc.inval, lrc.ninval, sizeof(size_t), cmp_size);
-	protect_runs(lrc.inval, lrc.ninval, ACC_READ, ACC_NONE);
-	protect_runs(lrc.inval, lrc.ninval, ACC_WRITE, ACC_NONE);
+	if (at_barrier) {
+		/* The node's threads wait in the barrier (a shipped call running
+		   meanwhile is not ordered with these intervals): a page whose
+		   diffs are all here is written in place, and keeps its access. */
+		size_t kept = 0;
+		for (size_t i = 0; i < lrc.ninval; i++) {
+			size_t p = lrc.inval[i];
+			if (lrc_push_ready(p))
+				lrc.held[lrc.nheld++] = p;
+			else
+				lrc.inval[kept++] = p;
+		}
+		lrc.ninval = kept;
+	}
+	lrc_invalidate(lrc.inval, lrc.ninval);
 	lrc.ninval = 0;
 	return fresh;
 }
@@ -695,7 +737,7 @@ static void lrc_acquire(uint32_t lock, const void *grant, size_t len)
 	(void)lock;
 	lrc_close_interval();
 	if (len)
-		lrc_take_records(grant, len);
+		lrc_take_records(grant, len, 0);
 }
 
 static void lrc_release(uint32_t lock)
@@ -758,13 +800,14 @@ static size_t lrc_barrier_leave_for(int node, void **out)
 			memcpy(&mem, lrc.arrived[n], sizeof(mem));
 			if (mem > most)
 				most = mem;
-			if (n == 0)
-				continue;
+		}
+		/* Decided first: a collection takes pushed diffs itself. */
+		lrc.gc_now = lrc_set.gc_bytes && most > lrc_set.gc_bytes;
+		for (size_t n = 1; n < lrc.nodes; n++) {
 			lrc_close_interval(); /* the server may have written meanwhile */
 			lrc_take_records((unsigned char *)lrc.arrived[n] + head,
-					 lrc.arrived_len[n] - head);
+					 lrc.arrived_len[n] - head, 1);
 		}
-		lrc.gc_now = lrc_set.gc_bytes && most > lrc_set.gc_bytes;
 		if (lrc.gc_now) /* what every node has once it takes its exit in */
 			memcpy(lrc.gc_base, lrc.vt, lrc.nodes * sizeof(uint32_t));
 		*out = NULL;
@@ -797,7 +840,7 @@ static int lrc_barrier_leave(const void *p, size_t len)
 		memcpy(&gc, p, sizeof(gc));
 		lrc.gc_now = (int)gc;
 		lrc_close_interval(); /* the server may have written meanwhile */
-		lrc_take_records((const unsigned char *)p + lead, len - lead);
+		lrc_take_records((const unsigned char *)p + lead, len - lead, 1);
 		lrc_known_raise(0, (const uint32_t *)((const unsigned char *)p + sizeof(gc)));
 		if (lrc.gc_now)
 			memcpy(lrc.gc_base, (const unsigned char *)p + sizeof(gc),

@@ -7,10 +7,15 @@
  * its twin has an empty diff. Two writers of different bytes of the same
  * words (as two nodes in one interval): both diffs applied, in either order,
  * give every byte either wrote. Malformed diffs (cut short, a run past the page's end, a run of
- * zero words) are refused. No MPI: a plain program.
+ * zero words) are refused. dsm_diff_take gives dsm_diff_make's bytes and
+ * leaves the twin equal to the page; and with another thread writing the page
+ * all along (a hot page at a release while other threads run), the diffs it
+ * takes, applied in order to a copy of the first twin, end equal to the page
+ * once the writer stops and one more is taken: no write is lost. No MPI.
  *
  * Usage: dsm_diff [iterations] [seed]
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +41,68 @@ static void check(int ok, const char *what, long it)
 		fprintf(stderr, "dsm_diff: iteration %ld: %s\n", it, what);
 }
 
+/* A writer of random words and bytes of one page, until told to stop. */
+struct writer {
+	unsigned char *page;
+	size_t size;
+	uint64_t seed;
+	int stop;
+	long writes;
+};
+
+static void *write_page(void *arg)
+{
+	struct writer *wr = arg;
+	uint64_t x = wr->seed;
+	while (!__atomic_load_n(&wr->stop, __ATOMIC_ACQUIRE)) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		size_t at = (size_t)(x >> 20) % wr->size;
+		if (x & 1) /* a whole word */
+			__atomic_store_n((uint32_t *)(wr->page + (at & ~(size_t)3)), (uint32_t)x,
+					 __ATOMIC_RELAXED);
+		else /* one byte */
+			__atomic_store_n(wr->page + at, (unsigned char)(x >> 8), __ATOMIC_RELAXED);
+		wr->writes++;
+	}
+	return NULL;
+}
+
+/* Takes while a writer runs; returns 0 if the copy ends equal to the page. */
+static int take_while_written(size_t size, uint64_t seed, long takes)
+{
+	unsigned char *page = aligned_alloc(64, size), *twin = malloc(size), *copy = malloc(size);
+	unsigned char *d = malloc(dsm_diff_max(size));
+	for (size_t k = 0; k < size; k++)
+		page[k] = (unsigned char)(k * 7 + seed);
+	memcpy(twin, page, size);
+	memcpy(copy, page, size);
+	struct writer wr = {.page = page, .size = size, .seed = seed | 1};
+	pthread_t th;
+	if (pthread_create(&th, NULL, write_page, &wr)) {
+		perror("pthread_create");
+		exit(2);
+	}
+	int bad = 0;
+	for (long i = 0; i < takes; i++) {
+		size_t n = dsm_diff_take(page, twin, size, d);
+		bad |= n > dsm_diff_max(size) || dsm_diff_apply(copy, size, d, n) != 0;
+		bad |= memcmp(copy, twin, size) != 0; /* the twin is what the diffs say */
+	}
+	__atomic_store_n(&wr.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	size_t n = dsm_diff_take(page, twin, size, d);
+	bad |= dsm_diff_apply(copy, size, d, n) != 0;
+	bad |= memcmp(copy, page, size) != 0 || memcmp(twin, page, size) != 0;
+	bad |= dsm_diff_take(page, twin, size, d) != 0;
+	free(page);
+	free(twin);
+	free(copy);
+	free(d);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? atol(argv[1]) : 20000;
@@ -44,7 +111,7 @@ int main(int argc, char **argv)
 		rng = 1;
 	static const size_t sizes[] = {4, 64, 4096, 16384, 65536};
 	unsigned char *twin = malloc(65536), *page = malloc(65536), *copy = malloc(65536);
-	unsigned char *d = malloc(dsm_diff_max(65536)), *d2 = malloc(65536);
+	unsigned char *d = malloc(dsm_diff_max(65536)), *d2 = malloc(dsm_diff_max(65536));
 	size_t words_changed = 0, bytes_total = 0;
 	for (long it = 0; it < iters; it++) {
 		size_t size = sizes[next() % 5];
@@ -92,6 +159,12 @@ int main(int argc, char **argv)
 		}
 		size_t n = dsm_diff_make(page, twin, size, d);
 		check(n <= dsm_diff_max(size), "diff longer than its bound", it);
+		{ /* the take: the same bytes, and the twin becomes the page */
+			memcpy(copy, twin, size);
+			size_t nt = dsm_diff_take(page, copy, size, d2);
+			check(nt == n && !memcmp(d, d2, n), "take differs from make", it);
+			check(!memcmp(copy, page, size), "take left the twin behind the page", it);
+		}
 		if (!memcmp(page, twin, size))
 			check(n == 0, "equal page with a nonempty diff", it);
 		else
@@ -145,6 +218,9 @@ int main(int argc, char **argv)
 			free(da);
 		}
 	}
+	for (int k = 0; k < 3; k++)
+		check(take_while_written(k == 2 ? 65536 : 4096, rng + (uint64_t)k, iters / 20 + 1) == 0,
+		      "a write lost by takes while the page was written", k);
 	printf("dsm_diff: %ld pages, %zu words changed, %zu diff bytes: %s\n", iters, words_changed,
 	       bytes_total, failures ? "WRONG" : "ok");
 	free(twin);
