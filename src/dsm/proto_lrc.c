@@ -563,10 +563,13 @@ static void fault(struct dsm_req *r, int again)
 		lrc_batch_begin();
 		lrc_start_fetch(p); /* a write faults again on the fresh copy and twins it */
 		/* A node walking pages in order: fetch the next ones with this one
-		   (not again: its ask looked ahead). */
+		   (not again: its ask looked ahead). The walk takes no page from
+		   another node: it reads a page it shares, and the pages past it
+		   may be another node's own (the next node's rows, past the
+		   halo), which that node goes on writing. */
 		size_t run = again ? 0 : dsm_run_ahead(p);
 		for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
-			if (lrc_class_of(q, LRC_ASK_FAULT) == CLS_UNKNOWN) {
+			if (lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN) {
 				STAT_ADD(run_ahead, 1); /* asked */
 			} else if (lrc_stale(q) && !lrc.pg[q].replies_left) {
 				STAT_ADD(run_ahead, 1);
