@@ -15,8 +15,8 @@
  * A fault on a page claims the diffs it finds here and asks only for the
  * rest (lrc_start_fetch).
  *
- * Stopping. A reader cannot see reads of a valid page, so at the 2nd, 4th,
- * 8th, ... push of a page since it subscribed it leaves the diffs waiting
+ * Stopping. A reader cannot see reads of a valid page, so at the 4th, 16th,
+ * 64th, ... push of a page since it subscribed it leaves the diffs waiting
  * and the page invalid (probation): a fault on it before this node's next
  * barrier entry shows the page is still read, and the pushes go on; without
  * one, that entry tells the page's writers to stop (DIFF_REQ with b = 1, a
@@ -234,10 +234,12 @@ static int can_apply(const struct lrc_page *pg, size_t p)
 }
 
 /* The pushes of a page applied since it subscribed, n counting this one:
-   does this one put it on probation? */
+   does this one put it on probation? The 4th, 16th, 64th, ...: a probe of
+   a page still read costs the reader a fault, a push nobody reads costs the
+   writer a diff in a message it sends anyway. */
 static int probes(uint16_t n)
 {
-	return n >= 2 && !(n & (n - 1));
+	return n >= 4 && !(n & (n - 1)) && (n & 0x5555);
 }
 
 int lrc_push_ready(size_t p)
