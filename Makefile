@@ -103,7 +103,8 @@ test-kv-tsan: tsan python
 	tests/kv/test_slabs.py tests/kv/test_admin.py tests/kv/test_lru.py \
 	tests/kv/test_bad_input.py tests/kv/test_commands.py tests/kv/test_meta.py tests/kv/test_pymemcache.py \
 	tests/kv/test_tls.py tests/kv/test_auth.py tests/kv/test_restart.py tests/kv/test_hash.py \
-	tests/kv/test_binary.py tests/kv/test_binary_input.py tests/kv/test_sasl.py tests/kv/test_chunked.py
+	tests/kv/test_binary.py tests/kv/test_binary_input.py tests/kv/test_sasl.py tests/kv/test_chunked.py \
+	tests/kv/test_load.py
 
 test-kv-memcached: python
 	LOCUS_KV=memcached $(PY) -m pytest -q tests/kv
