@@ -205,7 +205,8 @@ struct worker {
 	pthread_mutex_t lock; /* the list of conns, for other threads' "stats conns" */
 	struct conn *conns;
 	struct kv_buf scratch;
-	struct conn **udp; /* its reader of each UDP socket (dgram.c) */
+	struct kv_buf tls_gather; /* a TLS write's pieces, copied together (tls.c) */
+	struct conn **udp;	  /* its reader of each UDP socket (dgram.c) */
 	int nudp;
 	struct event *idle_ev; /* -o idle_timeout: once a second, close the idle connections */
 	struct kv_pool pool;   /* its connections' read buffers and response records */

@@ -9,10 +9,14 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "common/atomic.h"
 #include "kv/server/server.h"
 #include "kv/server/tls.h"
+
+/* What one write gathers when ssl_wbuf_size is 0 (no bound). */
+#define GATHER_ALL (256 * 1024)
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static SSL_CTX *server_ctx; /* under ctx_lock */
@@ -232,6 +236,40 @@ ssize_t kv_tls_write(struct conn *c, const void *buf, size_t n)
 	}
 	session_failed(c, e);
 	return -1;
+}
+
+/*
+ * memcached copies a reply's pieces into one buffer of ssl_wbuf_size and
+ * hands TLS that: a get of one value is one record and one write(2), where
+ * a write per piece (text, value, END) costs three of each. Gathered from
+ * the same place, the pieces start with the same bytes on a retry, and are
+ * at least as long (the output only grows), as SSL_write wants.
+ */
+ssize_t kv_tls_writev(struct conn *c, const struct iovec *iov, int n, struct kv_buf *gather)
+{
+	if (n == 1)
+		return kv_tls_write(c, iov[0].iov_base, iov[0].iov_len);
+	size_t bound = settings->wbuf_kb ? (size_t)settings->wbuf_kb * 1024 : GATHER_ALL;
+	if (bound < c->tls_wlen)
+		bound = c->tls_wlen;
+	size_t total = 0;
+	for (int i = 0; i < n && total < bound; i++)
+		total += iov[i].iov_len;
+	if (total > bound)
+		total = bound;
+	gather->len = 0;
+	if (kv_buf_reserve(gather, total) != 0) {
+		session_failed(c, SSL_ERROR_SYSCALL);
+		return -1;
+	}
+	for (int i = 0; i < n && gather->len < total; i++) {
+		size_t k = iov[i].iov_len;
+		if (k > total - gather->len)
+			k = total - gather->len;
+		memcpy(gather->p + gather->len, iov[i].iov_base, k);
+		gather->len += k;
+	}
+	return kv_tls_write(c, gather->p, gather->len);
 }
 
 /*
