@@ -146,6 +146,7 @@ struct conn {
 	short tls_want;
 	size_t tls_wlen;
 	int tls_ready, tls_failed;
+	int tls_starved; /* the last read wanted the socket: what TLS holds is part of a record */
 	/* -Y: it has not authenticated yet (auth.c); the data of its "set" still to come,
 	   and where in `out` the reply that the next one replaces begins. */
 	int needs_auth;

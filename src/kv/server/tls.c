@@ -114,6 +114,8 @@ static SSL_CTX *build(const struct kv_tls_settings *t, char *err, size_t errlen)
 	/* Replies are written from a buffer that may grow between a write and its retry. */
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
 				      SSL_MODE_RELEASE_BUFFERS);
+	/* A record in one read(2), not its header and then its body (kv_tls_pending). */
+	SSL_CTX_set_read_ahead(ctx, 1);
 	return ctx;
 fail:
 	ERR_clear_error();
@@ -204,11 +206,15 @@ ssize_t kv_tls_read(struct conn *c, void *buf, size_t n)
 	c->tls_want &= (short)~EV_WRITE;
 	if (!c->tls_ready) /* a failure puts the session back in its handshake state: note it now */
 		c->tls_ready = SSL_is_init_finished(c->ssl);
-	if (r > 0)
+	if (r > 0) {
+		c->tls_starved = 0;
 		return r;
+	}
 	int e = SSL_get_error(c->ssl, r);
-	if (e == SSL_ERROR_WANT_READ)
+	if (e == SSL_ERROR_WANT_READ) {
+		c->tls_starved = 1;
 		return 0;
+	}
 	if (e == SSL_ERROR_WANT_WRITE) {
 		c->tls_want |= EV_WRITE;
 		return 0;
@@ -285,12 +291,15 @@ ssize_t kv_tls_writev(struct conn *c, const struct iovec *iov, int n, struct kv_
 }
 
 /*
- * Decrypted bytes that a read left (SSL_pending). Not SSL_has_pending: that
- * also counts part of a record, which needs the socket, and would spin.
+ * Bytes a read left: decrypted (SSL_pending), or, since TLS reads ahead,
+ * records read from the socket and not yet decrypted, which the socket will
+ * not signal again (SSL_has_pending). That also counts part of a record,
+ * which needs the socket: after a read that wanted the socket it is not
+ * counted, or the connection would spin.
  */
 int kv_tls_pending(const struct conn *c)
 {
-	return SSL_pending(c->ssl) > 0;
+	return SSL_pending(c->ssl) > 0 || (!c->tls_starved && SSL_has_pending(c->ssl));
 }
 
 void kv_tls_close(struct conn *c)
