@@ -692,6 +692,9 @@ int main(int argc, char **argv)
 		for (uint32_t i = 0; i < opened; i++)
 			conn_close(&conns[i]);
 		SSL_CTX_free(ctx);
+		free(conns);
+		free(ws);
+		free(val);
 		return status;
 	}
 
