@@ -100,8 +100,8 @@ static void usage(FILE *out)
 		"  -s, --server HOST:PORT  the server ([v6]:PORT for IPv6; default "
 		"127.0.0.1:11211)\n"
 		"  -c, --connections N     connections, spread over the threads (default 64)\n"
-		"  -T, --threads N         client threads, each serving its connections (default "
-		"2)\n"
+		"  -T, --threads N         client threads, each serving its connections\n"
+		"                          (default 2; at most one per connection)\n"
 		"  -r, --sets PCT          percent of requests that are sets, the rest gets "
 		"(default 10)\n"
 		"  -k, --keys N            how many distinct keys, drawn uniformly (default "
@@ -740,16 +740,17 @@ int main(int argc, char **argv)
 		close(ws[t].ep);
 	}
 	uint64_t ops = sum.gets + sum.sets;
-	printf("{\"server\": \"%s:%s\", \"tls\": %s, \"verify\": %s, \"threads\": %" PRIu32
+	int v6 = strchr(o.host, ':') != NULL;
+	printf("{\"server\": \"%s%s%s:%s\", \"tls\": %s, \"verify\": %s, \"threads\": %" PRIu32
 	       ", \"connections\": %" PRIu32 ", \"sets_pct\": %" PRIu32 ", \"keys\": %" PRIu64
 	       ", \"key_size\": %" PRIu32 ", \"value_size\": %" PRIu32 ", \"prefilled\": %" PRIu64
 	       ", \"seconds\": %.3f, \"ops\": %" PRIu64 ", \"ops_per_s\": %.0f, \"gets\": %" PRIu64
 	       ", \"sets\": %" PRIu64 ", \"get_hits\": %" PRIu64 ", \"get_misses\": %" PRIu64
 	       ", \"errors\": %" PRIu64 ", \"client_cpu_s\": %.3f}\n",
-	       o.host, o.port, o.tls ? "true" : "false", o.ca ? "true" : "false", o.threads,
-	       o.conns, o.sets_pct, o.keys, o.key_size, o.value_size, stored, seconds, ops,
-	       seconds > 0 ? (double)ops / seconds : 0.0, sum.gets, sum.sets, sum.hits, sum.misses,
-	       sum.errors, cpu);
+	       v6 ? "[" : "", o.host, v6 ? "]" : "", o.port, o.tls ? "true" : "false",
+	       o.ca ? "true" : "false", o.threads, o.conns, o.sets_pct, o.keys, o.key_size,
+	       o.value_size, stored, seconds, ops, seconds > 0 ? (double)ops / seconds : 0.0,
+	       sum.gets, sum.sets, sum.hits, sum.misses, sum.errors, cpu);
 	fflush(stdout);
 	if (o.prefill_only)
 		fprintf(stderr, "locus-kv-load: stored %" PRIu64 " keys%s\n", stored,
