@@ -13,7 +13,7 @@ KV_TSAN    := $(TSAN)/src/kv/locus-kv
 VENV       ?= $(BUILD)/venv
 PY         := $(VENV)/bin/python
 
-.PHONY: all deps build release install tsan asan test test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-tsan test-kv-memcached test-fuzz bench-kv bench-kv-threads test-dsm dsm-suite python figures demo format clean help
+.PHONY: all deps build release install tsan asan test test-release test-tsan test-asan test-python test-kv test-kv-asan test-kv-tsan test-kv-memcached test-fuzz bench-kv bench-kv-tls bench-kv-threads test-dsm dsm-suite python figures demo format clean help
 
 all: build
 
@@ -31,6 +31,7 @@ help:
 	@echo "                  (test-kv-asan: the ASan/UBSan server; test-kv-tsan: the ThreadSanitizer one)"
 	@echo "make test-kv-memcached  the same tests against Debian's memcached (the reference they were written against)"
 	@echo "make bench-kv     memcaslap against locus-kv and Debian's memcached at 10/20/25/30% sets (bench/kv-memcaslap)"
+	@echo "make bench-kv-tls the same with TLS on both servers, locus-kv-load as the client (bench/kv_load.c)"
 	@echo "make bench-kv-threads  seed 000 Figure 4.1: throughput vs threads, sync vs async item allocation (bench/kv-threads)"
 	@echo "make test-dsm     locus-dsm's tests only (litmus, lock stress, threads, failure, every application on 1, 2, 4 nodes x 1, 2, 4 threads)"
 	@echo "make dsm-suite    the DSM applications on 1, 2, 4 nodes at 0 and 1 ms delay: table and plots in $(BUILD)/dsm-suite"
@@ -103,7 +104,8 @@ test-kv-tsan: tsan python
 	tests/kv/test_slabs.py tests/kv/test_admin.py tests/kv/test_lru.py \
 	tests/kv/test_bad_input.py tests/kv/test_commands.py tests/kv/test_meta.py tests/kv/test_pymemcache.py \
 	tests/kv/test_tls.py tests/kv/test_auth.py tests/kv/test_restart.py tests/kv/test_hash.py \
-	tests/kv/test_binary.py tests/kv/test_binary_input.py tests/kv/test_sasl.py tests/kv/test_chunked.py
+	tests/kv/test_binary.py tests/kv/test_binary_input.py tests/kv/test_sasl.py tests/kv/test_chunked.py \
+	tests/kv/test_load.py
 
 test-kv-memcached: python
 	LOCUS_KV=memcached $(PY) -m pytest -q tests/kv
@@ -116,6 +118,10 @@ dsm-suite: release python
 
 bench-kv: release
 	bench/kv-memcaslap --locus-kv $(KV)
+
+# the same with TLS on both servers: locus-kv-load is the client (memcaslap has no TLS)
+bench-kv-tls: release
+	bench/kv-memcaslap --locus-kv $(KV) --client locus-kv-load --tls
 
 # seed 000 Figure 4.1: throughput vs threads, alloc=mutex vs alloc=async, against memcached
 bench-kv-threads: release python

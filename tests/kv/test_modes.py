@@ -46,18 +46,34 @@ def test_disable_cas_shows_zero_and_fails_every_cas(server):
         assert c.stats("settings")["cas_enabled"] == "no"
 
 
-@pytest.mark.locus_only
 @pytest.mark.parametrize("server_args", [["-C"]])
-def test_disable_cas_keeps_flush_all_exact(server):
-    """-C: an item stored right after flush_all is kept, as without -C. memcached's flush
-    cliff is then the second (items stored in the flush's second are flushed too, which its
-    t/flush-all.t expects); locus-kv still counts cas internally and cuts there
-    (docs/kv.md's differences)."""
-    with server.conn() as c:
+def test_disable_cas_flushes_by_the_second(clock_server, clock):
+    """-C: without cas values memcached marks a flush by the second, so an item stored in
+    the same second as flush_all 0 is flushed too (its t/flush-all.t expects to see that at
+    least once in 50 tries); one stored in a later second is kept."""
+    with clock_server.conn() as c:
+        flushed = 0
         for _ in range(50):
-            c.call("flush_all 0\r\n", "OK\r\n")
-            c.call("set foo 0 0 3\r\nnew\r\nget foo\r\n",
-                   "STORED\r\nVALUE foo 0 3\r\nnew\r\nEND\r\n")
+            c.call("flush_all 0\r\nset foo 0 0 3\r\nnew\r\n", "OK\r\nSTORED\r\n")
+            c.send("get foo\r\n")
+            if c.line() == b"END\r\n":
+                flushed += 1
+                break
+            c.expect("new\r\nEND\r\n")
+        assert flushed == 1
+        c.call("set kept 0 0 1\r\nx\r\nflush_all 0\r\n", "STORED\r\nOK\r\n")
+        clock.advance(0)
+        c.call("set foo 0 0 3\r\nnew\r\nget foo kept\r\n",
+               "STORED\r\nVALUE foo 0 3\r\nnew\r\nEND\r\n")
+
+
+def test_flush_all_with_cas_keeps_what_is_stored_right_after(srv):
+    """With cas values (no -C) the flush cuts at the cas counter: an item stored right
+    after flush_all, in the same second, is kept every time."""
+    with srv.conn() as c:
+        for _ in range(50):
+            c.call("flush_all 0\r\nset foo 0 0 3\r\nnew\r\nget foo\r\n",
+                   "OK\r\nSTORED\r\nVALUE foo 0 3\r\nnew\r\nEND\r\n")
 
 
 @pytest.mark.parametrize("server_args", [["-R", "3", "-t", "1"]])

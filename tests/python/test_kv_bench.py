@@ -12,7 +12,7 @@ import pytest
 
 from locus_tools import kv_memcaslap as kvm
 from locus_tools import kv_threads as kvt
-from locus_tools import memcaslap
+from locus_tools import kvload, memcaslap
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench/kv-memcaslap"
@@ -100,6 +100,39 @@ def test_table_medians_paired_ratios_and_fastest():
     assert "server CPU us/op" in text and "5.00" in text
 
 
+def test_spread_is_the_lowest_and_highest_round():
+    results = {10: {"memcached": [100, 200, 300], "locus-kv": [50, 400, 300]}}
+    cpu = {10: {"memcached": [4.0, 6.0, 5.0]}}
+    spread = kvm.spread_table(results, [10], ["memcached", "locus-kv"], cpu)
+    assert spread[10]["locus-kv"] == (0.5, 2.0, None, None)
+    assert spread[10]["memcached"] == (1.0, 1.0, 4.0, 6.0)
+    table = kvm.median_table(results, [10], ["memcached", "locus-kv"], cpu)
+    text = kvm.format_table(table, [10], ["memcached", "locus-kv"],
+                            {"memcached": "memcached", "locus-kv": "locus-kv"}, spread)
+    assert "1.00 (0.50-2.00)" in text and "5.00 (4.00-6.00)" in text
+
+
+LOAD_REPORT = ('{"server": "127.0.0.1:1", "tls": true, "verify": true, "threads": 2, "connections": 64, '
+               '"sets_pct": 10, "keys": 10000, "key_size": 64, "value_size": 1024, "prefilled": 0, '
+               '"seconds": 2.001, "ops": 200000, "ops_per_s": 99950, "gets": 180000, "sets": 20000, '
+               '"get_hits": 180000, "get_misses": 0, "errors": 0, "client_cpu_s": 1.5}\n')
+
+
+def test_locus_kv_load_report_and_problems():
+    rep = kvload.parse(LOAD_REPORT)
+    assert rep["ops_per_s"] == 99950 and rep["tls"] is True
+    summary = "locus-kv-load: 99950 ops/s (200000 ops in 2.00 s, 10 % sets, 64 connections over 2 threads, TLS)\n"
+    assert kvload.problems(rep, 0, summary) == []
+    assert kvload.problems({}, 2, "locus-kv-load: cannot connect to 127.0.0.1:1: refused\n") == [
+        "locus-kv-load exited with status 2", "no JSON report on locus-kv-load's stdout",
+        "locus-kv-load stderr: locus-kv-load: cannot connect to 127.0.0.1:1: refused"]
+    assert kvload.problems(dict(rep, errors=3), 1, "")[1] == "locus-kv-load counted 3 error(s)"
+    argv = kvload.command("/x/locus-kv-load", "127.0.0.1", 5, sets_pct=30, threads=2, connections=64,
+                          keys=100, key_size=64, value_size=1024, duration=3, tls="ca.pem", prefill="none")
+    assert argv[:3] == ["/x/locus-kv-load", "-s", "127.0.0.1:5"]
+    assert argv[-4:] == ["--tls", "--ca", "ca.pem", "--no-prefill"] and "-t" in argv
+
+
 def test_server_problems_catch_a_server_that_stores_nothing():
     assert kvm.server_problems({}, 30) == ["server's stats unreadable after the run"]
     assert kvm.server_problems({"cmd_set": 0, "cmd_get": 10, "get_hits": 10}, 30) == [
@@ -113,13 +146,17 @@ def test_help_tells_the_options():
     r = run("--help")
     assert r.returncode == 0
     for opt in ["--duration", "--rounds", "--threads", "--concurrency", "--sync", "--ratios", "--json",
-                "--locus-kv", "--memcached", "--capable", "--verify"]:
+                "--locus-kv", "--memcached", "--capable", "--verify", "--client", "--tls", "--keys",
+                "--locus-kv-load"]:
         assert opt in r.stdout, opt
     assert "memcaslap" in r.stdout and "alternating" in r.stdout
 
 
 @pytest.mark.parametrize("bad", [["--ratios", "10,x"], ["--ratios", "150"], ["--duration", "0"],
-                                 ["--no-such-option"], ["--verify", "2"]])
+                                 ["--no-such-option"], ["--verify", "2"], ["--tls"],
+                                 ["--client", "nope"], ["--keys", "0"],
+                                 ["--client", "locus-kv-load", "--tls", "--capable"],
+                                 ["--client", "locus-kv-load", "--verify", "0.5"]])
 def test_bad_options_are_refused(bad):
     r = run(*bad, "--locus-kv", "/usr/bin/true", "--memcached", "/usr/bin/true")
     assert r.returncode == 2, r.stdout + r.stderr
@@ -145,6 +182,24 @@ def test_memcached_against_itself_for_a_second(tmp_path):
     data = json.loads(out.read_text())
     assert data["problems"] == [] and len(data["runs"]) == 2
     assert all(run_["tps"] > 0 for run_ in data["runs"])
+
+
+@pytest.mark.skipif(not (Path(kvload.DEFAULT_PATH).exists() and shutil.which("memcached")
+                         and shutil.which("openssl")),
+                    reason="needs memcached, openssl and locus-kv-load (make release)")
+def test_memcached_against_itself_over_tls_for_a_second(tmp_path):
+    out = tmp_path / "r.json"
+    r = run("--locus-kv", "/usr/bin/memcached", "--client", "locus-kv-load", "--tls", "--duration", "1",
+            "--rounds", "1", "--ratios", "30", "--threads", "1", "--clients", "1", "--concurrency", "4",
+            "--keys", "100", "--json", str(out), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "TLS on (-Z)" in r.stdout and "locus-kv-load over 100 keys" in r.stdout
+    data = json.loads(out.read_text())
+    assert data["problems"] == [] and len(data["runs"]) == 2
+    for run_ in data["runs"]:
+        assert run_["tps"] > 0 and run_["load"]["tls"] and run_["load"]["verify"]
+        assert run_["server_stats"]["curr_items"] == 100   # read over TLS
+        assert run_["server_cpu_s"] is not None
 
 
 # ---- bench/kv-threads: the seed 000 Figure 4.1 sweep over bench/kv-memcaslap

@@ -15,6 +15,13 @@ failures (with --verify) and anything on its stderr are reported, and make the e
 most gets missed. (memcaslap's "get_misses" alone are not a problem: it also gets keys it
 has not set yet, against either server.)
 
+--client locus-kv-load runs bench/kv_load.c's locus-kv-load instead of memcaslap (the same
+-T, -c, key and value sizes and shares of sets, over --keys keys, every key stored once before
+each timed run; memcaslap also gets keys it has not set). It is the client that speaks TLS:
+--tls starts both servers with -Z and a certificate this script makes with the openssl
+command, and locus-kv-load verifies the servers against it. The server's CPU time is then
+counted over the timed run alone (after the keys are stored).
+
 --capable runs memccapable -a (the text-protocol conformance checks of libmemcached-tools)
 against each server instead, and prints each server's failures and summary.
 
@@ -24,9 +31,12 @@ If --locus-kv is itself a memcached (its -V says so), it is run without --sync: 
   bench/kv-memcaslap [--duration S] [--rounds R] [--threads N] [--memory MB]
                      [--clients T] [--concurrency C] [--ratios 10,20,25,30]
                      [--sync SPEC]... [--verify P] [--json FILE]
-                     [--locus-kv PATH] [--memcached PATH] [--memcaslap PATH] [--capable]
+                     [--client memcaslap|locus-kv-load] [--tls] [--keys N]
+                     [--locus-kv PATH] [--memcached PATH] [--memcaslap PATH]
+                     [--locus-kv-load PATH] [--capable]
 
-Needs memcached and libmemcached-tools (memcaslap, memccapable). Standard library only.
+Needs memcached and libmemcached-tools (memcaslap, memccapable); --client locus-kv-load
+needs it built (make release), --tls the openssl command. Standard library only.
 """
 
 import argparse
@@ -39,7 +49,7 @@ import subprocess
 import sys
 import tempfile
 
-from . import memcaslap, server
+from . import kvload, memcaslap, server
 from .bench import REPO
 from .memcaslap import KEY_SIZE, VALUE_SIZE
 
@@ -79,6 +89,22 @@ def parse_ratios(text):
     return ratios
 
 
+def spread_table(results, ratios, configs, cpu=None):
+    """{ratio: {config: (lowest, highest paired ratio to memcached, lowest, highest server CPU
+    microseconds per operation)}}, None where there is nothing."""
+    table = {}
+    for r in ratios:
+        base = results[r]["memcached"]
+        row = {}
+        for c in configs:
+            paired = [o / b for o, b in zip(results[r][c], base) if b]
+            per_op = (cpu or {}).get(r, {}).get(c) or []
+            row[c] = (min(paired) if paired else None, max(paired) if paired else None,
+                      min(per_op) if per_op else None, max(per_op) if per_op else None)
+        table[r] = row
+    return table
+
+
 def median_table(results, ratios, configs, cpu=None):
     """{ratio: {config: (median ops/s, median paired ratio to memcached, median server CPU
     microseconds per operation or None)}}."""
@@ -97,17 +123,29 @@ def median_table(results, ratios, configs, cpu=None):
     return table
 
 
-def format_table(table, ratios, configs, names):
+def _median_and_range(median, lo, hi):
+    if median is None:
+        return "-"
+    if lo is None or hi is None:
+        return f"{median:.2f}"
+    return f"{median:.2f} ({lo:.2f}-{hi:.2f})"
+
+
+def format_table(table, ratios, configs, names, spread=None):
+    """The medians; with spread (spread_table), each ratio and CPU time followed by its
+    range over the rounds."""
     lines = []
     width = max(len(names[c]) for c in configs) + 2
-    lines.append(f"{'sets':>5}  {'server':<{width}}{'ops/s':>12}{'vs memcached':>14}"
-                 f"{'server CPU us/op':>18}")
+    rw, cw = (24, 24) if spread else (14, 18)
+    lines.append(f"{'sets':>5}  {'server':<{width}}{'ops/s':>12}{'vs memcached':>{rw}}"
+                 f"{'server CPU us/op':>{cw}}")
     for r in ratios:
         for i, c in enumerate(configs):
             ops, ratio, per_op = (tuple(table[r][c]) + (None,))[:3]
+            lo_r, hi_r, lo_c, hi_c = spread[r][c] if spread else (None,) * 4
             ops_s = f"{ops:>12.0f}" if ops is not None else f"{'-':>12}"
-            ratio_s = f"{ratio:>14.2f}" if ratio is not None else f"{'-':>14}"
-            cpu_s = f"{per_op:>18.2f}" if per_op is not None else f"{'-':>18}"
+            ratio_s = f"{_median_and_range(ratio, lo_r, hi_r):>{rw}}"
+            cpu_s = f"{_median_and_range(per_op, lo_c, hi_c):>{cw}}"
             lines.append(f"{(str(r) + '%') if i == 0 else '':>5}  {names[c]:<{width}}{ops_s}{ratio_s}"
                          f"{cpu_s}")
     return "\n".join(lines)
@@ -167,11 +205,54 @@ def server_problems(stats, share):
     return problems
 
 
+def run_load(args, srv, share):
+    """locus-kv-load against a started server: every key stored, then the timed run.
+    (report, returncode, stderr, the server's CPU seconds over the timed run or None)."""
+    opts = dict(sets_pct=share, threads=args.clients, connections=args.concurrency,
+                keys=args.keys, key_size=KEY_SIZE, value_size=VALUE_SIZE, tls=args.tls_ca)
+    pre = subprocess.run(kvload.command(args.locus_kv_load, HOST, srv.port, prefill="only", **opts),
+                         capture_output=True, text=True, timeout=120)
+    if pre.returncode != 0:
+        return kvload.parse(pre.stdout), pre.returncode, pre.stderr, None
+    cpu0 = server.cpu_seconds(srv.pid)
+    try:
+        run = subprocess.run(kvload.command(args.locus_kv_load, HOST, srv.port, prefill="none",
+                                            duration=args.duration, **opts),
+                             capture_output=True, text=True, timeout=args.duration + 60)
+        rc, stdout, stderr = run.returncode, run.stdout, run.stderr
+    except subprocess.TimeoutExpired:
+        rc, stdout, stderr = "timeout", "", "locus-kv-load did not finish"
+    cpu1 = server.cpu_seconds(srv.pid)
+    cpu = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None
+    return kvload.parse(stdout), rc, stderr, cpu
+
+
 def run_point(args, tmp, config, share):
-    """One fresh server, one memcaslap run: (parsed output, problems). The parsed output
-    also carries the server's own counters and its CPU time (server_cpu_s)."""
+    """One fresh server, one memcaslap (or locus-kv-load) run: (parsed output, problems).
+    The parsed output also carries the server's own counters and its CPU time
+    (server_cpu_s)."""
     srv = config.start()
+    if args.tls_ca:
+        srv.tls_context = kvload.client_context(args.tls_ca)
     stats, cpu = {}, None
+    if args.client == "locus-kv-load":
+        try:
+            report, rc, stderr, cpu = run_load(args, srv, share)
+            stats = server.numbers(srv.stats())
+        finally:
+            status = srv.stop(seconds=20)
+        parsed = {"tps": report.get("ops_per_s"), "ops": report.get("ops"),
+                  "run_s": report.get("seconds"), "load": report}
+        if parsed["tps"] is not None:
+            parsed["tps"] = int(round(parsed["tps"]))
+        problems = kvload.problems(report, rc if rc != "timeout" else 1, stderr)
+        problems += server_problems(stats, share)
+        parsed["server_stats"] = {k: stats[k] for k in ("cmd_get", "cmd_set", "get_hits", "get_misses",
+                                                      "curr_items", "evictions") if k in stats}
+        parsed["server_cpu_s"] = cpu
+        if status != 0:
+            problems.append(f"server exit status {status} after SIGTERM: {srv.output().strip()[-300:]}")
+        return parsed, problems
     try:
         cfg = memcaslap.write_config(os.path.join(tmp, f"memcaslap-{share}.cfg"), share)
         cmd = [args.memcaslap, "-s", f"{HOST}:{srv.port}", "-F", cfg,
@@ -226,14 +307,15 @@ def run_capable(args, tmp, servers, names):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="kv-memcaslap", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--duration", type=int, default=10, help="seconds of memcaslap per run (10)")
+    ap.add_argument("--duration", type=int, default=10, help="seconds of each timed run of memcaslap or locus-kv-load (10)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="paired rounds, alternating which server goes first; medians reported (3)")
     ap.add_argument("--threads", type=int, default=4, help="server -t, both servers (4)")
     ap.add_argument("--memory", type=int, default=256, help="server -m in MB, both servers (256)")
     ap.add_argument("--maxconns", type=int, default=4096, help="server -c, both servers (4096)")
-    ap.add_argument("--clients", type=int, default=2, help="memcaslap -T threads (2)")
-    ap.add_argument("--concurrency", type=int, default=64, help="memcaslap -c connections (64)")
+    ap.add_argument("--clients", type=int, default=2, help="memcaslap (or locus-kv-load) -T threads (2)")
+    ap.add_argument("--concurrency", type=int, default=64,
+                    help="memcaslap (or locus-kv-load) -c connections (64)")
     ap.add_argument("--ratios", type=parse_ratios, default=[10, 20, 25, 30],
                     help="percent of sets, comma-separated (10,20,25,30)")
     ap.add_argument("--sync", action="append", default=[], metavar="SPEC",
@@ -246,17 +328,38 @@ def main(argv=None):
     ap.add_argument("--memcached", default=DEFAULT_MEMCACHED, help=f"(default {DEFAULT_MEMCACHED})")
     ap.add_argument("--memcaslap", default=shutil.which("memcaslap") or "memcaslap")
     ap.add_argument("--memccapable", default=shutil.which("memccapable") or "memccapable")
+    ap.add_argument("--client", choices=["memcaslap", "locus-kv-load"], default="memcaslap",
+                    help="the load generator: memcaslap (default) or locus-kv-load (bench/kv_load.c, "
+                         "which also speaks TLS)")
+    ap.add_argument("--tls", action="store_true",
+                    help="both servers with TLS on (-Z, a certificate made here with openssl), "
+                         "locus-kv-load verifying it; needs --client locus-kv-load")
+    ap.add_argument("--keys", type=int, default=10000,
+                    help="locus-kv-load: distinct keys, each stored once before a timed run (10000)")
+    ap.add_argument("--locus-kv-load", default=kvload.DEFAULT_PATH,
+                    help=f"(default {kvload.DEFAULT_PATH})")
     ap.add_argument("--capable", action="store_true",
                     help="run memccapable -a against each server instead of measuring")
     args = ap.parse_args(argv)
-    for name in ("duration", "rounds", "threads", "memory", "clients", "concurrency", "maxconns"):
+    for name in ("duration", "rounds", "threads", "memory", "clients", "concurrency", "maxconns", "keys"):
         if getattr(args, name) < 1:
             ap.error(f"--{name} must be at least 1")
     if not 0 <= args.verify <= 1:
         ap.error("--verify is a proportion from 0 to 1")
+    if args.tls and args.client != "locus-kv-load":
+        ap.error("--tls needs --client locus-kv-load (memcaslap has no TLS)")
+    if args.tls and args.capable:
+        ap.error("--capable runs memccapable, which has no TLS: not with --tls")
+    if args.client == "locus-kv-load" and args.verify:
+        ap.error("--verify is memcaslap's: locus-kv-load checks each value's length")
     tool = args.memccapable if args.capable else args.memcaslap
-    if not shutil.which(tool):
+    if args.client == "locus-kv-load" and not args.capable:
+        if not os.path.exists(args.locus_kv_load):
+            ap.error(f"--locus-kv-load {args.locus_kv_load} does not exist (make release builds it)")
+    elif not shutil.which(tool):
         ap.error(f"{tool} not found (Debian: apt-get install libmemcached-tools)")
+    if args.tls and not shutil.which("openssl"):
+        ap.error("--tls needs the openssl command to make the servers' certificate")
     for path, opt in ((args.locus_kv, "--locus-kv"), (args.memcached, "--memcached")):
         if not os.path.exists(path):
             ap.error(f"{opt} {path} does not exist" + (" (make release builds it)" if opt == "--locus-kv" else ""))
@@ -283,6 +386,11 @@ def measure(args):
         names[c] = f"locus-kv --sync {s}" if s else "locus-kv"
 
     with tempfile.TemporaryDirectory() as tmp:
+        args.tls_ca = None
+        if args.tls:
+            pem, key = kvload.make_certificate(tmp)
+            common = common + kvload.server_args(pem, key)
+            args.tls_ca = pem
         servers = {"memcached": Server(args.memcached, True, common, tmp)}
         for s, c in zip(specs, configs[1:]):
             extra = ["--sync", s] if s and not stand_in else []
@@ -320,16 +428,20 @@ def measure(args):
         if not results[r]["memcached"]:
             problems.append(f"{r}% sets: no memcached result to compare with")
     table = median_table(results, args.ratios, configs, cpu_per_op)
+    spread = spread_table(results, args.ratios, configs, cpu_per_op)
     print(f"kv-memcaslap: {names['memcached']} = {mc_version}, locus-kv = {kv_version}"
           + (" (a stand-in: --sync not passed)" if stand_in else ""))
-    print(f"servers -t {args.threads} -m {args.memory} -c {args.maxconns}; memcaslap -T {args.clients} "
-          f"-c {args.concurrency}, {KEY_SIZE}-byte keys, {VALUE_SIZE}-byte values"
+    client = args.client + (f" over {args.keys} keys, each stored first" if args.client != "memcaslap" else "")
+    print(f"servers -t {args.threads} -m {args.memory} -c {args.maxconns}" + (", TLS on (-Z)" if args.tls else "")
+          + f"; {client} -T {args.clients} -c {args.concurrency}" + (" over TLS" if args.tls else "")
+          + f", {KEY_SIZE}-byte keys, {VALUE_SIZE}-byte values"
           + (f", verify {args.verify}" if args.verify else "")
           + f"; {args.duration} s per run, {args.rounds} round(s), medians; {os.cpu_count()} CPUs")
-    print("vs memcached: median over the rounds of ops/s over memcached's ops/s in the same round;")
-    print("server CPU us/op: the server's user+system CPU time over the operations memcaslap counted")
+    print("vs memcached: median over the rounds of ops/s over memcached's ops/s in the same round,")
+    print("(lowest-highest round); server CPU us/op: the server's user+system CPU time over the")
+    print(f"operations {args.client} counted" + (" (the timed run's CPU time alone)" if args.client != "memcaslap" else ""))
     print()
-    print(format_table(table, args.ratios, configs, names))
+    print(format_table(table, args.ratios, configs, names, spread))
     print()
     share, best, ratio = fastest(table, args.ratios, configs[1:])
     if best is None:
@@ -342,14 +454,17 @@ def measure(args):
         for p in problems:
             print(f"  {p}")
     else:
-        print("memcaslap reported no errors" + (" or verify failures" if args.verify else ""))
+        print(f"{args.client} reported no errors" + (" or verify failures" if args.verify else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"memcached": mc_version, "locus_kv": kv_version, "stand_in": stand_in,
                        "args": {k: v for k, v in vars(args).items()},
                        "configs": {c: names[c] for c in configs},
                        "ops_per_s": {str(r): {names[c]: results[r][c] for c in configs} for r in args.ratios},
-                       "median": {str(r): {names[c]: {"ops_per_s": table[r][c][0], "vs_memcached": table[r][c][1]}
+                       "median": {str(r): {names[c]: {"ops_per_s": table[r][c][0], "vs_memcached": table[r][c][1],
+                                                      "server_cpu_us_per_op": table[r][c][2],
+                                                      "vs_memcached_range": spread[r][c][:2],
+                                                      "server_cpu_us_per_op_range": spread[r][c][2:]}
                                            for c in configs} for r in args.ratios},
                        "fastest": {"sets_pct": share, "config": names.get(best), "vs_memcached": ratio},
                        "runs": runs, "problems": problems}, f, indent=1)

@@ -80,6 +80,7 @@ class Server:
         self.argv, self.port, self.proc = argv, port, proc
         self.path, self.args, self.memcached = path, args, memcached
         self._log, self._text = log, None
+        self.tls_context = None  # an ssl.SSLContext when the port speaks TLS (-Z)
 
     @property
     def pid(self):
@@ -113,7 +114,7 @@ class Server:
         return status
 
     def stats(self, sub=""):
-        return read_stats(self.port, sub)
+        return read_stats(self.port, sub, context=self.tls_context)
 
 
 def _log_file(path):
@@ -158,11 +159,13 @@ def start(path, args=(), *, memcached=False, env=None, preexec_fn=None, log=None
     raise ServerError(f"could not find a free port: {output}", output, argv, None)
 
 
-def read_stats(port, sub="", host=HOST, timeout=10):
-    """The reply to `stats SUB` as {name: text}; {} if the server cannot be reached."""
+def read_stats(port, sub="", host=HOST, timeout=10, context=None):
+    """The reply to `stats SUB` as {name: text}; {} if the server cannot be reached.
+    context: an ssl.SSLContext to talk TLS with (a port of a server started with -Z)."""
     data = b""
     try:
-        with socket.create_connection((host, port), timeout=timeout) as s:
+        with socket.create_connection((host, port), timeout=timeout) as plain, \
+                (context.wrap_socket(plain) if context else plain) as s:
             s.sendall(f"stats {sub}".strip().encode() + b"\r\n")
             while not data.endswith(b"END\r\n"):
                 d = s.recv(65536)

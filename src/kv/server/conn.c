@@ -259,9 +259,9 @@ static ssize_t conn_send(struct conn *c, const char *buf, size_t n)
 static ssize_t conn_sendv(struct conn *c)
 {
 	struct iovec iov[16];
-	int n = kv_out_iov(c, iov, c->ssl ? 1 : 16);
+	int n = kv_out_iov(c, iov, 16);
 	if (c->ssl)
-		return kv_tls_write(c, iov[0].iov_base, iov[0].iov_len);
+		return kv_tls_writev(c, iov, n, &c->w->tls_gather);
 	struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
 	for (;;) {
 		ssize_t sent = sendmsg(c->fd, &m, MSG_NOSIGNAL);

@@ -115,6 +115,7 @@ static void *worker_main(void *arg)
 	kv_counts_flush(kv_srv.st, &w->cnt);
 	kv_pool_free(&w->pool);
 	kv_buf_free(&w->scratch);
+	kv_buf_free(&w->tls_gather);
 	kv_meta_thread_exit();
 	kv_watch_thread_exit();
 	return NULL;

@@ -146,6 +146,7 @@ struct conn {
 	short tls_want;
 	size_t tls_wlen;
 	int tls_ready, tls_failed;
+	int tls_starved; /* the last read wanted the socket: what TLS holds is part of a record */
 	/* -Y: it has not authenticated yet (auth.c); the data of its "set" still to come,
 	   and where in `out` the reply that the next one replaces begins. */
 	int needs_auth;
@@ -205,7 +206,8 @@ struct worker {
 	pthread_mutex_t lock; /* the list of conns, for other threads' "stats conns" */
 	struct conn *conns;
 	struct kv_buf scratch;
-	struct conn **udp; /* its reader of each UDP socket (dgram.c) */
+	struct kv_buf tls_gather; /* a TLS write's pieces, copied together (tls.c) */
+	struct conn **udp;	  /* its reader of each UDP socket (dgram.c) */
 	int nudp;
 	struct event *idle_ev; /* -o idle_timeout: once a second, close the idle connections */
 	struct kv_pool pool;   /* its connections' read buffers and response records */

@@ -25,6 +25,7 @@
 #include "kv/store/buf.h"
 
 struct conn;
+struct iovec;
 
 /* Build the server context (-Z): 0, or -1 with memcached's message in err. */
 int kv_tls_init(const struct kv_tls_settings *t, char *err, size_t errlen);
@@ -40,6 +41,9 @@ void kv_tls_close(struct conn *c);
    -1 when the peer has closed or the session has failed (then c->close_now). */
 ssize_t kv_tls_read(struct conn *c, void *buf, size_t n);
 ssize_t kv_tls_write(struct conn *c, const void *buf, size_t n);
+/* The same for pieces (a reply's text and the values it holds): gathered into
+   the worker's buffer `gather` so that they go out as one record, not one each. */
+ssize_t kv_tls_writev(struct conn *c, const struct iovec *iov, int n, struct kv_buf *gather);
 /* Has the session decrypted data that no read has returned yet? */
 int kv_tls_pending(const struct conn *c);
 

@@ -42,11 +42,22 @@ uint32_t kv_clock_exptime(const struct kv_clock *k, int64_t exptime)
 	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
 }
 
-void kv_clock_flush(struct kv_clock *k, int64_t delay)
+/*
+ * memcached's marks (proto_text.c): a flush "at" server second t makes dead
+ * every item last accessed at or before t - 1 with cas values, at or before t
+ * without (-C). With cas values memcached also cuts exactly at the cas counter
+ * when the flush is immediate, so an item stored right after it, in the same
+ * second, is kept; without them it cannot tell, and that item is flushed too
+ * (its t/flush-all.t counts on it). locus-kv keeps its cas counter under -C,
+ * and still cuts there as well, so that a later delayed flush, which moves
+ * oldest_live on, does not bring back what an immediate one flushed.
+ */
+void kv_clock_flush(struct kv_clock *k, int64_t delay, int use_cas)
 {
+	uint32_t now = kv_clock_now(k);
 	if (delay > 0) {
 		uint32_t t = kv_clock_exptime(k, delay);
-		st_relaxed(&k->oldest_live, t > 1 ? t - 1 : 1);
+		st_relaxed(&k->oldest_live, use_cas ? (t > 1 ? t - 1 : 1) : t);
 		return;
 	}
 	/* Everything stored so far has a smaller cas than the next one. */
@@ -54,7 +65,7 @@ void kv_clock_flush(struct kv_clock *k, int64_t delay)
 	uint64_t cur = ld_relaxed(&k->oldest_cas);
 	while (cur < c && !cas_seqcst_weak(&k->oldest_cas, &cur, c))
 		;
-	st_relaxed(&k->oldest_live, 0);
+	st_relaxed(&k->oldest_live, use_cas ? 0 : now);
 }
 
 void kv_clock_restore(struct kv_clock *k, uint64_t started, uint32_t now, uint64_t next_cas,

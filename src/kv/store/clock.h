@@ -34,8 +34,8 @@ void kv_clock_update(struct kv_clock *k);
 /* memcached's exptime rules: 0 never; up to 30 days relative; larger absolute Unix time;
    negative in the past. The result is server time (1 = already over). */
 uint32_t kv_clock_exptime(const struct kv_clock *k, int64_t exptime);
-/* flush_all [delay]. */
-void kv_clock_flush(struct kv_clock *k, int64_t delay);
+/* flush_all [delay]; use_cas 0 under -C, where the mark is by the second. */
+void kv_clock_flush(struct kv_clock *k, int64_t delay, int use_cas);
 /* A restart (restart.c): server time 0 was at Unix time started, it is now `now`, and the
    cas and flush marks are where the stopped server left them. */
 void kv_clock_restore(struct kv_clock *k, uint64_t started, uint32_t now, uint64_t next_cas,

@@ -1213,7 +1213,7 @@ enum kv_result kv_arith(kv_store *st, struct kv_counts *cnt, const char *key, si
 void kv_flush(kv_store *st, struct kv_counts *cnt, int64_t delay)
 {
 	cnt->cmd_flush++;
-	kv_clock_flush(&st->clock, delay);
+	kv_clock_flush(&st->clock, delay, st->cfg.use_cas);
 }
 
 /* ---------- meta get ---------- */
