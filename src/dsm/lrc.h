@@ -280,7 +280,8 @@ void lrc_ship_back_in(int home, const void *p, size_t len);
    CLS_UNKNOWN while its home has not said; ask (LRC_ASK_*): then ask it
    (batched like diff requests, lrc_batch_send). A home decides its own asks
    at once. LRC_ASK_FAULT may take the page from the node it is private to;
-   LRC_ASK_AHEAD (a prefetch's, a write walk's) never does. */
+   LRC_ASK_AHEAD (a prefetch's, a write walk's, the walk of a
+   fault that fetches a shared page) never does. */
 enum { LRC_ASK_NOT = 0, LRC_ASK_FAULT = 1, LRC_ASK_AHEAD = 2 };
 uint8_t lrc_class_of(size_t p, int ask);
 int lrc_class_init(void);
