@@ -62,12 +62,15 @@ static inline void park_wake(uint32_t *word)
 static inline void park_wait(uint32_t *word, int (*ready)(void *), void *arg, const locus_wait *w,
 			     uint32_t yield_every)
 {
-	if (w->kind == LOCUS_WAIT_SPIN) {
+	/* The policy once, into registers: ready()'s acquire loads would make
+	   the compiler read *w again at every spin. */
+	const locus_wait pol = *w;
+	if (pol.kind == LOCUS_WAIT_SPIN) {
 		while (!ready(arg))
 			cpu_relax();
 		return;
 	}
-	for (uint32_t i = 1; w->kind == LOCUS_WAIT_SPINPARK && i <= w->spins; i++) {
+	for (uint32_t i = 1; pol.kind == LOCUS_WAIT_SPINPARK && i <= pol.spins; i++) {
 		if (ready(arg))
 			return;
 		if (yield_every && i % yield_every == 0)

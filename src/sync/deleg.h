@@ -8,6 +8,10 @@
 #include "locus/delegate.h"
 #include "locus/fn.h"
 #include "locus/wait.h"
+#include "common/park.h"
+
+/* Spinning waiters yield the core once per this many spins. */
+#define DL_YIELD_EVERY 64
 
 /* A response slot: written by the server, read by one client. */
 struct dl_resp {
@@ -109,7 +113,12 @@ void dl_fork_child(void);
 /* Runtime: servers and their count; generation changes at every start. */
 struct dl_server *dl_server_get(unsigned i);
 unsigned dl_nservers(void);
-uint64_t dl_generation(void);
+/* Each pool's generation (DL_POOL_*), read by clients at every call: inline. */
+extern uint64_t dl_generations[];
+static inline uint64_t dl_generation(void)
+{
+	return ld_acquire(&dl_generations[DL_POOL_SERVERS]);
+}
 /* Reference the runtime for an executor: starts it (with `servers`, 0: 1) if stopped;
    0 adopts a running runtime's size. */
 int dl_acquire(unsigned servers, char *err, size_t errlen);
@@ -123,7 +132,10 @@ int dl_flat_acquire(unsigned slots, unsigned dflt, char *err, size_t errlen);
 void dl_flat_release(void);
 struct dl_server *dl_flat_slot(unsigned i);
 unsigned dl_flat_nslots(void);
-uint64_t dl_flat_generation(void);
+static inline uint64_t dl_flat_generation(void)
+{
+	return ld_acquire(&dl_generations[DL_POOL_FLAT]);
+}
 unsigned dl_flat_next_slot(void);
 /* Serve slot s once if nobody else is: requests run, or -1 if another thread serves it. */
 int dl_serve_try(struct dl_server *s);
@@ -134,10 +146,23 @@ struct dl_chan *dl_chan_claim(struct dl_server *s, uint32_t kind, uint32_t lines
 void dl_chan_unclaim(struct dl_chan *ch);
 
 /* Tell server s a request was published; wakes it if asleep (a full fence first). */
-void dl_ring(struct dl_server *s);
+static inline void dl_ring(struct dl_server *s)
+{
+	park_wake(&s->sleeping);
+}
 
-/* Client waits until cond(arg) or parks on ch->client_wait. */
-void dl_client_wait(struct dl_chan *ch, int (*ready)(void *), void *arg, const locus_wait *w);
+/*
+ * Client waits until ready(arg) or parks on ch->client_wait. Inline, so that
+ * the poll is the caller's own ready() and not a call through a pointer: the
+ * steps between an answer arriving and the client's next request are on the
+ * path every synchronous call waits for.
+ */
+static inline void dl_client_wait(struct dl_chan *ch, int (*ready)(void *), void *arg,
+				  const locus_wait *w)
+{
+	/* The server may share this core: while spinning, let it run now and then. */
+	park_wait(&ch->client_wait, ready, arg, w, DL_YIELD_EVERY);
+}
 
 /* Client side, for the executor (deleg_client.c). */
 uint64_t dl_ffwd_run(unsigned server, const locus_wait *w, locus_fn fn, void *state, uint64_t a,

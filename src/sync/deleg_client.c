@@ -92,10 +92,21 @@ struct completion {
 	uint64_t ret;
 };
 
+/*
+ * A thread's ffwd channel to one server, with what a call needs of it at
+ * hand: an ffwd call waits for every step between one answer and the next
+ * request (docs/results/delegation.md).
+ */
+struct ffwd_chan {
+	struct dl_req *req; /* its one line: the request, and the answer in `own` */
+	struct dl_server *srv;
+	struct dl_chan *ch; /* NULL until the first call to this server */
+};
+
 static __thread struct {
 	uint64_t generation;
 	unsigned nservers;
-	struct dl_chan **sync; /* per server, ffwd channel */
+	struct ffwd_chan *sync; /* per server, the ffwd channel */
 	struct dl_async *async;
 	int held; /* this thread holds the server pool (posts outstanding) */
 	/* flat delegation: its own slots and generation */
@@ -161,8 +172,8 @@ static void client_forget(void)
 		for (struct dl_async *as = tls.async; as; as = as->next)
 			release_channel(as);
 		for (unsigned i = 0; i < tls.nservers; i++)
-			if (tls.sync[i])
-				dl_chan_unclaim(tls.sync[i]);
+			if (tls.sync[i].ch)
+				dl_chan_unclaim(tls.sync[i].ch);
 		dl_pool_unhold(DL_POOL_SERVERS);
 	}
 	forget_all();
@@ -192,18 +203,21 @@ static void tls_sync_flat(void)
 }
 
 /* Make the thread-local state match the running runtime (it may have restarted). */
-static void tls_sync_runtime(void)
+static void tls_sync_runtime_slow(void)
 {
-	uint64_t gen = dl_generation();
-	if (tls.generation == gen && tls.nservers)
-		return;
 	dl_pool_ready(DL_POOL_SERVERS);
-	gen = dl_generation();
+	uint64_t gen = dl_generation();
 	forget_all();
 	tls.generation = gen;
 	tls.nservers = dl_nservers();
 	tls.sync = sync_calloc(tls.nservers, sizeof(*tls.sync), "delegation client");
 	register_exit();
+}
+
+static inline void tls_sync_runtime(void)
+{
+	if (__builtin_expect(tls.generation != dl_generation() || !tls.nservers, 0))
+		tls_sync_runtime_slow();
 }
 
 /* ---- ffwd ------------------------------------------------------------------ */
@@ -219,6 +233,15 @@ static int seq_ready(void *arg)
 	return ld_acquire(&w->resp->seq) == w->seq;
 }
 
+static struct ffwd_chan *ffwd_claim(unsigned server)
+{
+	struct ffwd_chan *f = &tls.sync[server];
+	f->srv = dl_server_get(server);
+	f->ch = dl_chan_claim(f->srv, DL_SYNC, 1);
+	f->req = &f->ch->req[0];
+	return f;
+}
+
 uint64_t dl_ffwd_run(unsigned server, const locus_wait *w, locus_fn fn, void *state, uint64_t a,
 		     uint64_t b, uint64_t c)
 {
@@ -226,22 +249,20 @@ uint64_t dl_ffwd_run(unsigned server, const locus_wait *w, locus_fn fn, void *st
 	if (sync_serving && serving_is(dl_server_get(server)))
 		return fn(state, a, b, c);
 	tls_sync_runtime();
-	struct dl_server *srv = dl_server_get(server);
-	struct dl_chan *ch = tls.sync[server];
-	if (!ch)
-		ch = tls.sync[server] = dl_chan_claim(srv, DL_SYNC, 1);
-	struct dl_req *r = &ch->req[0];
+	struct ffwd_chan *f = &tls.sync[server];
+	if (__builtin_expect(!f->ch, 0))
+		f = ffwd_claim(server);
+	struct dl_req *r = f->req;
 	r->fn = fn;
 	r->state = state;
 	r->a = a;
 	r->b = b;
 	r->c = c;
-	struct seq_wait sw = {&ch->resp[0], r->seq + 1};
+	struct seq_wait sw = {&r->own, r->seq + 1};
 	st_release(&r->seq, sw.seq);
-	dl_ring(srv);
-	if (!seq_ready(&sw))
-		dl_client_wait(ch, seq_ready, &sw, w);
-	return ld_relaxed(&ch->resp[0].ret);
+	dl_ring(f->srv);
+	dl_client_wait(f->ch, seq_ready, &sw, w);
+	return ld_relaxed(&r->own.ret);
 }
 
 /* ---- async ----------------------------------------------------------------- */

@@ -49,9 +49,6 @@
 #include "common/park.h"
 #include "sync/serving.h"
 
-/* Spinning waiters yield the core once per this many spins. */
-#define DL_YIELD_EVERY 64
-
 /* A pool's set of servers left behind by fork() in the child: kept, never used. */
 struct orphan {
 	struct dl_server *servers;
@@ -68,9 +65,9 @@ struct pool {
 	pthread_mutex_t mu;
 	struct dl_server *servers;
 	unsigned n;
-	unsigned refs;	/* open executors, and locus_delegate_start */
-	unsigned holds; /* threads with posts outstanding, or handing channels back */
-	uint64_t generation;
+	unsigned refs;	      /* open executors, and locus_delegate_start */
+	unsigned holds;	      /* threads with posts outstanding, or handing channels back */
+	uint64_t *generation; /* its word in dl_generations[] */
 	unsigned rr;
 	int respawn; /* fork child: start a fresh set before the next use */
 	struct orphan *orphans;
@@ -85,11 +82,17 @@ static void servers_finish(struct dl_server *servers, unsigned n);
 static int flat_start_locked(unsigned n, char *err, size_t errlen);
 static void slots_finish(struct dl_server *servers, unsigned n);
 
+/* A line of its own: read at every call, written only when a pool starts or stops. */
+uint64_t dl_generations[LOCUS_CACHELINE / sizeof(uint64_t)]
+	__attribute__((aligned(LOCUS_CACHELINE)));
+
 static struct pool rt = {.mu = PTHREAD_MUTEX_INITIALIZER,
+			 .generation = &dl_generations[DL_POOL_SERVERS],
 			 .what = "server",
 			 .start = start_locked,
 			 .finish = servers_finish};
 static struct pool flat = {.mu = PTHREAD_MUTEX_INITIALIZER,
+			   .generation = &dl_generations[DL_POOL_FLAT],
 			   .what = "slot",
 			   .start = flat_start_locked,
 			   .finish = slots_finish};
@@ -110,11 +113,6 @@ unsigned dl_nservers(void)
 	return ld_acquire(&rt.n);
 }
 
-uint64_t dl_generation(void)
-{
-	return ld_acquire(&rt.generation);
-}
-
 static unsigned pool_next(struct pool *p)
 {
 	pthread_mutex_lock(&p->mu);
@@ -132,7 +130,7 @@ unsigned dl_next_server(void)
 static void pool_publish(struct pool *p, struct dl_server *servers, unsigned n)
 {
 	p->servers = servers;
-	faa_acqrel(&p->generation, 1);
+	faa_acqrel(p->generation, 1);
 	st_release(&p->n, n);
 }
 
@@ -230,7 +228,7 @@ int dl_pool_hold(int which, uint64_t generation)
 {
 	struct pool *p = pool_of(which);
 	pthread_mutex_lock(&p->mu);
-	int ok = p->n && !p->respawn && ld_relaxed(&p->generation) == generation;
+	int ok = p->n && !p->respawn && ld_relaxed(p->generation) == generation;
 	if (ok)
 		p->holds++;
 	pthread_mutex_unlock(&p->mu);
@@ -275,7 +273,7 @@ static void pool_fork_child(struct pool *p)
 	p->holds = 0;
 	if (p->n) {
 		p->respawn = 1;
-		faa_acqrel(&p->generation, 1);
+		faa_acqrel(p->generation, 1);
 	}
 }
 
@@ -527,19 +525,6 @@ int dl_serve_try(struct dl_server *s)
 	return (int)served;
 }
 
-void dl_ring(struct dl_server *s)
-{
-	park_wake(&s->sleeping);
-}
-
-/* ---- client waiting ------------------------------------------------------ */
-
-void dl_client_wait(struct dl_chan *ch, int (*ready)(void *), void *arg, const locus_wait *w)
-{
-	/* The server may share this core: while spinning, let it run now and then. */
-	park_wait(&ch->client_wait, ready, arg, w, DL_YIELD_EVERY);
-}
-
 /* ---- channels ------------------------------------------------------------ */
 
 /* Zeroed memory for a channel, freed with the server (a post cannot fail halfway). */
@@ -735,11 +720,6 @@ struct dl_server *dl_flat_slot(unsigned i)
 unsigned dl_flat_nslots(void)
 {
 	return ld_acquire(&flat.n);
-}
-
-uint64_t dl_flat_generation(void)
-{
-	return ld_acquire(&flat.generation);
 }
 
 unsigned dl_flat_next_slot(void)
