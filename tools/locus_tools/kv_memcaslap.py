@@ -246,13 +246,7 @@ def run_point(args, tmp, config, share):
         if parsed["tps"] is not None:
             parsed["tps"] = int(round(parsed["tps"]))
         problems = kvload.problems(report, rc if rc != "timeout" else 1, stderr)
-        problems += server_problems(stats, share)
-        parsed["server_stats"] = {k: stats[k] for k in ("cmd_get", "cmd_set", "get_hits", "get_misses",
-                                                      "curr_items", "evictions") if k in stats}
-        parsed["server_cpu_s"] = cpu
-        if status != 0:
-            problems.append(f"server exit status {status} after SIGTERM: {srv.output().strip()[-300:]}")
-        return parsed, problems
+        return with_server(parsed, problems, srv, stats, cpu, status, share)
     try:
         cfg = memcaslap.write_config(os.path.join(tmp, f"memcaslap-{share}.cfg"), share)
         cmd = [args.memcaslap, "-s", f"{HOST}:{srv.port}", "-F", cfg,
@@ -272,7 +266,13 @@ def run_point(args, tmp, config, share):
         status = srv.stop(seconds=20)
     parsed = memcaslap.parse(stdout)
     problems = memcaslap.problems(parsed, rc if rc != "timeout" else 1, stderr)
-    problems += server_problems(stats, share)
+    return with_server(parsed, problems, srv, stats, cpu, status, share)
+
+
+def with_server(parsed, problems, srv, stats, cpu, status, share):
+    """A client's parsed output and problems, with the server's counters, its CPU time and
+    what its counters and exit status say is wrong."""
+    problems = problems + server_problems(stats, share)
     parsed["server_stats"] = {k: stats[k] for k in ("cmd_get", "cmd_set", "get_hits", "get_misses",
                                                   "curr_items", "evictions") if k in stats}
     parsed["server_cpu_s"] = cpu
