@@ -15,9 +15,10 @@
  * asked (LOCUS_DSM_POLL_US) does it poll, yielding the CPU between polls,
  * while a fault of its node waits for its answer.
  *
- * Transport delay: each message is held in a per-destination queue until
- * now + delay + bytes * per-byte delay (never before its predecessor, so a
- * pair's order is kept) and only then handed to MPI.
+ * Transport delay: each message is held in a per-destination queue and
+ * handed to MPI only when it would have arrived over the emulated network of
+ * link.h (one outgoing link per node, its bytes at the per-byte delay, then
+ * the per-message delay); each pair's order is kept.
  *
  * Failure: peers on this host are watched through pidfds (an exit is seen
  * at once), peers anywhere through heartbeats (silent for
@@ -45,6 +46,7 @@
 
 #include "common/futex.h"
 #include "internal.h"
+#include "link.h"
 
 #define SPIN_POLLS	   64 /* polls before a sleep when the poll window is 0 */
 #define SLEEP_MIN_NS	   10000ull
@@ -210,6 +212,10 @@ static void hand_to_mpi(struct outmsg *m, uint64_t now)
 	dsm_bell_ring(m->dst);
 }
 
+/* Transport delay: this node's emulated outgoing link (communication
+   thread only, as dsm_send). */
+static struct dsm_link out_link;
+
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 {
 	if (dst == dsm.node || dst < 0 || dst >= dsm.nodes)
@@ -239,7 +245,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 			taking->t_sent = mono_ns();
 		return;
 	}
-	uint64_t rel = now + dsm.cfg.delay_ns + dsm.cfg.delay_ns_per_byte * len;
+	uint64_t rel = dsm_link_send(&out_link, now, total, dsm.cfg.delay_ns, dsm.cfg.delay_ns_per_byte);
 	if (rel < p->last_release_ns)
 		rel = p->last_release_ns;
 	p->last_release_ns = rel;
