@@ -84,7 +84,7 @@ uint64_t locus_dsm_exchange(uint64_t *word, uint64_t v)
 uint64_t locus_dsm_load(const uint64_t *word)
 {
 	check("locus_dsm_load", word);
-	return dsm_call_atomic(__func__, at_load, (void *)(uintptr_t)word, 0, 0, 0);
+	return dsm_call_atomic_load(__func__, at_load, (void *)(uintptr_t)word);
 }
 
 void locus_dsm_store(uint64_t *word, uint64_t v)

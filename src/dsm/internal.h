@@ -267,10 +267,11 @@ struct dsm_proto {
 	   node `from`, before it runs; what it keeps for ship_back in *keep,
 	   malloc'd, its length returned), ship_back (the batch has run: the
 	   answer's payload), ship_back_in (the answers arriving, before any
-	   call completes). */
-	size_t (*ship_out)(int home, void **out);
+	   call completes). reads_only: every call of the batch only reads (an
+	   atomic load); wrote: a call of the batch may have written. */
+	size_t (*ship_out)(int home, int reads_only, void **out);
 	size_t (*ship_in)(int from, const void *p, size_t len, void **keep);
-	size_t (*ship_back)(int to, const void *keep, size_t len, void **out);
+	size_t (*ship_back)(int to, const void *keep, size_t len, int wrote, void **out);
 	void (*ship_back_in)(int home, const void *p, size_t len);
 };
 
@@ -517,6 +518,13 @@ int dsm_ship_on_server(void); /* the calling thread is this node's server */
 int dsm_atomic_here(const void *state);
 uint64_t dsm_call_atomic(const char *what, locus_fn fn, void *state, uint64_t a, uint64_t b,
 			 uint64_t c);
+/* The same for a function that only reads state's words (an atomic load):
+   under lrc no interval ends for it at either node. */
+uint64_t dsm_call_atomic_load(const char *what, locus_fn fn, void *state);
+/* Whether an atomic of this node's threads wrote at this node since the last
+   call (and no longer): the next answer to shipped calls must end the
+   interval (lrc_ship.c). */
+int dsm_ship_release_take(void);
 void dsm_ship_hold(int on); /* the server starts no batch while held (lrc's collection) */
 
 /* cs_home.c: give locus_cs "home" and the guard of shared state (1), or take

@@ -9,6 +9,10 @@
  *   answering  the home ends its interval (the calls' writes) and sends its
  *              vector time with every record the caller lacks;
  *   answered   the caller's node takes them in before any call completes.
+ * A batch of atomic loads only (a barrier's generation or a semaphore's
+ * count, polled) is an acquire only: neither node ends its interval for it,
+ * unless one of the home's own threads did an atomic that wrote there since
+ * the last answer (ship.c, dsm_ship_release_take), whose release it is.
  * Only a batch with a synchronous call in it carries this: a stream of posts
  * carries nothing and leaves both nodes' intervals open (a post is ordered
  * after the caller's writes, and its function's writes reach the caller,
@@ -88,9 +92,10 @@ static const uint32_t *take_vt_and_records(int from, const void *p, size_t len)
 	return p;
 }
 
-size_t lrc_ship_out(int home, void **out)
+size_t lrc_ship_out(int home, int reads_only, void **out)
 {
-	lrc_close_interval();
+	if (!reads_only) /* a load is an acquire only: this node's writes stay in its interval */
+		lrc_close_interval();
 	uint32_t seen[DSM_MAX_NODES];
 	memcpy(seen, known_of(home), lrc.nodes * sizeof(uint32_t));
 	return vt_and_records(home, seen, out);
@@ -105,11 +110,17 @@ size_t lrc_ship_in(int from, const void *p, size_t len, void **keep)
 	return head;
 }
 
-size_t lrc_ship_back(int to, const void *keep, size_t len, void **out)
+size_t lrc_ship_back(int to, const void *keep, size_t len, int wrote, void **out)
 {
 	if (len != lrc.nodes * sizeof(uint32_t))
 		dsm_fatal("lrc: shipped calls answered without the caller's vector time");
-	lrc_close_interval();
+	/* The calls' writes, and those before an atomic this node's threads did
+	   here (ship.c, release_pending), end the interval. Calls that only
+	   read leave it open: a node polling a word here (a barrier's
+	   generation) would otherwise end this node's interval at every poll,
+	   and with it twin, diff and push every page its threads are writing. */
+	if (dsm_ship_release_take() || wrote)
+		lrc_close_interval();
 	uint32_t seen[DSM_MAX_NODES];
 	memcpy(seen, keep, len);
 	for (size_t n = 0; n < lrc.nodes; n++) /* what a collection left, every node has */

@@ -56,6 +56,7 @@ struct ship_call {
 	int by_server;		 /* made by this node's server: completion wakes it */
 	int sync;		 /* a caller waits for it (lrc: its answer is an acquire) */
 	uint32_t guard;		 /* 1 + the DSM lock its home runs it under, or 0 */
+	uint32_t flags;		 /* CALL_READS_ONLY */
 	struct ship_call *onext; /* the communication thread's list for one home */
 };
 
@@ -71,8 +72,12 @@ static __thread struct ring *ring;
 struct wire_call {
 	uint32_t obj, check;
 	uint64_t off, state, a, b, c, token;
-	uint32_t guard, pad;
+	uint32_t guard, flags;
 };
+
+/* A call that writes nothing (an atomic load): lrc ends no interval for it,
+   at the caller or at the home (lrc_ship.c). */
+#define CALL_READS_ONLY 1u
 
 struct wire_result {
 	uint64_t token, result;
@@ -85,6 +90,7 @@ struct batch {
 	int from;
 	uint32_t n;
 	int sync;   /* a call of it is synchronous: its answer carries the protocol's */
+	int wrote;  /* a call of it may have written (not CALL_READS_ONLY) */
 	void *keep; /* the protocol's ship_in keeps this for ship_back */
 	size_t keep_len;
 	uint64_t *results;
@@ -210,6 +216,8 @@ static int serve_one(void)
 	for (uint32_t i = 0; i < b->n; i++) {
 		guard_take(b->calls[i].guard);
 		b->results[i] = run_one(&b->calls[i]);
+		if (b->calls[i].guard || !(b->calls[i].flags & CALL_READS_ONLY))
+			b->wrote = 1;
 	}
 	guard_take(0);
 	st_release(&srv.busy, 0);
@@ -327,7 +335,8 @@ static struct wire_call to_wire(const struct ship_call *c)
 				  .b = c->b,
 				  .c = c->c,
 				  .token = (uint64_t)(uintptr_t)c,
-				  .guard = c->guard};
+				  .guard = c->guard,
+				  .flags = c->flags};
 }
 
 void dsm_ship_flush(void)
@@ -336,12 +345,18 @@ void dsm_ship_flush(void)
 		if (!out_n[home])
 			continue;
 		uint64_t sync = 0;
-		for (struct ship_call *c = out_head[home]; c; c = c->onext)
+		int reads_only = 1;
+		for (struct ship_call *c = out_head[home]; c; c = c->onext) {
 			sync |= (uint64_t)c->sync;
+			if (c->guard || !(c->flags & CALL_READS_ONLY))
+				reads_only = 0;
+		}
 		/* Only a batch someone waits for carries consistency (lrc): a
 		   stream of posts leaves both nodes' intervals open. */
 		void *proto = NULL;
-		size_t plen = sync && dsm.proto->ship_out ? dsm.proto->ship_out(home, &proto) : 0,
+		size_t plen = sync && dsm.proto->ship_out
+				      ? dsm.proto->ship_out(home, reads_only, &proto)
+				      : 0,
 		       len;
 		char *buf = message(out_n[home], sizeof(struct wire_call), proto, plen, &len);
 		struct wire_call *w = (struct wire_call *)(void *)(buf + items_at(plen));
@@ -363,7 +378,7 @@ void dsm_ship_done(struct dsm_req *r)
 	struct batch *b = (struct batch *)r;
 	void *proto = NULL;
 	size_t plen = dsm.proto->ship_back && b->keep
-			      ? dsm.proto->ship_back(b->from, b->keep, b->keep_len, &proto)
+			      ? dsm.proto->ship_back(b->from, b->keep, b->keep_len, b->wrote, &proto)
 			      : 0,
 	       len;
 	char *buf = message(b->n, sizeof(struct wire_result), proto, plen, &len);
@@ -494,11 +509,12 @@ static uint64_t inline_call(const struct ship_call *c, locus_fn fn)
 }
 
 static uint64_t call_at(const char *what, int node, locus_fn fn, void *state, uint64_t a,
-			uint64_t b, uint64_t c, uint32_t guard)
+			uint64_t b, uint64_t c, uint32_t guard, uint32_t flags)
 {
 	struct ship_call call;
 	if (prepare(&call, what, node, fn, state, a, b, c, guard) != 0)
 		exit(1);
+	call.flags = flags;
 	dsm_sync_point();
 	if (on_server && node == dsm.node)
 		return inline_call(&call, fn);
@@ -515,7 +531,7 @@ static uint64_t call_at(const char *what, int node, locus_fn fn, void *state, ui
 
 uint64_t locus_dsm_call(int node, locus_fn fn, void *state, uint64_t a, uint64_t b, uint64_t c)
 {
-	return call_at("locus_dsm_call", node, fn, state, a, b, c, 0);
+	return call_at("locus_dsm_call", node, fn, state, a, b, c, 0, 0);
 }
 
 /* state's home; -1 with a message when it is not in the region. */
@@ -547,17 +563,43 @@ int dsm_atomic_here(const void *state)
 	return atomic_runs_here(locus_dsm_home(state));
 }
 
-/* state is in the region: the callers (atomic.c, objects.c) checked it. */
-uint64_t dsm_call_atomic(const char *what, locus_fn fn, void *state, uint64_t a, uint64_t b,
-			 uint64_t c)
+/*
+ * An atomic that writes at its home, run there by the calling thread, is a
+ * release no message carries: the next answer to shipped calls ends this
+ * node's interval, so that a node that sees the atomic's effect through a
+ * call (a barrier's generation, polled) gets the writes before it (lrc).
+ */
+static uint32_t release_pending;
+
+int dsm_ship_release_take(void)
+{
+	return xchg_seqcst(&release_pending, 0u) != 0;
+}
+
+static uint64_t call_atomic(const char *what, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			    uint64_t c, uint32_t flags)
 {
 	dsm_require_running(what);
 	int home = locus_dsm_home(state);
 	if (atomic_runs_here(home)) {
 		dsm_sync_point();
+		if (!(flags & CALL_READS_ONLY))
+			st_seqcst(&release_pending, 1u);
 		return fn(state, a, b, c);
 	}
-	return locus_dsm_call(home, fn, state, a, b, c);
+	return call_at(what, home, fn, state, a, b, c, 0, flags);
+}
+
+/* state is in the region: the callers (atomic.c, objects.c) checked it. */
+uint64_t dsm_call_atomic(const char *what, locus_fn fn, void *state, uint64_t a, uint64_t b,
+			 uint64_t c)
+{
+	return call_atomic(what, fn, state, a, b, c, 0);
+}
+
+uint64_t dsm_call_atomic_load(const char *what, locus_fn fn, void *state)
+{
+	return call_atomic(what, fn, state, 0, 0, 0, CALL_READS_ONLY);
 }
 
 uint64_t dsm_ship_run(void *state, uint32_t lock, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
@@ -565,7 +607,7 @@ uint64_t dsm_ship_run(void *state, uint32_t lock, locus_fn fn, uint64_t a, uint6
 	int home = home_of("home", state);
 	if (home < 0)
 		exit(1);
-	return call_at("home", home, fn, state, a, b, c, lock + 1);
+	return call_at("home", home, fn, state, a, b, c, lock + 1, 0);
 }
 
 /* ---- posts: the thread's ring ---- */

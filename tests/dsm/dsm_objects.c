@@ -14,6 +14,12 @@
  *                             a signal between threads of different nodes
  *   dsm_objects barrier N T   a counted barrier of every thread, N rounds:
  *                             each round's writes seen after it
+ *   dsm_objects homelast N T  the same, but the barrier's home node arrives
+ *                             last, every round (its threads wait until all
+ *                             the others have): its threads arrive there by
+ *                             themselves, no message leaves, and the other
+ *                             nodes, polling the generation, must still see
+ *                             the writes they made before it
  *   dsm_objects heap N T      every thread mallocs, fills and frees blocks of
  *                             many sizes, half freed by a thread of another
  *                             node; no block overlaps another; the heap is
@@ -22,6 +28,7 @@
  * Each prints what it checked and exits nonzero on a violation.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,7 +57,8 @@ static void fail(const char *fmt, ...)
 
 /* What every mode shares, set up by node 0 before the threads start. */
 struct shared {
-	locus_dsm_barrier_obj all; /* every thread of every node */
+	locus_dsm_barrier_obj all;   /* every thread of every node */
+	locus_dsm_barrier_obj after; /* homelast: between a round's checks and the next */
 	locus_dsm_mutex qlock;
 	locus_dsm_cond not_empty, not_full;
 	locus_dsm_sem admit, signal;
@@ -170,6 +178,29 @@ static void barrier_thread(int t, void *arg)
 	}
 }
 
+/* Every thread but those of all's home arrives, then those: the generation
+   moves at the home, by one of its own threads. */
+static void homelast_thread(int t, void *arg)
+{
+	(void)arg;
+	int home = locus_dsm_home(&sh->all);
+	unsigned others = everyone() - (unsigned)team;
+	for (long r = 1; r <= iters; r++) {
+		if (me == home)
+			while (locus_dsm_load(&sh->all.count) < others)
+				sched_yield();
+		sh->round[me][t] = (uint64_t)r;
+		locus_dsm_barrier_wait(&sh->all, everyone());
+		for (int n = 0; n < nodes; n++)
+			for (int k = 0; k < team; k++)
+				if (sh->round[n][k] != (uint64_t)r)
+					fail("homelast round %ld: thread %d of node %d shows %llu "
+					     "(the home is node %d)",
+					     r, k, n, (unsigned long long)sh->round[n][k], home);
+		locus_dsm_barrier_wait(&sh->after, everyone());
+	}
+}
+
 /* Every thread: blocks of many sizes, each filled with its own tag. */
 static void heap_thread(int t, void *arg)
 {
@@ -234,6 +265,7 @@ int main(int argc, char **argv)
 				  : !strcmp(mode, "cond")    ? cond_thread
 				  : !strcmp(mode, "sem")     ? sem_thread
 				  : !strcmp(mode, "barrier") ? barrier_thread
+				  : !strcmp(mode, "homelast") ? homelast_thread
 				  : !strcmp(mode, "heap")    ? heap_thread
 							     : NULL;
 	if (!fn || (!strcmp(mode, "cond") && everyone() % 2)) {
