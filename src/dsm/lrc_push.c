@@ -9,7 +9,11 @@
  * each barrier entry, its interval just ended, it sends each of them the
  * page's diffs of its intervals since its last entry, in one message per
  * node (DIFF with b = 1; the payload is DIFF's, one section per page and
- * interval). A reader keeps them (pg->pushed) until a notice names them. At
+ * interval). Not those of intervals whose records the node has already
+ * (lrc_known_of: a shipped call's answer carried them, as a program that
+ * synchronizes through objects in shared memory gets them): it has fetched
+ * those diffs it needed, and the next barrier may be a long way off (the
+ * one at the end of the program, with every diff of the run behind it). A reader keeps them (pg->pushed) until a notice names them. At
  * the barrier's exit, a page whose every pending notice has its diff here
  * is brought up to date at once and stays readable: no fault, no message.
  * A fault on a page claims the diffs it finds here and asks only for the
@@ -104,6 +108,11 @@ void lrc_push_send(void)
 		return;
 	struct out o[DSM_MAX_NODES];
 	memset(o, 0, lrc.nodes * sizeof(*o));
+	/* A node that has this node's record of an interval already (a shipped
+	   call's answer carried it) has fetched what it needed of it. */
+	uint32_t told[DSM_MAX_NODES];
+	for (size_t n = 0; n < lrc.nodes; n++)
+		told[n] = n == me ? UINT32_MAX : lrc_known_of((int)n)[me];
 	for (uint32_t i = from + 1; i <= lrc.vt[me]; i++) {
 		const struct interval *iv = lrc_interval_get(me, i);
 		for (uint32_t k = 0; k < iv->npages; k++) {
@@ -117,7 +126,7 @@ void lrc_push_send(void)
 			uint32_t sec[4] = {(uint32_t)p, (uint32_t)(2 * sizeof(uint32_t)) + d->len,
 					   i, d->len};
 			for (size_t n = 0; n < lrc.nodes; n++) {
-				if (!(subs >> n & 1))
+				if (!(subs >> n & 1) || i <= told[n])
 					continue;
 				out_put(&o[n], sec, sizeof(sec));
 				out_put(&o[n], d->data, d->len);
