@@ -344,6 +344,27 @@ def test_an_input_missing_from_the_checkout_is_a_skip(tmp_path, fake_splash, fak
                      "skipped: input missing (inputs/n512-p1)"]]
 
 
+def test_large_inputs_take_their_own_files(tmp_path, fake_splash, fake_prefix):
+    # the fake checkout has water's README input only: --size large looks for PARSEC's
+    rc, out, records = run_tool(tmp_path, fake_splash, fake_prefix, "--apps", "water-nsquared",
+                                "--nodes", "1", "--threads", "1", "--size", "large")
+    assert rc == 0 and not runs(records)
+    rows, _ = table_rows(out)
+    assert rows[0][-1] == "skipped: input missing (inputs/parsec_simmedium)"
+
+
+def test_every_program_has_every_size():
+    for app in splash3.APPS:
+        for size in splash3.SIZES:
+            assert app.argv(size, 4)[0] == "./" + app.exe
+            assert all(isinstance(f, str) for f in app.inputs(size))
+    large = {a.name: a for a in splash3.APPS}
+    assert "-m22" in large["fft"].argv("large", 2)
+    assert "-n4194304" in large["radix"].argv("large", 2)
+    assert large["barnes"].argv("large", 2) == large["barnes"].argv("readme", 2)
+    assert large["water-nsquared"].inputs("large") == ["inputs/parsec_simmedium"]
+
+
 # ---------------------------------------------------------------------------------------
 # What it refuses, and how it says so.
 

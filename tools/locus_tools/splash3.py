@@ -58,7 +58,7 @@ import time
 from dataclasses import dataclass, field
 
 PROTOCOLS = ("sc", "lrc", "avr")
-SIZES = ("small", "readme")
+SIZES = ("small", "readme", "large")
 MARKER = ".splash3-work"  # OUT/work is the tool's own (it is deleted and copied anew)
 BUILD_TIMEOUT = 900  # seconds for one program's make: a backstop, never reached normally
 
@@ -229,6 +229,12 @@ class App:
     outputs: list = field(default_factory=list)  # files it writes (globs), removed first
     aliases: tuple = ()
 
+    def __post_init__(self):
+        # large: the README's inputs where no larger one is named
+        for d in (self.args, self.stdin, self.needs):
+            if "readme" in d and "large" not in d:
+                d["large"] = d["readme"]
+
     def argv(self, size, P):
         return ["./" + self.exe] + [a.replace("{P}", str(P)) for a in self.args[size]]
 
@@ -268,10 +274,12 @@ APPS = [
         stdin={"small": Stdin("inputs/input.1.2048", (4, 0)),
                "readme": Stdin("inputs/input.1.16384", (4, 0))}),
     App("ocean-cont", "apps/ocean/contiguous_partitions", "OCEAN",
-        {"small": ["-p{P}", "-n130", "-o"], "readme": ["-p{P}", "-n258", "-o"]},
+        {"small": ["-p{P}", "-n130", "-o"], "readme": ["-p{P}", "-n258", "-o"],
+         "large": ["-p{P}", "-n514", "-o"]},
         OCEAN_LINES, aliases=("ocean",)),
     App("ocean-noncont", "apps/ocean/non_contiguous_partitions", "OCEAN",
-        {"small": ["-p{P}", "-n130", "-o"], "readme": ["-p{P}", "-n258", "-o"]},
+        {"small": ["-p{P}", "-n130", "-o"], "readme": ["-p{P}", "-n258", "-o"],
+         "large": ["-p{P}", "-n514", "-o"]},
         OCEAN_LINES),
     App("radiosity", "apps/radiosity", "RADIOSITY",
         {"small": ["-p", "{P}", "-ae", "5000", "-bf", "0.1", "-en", "0.05", "-batch"],
@@ -295,21 +303,27 @@ APPS = [
         needs={"small": ["inputs/head-scaleddown4.den"], "readme": ["inputs/head.den"]},
         outputs=["inputs/head*_1*"]),
     App("water-nsquared", "apps/water-nsquared", "WATER-NSQUARED", both([]), WATER_LINES,
-        stdin=both(Stdin("inputs/n512-p1", (2, 0)))),
+        stdin={**both(Stdin("inputs/n512-p1", (2, 0))),
+               "large": Stdin("inputs/parsec_simmedium", (2, 0))}),
     App("water-spatial", "apps/water-spatial", "WATER-SPATIAL", both([]), WATER_LINES,
-        stdin=both(Stdin("inputs/n512-p1", (2, 0)))),
+        stdin={**both(Stdin("inputs/n512-p1", (2, 0))),
+               "large": Stdin("inputs/parsec_simmedium", (2, 0))}),
     App("cholesky", "kernels/cholesky", "CHOLESKY", both(["-p{P}", "-t"]),
         SelfCheck(r"^PASSED$"),
         stdin={"small": Stdin("inputs/tk14.O"), "readme": Stdin("inputs/tk15.O")}),
-    App("fft", "kernels/fft", "FFT", both(["-p{P}", "-m16", "-t"]), TEST_PASSED),
+    App("fft", "kernels/fft", "FFT",
+        {**both(["-p{P}", "-m16", "-t"]), "large": ["-p{P}", "-m22", "-t"]}, TEST_PASSED),
     App("lu-cont", "kernels/lu/contiguous_blocks", "LU",
-        {"small": ["-p{P}", "-n256", "-t"], "readme": ["-p{P}", "-n512", "-t"]},
+        {"small": ["-p{P}", "-n256", "-t"], "readme": ["-p{P}", "-n512", "-t"],
+         "large": ["-p{P}", "-n1024", "-t"]},
         TEST_PASSED, aliases=("lu",)),
     App("lu-noncont", "kernels/lu/non_contiguous_blocks", "LU",
-        {"small": ["-p{P}", "-n256", "-t"], "readme": ["-p{P}", "-n512", "-t"]},
+        {"small": ["-p{P}", "-n256", "-t"], "readme": ["-p{P}", "-n512", "-t"],
+         "large": ["-p{P}", "-n1024", "-t"]},
         TEST_PASSED),
     App("radix", "kernels/radix", "RADIX",
-        {"small": ["-p{P}", "-n262144", "-t"], "readme": ["-p{P}", "-n1048576", "-t"]},
+        {"small": ["-p{P}", "-n262144", "-t"], "readme": ["-p{P}", "-n1048576", "-t"],
+         "large": ["-p{P}", "-n4194304", "-t"]},
         SelfCheck(r"^PASSED: All keys in place")),
 ]
 BY_NAME = {a.name: a for a in APPS}
@@ -738,7 +752,10 @@ def parser():
     ap.add_argument("--size", choices=SIZES, default="small",
                     help="small: inputs that run in seconds (default); readme: Splash-3 "
                          "README's recommended inputs (those missing from the checkout "
-                         "are skipped)")
+                         "are skipped); large: larger ones for fft (-m22), lu (-n1024), "
+                         "ocean (-n514), radix (4M keys) and the waters (3375 "
+                         "molecules), where locus-dsm's start and the serial set-up "
+                         "weigh less; the README's for the others")
     ap.add_argument("--timeout", type=float, default=300,
                     help="seconds per run; a run still going then is killed and reported "
                          "as timed out (default: %(default)g)")
