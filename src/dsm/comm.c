@@ -245,7 +245,8 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 			taking->t_sent = mono_ns();
 		return;
 	}
-	uint64_t rel = dsm_link_send(&out_link, now, total, dsm.cfg.delay_ns, dsm.cfg.delay_ns_per_byte);
+	uint64_t rel =
+		dsm_link_send(&out_link, now, total, dsm.cfg.delay_ns, dsm.cfg.delay_ns_per_byte);
 	if (rel < p->last_release_ns)
 		rel = p->last_release_ns;
 	p->last_release_ns = rel;

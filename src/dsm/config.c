@@ -145,8 +145,8 @@ static int env_choice(const char *name, const struct choice *choices, int unset,
 /*
  * LOCUS_DSM_NETWORK: named transport delays, each a per-message delay and a
  * per-byte cost, the rate of each node's outgoing link (link.h; the reasoning
- * and sources are in docs/dsm.md, "Transport delay"). LOCUS_DSM_DELAY_US and LOCUS_DSM_DELAY_NS_PER_BYTE, when set,
- * override the preset's values.
+ * and sources are in docs/dsm.md, "Transport delay"). LOCUS_DSM_DELAY_US and
+ * LOCUS_DSM_DELAY_NS_PER_BYTE, when set, override the preset's values.
  */
 static const struct network {
 	const char *name;

@@ -13,7 +13,8 @@
  * (lrc_known_of: a shipped call's answer carried them, as a program that
  * synchronizes through objects in shared memory gets them): it has fetched
  * those diffs it needed, and the next barrier may be a long way off (the
- * one at the end of the program, with every diff of the run behind it). A reader keeps them (pg->pushed) until a notice names them. At
+ * one at the end of the program, with every diff of the run behind it).
+ * A reader keeps them (pg->pushed) until a notice names them. At
  * the barrier's exit, a page whose every pending notice has its diff here
  * is brought up to date at once and stays readable: no fault, no message.
  * A fault on a page claims the diffs it finds here and asks only for the

@@ -378,7 +378,8 @@ void dsm_ship_done(struct dsm_req *r)
 	struct batch *b = (struct batch *)r;
 	void *proto = NULL;
 	size_t plen = dsm.proto->ship_back && b->keep
-			      ? dsm.proto->ship_back(b->from, b->keep, b->keep_len, b->wrote, &proto)
+			      ? dsm.proto->ship_back(b->from, b->keep, b->keep_len, b->wrote,
+						     &proto)
 			      : 0,
 	       len;
 	char *buf = message(b->n, sizeof(struct wire_result), proto, plen, &len);

@@ -261,13 +261,13 @@ int main(int argc, char **argv)
 		locus_dsm_sem_init(&sh->admit, 2);
 	}
 	locus_dsm_barrier();
-	void (*fn)(int, void *) = !strcmp(mode, "mutex")     ? mutex_thread
-				  : !strcmp(mode, "cond")    ? cond_thread
-				  : !strcmp(mode, "sem")     ? sem_thread
-				  : !strcmp(mode, "barrier") ? barrier_thread
+	void (*fn)(int, void *) = !strcmp(mode, "mutex")      ? mutex_thread
+				  : !strcmp(mode, "cond")     ? cond_thread
+				  : !strcmp(mode, "sem")      ? sem_thread
+				  : !strcmp(mode, "barrier")  ? barrier_thread
 				  : !strcmp(mode, "homelast") ? homelast_thread
-				  : !strcmp(mode, "heap")    ? heap_thread
-							     : NULL;
+				  : !strcmp(mode, "heap")     ? heap_thread
+							      : NULL;
 	if (!fn || (!strcmp(mode, "cond") && everyone() % 2)) {
 		fprintf(stderr,
 			"dsm_objects: unknown mode %s (cond needs an even number of "
