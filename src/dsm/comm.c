@@ -99,6 +99,22 @@ uint64_t dsm_progress;
 static struct dsm_req *taking;
 static uint64_t rx_ns;
 static int stopping; /* dsm_fatal has started on this thread */
+
+/*
+ * The communication thread's state is its own while it works: it holds
+ * comm_mu for each turn of its loop, and lets it go only to sleep or yield.
+ * Meanwhile an application thread may take it and handle its own lock
+ * request in the thread's place (dsm_call, standing in): a lock this node
+ * keeps or manages, free, is then taken and given back without waking the
+ * communication thread and being woken by it (two wake-ups, most of a local
+ * lock's cost: Splash-3's barnes takes a lock for every cell it touches). A
+ * message a stand-in sends waits in its peer's queue for the thread, which
+ * it wakes.
+ */
+static pthread_mutex_t comm_mu = PTHREAD_MUTEX_INITIALIZER;
+static int comm_looping;	   /* the loop runs: stand-ins are welcome (under comm_mu) */
+static __thread int standing_in;   /* this thread works in the communication thread's place */
+static int stand_in_sent;	   /* a stand-in queued a message (under comm_mu) */
 static int abort_peers(const char *msg);
 static void exit_after_grace(void) __attribute__((noreturn));
 
@@ -141,9 +157,38 @@ void dsm_post(struct dsm_req *r)
 	dsm_bell_ring_self();
 }
 
+/* Handle r on this thread, in the communication thread's place, if that
+   thread is not working and r is a request it may (dsm_sync_can_stand_in):
+   1 if it was handled (it may still wait for an answer), 0 to post it. */
+static int stand_in(struct dsm_req *r)
+{
+	if (dsm_forked || pthread_mutex_trylock(&comm_mu) != 0)
+		return 0;
+	if (!comm_looping || !dsm_sync_can_stand_in(r)) {
+		pthread_mutex_unlock(&comm_mu);
+		return 0;
+	}
+	r->done = 0;
+	r->t_recv = r->t_sent = r->t_done = 0;
+	r->t_posted = r->t_taken = mono_ns();
+	r->next = NULL;
+	outstanding++;
+	dsm_progress++;
+	standing_in = 1;
+	dsm_sync_request(r);
+	standing_in = 0;
+	int sent = stand_in_sent;
+	stand_in_sent = 0;
+	pthread_mutex_unlock(&comm_mu);
+	if (sent)
+		dsm_bell_ring_self(); /* the thread hands it to MPI */
+	return 1;
+}
+
 void dsm_call(struct dsm_req *r)
 {
-	dsm_post(r);
+	if (!stand_in(r))
+		dsm_post(r);
 	for (int i = 0; i < 100; i++) {
 		if (ld_acquire(&r->done))
 			return;
@@ -239,7 +284,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 		STAT_ADD(bytes_sent[h->kind], total);
 	}
 	uint64_t now = mono_ns();
-	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead) {
+	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead && !standing_in) {
 		hand_to_mpi(m, now);
 		if (taking && !taking->t_sent)
 			taking->t_sent = mono_ns();
@@ -257,6 +302,8 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	else
 		p->qhead = m;
 	p->qtail = m;
+	if (standing_in)
+		stand_in_sent = 1; /* only the communication thread calls MPI */
 	if (taking && !taking->t_sent)
 		taking->t_sent = now;
 }
@@ -754,6 +801,8 @@ static void comm_loop(void)
 				STAT_ADD(work_ns, cpu - cpu_prev);
 		}
 		cpu_prev = cpu;
+		pthread_mutex_lock(&comm_mu);
+		comm_looping = 1;
 		was_stalled = dsm_node_stalled();
 		uint32_t seen = dsm_bell_seen();
 		uint64_t now = mono_ns();
@@ -773,8 +822,15 @@ static void comm_loop(void)
 			next_liveness = now + LIVENESS_EVERY_NS;
 		}
 		worked = progress;
-		if (dsm_sync_done() && !pending_sends())
+		if (dsm_sync_done() && !pending_sends()) {
+			comm_looping = 0;
+			pthread_mutex_unlock(&comm_mu);
 			return;
+		}
+		/* What the waits below need of the state, read while it is ours. */
+		int fault_waits = faults_waiting != 0, answers_due = outstanding != 0;
+		int owes = owed();
+		pthread_mutex_unlock(&comm_mu);
 		if (progress) {
 			idle = 0;
 			backoff = SLEEP_MIN_NS;
@@ -790,7 +846,7 @@ static void comm_loop(void)
 		   so no doorbell can wake it, and the scheduler runs a woken
 		   sleeper first. Without a fault waiting, the application runs:
 		   polling would take its CPU, so the thread sleeps. */
-		if (faults_waiting && now < poll_until) {
+		if (fault_waits && now < poll_until) {
 			sched_yield();
 			continue;
 		}
@@ -808,14 +864,14 @@ static void comm_loop(void)
 		int all_ring = dsm_bell_peers() == dsm.nodes - 1;
 		if (!all_ring && ++idle < SPIN_POLLS)
 			continue;
-		if (owed()) {
+		if (owes) {
 			sched_yield();
 			continue;
 		}
 		/* Short sleeps while this node waits for answers, or has just
 		   worked: more messages are likely on their way (shipped calls to
 		   serve here, for one), and a message waits for the sleep's end. */
-		uint64_t cap = outstanding || now < active_until ? SLEEP_MAX_BUSY_NS : SLEEP_MAX_NS;
+		uint64_t cap = answers_due || now < active_until ? SLEEP_MAX_BUSY_NS : SLEEP_MAX_NS;
 		if (all_ring)
 			cap = backoff = SLEEP_MAX_NS; /* no need to look: a message rings */
 		uint64_t ns = backoff < cap ? backoff : cap;

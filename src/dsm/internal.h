@@ -487,6 +487,11 @@ void dsm_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 
 
 /* sync.c: locks, barriers, finalize handshake (communication thread) */
 void dsm_sync_request(struct dsm_req *r);
+/* Whether an application thread may handle r in the communication thread's
+   place (comm.c, stand_in; under its lock): a lock request, or the release
+   of a lock this node holds, under a protocol that runs no part of a fault
+   on the faulting thread. */
+int dsm_sync_can_stand_in(const struct dsm_req *r);
 void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len);
 int dsm_sync_done(void); /* goodbye said and heard from every node */
 /* What this node waits for and holds, as text for the watchdog; returns 0

@@ -700,6 +700,23 @@ static void lock_recalled(uint32_t id)
 		lock_tidy(l, lock_keep(l)); /* given back already */
 }
 
+int dsm_sync_can_stand_in(const struct dsm_req *r)
+{
+	if (dsm.proto->thread_fault)
+		return 0;
+	if (r->kind == DSM_REQ_LOCK || r->kind == DSM_REQ_TRYLOCK)
+		return 1;
+	if (r->kind != DSM_REQ_UNLOCK || !locks)
+		return 0;
+	/* A release of a lock not held here is a mistake the communication
+	   thread reports (to every node, as only it can). */
+	uint32_t id = (uint32_t)r->a;
+	for (const struct lockst *l = locks[lock_bucket(id, lock_buckets)]; l; l = l->next)
+		if (l->id == id)
+			return l->local == LOCAL_HELD;
+	return 0;
+}
+
 void dsm_sync_request(struct dsm_req *r)
 {
 	uint32_t id = (uint32_t)r->a;
