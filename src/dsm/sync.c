@@ -1,5 +1,7 @@
 /*
- * Locks, barriers and the goodbye at finalize, on the communication thread.
+ * Locks, barriers and the goodbye at finalize, on the communication thread
+ * (or, for a lock request, on the asking thread standing in for it while it
+ * does not work: comm.c, stand_in; the state is the same thread's either way).
  *
  * Lock id is managed by node id % nodes, which keeps a FIFO of waiting nodes
  * (node, token); the token is the waiting request's address on its node,
