@@ -735,18 +735,24 @@ static size_t lrc_lock_pass(uint32_t lock, const void *ask, size_t len, void **o
 	return n;
 }
 
+/*
+ * A lock's grant ends this node's interval only when it brings records (to
+ * take notices in, the interval must be over), and a release never does: a
+ * lock reaches another node only through lock_pass at its last holder, or
+ * a grant to an asker that was itself the last holder, and lock_pass ends
+ * the interval then, with everything written here before the release in it
+ * (and what came after: more than the asker needs, never less). So a lock
+ * taken and given on its node, again and again (barnes: one per cell, a
+ * million a node), no longer ends an interval each time, with its twins,
+ * diffs and protections.
+ */
 static void lrc_acquire(uint32_t lock, const void *grant, size_t len)
 {
 	(void)lock;
-	lrc_close_interval();
-	if (len)
+	if (len) {
+		lrc_close_interval();
 		lrc_take_records(grant, len, 0);
-}
-
-static void lrc_release(uint32_t lock)
-{
-	(void)lock;
-	lrc_close_interval();
+	}
 }
 
 /*
@@ -867,7 +873,6 @@ const struct dsm_proto dsm_proto_lrc = {
 	.tick = lrc_tick,
 	.prefetch = lrc_prefetch,
 	.acquire = lrc_acquire,
-	.release = lrc_release,
 	.lock_ask = lrc_lock_ask,
 	.lock_pass = lrc_lock_pass,
 	.barrier_enter = lrc_barrier_enter,
