@@ -5,8 +5,9 @@
  * is lrc_fetch.c, collection lrc_gc.c, the shared state lrc.h.
  *
  * Intervals and vector time. Each node numbers its intervals 1, 2, ...; an
- * interval ends at every node-level acquire, release and barrier, and at a
- * lock pass (below), if the node wrote anything in it. vt[n] is the number of
+ * interval ends at a barrier, at a lock pass (below), at a grant that brings
+ * records and at shipped calls (lrc_ship.c), if the node wrote anything in
+ * it; not at a release (lrc_acquire says why). vt[n] is the number of
  * node n's intervals this node has seen; an interval's record keeps the
  * writer's vt when it ended and the pages written in it (its write notices).
  * A node learns n's intervals in order, so records are per-node arrays.
