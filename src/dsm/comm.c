@@ -69,7 +69,6 @@ struct outmsg {
 
 struct peer {
 	struct outmsg *qhead, *qtail; /* delayed, not yet given to MPI */
-	uint64_t last_release_ns;
 	uint32_t send_seq, recv_seq;
 	uint64_t reaches_ns;	/* when the last message to it goes to MPI (later: held) */
 	uint64_t last_heard_ns; /* moved on by the time this thread was deaf since */
@@ -112,9 +111,9 @@ static int stopping; /* dsm_fatal has started on this thread */
  * it wakes.
  */
 static pthread_mutex_t comm_mu = PTHREAD_MUTEX_INITIALIZER;
-static int comm_looping;	   /* the loop runs: stand-ins are welcome (under comm_mu) */
-static __thread int standing_in;   /* this thread works in the communication thread's place */
-static int stand_in_sent;	   /* a stand-in queued a message (under comm_mu) */
+static int comm_looping;	 /* the loop runs: stand-ins are welcome (under comm_mu) */
+static __thread int standing_in; /* this thread works in the communication thread's place */
+static int stand_in_sent;	 /* a stand-in queued a message (under comm_mu) */
 static int abort_peers(const char *msg);
 static void exit_after_grace(void) __attribute__((noreturn));
 
@@ -143,18 +142,54 @@ void dsm_fatal(const char *fmt, ...)
 
 /* ---- application side ---- */
 
+/* A request on its way: not done, its steps not timed yet. */
+static void req_start(struct dsm_req *r)
+{
+	r->done = 0;
+	r->t_taken = r->t_sent = r->t_recv = r->t_done = 0;
+	r->t_posted = mono_ns();
+}
+
 void dsm_post(struct dsm_req *r)
 {
 	if (dsm_forked)
 		dsm_fatal_child("made a locus-dsm call");
-	r->done = 0;
-	r->t_taken = r->t_sent = r->t_recv = r->t_done = 0;
-	r->t_posted = mono_ns();
+	req_start(r);
 	struct dsm_req *top = ld_relaxed(&dsm.posted);
 	do
 		r->next = top;
 	while (!cas_release_weak(&dsm.posted, &top, r));
 	dsm_bell_ring_self();
+}
+
+/* The communication thread's work for one request (or a stand-in's). */
+static void take(struct dsm_req *r)
+{
+	outstanding++;
+	dsm_progress++;
+	switch (r->kind) {
+	case DSM_REQ_FAULT:
+		r->t_taken = mono_ns();
+		faults_waiting++;
+		taking = r;
+		dsm.proto->fault(r);
+		taking = NULL;
+		break;
+	case DSM_REQ_PREFETCH:
+		if (dsm.proto->prefetch)
+			dsm.proto->prefetch(r->a, r->b, r->result == 1);
+		dsm_req_done(r, 0);
+		break;
+	case DSM_REQ_CALL:
+		dsm_ship_take(r);
+		break;
+	case DSM_REQ_SHIP_DONE:
+		dsm_ship_done(r);
+		break;
+	default:
+		dsm_sync_request(r);
+		break;
+	}
 }
 
 /* Handle r on this thread, in the communication thread's place, if that
@@ -168,14 +203,10 @@ static int stand_in(struct dsm_req *r)
 		pthread_mutex_unlock(&comm_mu);
 		return 0;
 	}
-	r->done = 0;
-	r->t_recv = r->t_sent = r->t_done = 0;
-	r->t_posted = r->t_taken = mono_ns();
+	req_start(r);
 	r->next = NULL;
-	outstanding++;
-	dsm_progress++;
 	standing_in = 1;
-	dsm_sync_request(r);
+	take(r);
 	standing_in = 0;
 	int sent = stand_in_sent;
 	stand_in_sent = 0;
@@ -292,9 +323,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	}
 	uint64_t rel =
 		dsm_link_send(&out_link, now, total, dsm.cfg.delay_ns, dsm.cfg.delay_ns_per_byte);
-	if (rel < p->last_release_ns)
-		rel = p->last_release_ns;
-	p->last_release_ns = rel;
+	/* Never before its predecessor: the link's arrivals only grow. */
 	p->reaches_ns = rel;
 	m->release_ns = rel;
 	if (p->qtail)
@@ -506,31 +535,7 @@ static int take_requests(void)
 		struct dsm_req *r = fifo;
 		fifo = r->next;
 		r->next = NULL;
-		outstanding++;
-		dsm_progress++;
-		switch (r->kind) {
-		case DSM_REQ_FAULT:
-			r->t_taken = mono_ns();
-			faults_waiting++;
-			taking = r;
-			dsm.proto->fault(r);
-			taking = NULL;
-			break;
-		case DSM_REQ_PREFETCH:
-			if (dsm.proto->prefetch)
-				dsm.proto->prefetch(r->a, r->b, r->result == 1);
-			dsm_req_done(r, 0);
-			break;
-		case DSM_REQ_CALL:
-			dsm_ship_take(r);
-			break;
-		case DSM_REQ_SHIP_DONE:
-			dsm_ship_done(r);
-			break;
-		default:
-			dsm_sync_request(r);
-			break;
-		}
+		take(r);
 	}
 	dsm_ship_flush(); /* the calls taken: one message per home */
 	return 1;

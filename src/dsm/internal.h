@@ -245,11 +245,10 @@ struct dsm_proto {
 	/* Run due timers; return the next deadline (monotonic ns), or UINT64_MAX. */
 	uint64_t (*tick)(uint64_t now);
 	void (*prefetch)(size_t first, size_t count, int write); /* may be NULL */
-	/* A consistency point passes through this node (NULL: nothing to do).
-	   acquire gets the payload lock_pass made at the last holder (NULL, 0
-	   when the manager granted directly). */
+	/* A lock granted to this node (NULL: nothing to do), with the payload
+	   lock_pass made at the last holder (NULL, 0 when the manager granted
+	   directly). A release needs no hook: lock_pass is where a lock leaves. */
 	void (*acquire)(uint32_t lock, const void *grant, size_t len);
-	void (*release)(uint32_t lock);
 	/* Locks that carry data (sync.c says the route); *out is malloc'd or
 	   NULL, the return value its length. */
 	size_t (*lock_ask)(void **out);

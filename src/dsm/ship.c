@@ -79,6 +79,12 @@ struct wire_call {
    at the caller or at the home (lrc_ship.c). */
 #define CALL_READS_ONLY 1u
 
+/* A call that may write: any but an unguarded atomic load. */
+static int call_may_write(uint32_t guard, uint32_t flags)
+{
+	return guard || !(flags & CALL_READS_ONLY);
+}
+
 struct wire_result {
 	uint64_t token, result;
 };
@@ -216,7 +222,7 @@ static int serve_one(void)
 	for (uint32_t i = 0; i < b->n; i++) {
 		guard_take(b->calls[i].guard);
 		b->results[i] = run_one(&b->calls[i]);
-		if (b->calls[i].guard || !(b->calls[i].flags & CALL_READS_ONLY))
+		if (call_may_write(b->calls[i].guard, b->calls[i].flags))
 			b->wrote = 1;
 	}
 	guard_take(0);
@@ -348,7 +354,7 @@ void dsm_ship_flush(void)
 		int reads_only = 1;
 		for (struct ship_call *c = out_head[home]; c; c = c->onext) {
 			sync |= (uint64_t)c->sync;
-			if (c->guard || !(c->flags & CALL_READS_ONLY))
+			if (call_may_write(c->guard, c->flags))
 				reads_only = 0;
 		}
 		/* Only a batch someone waits for carries consistency (lrc): a

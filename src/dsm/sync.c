@@ -19,20 +19,20 @@
  * A grant is "remote" for the statistics when a message brought it.
  *
  * Keeping (LOCUS_DSM_LOCK_CACHE, on by default): a release with no local
- * waiter leaves the lock on its node (LOCAL_CACHED; the protocol's release
- * hook has run), where the manager still counts it as held; the node's next
- * acquire takes it back without a message, as a grant from the manager to
- * the last holder would be (no payload). When another node asks, the manager
- * sends the holder a recall (and, once it has handed the lock on while
- * others still wait, the new holder too): a node keeping the lock gives it
- * back at once; one holding or awaiting it gives it back at its next release
- * instead of keeping it. A trylock that finds the lock held is refused as
- * before and recalls it, so a later try finds it free. Recalls travel on
- * their own, so one may arrive after the release it asked for: the node then
- * merely gives the lock back once more than it needed to. A node keeps at
- * most LOCK_KEEP_MAX locks: keeping one more gives the longest kept back, so
- * a program that uses many distinct locks once each holds no more records
- * than that (and its managers one per lock kept elsewhere).
+ * waiter leaves the lock on its node (LOCAL_CACHED), where the manager still
+ * counts it as held; the node's next acquire takes it back without a
+ * message, as a grant from the manager to the last holder would be (no
+ * payload). When another node asks, the manager sends the holder a recall
+ * (and, once it has handed the lock on while others still wait, the new
+ * holder too): a node keeping the lock gives it back at once; one holding or
+ * awaiting it gives it back at its next release instead of keeping it. A
+ * trylock that finds the lock held is refused as before and recalls it, so a
+ * later try finds it free. Recalls travel on their own, so one may arrive
+ * after the release it asked for: the node then merely gives the lock back
+ * once more than it needed to. A node keeps at most LOCK_KEEP_MAX locks:
+ * keeping one more gives the longest kept back, so a program that uses many
+ * distinct locks once each holds no more records than that (and its managers
+ * one per lock kept elsewhere).
  *
  * Barriers gather the node's threads first: the last of the b threads the
  * request names (its team) makes the node's one arrival. They count at node
@@ -41,8 +41,9 @@
  * epoch e+2 before every node has left e, so an early arrival for e+1 never
  * mixes with e.
  *
- * Consistency protocols see each node-level acquire, release and barrier
- * through their hooks before the operation completes locally (hand-offs
+ * Consistency protocols see each node-level acquire and barrier through
+ * their hooks before the operation completes locally (a release needs none:
+ * lrc ends its interval when a lock leaves the node, in lock_pass; hand-offs
  * between threads of a node are not consistency points between nodes); sc
  * needs none. A protocol with a lock_pass hook (lrc) carries data with its
  * locks, from the node that last held a lock to the next: the request takes
@@ -127,14 +128,26 @@ static void lock_rehash(size_t buckets)
 	lock_buckets = buckets;
 }
 
+/* Lock id's record, or NULL if it has none. */
+static struct lockst *lock_lookup(uint32_t id)
+{
+	if (!locks)
+		return NULL;
+	for (struct lockst *l = locks[lock_bucket(id, lock_buckets)]; l; l = l->next)
+		if (l->id == id)
+			return l;
+	return NULL;
+}
+
+/* Lock id's record, made if it has none. */
 static struct lockst *lock_find(uint32_t id)
 {
+	struct lockst *found = lock_lookup(id);
+	if (found)
+		return found;
 	if (!locks)
 		lock_rehash(LOCK_BUCKETS_MIN);
 	struct lockst **b = &locks[lock_bucket(id, lock_buckets)];
-	for (struct lockst *l = *b; l; l = l->next)
-		if (l->id == id)
-			return l;
 	struct lockst *l = calloc(1, sizeof(*l));
 	if (!l)
 		dsm_fatal("out of memory for lock %u", id);
@@ -646,8 +659,6 @@ static void unlock_local(struct lockst *l)
 		dsm_req_done(next, DSM_LOCAL);
 		return;
 	}
-	if (dsm.proto->release)
-		dsm.proto->release(l->id);
 	l->uncounted = 0;
 	if (!next && dsm.cfg.lock_cache && !l->recall) { /* keep it until asked for */
 		l->local = LOCAL_CACHED;
@@ -708,15 +719,12 @@ int dsm_sync_can_stand_in(const struct dsm_req *r)
 		return 0;
 	if (r->kind == DSM_REQ_LOCK || r->kind == DSM_REQ_TRYLOCK)
 		return 1;
-	if (r->kind != DSM_REQ_UNLOCK || !locks)
+	if (r->kind != DSM_REQ_UNLOCK)
 		return 0;
 	/* A release of a lock not held here is a mistake the communication
 	   thread reports (to every node, as only it can). */
-	uint32_t id = (uint32_t)r->a;
-	for (const struct lockst *l = locks[lock_bucket(id, lock_buckets)]; l; l = l->next)
-		if (l->id == id)
-			return l->local == LOCAL_HELD;
-	return 0;
+	const struct lockst *l = lock_lookup((uint32_t)r->a);
+	return l && l->local == LOCAL_HELD;
 }
 
 void dsm_sync_request(struct dsm_req *r)
