@@ -58,7 +58,9 @@ static void init_spec(locus_lock *l, const char *spec)
 }
 
 /* Threads admitted to the lock's queue, the holder included: clh's and mcs's
-   count, and the holder that took the lock free without counting itself. */
+   count, and the holder that took the lock free without counting itself (its
+   mark stays in the holder word after it frees the lock: it counts only while
+   the lock is held). */
 static uint32_t admitted(locus_lock *pl)
 {
 	struct lock *l = lock_of(pl);
@@ -66,11 +68,15 @@ static uint32_t admitted(locus_lock *pl)
 		uint64_t w = __atomic_load_n(&l->u.ticket.t.both, __ATOMIC_SEQ_CST);
 		return (uint32_t)(w >> 32) - (uint32_t)w;
 	}
-	if (l->kind == LOCUS_LOCK_CLH)
+	if (l->kind == LOCUS_LOCK_CLH) {
+		int held = !(__atomic_load_n(&l->u.clh.tail, __ATOMIC_SEQ_CST) & 1);
 		return __atomic_load_n(&l->u.clh.active, __ATOMIC_SEQ_CST) +
-		       __atomic_load_n(&l->u.clh.uncounted, __ATOMIC_SEQ_CST);
+		       (held &&
+			(__atomic_load_n(&l->u.clh.holder, __ATOMIC_SEQ_CST) & LOCK_UNCOUNTED));
+	}
+	int held = __atomic_load_n(&l->u.mcs.tail, __ATOMIC_SEQ_CST) != NULL;
 	return __atomic_load_n(&l->u.mcs.active, __ATOMIC_SEQ_CST) +
-	       __atomic_load_n(&l->u.mcs.uncounted, __ATOMIC_SEQ_CST);
+	       (held && (__atomic_load_n(&l->u.mcs.holder, __ATOMIC_SEQ_CST) & LOCK_UNCOUNTED));
 }
 
 /* At rest: nobody admitted, nobody outside. */

@@ -28,10 +28,10 @@ static struct locus_qnode *clh_node(uintptr_t w)
 }
 
 /* Admission (lock_admit.c), as in mcs: `active` counts the threads admitted,
-   but a holder that found the lock free (`uncounted`; lock_impl.h). */
+   but a holder that found the lock free (LOCK_UNCOUNTED; lock_impl.h). */
 static int clh_enter(struct lock *l, int forced)
 {
-	return admit_count_enter(l, &l->u.clh.active, &l->u.clh.uncounted, forced);
+	return admit_count_enter(l, &l->u.clh.active, &l->u.clh.holder, forced);
 }
 
 int clh_init(struct lock *l)
@@ -39,10 +39,9 @@ int clh_init(struct lock *l)
 	struct locus_qnode *dummy = qnode_get();
 	dummy->flag = 0;
 	l->u.clh.tail = (uintptr_t)dummy | CLH_FREE;
-	l->u.clh.holder = NULL;
+	l->u.clh.holder = 0;
 	l->u.clh.pred = NULL;
 	l->u.clh.active = 0;
-	l->u.clh.uncounted = 0;
 	return 0;
 }
 
@@ -55,8 +54,7 @@ void clh_lock(struct lock *l)
 		   in, or wait outside until let in. */
 		uintptr_t w = ld_relaxed(&l->u.clh.tail);
 		if ((w & CLH_FREE) && cas_acqrel(&l->u.clh.tail, &w, (uintptr_t)n)) {
-			st_relaxed(&l->u.clh.uncounted, 1u);
-			l->u.clh.holder = n;
+			st_relaxed(&l->u.clh.holder, (uintptr_t)n | LOCK_UNCOUNTED);
 			l->u.clh.pred = clh_node(w);
 			return;
 		}
@@ -69,7 +67,7 @@ void clh_lock(struct lock *l)
 		lock_hook(l, LOCK_HOOK_QUEUE);
 		flag_wait(&pred->flag, &l->wait);
 	}
-	l->u.clh.holder = n;
+	st_relaxed(&l->u.clh.holder, (uintptr_t)n);
 	l->u.clh.pred = pred;
 }
 
@@ -85,9 +83,7 @@ int clh_trylock(struct lock *l)
 		qnode_put(n);
 		return EBUSY;
 	}
-	if (!(l->flags & LOCK_STRICT))
-		st_relaxed(&l->u.clh.uncounted, 1u);
-	l->u.clh.holder = n;
+	st_relaxed(&l->u.clh.holder, (uintptr_t)n | (l->flags & LOCK_STRICT ? 0 : LOCK_UNCOUNTED));
 	l->u.clh.pred = clh_node(w);
 	return 0;
 }
@@ -95,16 +91,18 @@ int clh_trylock(struct lock *l)
 void clh_unlock(struct lock *l)
 {
 	int admit = !(l->flags & LOCK_STRICT), due = admit && admit_due(l);
-	/* Cleared while we hold: the next holder may be uncounted too. */
-	int counted = admit && !ld_relaxed(&l->u.clh.uncounted);
-	if (admit && !counted)
-		st_relaxed(&l->u.clh.uncounted, 0u);
-	struct locus_qnode *n = l->u.clh.holder;
+	uintptr_t holder = ld_relaxed(&l->u.clh.holder);
+	int counted = admit && !(holder & LOCK_UNCOUNTED);
+	struct locus_qnode *n = holder_node(holder);
 	struct locus_qnode *pred = l->u.clh.pred;
 	uintptr_t expected = (uintptr_t)n;
 	if (ld_relaxed(&l->u.clh.tail) != expected ||
-	    !cas_release(&l->u.clh.tail, &expected, (uintptr_t)n | CLH_FREE))
+	    !cas_release(&l->u.clh.tail, &expected, (uintptr_t)n | CLH_FREE)) {
+		/* The next holder is counted (lock_impl.h: where the mark is cleared). */
+		if (holder & LOCK_UNCOUNTED)
+			st_relaxed(&l->u.clh.holder, (uintptr_t)n);
 		flag_release(&n->flag, 0);
+	}
 	qnode_put(pred);
 	if (counted)
 		admit_leave(l, due, faa_seqcst(&l->u.clh.active, (uint32_t)-1) == 1);

@@ -103,16 +103,29 @@ void admit_gate_leave(struct lock *g);
  * enter for a lock that counts those admitted in *active (clh, mcs).
  *
  * A thread that finds the lock free takes it with one CAS and does not count
- * itself: it sets *uncounted while it holds (and clears it before it lets
- * go), so that nobody waits, nothing here runs, and an uncontended lock and
- * unlock cost what they cost without admission. The others count themselves
- * here, and the room they see is the limit less those counted and the
- * uncounted holder. Only counted threads lower the count, so the unlock that
- * leaves nobody counted is the one that looks for the head outside (a waiter
- * that finds no room has seen another counted, as the limit is at least 2,
+ * itself: it marks its node in the lock's holder word with LOCK_UNCOUNTED (a
+ * node is line-aligned, so the low bit is free), so that nobody waits,
+ * nothing here runs, and an uncontended lock and unlock cost what they cost
+ * without admission. The others count themselves here, and the room they see
+ * is the limit less those counted and the uncounted holder. Only counted
+ * threads lower the count, so the unlock that leaves nobody counted is the
+ * one that looks for the head outside (a waiter that finds no room has seen
+ * another counted, as the limit is at least 2 and the mark counts at most 1,
  * and that one's leave comes after); an uncounted holder lets the head in
- * only when a grant is due. A newcomer that looks between a holder's CAS and
- * its setting *uncounted may enter one over the limit, as a granted thread
+ * only when a grant is due.
+ *
+ * The mark is cleared only when the holder hands the lock to a waiter: a
+ * store just before the unlock's CAS that frees the lock cost about 5% of an
+ * uncontended lock and unlock (the CAS waits for it). Left on a free lock, it
+ * stays until the next holder writes the word, which a thread that takes the
+ * lock free does at once, and a counted one as soon as it has it; a newcomer
+ * that looks meanwhile sees one less place than there is and waits outside
+ * until the next leave. With more threads than CPUs that sends more
+ * newcomers outside (at 8 threads on 2 CPUs about 4 times as many as when
+ * the mark was cleared at every unlock), fewer circulate, and the lock
+ * doubles its throughput there; waits outside keep their bound
+ * (LOCUS_LOCK_ADMIT_NS). A newcomer that looks between a holder's CAS and its
+ * writing the word may also enter one over the limit, as a granted thread
  * does; the limit is restored as those inside leave.
  *
  * Room is taken with one atomic add, and given back if there was none: one
@@ -120,10 +133,18 @@ void admit_gate_leave(struct lock *g);
  * fetch the line twice. Giving it back may leave nobody counted (the others
  * left meanwhile), and then it does what leaving does.
  */
-static inline int admit_count_enter(struct lock *l, uint32_t *active, const uint32_t *uncounted,
+#define LOCK_UNCOUNTED ((uintptr_t)1)
+
+static inline struct locus_qnode *holder_node(uintptr_t holder)
+{
+	return (struct locus_qnode *)(holder & ~LOCK_UNCOUNTED);
+}
+
+static inline int admit_count_enter(struct lock *l, uint32_t *active, const uintptr_t *holder,
 				    int forced)
 {
-	if (faa_seqcst(active, 1) + ld_relaxed(uncounted) < l->admit || forced)
+	if (faa_seqcst(active, 1) + (uint32_t)(ld_relaxed(holder) & LOCK_UNCOUNTED) < l->admit ||
+	    forced)
 		return 1;
 	admit_leave(l, 0, faa_seqcst(active, (uint32_t)-1) == 1);
 	return 0;

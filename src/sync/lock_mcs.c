@@ -74,22 +74,21 @@ static int cr_readmit_due(struct lock *l)
 }
 
 /* Admission (lock_admit.c): `active` counts the threads admitted, holder and
-   queue, but a holder that found the lock free (`uncounted`; lock_impl.h). */
+   queue, but a holder that found the lock free (LOCK_UNCOUNTED; lock_impl.h). */
 static int mcs_enter(struct lock *l, int forced)
 {
-	return admit_count_enter(l, &l->u.mcs.active, &l->u.mcs.uncounted, forced);
+	return admit_count_enter(l, &l->u.mcs.active, &l->u.mcs.holder, forced);
 }
 
 void mcs_init(struct lock *l)
 {
 	l->u.mcs.tail = NULL;
-	l->u.mcs.holder = NULL;
+	l->u.mcs.holder = 0;
 	l->u.mcs.passive_head = NULL;
 	l->u.mcs.passive_tail = NULL;
 	l->u.mcs.handoffs = 0;
 	l->u.mcs.readmitted_ns = 0;
 	l->u.mcs.active = 0;
-	l->u.mcs.uncounted = 0;
 }
 
 void mcs_lock(struct lock *l)
@@ -106,8 +105,7 @@ void mcs_lock(struct lock *l)
 		   again for the add below. */
 		prefetch_write(&l->u.mcs.tail);
 		if (!ld_relaxed(&l->u.mcs.tail) && cas_acqrel(&l->u.mcs.tail, &expected, n)) {
-			st_relaxed(&l->u.mcs.uncounted, 1u);
-			l->u.mcs.holder = n;
+			st_relaxed(&l->u.mcs.holder, (uintptr_t)n | LOCK_UNCOUNTED);
 			return;
 		}
 		if (!mcs_enter(l, 0))
@@ -119,7 +117,7 @@ void mcs_lock(struct lock *l)
 		st_release(&pred->next, n);
 		flag_wait(&n->flag, &l->wait);
 	}
-	l->u.mcs.holder = n;
+	st_relaxed(&l->u.mcs.holder, (uintptr_t)n);
 }
 
 int mcs_trylock(struct lock *l)
@@ -132,9 +130,7 @@ int mcs_trylock(struct lock *l)
 		qnode_put(n);
 		return EBUSY;
 	}
-	if (!(l->flags & LOCK_STRICT))
-		st_relaxed(&l->u.mcs.uncounted, 1u);
-	l->u.mcs.holder = n;
+	st_relaxed(&l->u.mcs.holder, (uintptr_t)n | (l->flags & LOCK_STRICT ? 0 : LOCK_UNCOUNTED));
 	return 0;
 }
 
@@ -220,10 +216,10 @@ static struct locus_qnode *cr_choose(struct lock *l, struct locus_qnode *n,
 	return next;
 }
 
-/* Hand the lock on, or free it. */
-static void mcs_release(struct lock *l)
+/* Hand the lock on, or free it; holder is the lock's holder word. */
+static void mcs_release(struct lock *l, uintptr_t holder)
 {
-	struct locus_qnode *n = l->u.mcs.holder;
+	struct locus_qnode *n = holder_node(holder);
 	struct locus_qnode *next = ld_acquire(&n->next);
 	int cr = !(l->flags & LOCK_NOCR);
 	if (!next && !(cr && l->u.mcs.passive_head)) {
@@ -236,24 +232,24 @@ static void mcs_release(struct lock *l)
 	}
 	if (cr)
 		next = cr_choose(l, n, next);
+	/* The next holder is counted (lock_impl.h: where the mark is cleared). */
+	if (holder & LOCK_UNCOUNTED)
+		st_relaxed(&l->u.mcs.holder, (uintptr_t)n);
 	flag_release(&next->flag, 0);
 	qnode_put(n);
 }
 
 void mcs_unlock(struct lock *l)
 {
+	uintptr_t holder = ld_relaxed(&l->u.mcs.holder);
 	if (l->flags & LOCK_STRICT) {
-		mcs_release(l);
+		mcs_release(l, holder);
 		return;
 	}
 	int due = admit_due(l);
-	if (ld_relaxed(&l->u.mcs.uncounted)) {
-		/* Cleared while we hold: the next holder may be uncounted too. */
-		st_relaxed(&l->u.mcs.uncounted, 0u);
-		mcs_release(l);
+	mcs_release(l, holder);
+	if (holder & LOCK_UNCOUNTED)
 		admit_leave(l, due, 0);
-		return;
-	}
-	mcs_release(l);
-	admit_leave(l, due, faa_seqcst(&l->u.mcs.active, (uint32_t)-1) == 1);
+	else
+		admit_leave(l, due, faa_seqcst(&l->u.mcs.active, (uint32_t)-1) == 1);
 }

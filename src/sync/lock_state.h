@@ -56,14 +56,14 @@ struct lock {
 			   lock and unlock touches; the rest, only with passive
 			   waiters). */
 			struct locus_qnode *tail;
-			struct locus_qnode *holder; /* the holder's node, written by the holder */
+			/* the holder's node, | LOCK_UNCOUNTED (lock_impl.h);
+			   written by the holder, read by newcomers */
+			uintptr_t holder;
 			/* waiters moved aside (FIFO), touched only by the holder */
 			struct locus_qnode *passive_head;
-			uint32_t active; /* threads admitted (queued or holding), but below */
-			/* 1: the holder found the lock free and took it without
-			   counting itself in `active` (lock_impl.h); written by
-			   the holder, read by newcomers */
-			uint32_t uncounted;
+			/* threads admitted (queued or holding), but an
+			   uncounted holder */
+			uint32_t active;
 			struct locus_qnode *passive_tail;
 			/* hand-offs since the last readmission, while passive waiters exist */
 			uint32_t handoffs;
@@ -71,12 +71,11 @@ struct lock {
 			uint64_t readmitted_ns;
 		} mcs; /* lock_mcs.c */
 		struct {
-			uintptr_t tail;		    /* node pointer | CLH_FREE bit */
-			uint32_t active;	    /* threads admitted (queued or holding), but below */
-			uint32_t uncounted;	    /* as in mcs */
-			struct locus_qnode *holder; /* node the holder enqueued */
-			struct locus_qnode *pred;   /* node it waited on; recycled at unlock */
-		} clh;				    /* lock_clh.c */
+			uintptr_t tail;		  /* node pointer | CLH_FREE bit */
+			uint32_t active;	  /* as in mcs */
+			uintptr_t holder;	  /* node the holder enqueued, as in mcs */
+			struct locus_qnode *pred; /* node it waited on; recycled at unlock */
+		} clh;				  /* lock_clh.c */
 		pthread_mutex_t mutex;
 		/* not a lock: the admission queue alone, as a counting gate in front
 		   of other code (stm's transactions; lock_admit.c) */
