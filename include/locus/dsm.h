@@ -285,6 +285,10 @@ typedef struct locus_dsm_stats {
 	uint64_t avr_asked;	/* pages asked for as the fault that ended a run was
 				   taken (LOCUS_DSM_AVR_ASK=1), before the wait */
 	double avr_cp_s, avr_op_s, avr_res_s, avr_rol_s, avr_wait_s;
+	/* faults the faulting thread resolved itself, while the communication
+	   thread was not working, instead of waking it (faults that need no
+	   message, under lrc: a page to read, or to twin and write) */
+	uint64_t faults_in_place;
 } locus_dsm_stats;
 
 /*

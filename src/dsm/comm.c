@@ -106,14 +106,16 @@ static int stopping; /* dsm_fatal has started on this thread */
  * request in the thread's place (dsm_call, standing in): a lock this node
  * keeps or manages, free, is then taken and given back without waking the
  * communication thread and being woken by it (two wake-ups, most of a local
- * lock's cost: Splash-3's barnes takes a lock for every cell it touches). A
- * message a stand-in sends waits in its peer's queue for the thread, which
- * it wakes.
+ * lock's cost: Splash-3's barnes takes a lock for every cell it touches). So
+ * may a fault that needs no message (the protocol's fault_local: under lrc, a
+ * page to twin and write; Splash-3's FFT takes 50,000 a node). A message a
+ * stand-in sends waits in its peer's queue for the thread, which it wakes.
  */
 static pthread_mutex_t comm_mu = PTHREAD_MUTEX_INITIALIZER;
-static int comm_looping;	 /* the loop runs: stand-ins are welcome (under comm_mu) */
-static __thread int standing_in; /* this thread works in the communication thread's place */
-static int stand_in_sent;	 /* a stand-in queued a message (under comm_mu) */
+static int comm_looping; /* the loop runs: stand-ins are welcome (under comm_mu) */
+/* this thread works in the communication thread's place, for this request of its own */
+static __thread struct dsm_req *standing_for;
+static int stand_in_sent; /* a stand-in queued a message (under comm_mu) */
 static int abort_peers(const char *msg);
 static void exit_after_grace(void) __attribute__((noreturn));
 
@@ -192,22 +194,38 @@ static void take(struct dsm_req *r)
 	}
 }
 
+/* May an application thread handle r itself (under comm_mu)? A lock request
+   (dsm_sync_can_stand_in), or a fault that needs no message (the protocol's
+   fault_local): its two wake-ups were most of the cost of either. */
+static int may_stand_in(const struct dsm_req *r)
+{
+	if (r->kind != DSM_REQ_FAULT)
+		return dsm_sync_can_stand_in(r);
+	return dsm.proto->fault_local && !dsm.proto->thread_fault &&
+	       dsm.proto->fault_local((size_t)r->a, (int)r->b);
+}
+
 /* Handle r on this thread, in the communication thread's place, if that
-   thread is not working and r is a request it may (dsm_sync_can_stand_in):
-   1 if it was handled (it may still wait for an answer), 0 to post it. */
+   thread is not working and r is a request it may (may_stand_in): 1 if it
+   was handled (it may still wait for an answer), 0 to post it. A fault's
+   stand-in runs in the SIGSEGV handler: the access that faulted is the
+   application's, on the region, so the thread was not inside this runtime
+   (nor holding comm_mu: the trylock fails if it were). */
 static int stand_in(struct dsm_req *r)
 {
 	if (dsm_forked || pthread_mutex_trylock(&comm_mu) != 0)
 		return 0;
-	if (!comm_looping || !dsm_sync_can_stand_in(r)) {
+	if (!comm_looping || !may_stand_in(r)) {
 		pthread_mutex_unlock(&comm_mu);
 		return 0;
 	}
 	req_start(r);
 	r->next = NULL;
-	standing_in = 1;
+	standing_for = r;
+	if (r->kind == DSM_REQ_FAULT)
+		STAT_ADD(faults_in_place, 1);
 	take(r);
-	standing_in = 0;
+	standing_for = NULL;
 	int sent = stand_in_sent;
 	stand_in_sent = 0;
 	pthread_mutex_unlock(&comm_mu);
@@ -264,7 +282,8 @@ void dsm_req_done(struct dsm_req *r, int64_t result)
 	r->t_recv = rx_ns;
 	r->t_done = mono_ns();
 	st_release(&r->done, 1);
-	futex_wake(&r->done, 1);
+	if (r != standing_for) /* nobody sleeps on a stand-in's own request */
+		futex_wake(&r->done, 1);
 }
 
 static void mpi_check(int rc, const char *what)
@@ -315,7 +334,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 		STAT_ADD(bytes_sent[h->kind], total);
 	}
 	uint64_t now = mono_ns();
-	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead && !standing_in) {
+	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead && !standing_for) {
 		hand_to_mpi(m, now);
 		if (taking && !taking->t_sent)
 			taking->t_sent = mono_ns();
@@ -331,7 +350,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	else
 		p->qhead = m;
 	p->qtail = m;
-	if (standing_in)
+	if (standing_for)
 		stand_in_sent = 1; /* only the communication thread calls MPI */
 	if (taking && !taking->t_sent)
 		taking->t_sent = now;

@@ -485,6 +485,60 @@ static void move_pages(long rounds)
 		     (nodes - 1) * PER);
 }
 
+/*
+ * Faults the faulting thread resolves itself: every node reads some shared
+ * pages, then in each round writes its own words of a third of them (a twin:
+ * a fault that needs no message) and checks every node's after a barrier. A
+ * page is written every third round, three intervals apart (a round's check
+ * writes nothing: it ends no interval), so it never turns hot (written at
+ * every interval end, no fault), and the third is written from its last page
+ * down, so that no write walk makes the next ones writable ahead: each write
+ * is a fault. Most of a round's faults find the
+ * communication thread asleep and are handled in place; a fault handled in
+ * place is always one that needed no message (counted local), and the values
+ * are the same either way.
+ */
+static void inplace(long rounds)
+{
+	enum { PAGES = 24, GROUP = PAGES / 3 };
+	volatile uint32_t *w = locus_dsm_alloc(PAGES * PAGE);
+	size_t words = PAGE / 4, per = words / (size_t)nodes;
+	for (int k = 0; k < 2; k++) { /* read twice: shared, not moved (see mw) */
+		for (size_t p = 0; p < PAGES; p++)
+			(void)w[p * words];
+		locus_dsm_barrier();
+	}
+	locus_dsm_stats s0, s1;
+	locus_dsm_stats_get(&s0);
+	for (long r = 1; r <= rounds; r++) {
+		size_t first = (size_t)(r % 3) * GROUP;
+		for (size_t p = first + GROUP; p-- > first;)
+			for (size_t i = 0; i < per; i += 64)
+				w[p * words + (size_t)me * per + i] =
+					(uint32_t)(r * 100000 + (long)p * 1000 + me * 10 + (long)i);
+		locus_dsm_barrier();
+		for (int n = 0; n < nodes; n++)
+			for (size_t p = first; p < first + GROUP; p++)
+				for (size_t i = 0; i < per; i += 64) {
+					long want = r * 100000 + (long)p * 1000 + n * 10 + (long)i;
+					uint32_t got = w[p * words + (size_t)n * per + i];
+					if (got != (uint32_t)want)
+						fail("in place: a word", r, (long)got, want);
+				}
+		locus_dsm_barrier();
+	}
+	locus_dsm_stats_get(&s1);
+	uint64_t in_place = s1.faults_in_place - s0.faults_in_place;
+	uint64_t local = s1.faults[LOCUS_DSM_FAULT_LOCAL] - s0.faults[LOCUS_DSM_FAULT_LOCAL];
+	printf("inplace: node %d: %ld rounds, %llu local faults, %llu of them in place\n", me,
+	       rounds, (unsigned long long)local, (unsigned long long)in_place);
+	if (in_place > local)
+		fail("in place: faults handled in place that were not local", rounds,
+		     (long)in_place, (long)local);
+	if (nodes > 1 && !in_place)
+		fail("in place: no fault handled in place", rounds, 0, 1);
+}
+
 static int push_expected(void)
 {
 	const char *v = getenv("LOCUS_DSM_LRC_PUSH");
@@ -561,8 +615,8 @@ static void push(long rounds)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr,
-			"usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc|private|push|move ROUNDS\n");
+		fprintf(stderr, "usage: dsm_lrc "
+				"mw|mp_lock|mp_bar|prefetch|gc|private|push|move|inplace ROUNDS\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -593,6 +647,8 @@ int main(int argc, char **argv)
 		push(rounds);
 	else if (!strcmp(mode, "move"))
 		move_pages(rounds);
+	else if (!strcmp(mode, "inplace"))
+		inplace(rounds);
 	else {
 		fprintf(stderr, "dsm_lrc: unknown mode %s\n", mode);
 		bad++;
