@@ -205,15 +205,35 @@ static int may_stand_in(const struct dsm_req *r)
 	       dsm.proto->fault_local((size_t)r->a, (int)r->b);
 }
 
+/* The fault handler runs on the thread's alternate signal stack if it has
+   one (SA_ONSTACK: avr's needs it; UCX sets one up of about 180 KiB). The
+   protocol's fault handling is done there only with STAND_IN_STACK of it
+   left; on a smaller one it stays with the communication thread. */
+#define STAND_IN_STACK (64u << 10)
+
+static int stack_too_small(void)
+{
+	stack_t ss;
+	char here;
+	if (sigaltstack(NULL, &ss) != 0 || !(ss.ss_flags & SS_ONSTACK))
+		return 0;
+	return (size_t)(&here - (char *)ss.ss_sp) < STAND_IN_STACK;
+}
+
 /* Handle r on this thread, in the communication thread's place, if that
    thread is not working and r is a request it may (may_stand_in): 1 if it
    was handled (it may still wait for an answer), 0 to post it. A fault's
    stand-in runs in the SIGSEGV handler: the access that faulted is the
-   application's, on the region, so the thread was not inside this runtime
-   (nor holding comm_mu: the trylock fails if it were). */
+   application's, on the region, so the thread was not inside this runtime,
+   whose code under comm_mu never touches the region (so it does not hold
+   comm_mu either), nor inside malloc, which the fault's handling calls (for
+   a twin, a message), as no allocator of the C library touches the region.
+   A fatal error there ends the node with its reason on standard error, as
+   any on an application thread does (dsm_fatal). */
 static int stand_in(struct dsm_req *r)
 {
-	if (dsm_forked || pthread_mutex_trylock(&comm_mu) != 0)
+	if (dsm_forked || (r->kind == DSM_REQ_FAULT && stack_too_small()) ||
+	    pthread_mutex_trylock(&comm_mu) != 0)
 		return 0;
 	if (!comm_looping || !may_stand_in(r)) {
 		pthread_mutex_unlock(&comm_mu);

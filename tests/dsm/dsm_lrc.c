@@ -58,6 +58,7 @@
  *
  * Exits 0 when every check held; prints what was wrong otherwise.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -493,13 +494,20 @@ static void move_pages(long rounds)
  * writes nothing: it ends no interval), so it never turns hot (written at
  * every interval end, no fault), and the third is written from its last page
  * down, so that no write walk makes the next ones writable ahead: each write
- * is a fault. Most of a round's faults find the
- * communication thread asleep and are handled in place; a fault handled in
- * place is always one that needed no message (counted local), and the values
- * are the same either way.
+ * is a fault. Most of a round's faults find the communication thread asleep
+ * and are handled in place; a fault handled in place is always one that
+ * needed no message (counted local), and the values are the same either way.
+ * With `alt`, the thread first sets up a small alternate signal stack, which
+ * the fault handler then runs on: no fault is handled in place on it.
  */
-static void inplace(long rounds)
+static void inplace(long rounds, int alt)
 {
+	static char altstack[16 << 10];
+	if (alt) {
+		stack_t ss = {.ss_sp = altstack, .ss_size = sizeof(altstack)};
+		if (sigaltstack(&ss, NULL) != 0)
+			fail("in place: sigaltstack", 0, -1, 0);
+	}
 	enum { PAGES = 24, GROUP = PAGES / 3 };
 	volatile uint32_t *w = locus_dsm_alloc(PAGES * PAGE);
 	size_t words = PAGE / 4, per = words / (size_t)nodes;
@@ -535,7 +543,10 @@ static void inplace(long rounds)
 	if (in_place > local)
 		fail("in place: faults handled in place that were not local", rounds,
 		     (long)in_place, (long)local);
-	if (nodes > 1 && !in_place)
+	if (alt && in_place)
+		fail("in place: faults handled in place on a small alternate signal stack", rounds,
+		     (long)in_place, 0);
+	if (!alt && nodes > 1 && !in_place)
 		fail("in place: no fault handled in place", rounds, 0, 1);
 }
 
@@ -615,8 +626,9 @@ static void push(long rounds)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: dsm_lrc "
-				"mw|mp_lock|mp_bar|prefetch|gc|private|push|move|inplace ROUNDS\n");
+		fprintf(stderr,
+			"usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc|private|push|move|inplace|"
+			"inplace_alt ROUNDS\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -648,7 +660,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "move"))
 		move_pages(rounds);
 	else if (!strcmp(mode, "inplace"))
-		inplace(rounds);
+		inplace(rounds, 0);
+	else if (!strcmp(mode, "inplace_alt"))
+		inplace(rounds, 1);
 	else {
 		fprintf(stderr, "dsm_lrc: unknown mode %s\n", mode);
 		bad++;
