@@ -232,7 +232,8 @@ static int stack_too_small(void)
    any on an application thread does (dsm_fatal). */
 static int stand_in(struct dsm_req *r)
 {
-	if (dsm_forked || (r->kind == DSM_REQ_FAULT && stack_too_small()) ||
+	if (dsm_forked ||
+	    (r->kind == DSM_REQ_FAULT && (!dsm.proto->fault_local || stack_too_small())) ||
 	    pthread_mutex_trylock(&comm_mu) != 0)
 		return 0;
 	if (!comm_looping || !may_stand_in(r)) {
