@@ -98,9 +98,7 @@ void clh_unlock(struct lock *l)
 	uintptr_t expected = (uintptr_t)n;
 	if (ld_relaxed(&l->u.clh.tail) != expected ||
 	    !cas_release(&l->u.clh.tail, &expected, (uintptr_t)n | CLH_FREE)) {
-		/* The next holder is counted (lock_impl.h: where the mark is cleared). */
-		if (holder & LOCK_UNCOUNTED)
-			st_relaxed(&l->u.clh.holder, (uintptr_t)n);
+		holder_hand_off(&l->u.clh.holder, holder);
 		flag_release(&n->flag, 0);
 	}
 	qnode_put(pred);

@@ -140,6 +140,14 @@ static inline struct locus_qnode *holder_node(uintptr_t holder)
 	return (struct locus_qnode *)(holder & ~LOCK_UNCOUNTED);
 }
 
+/* At a hand-off to a waiter, by the holder whose word is holder: the next
+   holder is counted, so the mark goes (the only place it is cleared). */
+static inline void holder_hand_off(uintptr_t *word, uintptr_t holder)
+{
+	if (holder & LOCK_UNCOUNTED)
+		st_relaxed(word, holder & ~LOCK_UNCOUNTED);
+}
+
 static inline int admit_count_enter(struct lock *l, uint32_t *active, const uintptr_t *holder,
 				    int forced)
 {

@@ -232,9 +232,7 @@ static void mcs_release(struct lock *l, uintptr_t holder)
 	}
 	if (cr)
 		next = cr_choose(l, n, next);
-	/* The next holder is counted (lock_impl.h: where the mark is cleared). */
-	if (holder & LOCK_UNCOUNTED)
-		st_relaxed(&l->u.mcs.holder, (uintptr_t)n);
+	holder_hand_off(&l->u.mcs.holder, holder);
 	flag_release(&next->flag, 0);
 	qnode_put(n);
 }
