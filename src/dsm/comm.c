@@ -194,17 +194,6 @@ static void take(struct dsm_req *r)
 	}
 }
 
-/* May an application thread handle r itself (under comm_mu)? A lock request
-   (dsm_sync_can_stand_in), or a fault that needs no message (the protocol's
-   fault_local): its two wake-ups were most of the cost of either. */
-static int may_stand_in(const struct dsm_req *r)
-{
-	if (r->kind != DSM_REQ_FAULT)
-		return dsm_sync_can_stand_in(r);
-	return dsm.proto->fault_local && !dsm.proto->thread_fault &&
-	       dsm.proto->fault_local((size_t)r->a, (int)r->b);
-}
-
 /* The fault handler runs on the thread's alternate signal stack if it has
    one (SA_ONSTACK: avr's needs it; UCX sets one up of about 180 KiB). The
    protocol's fault handling is done there only with STAND_IN_STACK of it
@@ -220,6 +209,17 @@ static int stack_too_small(void)
 	return (size_t)(&here - (char *)ss.ss_sp) < STAND_IN_STACK;
 }
 
+/* May an application thread handle r itself (under comm_mu)? A lock request
+   (dsm_sync_can_stand_in), or a fault that needs no message (the protocol's
+   fault_local, which stand_in has checked it has), with stack enough: its
+   two wake-ups were most of the cost of either. */
+static int may_stand_in(const struct dsm_req *r)
+{
+	if (r->kind != DSM_REQ_FAULT)
+		return dsm_sync_can_stand_in(r);
+	return dsm.proto->fault_local((size_t)r->a, (int)r->b) && !stack_too_small();
+}
+
 /* Handle r on this thread, in the communication thread's place, if that
    thread is not working and r is a request it may (may_stand_in): 1 if it
    was handled (it may still wait for an answer), 0 to post it. A fault's
@@ -232,8 +232,7 @@ static int stack_too_small(void)
    any on an application thread does (dsm_fatal). */
 static int stand_in(struct dsm_req *r)
 {
-	if (dsm_forked ||
-	    (r->kind == DSM_REQ_FAULT && (!dsm.proto->fault_local || stack_too_small())) ||
+	if (dsm_forked || (r->kind == DSM_REQ_FAULT && !dsm.proto->fault_local) ||
 	    pthread_mutex_trylock(&comm_mu) != 0)
 		return 0;
 	if (!comm_looping || !may_stand_in(r)) {
