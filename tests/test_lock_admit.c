@@ -89,11 +89,14 @@ static void assert_at_rest(locus_lock *l, const char *spec)
 
 /* --- the hook ------------------------------------------------------------------- */
 
-static __thread int my_id = -1;	  /* the ordered tests' thread number */
-static __thread uint32_t my_rand; /* the stress test's per-thread random numbers */
-static uint32_t hook_calls[2];	  /* by `where` */
-static uint32_t hook_seen[2];	  /* by `where`: bit my_id, once that thread got there */
-static int hook_sleeps;		  /* stress: sleep now and then */
+static __thread int my_id = -1;		 /* the ordered tests' thread number */
+static __thread uint32_t my_rand;	 /* the stress test's per-thread random numbers */
+static uint32_t hook_calls[LOCK_HOOK_N]; /* by `where` */
+static uint32_t hook_seen[LOCK_HOOK_N];	 /* by `where`: bit my_id, once that thread got there */
+static int hook_sleeps;			 /* stress: sleep now and then */
+/* taken_between_look_and_swap: thread 1, having seen the lock free, waits
+   here until this is set (the main thread has taken the lock meanwhile) */
+static int hold_free_look;
 
 static void hook(const struct lock *l, int where)
 {
@@ -101,6 +104,9 @@ static void hook(const struct lock *l, int where)
 	__atomic_fetch_add(&hook_calls[where], 1, __ATOMIC_RELAXED);
 	if (my_id >= 0)
 		__atomic_fetch_or(&hook_seen[where], 1u << my_id, __ATOMIC_SEQ_CST);
+	if (where == LOCK_HOOK_FREE && my_id == 1)
+		while (!__atomic_load_n(&hold_free_look, __ATOMIC_SEQ_CST))
+			sched_yield();
 	if (__atomic_load_n(&hook_sleeps, __ATOMIC_RELAXED)) {
 		my_rand = my_rand * 1103515245u + 12345u;
 		if ((my_rand >> 16) % 8 == 0) {
@@ -115,6 +121,7 @@ static void hook_install(int sleeps)
 {
 	memset(hook_calls, 0, sizeof hook_calls);
 	memset(hook_seen, 0, sizeof hook_seen);
+	__atomic_store_n(&hold_free_look, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&hook_sleeps, sleeps, __ATOMIC_RELAXED);
 	lock_test_set_enqueued(hook);
 }
@@ -390,6 +397,42 @@ START_TEST(full_queue_lets_the_oldest_in_on_time)
 }
 END_TEST
 
+/*
+ * clh and mcs: a locker that saw the lock free and then found it taken when
+ * it swapped itself into the queue. Thread 1 sees the lock free and stops
+ * there (the hook); the main thread takes the lock, uncounted; thread 1
+ * swaps itself in behind it and must count itself in, although it never
+ * asked for room: two admitted. Thread 2 then finds the queue full and
+ * waits outside; thread 1, counted, lets it in when it leaves, and nothing
+ * stays counted at the end.
+ */
+START_TEST(taken_between_look_and_swap)
+{
+	const char *spec = ordered_specs[_i];
+	struct ordered *sh = ordered_open(spec);
+	struct role r[2] = {{sh, 1}, {sh, 2}};
+	pthread_t t[2];
+	test_start_thread(&t[0], plain_thread, &r[0]);
+	wait_seen(LOCK_HOOK_FREE, 1);
+	locus_lock_lock(&sh->l);
+	__atomic_store_n(&hold_free_look, 1, __ATOMIC_SEQ_CST);
+	wait_seen(LOCK_HOOK_QUEUE, 1);
+	ck_assert_msg(admitted(&sh->l) == 2, "%s: %u admitted, not the holder and thread 1", spec,
+		      admitted(&sh->l));
+	test_start_thread(&t[1], plain_thread, &r[1]);
+	wait_seen(LOCK_HOOK_ADMIT, 2);
+	wait_head_published(lock_of(&sh->l));
+	locus_lock_unlock(&sh->l);
+	ck_assert_msg(test_join_within(t[0], HANG_S) == 0, "%s: thread 1 never got the lock", spec);
+	ck_assert_msg(test_join_within(t[1], HANG_S) == 0,
+		      "%s: thread 1 left, and the thread outside was not let in", spec);
+	ck_assert_int_eq(sh->n, 2);
+	ck_assert_int_eq(sh->order[0], 1);
+	ck_assert_int_eq(sh->order[1], 2);
+	ordered_close(sh, spec);
+}
+END_TEST
+
 /* Trylock still succeeds exactly when the lock is free, with threads outside or not. */
 START_TEST(trylock_with_threads_outside)
 {
@@ -657,6 +700,8 @@ int main(void)
 	tcase_add_loop_test(tc, idle_lock_lets_the_outside_in, 0, NORDERED);
 	tcase_add_loop_test(tc, full_queue_lets_the_oldest_in_on_time, 0, NORDERED);
 	tcase_add_loop_test(tc, trylock_with_threads_outside, 0, NORDERED);
+	/* ordered_specs[0] is ticket's, which takes a ticket without a look first */
+	tcase_add_loop_test(tc, taken_between_look_and_swap, 1, NORDERED);
 	tcase_add_test(tc, default_admit_is_the_cpus);
 	tcase_add_test(tc, gate_keeps_the_surplus_outside_in_order);
 	tcase_add_test(tc, gate_never_empty_lets_the_oldest_in_on_time);

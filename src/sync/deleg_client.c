@@ -43,6 +43,7 @@
 
 #include "locus/cs.h"
 #include "common/atomic.h"
+#include "common/tls.h"
 #include "sync/deleg.h"
 #include "sync/fatal.h"
 #include "sync/serving.h"
@@ -103,7 +104,7 @@ struct ffwd_chan {
 	struct dl_chan *ch; /* NULL until the first call to this server */
 };
 
-static __thread struct {
+static LOCUS_TLS struct {
 	uint64_t generation;
 	unsigned nservers;
 	struct ffwd_chan *sync; /* per server, the ffwd channel */

@@ -49,19 +49,27 @@ void clh_lock(struct lock *l)
 {
 	struct locus_qnode *n = qnode_get();
 	flag_arm(&n->flag);
-	if (!(l->flags & LOCK_STRICT)) {
-		/* Free: take it with one CAS, uncounted. Otherwise count ourselves
-		   in, or wait outside until let in. */
-		uintptr_t w = ld_relaxed(&l->u.clh.tail);
-		if ((w & CLH_FREE) && cas_acqrel(&l->u.clh.tail, &w, (uintptr_t)n)) {
+	uintptr_t w;
+	if (l->flags & LOCK_STRICT) {
+		w = xchg_acqrel(&l->u.clh.tail, (uintptr_t)n);
+	} else if (ld_relaxed(&l->u.clh.tail) & CLH_FREE) {
+		/* Free when we looked: swap ourselves in, uncounted if it still
+		   was; if not, we are queued and count ourselves in regardless
+		   (as in mcs, whose lock says why an exchange and not a CAS). */
+		lock_hook(l, LOCK_HOOK_FREE);
+		w = xchg_acqrel(&l->u.clh.tail, (uintptr_t)n);
+		if (w & CLH_FREE) {
 			st_relaxed(&l->u.clh.holder, (uintptr_t)n | LOCK_UNCOUNTED);
 			l->u.clh.pred = clh_node(w);
 			return;
 		}
+		clh_enter(l, 1);
+	} else {
+		/* Held: count ourselves in, or wait outside until let in. */
 		if (!clh_enter(l, 0))
 			admit_wait(l, clh_enter);
+		w = xchg_acqrel(&l->u.clh.tail, (uintptr_t)n);
 	}
-	uintptr_t w = xchg_acqrel(&l->u.clh.tail, (uintptr_t)n);
 	struct locus_qnode *pred = clh_node(w);
 	if (!(w & CLH_FREE)) {
 		lock_hook(l, LOCK_HOOK_QUEUE);
@@ -90,9 +98,12 @@ int clh_trylock(struct lock *l)
 
 void clh_unlock(struct lock *l)
 {
-	int admit = !(l->flags & LOCK_STRICT), due = admit && admit_due(l);
 	uintptr_t holder = ld_relaxed(&l->u.clh.holder);
-	int counted = admit && !(holder & LOCK_UNCOUNTED);
+	/* Strict, or an uncounted holder with nobody outside and no clock
+	   running: admission has nothing to do (as in mcs_unlock). */
+	int quiet = (l->flags & LOCK_STRICT) ||
+		    ((holder & LOCK_UNCOUNTED) && !ld_relaxed(&l->adm.head) && !l->adm.clock_ns);
+	int due = !quiet && admit_due(l);
 	struct locus_qnode *n = holder_node(holder);
 	struct locus_qnode *pred = l->u.clh.pred;
 	uintptr_t expected = (uintptr_t)n;
@@ -102,10 +113,12 @@ void clh_unlock(struct lock *l)
 		flag_release(&n->flag, 0);
 	}
 	qnode_put(pred);
-	if (counted)
-		admit_leave(l, due, faa_seqcst(&l->u.clh.active, (uint32_t)-1) == 1);
-	else if (admit)
+	if (quiet)
+		return;
+	if (holder & LOCK_UNCOUNTED)
 		admit_leave(l, due, 0);
+	else
+		admit_leave(l, due, faa_seqcst(&l->u.clh.active, (uint32_t)-1) == 1);
 }
 
 void clh_destroy(struct lock *l)

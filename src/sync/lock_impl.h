@@ -102,11 +102,13 @@ void admit_gate_leave(struct lock *g);
 /*
  * enter for a lock that counts those admitted in *active (clh, mcs).
  *
- * A thread that finds the lock free takes it with one CAS and does not count
- * itself: it marks its node in the lock's holder word with LOCK_UNCOUNTED (a
- * node is line-aligned, so the low bit is free), so that nobody waits,
- * nothing here runs, and an uncontended lock and unlock cost what they cost
- * without admission. The others count themselves here, and the room they see
+ * A thread that finds the lock free takes it with one exchange and does not
+ * count itself: it marks its node in the lock's holder word with
+ * LOCK_UNCOUNTED (a node is line-aligned, so the low bit is free), so that
+ * nobody waits, nothing here runs, and an uncontended lock and unlock cost
+ * what they cost without admission. (If the lock was taken between its look
+ * and its exchange, it is queued already and counts itself in regardless of
+ * the room: enter(l, 1).) The others count themselves here, and the room they see
  * is the limit less those counted and the uncounted holder. Only counted
  * threads lower the count, so the unlock that leaves nobody counted is the
  * one that looks for the head outside (a waiter that finds no room has seen
@@ -124,7 +126,7 @@ void admit_gate_leave(struct lock *g);
  * newcomers outside (at 8 threads on 2 CPUs about 4 times as many as when
  * the mark was cleared at every unlock), fewer circulate, and the lock
  * doubles its throughput there; waits outside keep their bound
- * (LOCUS_LOCK_ADMIT_NS). A newcomer that looks between a holder's CAS and its
+ * (LOCUS_LOCK_ADMIT_NS). A newcomer that looks between a holder's exchange and its
  * writing the word may also enter one over the limit, as a granted thread
  * does; the limit is restored as those inside leave.
  *
@@ -161,11 +163,12 @@ static inline int admit_count_enter(struct lock *l, uint32_t *active, const uint
 /*
  * Where a waiter has just taken its place in a queue (a ticket, a queue
  * lock's tail, the admission queue), before anything else: the moment at
- * which being descheduled hurts most. A test seam (lock_test.h): only the
- * tests' build of the library, compiled with LOCUS_LOCK_TEST_HOOK, calls
- * anything there; everywhere else it is nothing.
+ * which being descheduled hurts most; and (LOCK_HOOK_FREE) where a clh or
+ * mcs locker has seen the lock free and is about to swap itself in. A test
+ * seam (lock_test.h): only the tests' build of the library, compiled with
+ * LOCUS_LOCK_TEST_HOOK, calls anything there; everywhere else it is nothing.
  */
-enum { LOCK_HOOK_QUEUE = 0, LOCK_HOOK_ADMIT = 1 };
+enum { LOCK_HOOK_QUEUE = 0, LOCK_HOOK_ADMIT = 1, LOCK_HOOK_FREE = 2, LOCK_HOOK_N };
 #ifdef LOCUS_LOCK_TEST_HOOK
 void lock_hook(const struct lock *l, int where);
 #else

@@ -1,6 +1,7 @@
 /*
  * The locks' test seam: a function called by a waiter just after it has
- * taken its place in a queue (lock_impl.h's lock_hook). It exists only in
+ * taken its place in a queue, and by a clh or mcs locker that has seen the
+ * lock free (lock_impl.h's lock_hook). It exists only in
  * locus_testhook, the library the tests that need it link (src/CMakeLists.txt),
  * so the libraries and programs that are installed do not carry it.
  */
@@ -9,7 +10,7 @@
 
 #include "sync/lock_impl.h"
 
-/* where: LOCK_HOOK_QUEUE or LOCK_HOOK_ADMIT */
+/* where: LOCK_HOOK_QUEUE, LOCK_HOOK_ADMIT or LOCK_HOOK_FREE */
 typedef void (*lock_test_hook_fn)(const struct lock *l, int where);
 
 /* Install fn (NULL: none) for every lock of the process. */

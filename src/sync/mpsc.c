@@ -80,6 +80,7 @@
 
 #include "locus/cs.h"
 #include "common/atomic.h"
+#include "common/tls.h"
 #include "sync/fatal.h"
 #include "sync/flag.h"
 #include "sync/fork.h"
@@ -715,7 +716,7 @@ void mpsc_fork_child(void)
 /* ---- the client ------------------------------------------------------------ */
 
 /* A thread's records: free ones, and posted ones in post order. */
-static __thread struct {
+static LOCUS_TLS struct {
 	struct mpsc_rec *free;
 	struct mpsc_rec *first, *last; /* in flight */
 } me;

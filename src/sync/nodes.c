@@ -8,14 +8,13 @@
 #include "sync/nodes.h"
 #include "sync/thread_exit.h"
 
-/* Free nodes of this thread, linked through ->next. */
-static __thread struct locus_qnode *pool;
+LOCUS_TLS struct locus_qnode *qnode_pool;
 
 /* At thread exit (thread_exit.h): every node still in the pool is free and unreferenced. */
 static void pool_release(void)
 {
-	struct locus_qnode *n = pool;
-	pool = NULL;
+	struct locus_qnode *n = qnode_pool;
+	qnode_pool = NULL;
 	while (n) {
 		struct locus_qnode *next = n->next;
 		free(n);
@@ -23,22 +22,11 @@ static void pool_release(void)
 	}
 }
 
-struct locus_qnode *qnode_get(void)
+struct locus_qnode *qnode_alloc(void)
 {
-	struct locus_qnode *n = pool;
-	if (n) {
-		pool = n->next;
-		return n;
-	}
 	sync_exit_arm(EXIT_QNODES, pool_release);
 	/* A lock cannot report failure from lock(); out of memory is fatal. */
-	return sync_aligned_zalloc(LOCUS_CACHELINE, sizeof(*n), "lock queue node");
-}
-
-void qnode_put(struct locus_qnode *n)
-{
-	n->next = pool;
-	pool = n;
+	return sync_aligned_zalloc(LOCUS_CACHELINE, sizeof(struct locus_qnode), "lock queue node");
 }
 
 void qnode_free(struct locus_qnode *n)

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "common/tls.h"
 #include "locus/fn.h"
 
 /* One cache line per node, so a waiter spinning on its node shares it with no one. */
@@ -26,8 +27,28 @@ struct locus_qnode {
 	uint64_t ret;
 } __attribute__((aligned(LOCUS_CACHELINE)));
 
-struct locus_qnode *qnode_get(void);
-void qnode_put(struct locus_qnode *n);
+/* Free nodes of this thread, linked through ->next (nodes.c). */
+extern LOCUS_TLS struct locus_qnode *qnode_pool;
+
+/* The pool is empty: a new node (out of memory is fatal). */
+struct locus_qnode *qnode_alloc(void);
+
+/* Inline: a queue lock takes a node at every lock and gives it back at every unlock. */
+static inline struct locus_qnode *qnode_get(void)
+{
+	struct locus_qnode *n = qnode_pool;
+	if (__builtin_expect(n != NULL, 1)) {
+		qnode_pool = n->next;
+		return n;
+	}
+	return qnode_alloc();
+}
+
+static inline void qnode_put(struct locus_qnode *n)
+{
+	n->next = qnode_pool;
+	qnode_pool = n;
+}
 /* Free a node that no thread's pool holds (e.g. a lock's last node). */
 void qnode_free(struct locus_qnode *n);
 

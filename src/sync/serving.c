@@ -1,3 +1,3 @@
 #include "sync/serving.h"
 
-__thread struct serving_frame *sync_serving;
+LOCUS_TLS struct serving_frame *sync_serving;

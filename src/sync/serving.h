@@ -18,13 +18,15 @@
 #ifndef LOCUS_SYNC_SERVING_H
 #define LOCUS_SYNC_SERVING_H
 
+#include "common/tls.h"
+
 struct serving_frame {
 	const void *what; /* the struct dl_server or struct mpsc being served */
 	int dedicated;	  /* 1: this thread is that server's own thread */
 	struct serving_frame *up;
 };
 
-extern __thread struct serving_frame *sync_serving;
+extern LOCUS_TLS struct serving_frame *sync_serving;
 
 static inline void serving_enter(struct serving_frame *f, const void *what, int dedicated)
 {

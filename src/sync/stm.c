@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "common/atomic.h"
+#include "common/tls.h"
 #include "locus/stm.h"
 #include "sync/lock_impl.h"
 #include "sync/stm_impl.h"
@@ -102,7 +103,7 @@ static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
  * they finish there may be up to twice the limit in transactions.
  */
 static uint32_t users;
-static __thread int is_user;
+static LOCUS_TLS int is_user;
 static pthread_key_t user_key;
 
 static void user_gone(void *unused)

@@ -1,13 +1,14 @@
 #include <pthread.h>
 
 #include "common/atomic.h"
+#include "common/tls.h"
 #include "sync/thread_exit.h"
 
 /* Per slot, the one function every thread runs at exit (set once, same value each time). */
 static void (*hooks[EXIT_SLOTS])(void);
 static pthread_key_t key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static __thread unsigned armed; /* slots this thread has armed */
+static LOCUS_TLS unsigned armed; /* slots this thread has armed */
 
 static void run_exit_hooks(void *unused)
 {
