@@ -6,9 +6,11 @@
  * at the first leave a grant is due.
  *
  * The test hook (lock_test.h) runs in a waiter right after it has taken its
- * place in a queue, the moment at which being descheduled hurts most: the
- * stress test sleeps there now and then, as if the scheduler had taken the
- * CPU away; the ordered tests use it to know who is where.
+ * place in a queue, the moment at which being descheduled hurts most, and in
+ * a clh or mcs locker that has seen the lock free, just before it swaps
+ * itself in: the stress test sleeps there now and then, as if the scheduler
+ * had taken the CPU away; the ordered tests use it to know who is where, and
+ * one to stop a thread between its look and its swap.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -94,9 +96,11 @@ static __thread uint32_t my_rand;	 /* the stress test's per-thread random number
 static uint32_t hook_calls[LOCK_HOOK_N]; /* by `where` */
 static uint32_t hook_seen[LOCK_HOOK_N];	 /* by `where`: bit my_id, once that thread got there */
 static int hook_sleeps;			 /* stress: sleep now and then */
-/* taken_between_look_and_swap: thread 1, having seen the lock free, waits
-   here until this is set (the main thread has taken the lock meanwhile) */
-static int hold_free_look;
+/* taken_between_look_and_swap: the thread of this number (-1: none), having
+   seen the lock free, waits there until free_look_go is set (the main thread
+   has taken the lock meanwhile) */
+static int hold_at_free_look = -1;
+static int free_look_go;
 
 static void hook(const struct lock *l, int where)
 {
@@ -104,8 +108,9 @@ static void hook(const struct lock *l, int where)
 	__atomic_fetch_add(&hook_calls[where], 1, __ATOMIC_RELAXED);
 	if (my_id >= 0)
 		__atomic_fetch_or(&hook_seen[where], 1u << my_id, __ATOMIC_SEQ_CST);
-	if (where == LOCK_HOOK_FREE && my_id == 1)
-		while (!__atomic_load_n(&hold_free_look, __ATOMIC_SEQ_CST))
+	if (where == LOCK_HOOK_FREE && my_id >= 0 &&
+	    my_id == __atomic_load_n(&hold_at_free_look, __ATOMIC_SEQ_CST))
+		while (!__atomic_load_n(&free_look_go, __ATOMIC_SEQ_CST))
 			sched_yield();
 	if (__atomic_load_n(&hook_sleeps, __ATOMIC_RELAXED)) {
 		my_rand = my_rand * 1103515245u + 12345u;
@@ -121,7 +126,8 @@ static void hook_install(int sleeps)
 {
 	memset(hook_calls, 0, sizeof hook_calls);
 	memset(hook_seen, 0, sizeof hook_seen);
-	__atomic_store_n(&hold_free_look, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&hold_at_free_look, -1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&free_look_go, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&hook_sleeps, sleeps, __ATOMIC_RELAXED);
 	lock_test_set_enqueued(hook);
 }
@@ -412,10 +418,11 @@ START_TEST(taken_between_look_and_swap)
 	struct ordered *sh = ordered_open(spec);
 	struct role r[2] = {{sh, 1}, {sh, 2}};
 	pthread_t t[2];
+	__atomic_store_n(&hold_at_free_look, 1, __ATOMIC_SEQ_CST);
 	test_start_thread(&t[0], plain_thread, &r[0]);
 	wait_seen(LOCK_HOOK_FREE, 1);
 	locus_lock_lock(&sh->l);
-	__atomic_store_n(&hold_free_look, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&free_look_go, 1, __ATOMIC_SEQ_CST);
 	wait_seen(LOCK_HOOK_QUEUE, 1);
 	ck_assert_msg(admitted(&sh->l) == 2, "%s: %u admitted, not the holder and thread 1", spec,
 		      admitted(&sh->l));
@@ -429,6 +436,7 @@ START_TEST(taken_between_look_and_swap)
 	ck_assert_int_eq(sh->n, 2);
 	ck_assert_int_eq(sh->order[0], 1);
 	ck_assert_int_eq(sh->order[1], 2);
+	__atomic_store_n(&hold_at_free_look, -1, __ATOMIC_SEQ_CST);
 	ordered_close(sh, spec);
 }
 END_TEST

@@ -27,6 +27,7 @@
 #include "sync/fatal.h"
 #include "sync/lock_impl.h"
 #include "sync/mpsc.h"
+#include "sync/thread_exit.h"
 
 #define SPEC_MAX 256
 
@@ -92,23 +93,44 @@ struct mech {
 	locus_lock_kind kind; /* for the lock mechanisms */
 };
 
-/* Half a KiB: the longest message (an unknown option, with every option the
-   mechanism takes) is about 300 characters, and liblocus keeps its
-   thread-local data small (common/tls.h). */
-static __thread char errbuf[512];
+/*
+ * The calling thread's last error. The buffer is allocated at its first
+ * error and freed at its exit, so that the library's thread-local data stays
+ * small (common/tls.h: it must fit the C library's reserve when the library
+ * is loaded with dlopen).
+ */
+#define ERR_MAX 1024
+static __thread char *errbuf;	    /* ERR_MAX bytes, once this thread had an error */
+static __thread const char *errmsg; /* what locus_cs_error says; NULL: nothing */
+
+static void err_release(void)
+{
+	free(errbuf);
+	errbuf = NULL;
+	errmsg = NULL;
+}
 
 const char *locus_cs_error(void)
 {
-	return errbuf;
+	return errmsg ? errmsg : "";
 }
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
 {
+	if (!errbuf) {
+		errbuf = malloc(ERR_MAX);
+		if (!errbuf) {
+			errmsg = "out of memory (for this error's message)";
+			return;
+		}
+		sync_exit_arm(EXIT_ERRBUF, err_release);
+	}
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	vsnprintf(errbuf, ERR_MAX, fmt, ap);
 	va_end(ap);
+	errmsg = errbuf;
 }
 
 /* ---- option values ------------------------------------------------------ */
@@ -760,8 +782,10 @@ static int ext_open(locus_cs *cs, const struct opts *o)
 {
 	(void)o;
 	const char *colon = strchr(cs->spec, ':');
-	cs->u.ext =
-		the_provider()->open(cs->state, colon ? colon + 1 : NULL, errbuf, sizeof(errbuf));
+	char msg[ERR_MAX] = "";
+	cs->u.ext = the_provider()->open(cs->state, colon ? colon + 1 : NULL, msg, sizeof(msg));
+	if (!cs->u.ext)
+		fail("%s", msg);
 	return cs->u.ext ? 0 : -1;
 }
 
@@ -974,7 +998,7 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 	}
 	/* After open: a delegation spec reports the runtime it joined. */
 	canonical_spec(cs, &o);
-	errbuf[0] = '\0';
+	errmsg = NULL;
 	return cs;
 }
 

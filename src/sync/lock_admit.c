@@ -34,8 +34,8 @@
  *
  * Nothing of this runs while nobody waits. A ticket lock's tickets out are
  * its count; clh and mcs count only the threads that found the lock taken: a
- * thread that finds it free takes it with one CAS and flags itself as the
- * uncounted holder instead (lock_impl.h, admit_count_enter), so an
+ * thread that finds it free takes it with one exchange and flags itself as
+ * the uncounted holder instead (lock_impl.h, admit_count_enter), so an
  * uncontended lock and unlock cost what they cost with `strict`. "Nobody
  * admitted" below is then "nobody counted": a waiter outside has seen someone
  * counted, whose leave comes after it.

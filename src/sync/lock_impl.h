@@ -108,8 +108,10 @@ void admit_gate_leave(struct lock *g);
  * nobody waits, nothing here runs, and an uncontended lock and unlock cost
  * what they cost without admission. (If the lock was taken between its look
  * and its exchange, it is queued already and counts itself in regardless of
- * the room: enter(l, 1).) The others count themselves here, and the room they see
- * is the limit less those counted and the uncounted holder. Only counted
+ * the room: enter(l, 1). Every thread that saw the lock free at once and lost
+ * the race is so let in, over the limit until they leave.) The others count
+ * themselves here, and the room they see is the limit less those counted and
+ * the uncounted holder. Only counted
  * threads lower the count, so the unlock that leaves nobody counted is the
  * one that looks for the head outside (a waiter that finds no room has seen
  * another counted, as the limit is at least 2 and the mark counts at most 1,
@@ -162,8 +164,9 @@ static inline int admit_count_enter(struct lock *l, uint32_t *active, const uint
 
 /*
  * Where a waiter has just taken its place in a queue (a ticket, a queue
- * lock's tail, the admission queue), before anything else: the moment at
- * which being descheduled hurts most; and (LOCK_HOOK_FREE) where a clh or
+ * lock's tail, the admission queue), before anything else but a count it
+ * owes (clh, mcs: a thread that saw the lock free and lost the race to it):
+ * the moment at which being descheduled hurts most; and (LOCK_HOOK_FREE) where a clh or
  * mcs locker has seen the lock free and is about to swap itself in. A test
  * seam (lock_test.h): only the tests' build of the library, compiled with
  * LOCUS_LOCK_TEST_HOOK, calls anything there; everywhere else it is nothing.

@@ -104,8 +104,8 @@ void mcs_lock(struct lock *l)
 		   was (an exchange, not a CAS: on the EPYC a CAS made an
 		   uncontended lock and unlock 13% slower). If another took it
 		   in between, we are queued already, and count ourselves in
-		   regardless of the room (lock_impl.h: one over the limit, for
-		   a moment, as a granted thread may be). The prefetch asks for
+		   regardless of the room (lock_impl.h: over the limit until we
+		   leave, as a granted thread may be). The prefetch asks for
 		   the line in exclusive state at once: a look alone would fetch
 		   it shared, and the exchange or the add fetch it again. */
 		lock_hook(l, LOCK_HOOK_FREE);

@@ -18,6 +18,7 @@ enum {
 	EXIT_DELEG = 1,	 /* delegation client state and channels */
 	EXIT_MPSC = 2,	 /* mpsc request records */
 	EXIT_QNODES = 3, /* the queue-node pool of the locks */
+	EXIT_ERRBUF = 4, /* the executor's error message (cs.c) */
 	EXIT_SLOTS
 };
 
