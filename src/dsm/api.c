@@ -332,7 +332,8 @@ static void *alloc_at(const char *call, size_t size, int home)
 		return NULL;
 	}
 	void *p = dsm.app + dsm.alloc_next;
-	dsm.alloc_next += bytes;
+	/* Published after the homes (dsm_walk_end): a walk may go into the block now. */
+	__atomic_store_n(&dsm.alloc_next, dsm.alloc_next + bytes, __ATOMIC_RELEASE);
 	return p;
 }
 

@@ -64,6 +64,13 @@ int dsm_home_of(size_t p)
 	return (int)(p % (size_t)dsm.nodes);
 }
 
+size_t dsm_walk_end(size_t p)
+{
+	if (p >= heap_first)
+		return dsm.npages;
+	return __atomic_load_n(&dsm.alloc_next, __ATOMIC_ACQUIRE) / dsm.page_size;
+}
+
 void dsm_home_place(size_t first, size_t count, int home)
 {
 	for (size_t p = first; p < first + count; p++)

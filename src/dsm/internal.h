@@ -409,6 +409,11 @@ int dsm_home_init(void);
 void dsm_home_fini(void);
 int dsm_home_of(size_t p);
 void dsm_home_place(size_t first, size_t count, int home); /* home < 0: the default */
+/* Where a walk from page p stops (dsm_walk): below the heap, the first page
+   not yet allocated (locus_dsm_alloc_at may still place it at another home,
+   and a page's protocol state, made at its first use, keeps the home it had
+   then); in the heap, whose homes never change, the region's end. */
+size_t dsm_walk_end(size_t p);
 /* The DSM lock of a shared address: its place in the region in 8-byte
    words, with the top bit set (programs' own lock ids are mostly small). */
 uint32_t dsm_addr_lock(const void *addr);

@@ -40,7 +40,7 @@ const struct dsm_proto *dsm_proto_find(const char *name)
    any other miss starts a walk of its own, one page, in the place of the walk
    missed longest ago. A halo row of three pages costs two misses and
    fetches nothing it does not read; a long walk soon fetches cfg.run pages
-   per miss. */
+   per miss. It never goes past the pages allocated so far (dsm_walk_end). */
 size_t dsm_walk(struct dsm_walks *ws, size_t p)
 {
 	struct dsm_walk *w = ws->w;
@@ -59,7 +59,10 @@ size_t dsm_walk(struct dsm_walks *ws, size_t p)
 	}
 	w[k].last = p;
 	w[k].used = ++ws->clock;
-	return w[k].win - 1;
+	size_t end = dsm_walk_end(p);
+	if (p >= end)
+		return 0;
+	return w[k].win - 1 < end - p - 1 ? w[k].win - 1 : end - p - 1;
 }
 
 size_t dsm_run_ahead(size_t p)
