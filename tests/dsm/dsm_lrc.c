@@ -64,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dsm_verdict.h"
 #include "locus/dsm.h"
 
 #define PAGE 4096
@@ -667,15 +668,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dsm_lrc: unknown mode %s\n", mode);
 		bad++;
 	}
-	/* Every node's verdict reaches everyone: a shared word per node. */
-	volatile int64_t *verdict = locus_dsm_alloc(PAGE);
-	verdict[me] = bad;
-	locus_dsm_barrier();
-	long any = 0;
-	for (int n = 0; n < nodes; n++)
-		any += verdict[n] != 0;
-	locus_dsm_finalize();
-	if (me == 0)
-		printf("dsm_lrc %s: %s\n", mode, any ? "WRONG" : "ok");
-	return any ? 1 : 0;
+	char what[64];
+	snprintf(what, sizeof(what), "dsm_lrc %s", mode);
+	return dsm_test_verdict(bad, what);
 }
