@@ -79,4 +79,17 @@ static inline void flag_release(uint32_t *f, uint32_t v)
 		futex_wake(f, 1);
 }
 
+/*
+ * The same for a waiter that waits with policy w. One that only spins never
+ * parks, so a plain store releases it: the store retires at once, where the
+ * exchange waits until it owns the waiter's line.
+ */
+static inline void flag_release_to(uint32_t *f, uint32_t v, const locus_wait *w)
+{
+	if (w->kind == LOCUS_WAIT_SPIN)
+		st_release(f, v);
+	else
+		flag_release(f, v);
+}
+
 #endif

@@ -110,7 +110,7 @@ void clh_unlock(struct lock *l)
 	if (ld_relaxed(&l->u.clh.tail) != expected ||
 	    !cas_release(&l->u.clh.tail, &expected, (uintptr_t)n | CLH_FREE)) {
 		holder_hand_off(&l->u.clh.holder, holder);
-		flag_release(&n->flag, 0);
+		flag_release_to(&n->flag, 0, &l->wait);
 	}
 	qnode_put(pred);
 	if (quiet)

@@ -242,7 +242,7 @@ static void mcs_release(struct lock *l, uintptr_t holder)
 	if (cr)
 		next = cr_choose(l, n, next);
 	holder_hand_off(&l->u.mcs.holder, holder);
-	flag_release(&next->flag, 0);
+	flag_release_to(&next->flag, 0, &l->wait);
 	qnode_put(n);
 }
 
