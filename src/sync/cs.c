@@ -396,6 +396,7 @@ static int dl_open(locus_cs *cs, const struct opts *o)
 		return -1;
 	}
 	cs->u.dl.server = o->server != UINT32_MAX ? o->server : dl_next_server();
+	cs->u.dl.cfg.serial = dl_cfg_serial();
 	cs->u.dl.cfg.lines = o->lines;
 	cs->u.dl.cfg.queue = o->queue == UINT32_MAX ? 2 * o->lines : o->queue;
 	cs->u.dl.cfg.wait = o->wait;
@@ -469,7 +470,8 @@ static int flat_open(locus_cs *cs, const struct opts *o)
 		return -1;
 	}
 	cs->u.dl.server = o->server != UINT32_MAX ? o->server : dl_flat_next_slot();
-	cs->u.dl.cfg = (struct dl_async_cfg){.lines = o->lines,
+	cs->u.dl.cfg = (struct dl_async_cfg){.serial = dl_cfg_serial(),
+					     .lines = o->lines,
 					     .queue = o->policy == DL_FLAT_QUEUE ? 2 * o->lines : 0,
 					     .wait = o->wait,
 					     .policy = o->policy,

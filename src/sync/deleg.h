@@ -170,12 +170,17 @@ uint64_t dl_ffwd_run(unsigned server, const locus_wait *w, locus_fn fn, void *st
 enum { DL_DEDICATED = 0, DL_FLAT_QUEUE, DL_FLAT_BLOCKED, DL_FLAT_DOORBELL, DL_FLAT_BOUND };
 
 struct dl_async_cfg {
+	/* the executor's own number, never reused (0: none): what a thread's
+	   post looks for first (deleg_client.c, async_state) */
+	uint64_t serial;
 	uint32_t lines;
 	uint32_t queue; /* pending queue length; 0 = direct writes */
 	locus_wait wait;
 	uint32_t policy; /* DL_DEDICATED or a flat policy */
 	uint32_t bound;	 /* DL_FLAT_BOUND: serve the home slot after this many posts */
 };
+/* A new dl_async_cfg.serial. */
+uint64_t dl_cfg_serial(void);
 int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
 		  uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx);
 uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,

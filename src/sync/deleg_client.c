@@ -119,6 +119,10 @@ static LOCUS_TLS struct {
 	int flat_held;	/* this thread holds the flat pool */
 	/* locus_cs_client_stats: lines in flight looked at by collect(), and answered */
 	uint64_t polled, ready;
+	/* the state the last post used, by its executor's serial (0: none;
+	   cleared whenever a list is freed) */
+	uint64_t last_serial;
+	struct dl_async *last_as;
 } tls;
 
 static void free_list(struct dl_async *as)
@@ -134,6 +138,7 @@ static void free_list(struct dl_async *as)
 
 static void forget_flat(void)
 {
+	tls.last_serial = 0;
 	free_list(tls.flat);
 	tls.flat = NULL;
 	tls.has_home = 0;
@@ -141,6 +146,7 @@ static void forget_flat(void)
 
 static void forget_all(void)
 {
+	tls.last_serial = 0;
 	free_list(tls.async);
 	tls.async = NULL;
 	free(tls.sync);
@@ -268,6 +274,27 @@ uint64_t dl_ffwd_run(unsigned server, const locus_wait *w, locus_fn fn, void *st
 
 /* ---- async ----------------------------------------------------------------- */
 
+uint64_t dl_cfg_serial(void)
+{
+	static uint64_t next;
+	return faa_relaxed(&next, 1) + 1;
+}
+
+/* The state of the executor whose post this is, as the thread last used it. */
+static struct dl_async *remember(const struct dl_async_cfg *cfg, struct dl_async *as)
+{
+	tls.last_serial = cfg->serial;
+	tls.last_as = as;
+	return as;
+}
+
+/*
+ * The thread's state for posts to `server` with cfg: the last one used, if
+ * this post is the same executor's (a serial is never reused, an executor
+ * posts to its one server only, and the cache is cleared when a list is
+ * freed); else found by matching the settings (executors with the same ones
+ * share it), or made.
+ */
 static struct dl_async *async_state(unsigned server, const struct dl_async_cfg *cfg)
 {
 	int flat = cfg->policy != DL_DEDICATED;
@@ -275,12 +302,14 @@ static struct dl_async *async_state(unsigned server, const struct dl_async_cfg *
 		tls_sync_flat();
 	else
 		tls_sync_runtime();
+	if (cfg->serial && cfg->serial == tls.last_serial)
+		return tls.last_as;
 	struct dl_async **list = flat ? &tls.flat : &tls.async;
 	for (struct dl_async *as = *list; as; as = as->next)
 		if (as->server == server && as->lines == cfg->lines && as->queue == cfg->queue &&
 		    as->wait.kind == cfg->wait.kind && as->wait.spins == cfg->wait.spins &&
 		    as->policy == cfg->policy && as->bound == cfg->bound)
-			return as;
+			return remember(cfg, as);
 	struct dl_async *as = sync_calloc(1, sizeof(*as), "async client state");
 	as->srv = flat ? dl_flat_slot(server) : dl_server_get(server);
 	as->server = server;
@@ -300,7 +329,7 @@ static struct dl_async *async_state(unsigned server, const struct dl_async_cfg *
 	as->collected = ld_acquire(&as->ch->answered);
 	as->next = *list;
 	*list = as;
-	return as;
+	return remember(cfg, as);
 }
 
 static uint32_t next_of(const struct dl_async *as, uint32_t i)
