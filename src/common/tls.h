@@ -16,7 +16,7 @@
  * library with 1 KiB of thread-local data, and refused one with 1.7 KiB).
  * That reserve is shared by every library the process loads late, and the
  * same holds for a plugin that links liblocus.a and is itself loaded with
- * dlopen. So liblocus keeps all its thread-local data small: 160 bytes in
+ * dlopen. So liblocus keeps all its thread-local data small: 176 bytes in
  * the shared library (the executor's error message, 1 KiB, is allocated at
  * a thread's first error instead); tests/test_dlopen.c loads it with dlopen.
  */
