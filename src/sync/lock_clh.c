@@ -99,10 +99,7 @@ int clh_trylock(struct lock *l)
 void clh_unlock(struct lock *l)
 {
 	uintptr_t holder = ld_relaxed(&l->u.clh.holder);
-	/* Strict, or an uncounted holder with nobody outside and no clock
-	   running: admission has nothing to do (as in mcs_unlock). */
-	int quiet = (l->flags & LOCK_STRICT) ||
-		    ((holder & LOCK_UNCOUNTED) && !ld_relaxed(&l->adm.head) && !l->adm.clock_ns);
+	int quiet = admit_quiet(l, holder);
 	int due = !quiet && admit_due(l);
 	struct locus_qnode *n = holder_node(holder);
 	struct locus_qnode *pred = l->u.clh.pred;

@@ -111,12 +111,10 @@ void admit_gate_leave(struct lock *g);
  * the room: enter(l, 1). Every thread that saw the lock free at once and lost
  * the race is so let in, over the limit until they leave.) The others count
  * themselves here, and the room they see is the limit less those counted and
- * the uncounted holder. Only counted
- * threads lower the count, so the unlock that leaves nobody counted is the
- * one that looks for the head outside (a waiter that finds no room has seen
- * another counted, as the limit is at least 2 and the mark counts at most 1,
- * and that one's leave comes after); an uncounted holder lets the head in
- * only when a grant is due.
+ * the uncounted holder. Only counted threads lower the count, so the unlock
+ * that leaves nobody counted is the one that looks for the head outside (a waiter that finds no
+ * room has seen another counted, as the limit is at least 2 and the mark counts at most 1, and that
+ * one's leave comes after); an uncounted holder lets the head in only when a grant is due.
  *
  * The mark is cleared only when the holder hands the lock to a waiter: a
  * store just before the unlock's CAS that frees the lock cost about 5% of an
@@ -128,9 +126,9 @@ void admit_gate_leave(struct lock *g);
  * newcomers outside (at 8 threads on 2 CPUs about 4 times as many as when
  * the mark was cleared at every unlock), fewer circulate, and the lock
  * doubles its throughput there; waits outside keep their bound
- * (LOCUS_LOCK_ADMIT_NS). A newcomer that looks between a holder's exchange and its
- * writing the word may also enter one over the limit, as a granted thread
- * does; the limit is restored as those inside leave.
+ * (LOCUS_LOCK_ADMIT_NS). A newcomer that looks between a holder's exchange
+ * and its writing the word may also enter one over the limit, as a granted
+ * thread does; the limit is restored as those inside leave.
  *
  * Room is taken with one atomic add, and given back if there was none: one
  * read-modify-write on the way in costs less than a look and a CAS, which
@@ -152,6 +150,16 @@ static inline void holder_hand_off(uintptr_t *word, uintptr_t holder)
 		st_relaxed(word, holder & ~LOCK_UNCOUNTED);
 }
 
+/* At an unlock by the holder whose word is holder: nothing for admission to
+   do? Strict, or an uncounted holder with nobody outside and no clock
+   running (admit_due's answer, 0, without its stores, and admit_leave's
+   nothing). */
+static inline int admit_quiet(const struct lock *l, uintptr_t holder)
+{
+	return (l->flags & LOCK_STRICT) ||
+	       ((holder & LOCK_UNCOUNTED) && !ld_relaxed(&l->adm.head) && !l->adm.clock_ns);
+}
+
 static inline int admit_count_enter(struct lock *l, uint32_t *active, const uintptr_t *holder,
 				    int forced)
 {
@@ -166,8 +174,9 @@ static inline int admit_count_enter(struct lock *l, uint32_t *active, const uint
  * Where a waiter has just taken its place in a queue (a ticket, a queue
  * lock's tail, the admission queue), before anything else but a count it
  * owes (clh, mcs: a thread that saw the lock free and lost the race to it):
- * the moment at which being descheduled hurts most; and (LOCK_HOOK_FREE) where a clh or
- * mcs locker has seen the lock free and is about to swap itself in. A test
+ * the moment at which being descheduled hurts most; and (LOCK_HOOK_FREE)
+ * where a clh or mcs locker has seen the lock free and is about to swap
+ * itself in. A test
  * seam (lock_test.h): only the tests' build of the library, compiled with
  * LOCUS_LOCK_TEST_HOOK, calls anything there; everywhere else it is nothing.
  */

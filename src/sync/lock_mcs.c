@@ -249,11 +249,7 @@ static void mcs_release(struct lock *l, uintptr_t holder)
 void mcs_unlock(struct lock *l)
 {
 	uintptr_t holder = ld_relaxed(&l->u.mcs.holder);
-	/* Strict, or an uncounted holder with nobody outside and no clock
-	   running (admit_due's answer, 0, without its stores): admission has
-	   nothing to do. */
-	if ((l->flags & LOCK_STRICT) ||
-	    ((holder & LOCK_UNCOUNTED) && !ld_relaxed(&l->adm.head) && !l->adm.clock_ns)) {
+	if (admit_quiet(l, holder)) {
 		mcs_release(l, holder);
 		return;
 	}
