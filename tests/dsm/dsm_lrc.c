@@ -74,9 +74,7 @@ static long bad;
 
 static void fail(const char *what, long round, long got, long want)
 {
-	if (bad++ < 10)
-		fprintf(stderr, "dsm_lrc: node %d: %s, round %ld: read %ld, expected %ld\n", me,
-			what, round, got, want);
+	dsm_test_fail("dsm_lrc", &bad, what, round, got, want);
 }
 
 static uint64_t page_msgs(void)

@@ -32,9 +32,7 @@ static long bad;
 
 static void fail(const char *what, long round, long got, long want)
 {
-	if (bad++ < 10)
-		fprintf(stderr, "dsm_place: node %d: %s, round %ld: read %ld, expected %ld\n", me,
-			what, round, got, want);
+	dsm_test_fail("dsm_place", &bad, what, round, got, want);
 }
 
 int main(int argc, char **argv)
