@@ -289,6 +289,10 @@ typedef struct locus_dsm_stats {
 	   thread was not working, instead of waking it (faults that need no
 	   message, under lrc: a page to read, or to twin and write) */
 	uint64_t faults_in_place;
+	/* remote misses whose request the faulting thread handed to MPI itself,
+	   in the same way (under sc and lrc); their answers reach the
+	   communication thread */
+	uint64_t misses_in_place;
 } locus_dsm_stats;
 
 /*

@@ -1,10 +1,11 @@
 /*
- * The communication thread: the only thread of a node that calls MPI.
+ * The communication thread: the thread of a node that takes messages out of
+ * MPI, and sends them, unless an application thread stands in for it.
  *
- * Thread level: this thread initializes MPI itself, so it is MPI's "main
- * thread" and MPI_THREAD_FUNNELED is enough; no other thread ever calls MPI.
- * FUNNELED keeps MPICH off its locking paths (SERIALIZED/MULTIPLE would make
- * every call take a lock we do not need).
+ * Thread level: MPI_THREAD_SERIALIZED. MPI is called only under comm_mu
+ * (below): by this thread, which initializes MPI, and by an application
+ * thread standing in for it, which hands the messages of its own request to
+ * MPI. MPICH takes its locks only at MPI_THREAD_MULTIPLE.
  *
  * Waiting: Debian's MPICH busy-waits inside blocking calls, and tests run more
  * nodes than cores, so this thread never blocks in MPI. It sleeps on its
@@ -107,15 +108,19 @@ static int stopping; /* dsm_fatal has started on this thread */
  * keeps or manages, free, is then taken and given back without waking the
  * communication thread and being woken by it (two wake-ups, most of a local
  * lock's cost: Splash-3's barnes takes a lock for every cell it touches). So
- * may a fault that needs no message (the protocol's fault_local: under lrc, a
- * page to twin and write; Splash-3's FFT takes 50,000 a node). A message a
- * stand-in sends waits in its peer's queue for the thread, which it wakes.
+ * may a fault the protocol lets it handle (fault_in_place: under lrc, a page
+ * to twin and write, of which Splash-3's FFT takes 50,000 a node, or one to
+ * fetch; under sc, a fault that sends a request). A stand-in hands the
+ * messages it sends to MPI itself, and rings their peers, so a remote miss
+ * or lock costs no wake-up of this thread on the way out; the answers come
+ * to this thread. Under an emulated delay they wait in the peer's queue for
+ * this thread, which the stand-in wakes.
  */
 static pthread_mutex_t comm_mu = PTHREAD_MUTEX_INITIALIZER;
 static int comm_looping; /* the loop runs: stand-ins are welcome (under comm_mu) */
 /* this thread works in the communication thread's place, for this request of its own */
 static __thread struct dsm_req *standing_for;
-static int stand_in_sent; /* a stand-in queued a message (under comm_mu) */
+static int stand_in_sent; /* a stand-in queued a message for later (under comm_mu) */
 static int abort_peers(const char *msg);
 static void exit_after_grace(void) __attribute__((noreturn));
 
@@ -210,14 +215,14 @@ static int stack_too_small(void)
 }
 
 /* May an application thread handle r itself (under comm_mu)? A lock request
-   (dsm_sync_can_stand_in), or a fault that needs no message (the protocol's
-   fault_local, which stand_in has checked it has), with stack enough: its
-   two wake-ups were most of the cost of either. */
+   (dsm_sync_can_stand_in), or a fault the protocol lets it handle
+   (fault_in_place, which stand_in has checked it has), with stack enough:
+   the wake-ups were most of the cost of either. */
 static int may_stand_in(const struct dsm_req *r)
 {
 	if (r->kind != DSM_REQ_FAULT)
 		return dsm_sync_can_stand_in(r);
-	return dsm.proto->fault_local((size_t)r->a, (int)r->b) && !stack_too_small();
+	return dsm.proto->fault_in_place((size_t)r->a, (int)r->b) && !stack_too_small();
 }
 
 /* Handle r on this thread, in the communication thread's place, if that
@@ -227,12 +232,12 @@ static int may_stand_in(const struct dsm_req *r)
    application's, on the region, so the thread was not inside this runtime,
    whose code under comm_mu never touches the region (so it does not hold
    comm_mu either), nor inside malloc, which the fault's handling calls (for
-   a twin, a message), as no allocator of the C library touches the region.
-   A fatal error there ends the node with its reason on standard error, as
-   any on an application thread does (dsm_fatal). */
+   a twin, a message), as no allocator of the C library touches the region,
+   nor inside MPI, which only a holder of comm_mu calls. A fatal error there ends the node with its
+   reason on standard error, as any on an application thread does (dsm_fatal). */
 static int stand_in(struct dsm_req *r)
 {
-	if (dsm_forked || (r->kind == DSM_REQ_FAULT && !dsm.proto->fault_local) ||
+	if (dsm_forked || (r->kind == DSM_REQ_FAULT && !dsm.proto->fault_in_place) ||
 	    pthread_mutex_trylock(&comm_mu) != 0)
 		return 0;
 	if (!comm_looping || !may_stand_in(r)) {
@@ -242,15 +247,24 @@ static int stand_in(struct dsm_req *r)
 	req_start(r);
 	r->next = NULL;
 	standing_for = r;
-	if (r->kind == DSM_REQ_FAULT)
-		STAT_ADD(faults_in_place, 1);
 	take(r);
 	standing_for = NULL;
-	int sent = stand_in_sent;
+	/* Only the communication thread completes r later, under comm_mu. */
+	int waits = !r->done;
+	if (r->kind == DSM_REQ_FAULT) {
+		if (!waits)
+			STAT_ADD(faults_in_place, 1);
+		else if (r->result == DSM_REMOTE)
+			STAT_ADD(misses_in_place, 1);
+	}
+	/* A message held for the emulated delay waits for the thread; and an
+	   answer from a peer that does not ring comes only when the thread
+	   looks, which it does sooner when it knows someone waits. */
+	int wake = stand_in_sent || (waits && dsm_bell_peers() != dsm.nodes - 1);
 	stand_in_sent = 0;
 	pthread_mutex_unlock(&comm_mu);
-	if (sent)
-		dsm_bell_ring_self(); /* the thread hands it to MPI */
+	if (wake)
+		dsm_bell_ring_self();
 	return 1;
 }
 
@@ -354,7 +368,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 		STAT_ADD(bytes_sent[h->kind], total);
 	}
 	uint64_t now = mono_ns();
-	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead && !standing_for) {
+	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead) {
 		hand_to_mpi(m, now);
 		if (taking && !taking->t_sent)
 			taking->t_sent = mono_ns();
@@ -371,7 +385,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 		p->qhead = m;
 	p->qtail = m;
 	if (standing_for)
-		stand_in_sent = 1; /* only the communication thread calls MPI */
+		stand_in_sent = 1; /* the communication thread releases it when due */
 	if (taking && !taking->t_sent)
 		taking->t_sent = now;
 }
@@ -973,12 +987,14 @@ static int same_settings(const struct peer_info *all)
 static int comm_setup(void)
 {
 	int provided = 0;
-	if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+	if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
 		fprintf(stderr, "locus-dsm: MPI_Init_thread failed\n");
 		return -1;
 	}
-	if (provided < MPI_THREAD_FUNNELED) {
-		fprintf(stderr, "locus-dsm: MPI gives thread level %d, need FUNNELED\n", provided);
+	if (provided < MPI_THREAD_SERIALIZED) {
+		fprintf(stderr,
+			"locus-dsm: MPI gives thread level %d, need MPI_THREAD_SERIALIZED\n",
+			provided);
 		return -1;
 	}
 	MPI_Comm_dup(MPI_COMM_WORLD, &comm);

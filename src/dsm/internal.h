@@ -108,6 +108,7 @@ struct dsm_counters {
 	uint64_t prefetch_ns; /* application threads' wall time issuing prefetches */
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t faults_in_place; /* resolved by the faulting thread (comm.c, stand_in) */
+	uint64_t misses_in_place; /* their request sent by the faulting thread (ditto) */
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
 	uint64_t invalidations, pingpong_deferrals, lock_acquires, barriers;
@@ -229,9 +230,9 @@ extern struct dsm_runtime dsm;
  *
  * Every other hook runs on the communication thread, or on an application
  * thread standing in for it (comm.c, stand_in: holding its state's lock while
- * it does not work). fault_local says, there, whether a fault on page needs
- * no message, so that the faulting thread may resolve it itself (NULL: every
- * fault goes to the communication thread).
+ * it does not work). fault_in_place says, there, whether the faulting thread
+ * may handle a fault on page itself: resolve it, or send its request (NULL:
+ * every fault goes to the communication thread).
  */
 struct dsm_proto {
 	const char *name;
@@ -246,7 +247,7 @@ struct dsm_proto {
 	void (*fault_mask)(sigset_t *mask);
 	int (*init)(void);
 	void (*fault)(struct dsm_req *r); /* complete r (dsm_req_done) when resolved */
-	int (*fault_local)(size_t page, int write);
+	int (*fault_in_place)(size_t page, int write);
 	void (*message)(const struct dsm_hdr *h, const void *payload, size_t len);
 	/* Run due timers; return the next deadline (monotonic ns), or UINT64_MAX. */
 	uint64_t (*tick)(uint64_t now);

@@ -4,8 +4,8 @@
  * hooks), lrc_fetch.c (fetching diffs, in batches) and lrc_gc.c (collection
  * at a barrier). proto_lrc.c says how the protocol works. Everything runs on
  * the communication thread, or on an application thread standing in for it
- * (comm.c: under its state's lock, while it does not work; a lock request, or
- * a fault lrc_fault_local calls local).
+ * (comm.c: under its state's lock, while it does not work: a lock request, or
+ * a fault).
  */
 #ifndef LOCUS_DSM_LRC_H
 #define LOCUS_DSM_LRC_H

@@ -613,17 +613,14 @@ static void lrc_fault(struct dsm_req *r)
 	fault(r, 0);
 }
 
-/* fault() above will resolve it here, fetching nothing: the page is this
-   node's to read, or to twin and write (the walk ahead may still ask homes
-   about the next pages; those asks are queued like any other message). */
-static int lrc_fault_local(size_t p, int write)
+/* The faulting thread may handle any fault itself: one that fetches
+   nothing (the page is this node's to read, or to twin and write), and one
+   that asks homes for the page or its diffs, whose messages it hands to MPI
+   (the answers still come to the communication thread). */
+static int lrc_fault_in_place(size_t p, int write)
 {
-	if (p >= dsm.npages)
-		return 0;
-	const struct lrc_page *pg = lrc_page(p);
-	if (pg->access >= (write ? ACC_WRITE : ACC_READ))
-		return 1;
-	return pg->cls && !pg->replies_left && !pg->asking && !lrc_stale(p);
+	(void)write;
+	return p < dsm.npages;
 }
 
 void lrc_fault_again(struct dsm_req *r)
@@ -883,7 +880,7 @@ const struct dsm_proto dsm_proto_lrc = {
 	.nstats = LRC_NSTATS,
 	.init = lrc_init,
 	.fault = lrc_fault,
-	.fault_local = lrc_fault_local,
+	.fault_in_place = lrc_fault_in_place,
 	.message = lrc_message,
 	.tick = lrc_tick,
 	.prefetch = lrc_prefetch,

@@ -1,0 +1,113 @@
+/*
+ * Remote misses whose request the faulting thread sends itself (comm.c,
+ * stand_in; sc and lrc): while the communication thread sleeps, a fault that
+ * needs a message is taken by the faulting thread, which hands the request to
+ * MPI; the answer comes to the communication thread, which wakes it.
+ *
+ *   dsm_sent miss R       R rounds: node r % nodes writes every word it
+ *                         checks of a block of 32 pages, then, after a
+ *                         barrier, every node reads the block from its last
+ *                         page down (no walk: each page is its own miss) and
+ *                         checks every word; a second barrier ends the
+ *                         round. No node may have sent more misses in
+ *                         place than it had remote misses, and the nodes
+ *                         together must have sent some. (Not each node:
+ *                         under lrc a node fetches a writer's pages in a
+ *                         few batches, as soon as the barrier lets it go,
+ *                         while its communication thread is still at work
+ *                         on the barrier: it may have none to send.)
+ *   dsm_sent miss_alt R   the same with a small alternate signal stack set
+ *                         up first, which the fault handler runs on: no
+ *                         miss is sent in place from it.
+ *
+ * Exits 0 when every check held; prints what was wrong otherwise.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsm_verdict.h"
+#include "locus/dsm.h"
+
+#define PAGE  4096
+#define PAGES 32
+#define STEP  64 /* words apart: 16 checked in each page */
+
+static int me, nodes;
+static long bad;
+
+static void fail(const char *what, long round, long got, long want)
+{
+	dsm_test_fail("dsm_sent", &bad, what, round, got, want);
+}
+
+static int32_t value(long round, size_t i)
+{
+	return (int32_t)(round * 1000003 + (long)i);
+}
+
+static void miss(long rounds, int alt)
+{
+	static char altstack[16 << 10];
+	if (alt) {
+		stack_t ss = {.ss_sp = altstack, .ss_size = sizeof(altstack)};
+		if (sigaltstack(&ss, NULL) != 0)
+			fail("sigaltstack", 0, -1, 0);
+	}
+	const size_t words = PAGES * PAGE / 4, per_page = PAGE / 4;
+	volatile int32_t *w = locus_dsm_alloc(PAGES * PAGE);
+	locus_dsm_stats s0, s1;
+	locus_dsm_stats_get(&s0);
+	for (long r = 1; r <= rounds; r++) {
+		if (me == (int)(r % nodes))
+			for (size_t i = 0; i < words; i += STEP)
+				w[i] = value(r, i);
+		locus_dsm_barrier();
+		for (size_t p = PAGES; p-- > 0;)
+			for (size_t i = p * per_page; i < (p + 1) * per_page; i += STEP)
+				if (w[i] != value(r, i))
+					fail("a word written by another node", r, w[i],
+					     value(r, i));
+		locus_dsm_barrier();
+	}
+	locus_dsm_stats_get(&s1);
+	uint64_t sent = s1.misses_in_place - s0.misses_in_place;
+	uint64_t remote = s1.remote_misses - s0.remote_misses;
+	printf("dsm_sent: node %d: %ld rounds, %llu remote misses, %llu sent in place\n", me,
+	       rounds, (unsigned long long)remote, (unsigned long long)sent);
+	if (sent > remote)
+		fail("misses sent in place that were not remote misses", rounds, (long)sent,
+		     (long)remote);
+	if (alt && sent)
+		fail("misses sent in place from a small alternate signal stack", rounds, (long)sent,
+		     0);
+	volatile int64_t *all = locus_dsm_alloc((size_t)nodes * sizeof(int64_t));
+	all[me] = (int64_t)sent;
+	locus_dsm_barrier();
+	long total = 0;
+	for (int n = 0; n < nodes; n++)
+		total += (long)all[n];
+	if (me == 0 && !alt && nodes > 1 && !total)
+		fail("no miss sent in place on any node", rounds, 0, 1);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3 || (strcmp(argv[1], "miss") && strcmp(argv[1], "miss_alt"))) {
+		fprintf(stderr, "usage: dsm_sent miss|miss_alt ROUNDS\n");
+		return 2;
+	}
+	long rounds = atol(argv[2]);
+	if (locus_dsm_init(&argc, &argv) != 0)
+		return 1;
+	me = locus_dsm_node();
+	nodes = locus_dsm_nodes();
+	miss(rounds, !strcmp(argv[1], "miss_alt"));
+	char what[96];
+	snprintf(what, sizeof(what), "dsm_sent %s (%s, %d nodes, %ld rounds)", argv[1],
+		 locus_dsm_protocol(), nodes, rounds);
+	return dsm_test_verdict(bad, what);
+}
