@@ -49,6 +49,7 @@ import fnmatch
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import statistics
@@ -567,14 +568,40 @@ def execute(cmd, cwd, env, stdin, timeout, out, err=None):
                                 stderr=ferr if err else subprocess.STDOUT,
                                 start_new_session=True)
         try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            stop(proc)
-            rc = None
+            t1 = exited(proc, timeout)
+            if t1 is None:
+                stop(proc)
+                return None, time.monotonic() - t0
+            return proc.wait(), t1 - t0
         except BaseException:  # ^C: nothing it started outlives the tool
             stop(proc)
             raise
-        return rc, time.monotonic() - t0
+
+
+def exited(proc, timeout):
+    """When proc exited (time.monotonic()), or None if it outlived timeout seconds. Read
+    as its pidfd turns readable: Popen.wait(timeout=...) looks in sleeps that grow to
+    50 ms, which added up to 50 ms to every wall time (a quarter of a short program's)."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfds: the polling wait
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        return time.monotonic()
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            if poller.poll(max(1, int(left * 1000) + 1)):
+                return time.monotonic()
+    finally:
+        os.close(fd)
 
 
 def read(path):
