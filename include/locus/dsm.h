@@ -293,6 +293,10 @@ typedef struct locus_dsm_stats {
 	   in the same way (under sc and lrc); their answers reach the
 	   communication thread */
 	uint64_t misses_in_place;
+	/* requests (remote misses, locks) whose answer the thread that sent them
+	   took out of MPI itself while it waited, instead of being woken by the
+	   communication thread (LOCUS_DSM_TAKE_ANSWERS) */
+	uint64_t answers_taken;
 } locus_dsm_stats;
 
 /*

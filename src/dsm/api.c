@@ -512,6 +512,7 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->lock_handoffs = d.lock_handoffs;
 	s->faults_in_place = d.faults_in_place;
 	s->misses_in_place = d.misses_in_place;
+	s->answers_taken = d.answers_taken;
 	s->barrier_waits = d.barrier_waits;
 	s->barrier_wait_s = ns_to_s(d.barrier_wait_ns);
 	s->prefetches = d.prefetches;

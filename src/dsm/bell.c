@@ -27,6 +27,15 @@
  * it again in the kernel). Both are sequentially consistent, so either the
  * ringer sees the flag and wakes, or the sleeper sees the new value and
  * does not sleep.
+ *
+ * Answers: an application thread that sent its own request (comm.c,
+ * standing in) may wait for the answer on a second word of the page,
+ * counted in `waiters` meanwhile; a peer's ring then wakes one such thread
+ * instead of the communication thread, and that thread takes the messages
+ * out of MPI itself (comm.c, await_answer). The same order holds: the
+ * ringer bumps `sent` and the words, then reads `waiters`; a waiter that
+ * leaves lowers `waiters`, then reads `sent` (owed), and wakes the
+ * communication thread for anything it did not take.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,6 +59,8 @@ struct bell {
 	   engine moves it in), so the node keeps looking until it has taken
 	   out as many as it was told of. */
 	uint64_t sent[DSM_MAX_NODES];
+	uint32_t answer;  /* bumped by a ring while threads wait for answers; their futex word */
+	uint32_t waiters; /* application threads waiting for answers on it */
 };
 _Static_assert(sizeof(struct bell) <= 4096, "a doorbell fits its page");
 
@@ -138,10 +149,44 @@ int dsm_bell_ring(int node)
 	if (!b)
 		return 0;
 	faa_seqcst(&b->sent[dsm.node], 1);
+	if (ld_seqcst(&b->waiters)) { /* a thread there waits for an answer: it takes it */
+		faa_seqcst(&b->seq, 1);
+		faa_seqcst(&b->answer, 1);
+		futex_call(&b->answer, FUTEX_WAKE, 1, NULL, 0);
+		STAT_ADD(bells_rung, 1);
+		return 1;
+	}
 	if (!ring(b))
 		return 0;
 	STAT_ADD(bells_rung, 1);
 	return 1;
+}
+
+void dsm_bell_answer_enter(void)
+{
+	faa_seqcst(&own->waiters, 1);
+}
+
+void dsm_bell_answer_leave(void)
+{
+	faa_seqcst(&own->waiters, (uint32_t)-1);
+}
+
+uint32_t dsm_bell_answer_seen(void)
+{
+	return ld_seqcst(&own->answer);
+}
+
+void dsm_bell_answer_sleep(uint32_t seen, uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / NS_PER_S), .tv_nsec = (long)(ns % NS_PER_S)};
+	futex_call(&own->answer, FUTEX_WAIT, seen, &ts, 0);
+}
+
+void dsm_bell_answer_wake(void)
+{
+	faa_seqcst(&own->answer, 1);
+	futex_call(&own->answer, FUTEX_WAKE, INT32_MAX, NULL, 0);
 }
 
 void dsm_bell_ring_self(void)

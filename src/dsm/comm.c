@@ -153,6 +153,7 @@ void dsm_fatal(const char *fmt, ...)
 static void req_start(struct dsm_req *r)
 {
 	r->done = 0;
+	r->on_bell = 0;
 	r->t_taken = r->t_sent = r->t_recv = r->t_done = 0;
 	r->t_posted = mono_ns();
 }
@@ -226,8 +227,10 @@ static int may_stand_in(const struct dsm_req *r)
 }
 
 /* Handle r on this thread, in the communication thread's place, if that
-   thread is not working and r is a request it may (may_stand_in): 1 if it
-   was handled (it may still wait for an answer), 0 to post it. A fault's
+   thread is not working and r is a request it may (may_stand_in): 0 to post
+   it; 1 if it was handled (it may still wait for an answer); 2 if it waits
+   for an answer that this thread may take out of MPI itself
+   (await_answer). A fault's
    stand-in runs in the SIGSEGV handler: the access that faulted is the
    application's, on the region, so the thread was not inside this runtime,
    whose code under comm_mu never touches the region (so it does not hold
@@ -260,17 +263,31 @@ static int stand_in(struct dsm_req *r)
 	/* A message held for the emulated delay waits for the thread; and an
 	   answer from a peer that does not ring comes only when the thread
 	   looks, which it does sooner when it knows someone waits. */
-	int wake = stand_in_sent || (waits && dsm_bell_peers() != dsm.nodes - 1);
+	int all_ring = dsm_bell_peers() == dsm.nodes - 1;
+	int wake = stand_in_sent || (waits && !all_ring);
+	/* Every answer rings: the thread can wait on the doorbell for the
+	   answer to what it sent (a fault combined with another's request
+	   waits as before). */
+	int sent = r->kind != DSM_REQ_FAULT || r->result == DSM_REMOTE;
+	r->on_bell = waits && sent && !wake && dsm.cfg.take_answers && !dsm.cfg.delay_ns &&
+		     !dsm.cfg.delay_ns_per_byte;
 	stand_in_sent = 0;
 	pthread_mutex_unlock(&comm_mu);
 	if (wake)
 		dsm_bell_ring_self();
-	return 1;
+	return r->on_bell ? 2 : 1;
 }
+
+static void await_answer(struct dsm_req *r);
 
 void dsm_call(struct dsm_req *r)
 {
-	if (!stand_in(r))
+	int how = stand_in(r);
+	if (how == 2) {
+		await_answer(r);
+		return;
+	}
+	if (!how)
 		dsm_post(r);
 	for (int i = 0; i < 100; i++) {
 		if (ld_acquire(&r->done))
@@ -315,8 +332,13 @@ void dsm_req_done(struct dsm_req *r, int64_t result)
 		taking = NULL; /* completed at once: nothing of it is sent */
 	r->t_recv = rx_ns;
 	r->t_done = mono_ns();
+	int on_bell = r->on_bell; /* r may be gone once done is set */
 	st_release(&r->done, 1);
-	if (r != standing_for) /* nobody sleeps on a stand-in's own request */
+	if (r == standing_for) /* nobody sleeps on a stand-in's own request */
+		return;
+	if (on_bell)
+		dsm_bell_answer_wake();
+	else
 		futex_wake(&r->done, 1);
 }
 
@@ -753,11 +775,15 @@ static void *watch_peers(void *arg)
  * in the same millisecond after 0.4-0.7 s off the CPU, and each then found
  * the other silent. So a peer's silence is measured without the stretches
  * this thread was deaf; a peer that really died is found that much later.
+ * A peer heard meanwhile (by a thread taking its answer in this one's
+ * place, await_answer) was silent only since then: never later than now.
  */
-static void deaf_for(uint64_t ns)
+static void deaf_for(uint64_t ns, uint64_t now)
 {
-	for (int i = 0; i < dsm.nodes; i++)
-		peers[i].last_heard_ns += ns;
+	for (int i = 0; i < dsm.nodes; i++) {
+		uint64_t heard = peers[i].last_heard_ns + ns;
+		peers[i].last_heard_ns = heard < now ? heard : now;
+	}
 }
 
 /* When the loop last read the clock, and how long it asked to sleep since. */
@@ -770,7 +796,7 @@ static void note_stall(uint64_t now)
 {
 	uint64_t gap = now - mark_ns;
 	if (gap > asked_ns + STALL_NS)
-		deaf_for(gap - asked_ns);
+		deaf_for(gap - asked_ns, now);
 	mark_ns = now;
 	asked_ns = 0;
 }
@@ -780,7 +806,8 @@ static void check_liveness(uint64_t now)
 	for (int i = 0; i < dsm.nodes; i++) {
 		if (i == dsm.node)
 			continue;
-		if (!leaving && now - peers[i].last_heard_ns > dsm.cfg.peer_timeout_ns)
+		if (!leaving && now > peers[i].last_heard_ns &&
+		    now - peers[i].last_heard_ns > dsm.cfg.peer_timeout_ns)
 			peer_failed(i, "was silent too long");
 		/* Sent early by the delay it will be held, so that the peer
 		   hears something every HEARTBEAT_EVERY_NS whatever the delay
@@ -824,6 +851,62 @@ static int owed(void)
 		if ((int32_t)((uint32_t)dsm_bell_sent(i) - peers[i].recv_seq) > 0)
 			return 1;
 	return 0;
+}
+
+/*
+ * A thread that sent its request itself (stand_in returned 2) waits for the
+ * answer on its doorbell's answer word: a peer that sends this node a
+ * message while such a thread waits wakes it instead of the communication
+ * thread (bell.c), and it takes the messages out of MPI in that thread's
+ * place, its answer among them, so that the answer costs one wake-up, not
+ * two (the communication thread's, then its own). What it takes that is not
+ * its answer it handles as the communication thread would; if that left a
+ * timer to run, or it could not look (the state was busy), it wakes the
+ * communication thread. A completion by anyone else wakes it (dsm_req_done).
+ */
+#define ANSWER_WAIT_NS 1000000ull /* a look at least this often, whatever rings */
+
+static void await_answer(struct dsm_req *r)
+{
+	dsm_bell_answer_enter();
+	while (!ld_acquire(&r->done)) {
+		uint32_t seen = dsm_bell_answer_seen();
+		int looked = 0, timer = 0, owes = 0;
+		if (pthread_mutex_trylock(&comm_mu) == 0) {
+			looked = comm_looping;
+			if (looked && !ld_relaxed(&r->done)) {
+				uint64_t now = mono_ns();
+				standing_for = r;
+				receive(now);
+				if (r->done)
+					STAT_ADD(answers_taken, 1);
+				reap_sends();
+				timer = dsm.proto->tick(now) != UINT64_MAX;
+				standing_for = NULL;
+				owes = owed();
+			}
+			pthread_mutex_unlock(&comm_mu);
+		}
+		if (!looked || timer)
+			dsm_bell_ring_self();
+		if (ld_acquire(&r->done))
+			break;
+		if (owes) { /* said sent, not yet out of MPI: look again soon */
+			sched_yield();
+			continue;
+		}
+		dsm_bell_answer_sleep(seen, ANSWER_WAIT_NS);
+	}
+	dsm_bell_answer_leave();
+	/* A peer that rang after the last look chose this thread: the
+	   communication thread takes that message. */
+	int owes = 1;
+	if (pthread_mutex_trylock(&comm_mu) == 0) {
+		owes = owed();
+		pthread_mutex_unlock(&comm_mu);
+	}
+	if (owes)
+		dsm_bell_ring_self();
 }
 
 /* Sleep on the doorbell for at most ns; 1 if it was rung. */

@@ -278,6 +278,11 @@ int dsm_config_read(struct dsm_config *c)
 				   "(every release goes back to the lock's manager)");
 	if (c->lock_cache < 0)
 		return -1;
+	c->take_answers = env_choice("LOCUS_DSM_TAKE_ANSWERS", onoff, 1,
+				     "1 (a thread that sent its request takes the answer out of "
+				     "MPI) or 0 (the communication thread takes every message)");
+	if (c->take_answers < 0)
+		return -1;
 	c->switch_sync = env_choice("LOCUS_DSM_SWITCH", switches, 0,
 				    "all (another thread runs during any stall) or sync (only "
 				    "during lock, barrier and team waits)");

@@ -58,6 +58,7 @@ struct dsm_req {
 	struct dsm_req *wnext; /* waiters on one page or lock */
 	uint32_t kind;
 	uint32_t done; /* futex word */
+	uint32_t on_bell; /* its thread waits on the doorbell's answer word (comm.c, await_answer) */
 	uint64_t a, b, c;
 	int64_t result;
 	/* Where a fault's time goes (stats: miss steps), monotonic ns: posted
@@ -109,6 +110,7 @@ struct dsm_counters {
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t faults_in_place; /* resolved by the faulting thread (comm.c, stand_in) */
 	uint64_t misses_in_place; /* their request sent by the faulting thread (ditto) */
+	uint64_t answers_taken;	  /* requests whose sender took the answer out of MPI */
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
 	uint64_t invalidations, pingpong_deferrals, lock_acquires, barriers;
@@ -166,6 +168,7 @@ struct dsm_config {
 	uint64_t peer_timeout_ns;
 	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
 	int lock_cache;	       /* LOCUS_DSM_LOCK_CACHE: a released lock stays until asked for */
+	int take_answers;      /* LOCUS_DSM_TAKE_ANSWERS: the sender of a request takes its answer */
 	uint32_t run;	       /* pages fetched per miss of a node walking in order */
 	uint64_t poll_ns;      /* the communication thread polls this long after work */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
@@ -487,6 +490,12 @@ uint32_t dsm_bell_seen(void);		       /* the own word, before looking for work *
 uint64_t dsm_bell_sent(int node); /* messages node said it handed to MPI for this one */
 int dsm_bell_sleep(uint32_t seen, uint64_t ns); /* 1 if rung since seen */
 int dsm_bell_peers(void);			/* peers whose doorbell this node reaches */
+/* Threads waiting for the answer to a request they sent (comm.c, await_answer). */
+void dsm_bell_answer_enter(void);		      /* rings wake one of them from now */
+void dsm_bell_answer_leave(void);		      /* ... no more from this thread */
+uint32_t dsm_bell_answer_seen(void);		      /* the answer word, before a look */
+void dsm_bell_answer_sleep(uint32_t seen, uint64_t ns); /* until rung, woken, or ns */
+void dsm_bell_answer_wake(void);		      /* an answer came: wake them all */
 void dsm_req_forget(void);			/* a request taken that completes no one */
 /* comm.c: communication thread side */
 void dsm_req_done(struct dsm_req *r, int64_t result);

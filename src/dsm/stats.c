@@ -74,8 +74,9 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 	fprintf(f, "dsm node %d: faults", node);
 	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
 		fprintf(f, " %s=%llu", fault_names[k], (unsigned long long)s->faults[k]);
-	fprintf(f, " (in place %llu, sent in place %llu)", (unsigned long long)s->faults_in_place,
-		(unsigned long long)s->misses_in_place);
+	fprintf(f, " (in place %llu, sent in place %llu, answers taken %llu)",
+		(unsigned long long)s->faults_in_place, (unsigned long long)s->misses_in_place,
+		(unsigned long long)s->answers_taken);
 	fprintf(f,
 		"; invalidations=%llu pingpong_deferrals=%llu locks=%llu (%llu kept) "
 		"barriers=%llu\n",
@@ -132,8 +133,10 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
 		fprintf(f, ", \"faults_%s\": %llu", fault_names[k],
 			(unsigned long long)s->faults[k]);
-	fprintf(f, ", \"faults_in_place\": %llu, \"misses_in_place\": %llu",
-		(unsigned long long)s->faults_in_place, (unsigned long long)s->misses_in_place);
+	fprintf(f,
+		", \"faults_in_place\": %llu, \"misses_in_place\": %llu, \"answers_taken\": %llu",
+		(unsigned long long)s->faults_in_place, (unsigned long long)s->misses_in_place,
+		(unsigned long long)s->answers_taken);
 	uint64_t msgs = 0, bytes = 0;
 	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++) {
 		fprintf(f, ", \"msgs_%s\": %llu, \"bytes_%s\": %llu", msg_names[k],

@@ -2,7 +2,9 @@
  * Remote misses whose request the faulting thread sends itself (comm.c,
  * stand_in; sc and lrc): while the communication thread sleeps, a fault that
  * needs a message is taken by the faulting thread, which hands the request to
- * MPI; the answer comes to the communication thread, which wakes it.
+ * MPI, and then waits for the answer on its doorbell and takes it out of MPI
+ * itself (await_answer), unless LOCUS_DSM_TAKE_ANSWERS=0 leaves that to the
+ * communication thread.
  *
  *   dsm_sent miss R       R rounds: node r % nodes writes every word it
  *                         checks of a block of 32 pages, then, after a
@@ -15,10 +17,13 @@
  *                         under lrc a node fetches a writer's pages in a
  *                         few batches, as soon as the barrier lets it go,
  *                         while its communication thread is still at work
- *                         on the barrier: it may have none to send.)
+ *                         on the barrier: it may have none to send.) The
+ *                         same for the answers the faulting threads took
+ *                         (none with LOCUS_DSM_TAKE_ANSWERS=0), which are
+ *                         never more than the misses they sent.
  *   dsm_sent miss_alt R   the same with a small alternate signal stack set
  *                         up first, which the fault handler runs on: no
- *                         miss is sent in place from it.
+ *                         miss is sent in place from it, no answer taken.
  *
  * Exits 0 when every check held; prints what was wrong otherwise.
  */
@@ -75,23 +80,38 @@ static void miss(long rounds, int alt)
 	}
 	locus_dsm_stats_get(&s1);
 	uint64_t sent = s1.misses_in_place - s0.misses_in_place;
+	uint64_t taken = s1.answers_taken - s0.answers_taken;
 	uint64_t remote = s1.remote_misses - s0.remote_misses;
-	printf("dsm_sent: node %d: %ld rounds, %llu remote misses, %llu sent in place\n", me,
-	       rounds, (unsigned long long)remote, (unsigned long long)sent);
+	const char *env = getenv("LOCUS_DSM_TAKE_ANSWERS");
+	int take = !env || strcmp(env, "0");
+	printf("dsm_sent: node %d: %ld rounds, %llu remote misses, %llu sent in place, %llu "
+	       "answers taken\n",
+	       me, rounds, (unsigned long long)remote, (unsigned long long)sent,
+	       (unsigned long long)taken);
 	if (sent > remote)
 		fail("misses sent in place that were not remote misses", rounds, (long)sent,
 		     (long)remote);
+	if (taken > sent)
+		fail("answers taken by threads that did not send their misses", rounds, (long)taken,
+		     (long)sent);
 	if (alt && sent)
 		fail("misses sent in place from a small alternate signal stack", rounds, (long)sent,
 		     0);
-	volatile int64_t *all = locus_dsm_alloc((size_t)nodes * sizeof(int64_t));
-	all[me] = (int64_t)sent;
+	if (!take && taken)
+		fail("answers taken with LOCUS_DSM_TAKE_ANSWERS=0", rounds, (long)taken, 0);
+	volatile int64_t *all = locus_dsm_alloc(2 * (size_t)nodes * sizeof(int64_t));
+	all[2 * me] = (int64_t)sent;
+	all[2 * me + 1] = (int64_t)taken;
 	locus_dsm_barrier();
-	long total = 0;
-	for (int n = 0; n < nodes; n++)
-		total += (long)all[n];
-	if (me == 0 && !alt && nodes > 1 && !total)
+	long total_sent = 0, total_taken = 0;
+	for (int n = 0; n < nodes; n++) {
+		total_sent += (long)all[2 * n];
+		total_taken += (long)all[2 * n + 1];
+	}
+	if (me == 0 && !alt && nodes > 1 && !total_sent)
 		fail("no miss sent in place on any node", rounds, 0, 1);
+	if (me == 0 && !alt && take && nodes > 1 && !total_taken)
+		fail("no answer taken by a faulting thread on any node", rounds, 0, 1);
 }
 
 int main(int argc, char **argv)
