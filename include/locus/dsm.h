@@ -64,6 +64,9 @@
  *                             node before it goes back to its manager (8; 0: never)
  *   LOCUS_DSM_LOCK_CACHE      1: a lock released with no local waiter stays on its
  *                             node until another node asks (default); 0: it goes back
+ *   LOCUS_DSM_TAKE_ANSWERS    1: a thread that sent its own request takes the answer
+ *                             out of MPI itself (default); 0: the communication
+ *                             thread takes every message and wakes it
  *   LOCUS_DSM_SWITCH          all: another thread of the node runs during any stall
  *                             (default); sync: a team runs one thread at a time, which
  *                             gives way only during lock, barrier and team waits

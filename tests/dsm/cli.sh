@@ -110,6 +110,12 @@ expect 1 "(from LOCUS_DSM_NETWORK=seed)" env LOCUS_DSM_NETWORK=seed LOCUS_DSM_DE
 # Polling while a fault waits (off by default) still verifies.
 expect 0 "verification passed" env LOCUS_DSM_POLL_US=100 "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 64 -i 2
 expect 1 "LOCUS_DSM_SWITCH=some" env LOCUS_DSM_SWITCH=some "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+# Answers left to the communication thread still verify; a bad value is named.
+expect 0 "verification passed" env LOCUS_DSM_TAKE_ANSWERS=0 "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 64 -i 2
+for v in 2 yes; do
+	expect 1 "LOCUS_DSM_TAKE_ANSWERS=$v" env LOCUS_DSM_TAKE_ANSWERS=$v \
+		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
 # One node: the region is plain memory (not one fault), whatever the protocol, and
 # the protocol named is the one asked for; LOCUS_DSM_ONE_NODE=protocol keeps the
 # protocol's faults (and lrc's twins, for pages that are not private: every page
