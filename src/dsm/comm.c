@@ -236,8 +236,9 @@ static int may_stand_in(const struct dsm_req *r)
    whose code under comm_mu never touches the region (so it does not hold
    comm_mu either), nor inside malloc, which the fault's handling calls (for
    a twin, a message), as no allocator of the C library touches the region,
-   nor inside MPI, which only a holder of comm_mu calls. A fatal error there ends the node with its
-   reason on standard error, as any on an application thread does (dsm_fatal). */
+   nor inside MPI, which only a holder of comm_mu calls. A fatal error there
+   ends the node with its reason on standard error, as any on an application
+   thread does (dsm_fatal). */
 static int stand_in(struct dsm_req *r)
 {
 	if (dsm_forked || (r->kind == DSM_REQ_FAULT && !dsm.proto->fault_in_place) ||
