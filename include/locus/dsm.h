@@ -293,12 +293,12 @@ typedef struct locus_dsm_stats {
 	   message, under lrc: a page to read, or to twin and write) */
 	uint64_t faults_in_place;
 	/* remote misses whose request the faulting thread handed to MPI itself,
-	   in the same way (under sc and lrc); their answers reach the
-	   communication thread */
+	   in the same way (under sc and lrc; counted threads, as remote_misses) */
 	uint64_t misses_in_place;
-	/* requests (remote misses, locks) whose answer the thread that sent them
-	   took out of MPI itself while it waited, instead of being woken by the
-	   communication thread (LOCUS_DSM_TAKE_ANSWERS) */
+	/* requests (remote misses, locks) of counted threads whose answer the
+	   thread that sent them took out of MPI itself, woken by the ring of the
+	   node that sent it, instead of being woken by the communication thread
+	   (LOCUS_DSM_TAKE_ANSWERS) */
 	uint64_t answers_taken;
 } locus_dsm_stats;
 

@@ -32,10 +32,12 @@
  * standing in) may wait for the answer on a second word of the page,
  * counted in `waiters` meanwhile; a peer's ring then wakes one such thread
  * instead of the communication thread, and that thread takes the messages
- * out of MPI itself (comm.c, await_answer). The same order holds: the
- * ringer bumps `sent` and the words, then reads `waiters`; a waiter that
- * leaves lowers `waiters`, then reads `sent` (owed), and wakes the
- * communication thread for anything it did not take.
+ * out of MPI itself (comm.c, await_answer). The pair that matters is
+ * (`sent`, `waiters`): the ringer bumps `sent`, then reads `waiters`; a
+ * waiter that leaves lowers `waiters`, then reads `sent` (owed) and wakes
+ * the communication thread for anything it did not take. So either the
+ * ringer sees no waiter and wakes the communication thread, or the last
+ * waiter to leave sees the message counted and wakes it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -172,15 +174,21 @@ void dsm_bell_answer_leave(void)
 	faa_seqcst(&own->waiters, (uint32_t)-1);
 }
 
+int dsm_bell_shared(void)
+{
+	return own != &private_bell;
+}
+
 uint32_t dsm_bell_answer_seen(void)
 {
 	return ld_seqcst(&own->answer);
 }
 
-void dsm_bell_answer_sleep(uint32_t seen, uint64_t ns)
+int dsm_bell_answer_sleep(uint32_t seen, uint64_t ns)
 {
 	struct timespec ts = {.tv_sec = (time_t)(ns / NS_PER_S), .tv_nsec = (long)(ns % NS_PER_S)};
 	futex_call(&own->answer, FUTEX_WAIT, seen, &ts, 0);
+	return ld_acquire(&own->answer) != seen;
 }
 
 void dsm_bell_answer_wake(void)

@@ -121,6 +121,7 @@ static int comm_looping; /* the loop runs: stand-ins are welcome (under comm_mu)
 /* this thread works in the communication thread's place, for this request of its own */
 static __thread struct dsm_req *standing_for;
 static int stand_in_sent; /* a stand-in queued a message for later (under comm_mu) */
+static int stand_in_msgs; /* messages a stand-in sent for its own request (under comm_mu) */
 static int abort_peers(const char *msg);
 static void exit_after_grace(void) __attribute__((noreturn));
 
@@ -139,7 +140,9 @@ void dsm_fatal(const char *fmt, ...)
 	va_end(ap);
 	dprintf(2, "locus-dsm: node %d: fatal: %s\n", dsm.node, msg);
 	dsm_bell_unlink();
-	if (pthread_equal(pthread_self(), comm_thread) && !stopping) {
+	/* The communication thread, or a thread in its place (holding comm_mu,
+	   so it may call MPI): a message it took may be what was wrong. */
+	if ((pthread_equal(pthread_self(), comm_thread) || standing_for) && !stopping) {
 		stopping = 1;
 		if (abort_peers(msg))
 			exit_after_grace();
@@ -251,6 +254,7 @@ static int stand_in(struct dsm_req *r)
 	req_start(r);
 	r->next = NULL;
 	standing_for = r;
+	stand_in_msgs = 0;
 	take(r);
 	standing_for = NULL;
 	/* Only the communication thread completes r later, under comm_mu. */
@@ -258,20 +262,20 @@ static int stand_in(struct dsm_req *r)
 	if (r->kind == DSM_REQ_FAULT) {
 		if (!waits)
 			STAT_ADD(faults_in_place, 1);
-		else if (r->result == DSM_REMOTE)
-			STAT_ADD(misses_in_place, 1);
+		else if (r->result == DSM_REMOTE && dsm_self.counted)
+			STAT_ADD(misses_in_place, 1); /* as remote_misses counts them */
 	}
 	/* A message held for the emulated delay waits for the thread; and an
 	   answer from a peer that does not ring comes only when the thread
 	   looks, which it does sooner when it knows someone waits. */
 	int all_ring = dsm_bell_peers() == dsm.nodes - 1;
 	int wake = stand_in_sent || (waits && !all_ring);
-	/* Every answer rings: the thread can wait on the doorbell for the
-	   answer to what it sent (a fault combined with another's request
-	   waits as before). */
-	int sent = r->kind != DSM_REQ_FAULT || r->result == DSM_REMOTE;
-	r->on_bell = waits && sent && !wake && dsm.cfg.take_answers && !dsm.cfg.delay_ns &&
-		     !dsm.cfg.delay_ns_per_byte;
+	/* Every answer rings this node's own doorbell: the thread can wait on
+	   it for the answer to what it sent (a fault combined with another's
+	   request, or a lock queued behind a holder here, waits as before). */
+	int sent = stand_in_msgs && (r->kind != DSM_REQ_FAULT || r->result == DSM_REMOTE);
+	r->on_bell = waits && sent && !wake && dsm_bell_shared() && dsm.cfg.take_answers &&
+		     !dsm.cfg.delay_ns && !dsm.cfg.delay_ns_per_byte;
 	stand_in_sent = 0;
 	pthread_mutex_unlock(&comm_mu);
 	if (wake)
@@ -391,6 +395,8 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 		STAT_ADD(bytes_sent[h->kind], total);
 	}
 	uint64_t now = mono_ns();
+	if (standing_for)
+		stand_in_msgs++;
 	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead) {
 		hand_to_mpi(m, now);
 		if (taking && !taking->t_sent)
@@ -870,25 +876,28 @@ static int owed(void)
 static void await_answer(struct dsm_req *r)
 {
 	dsm_bell_answer_enter();
+	int rung = 0; /* this look follows a ring (not the first look, not a timeout) */
 	while (!ld_acquire(&r->done)) {
 		uint32_t seen = dsm_bell_answer_seen();
-		int looked = 0, timer = 0, owes = 0;
+		int looked = 0, busy = 0, owes = 0;
 		if (pthread_mutex_trylock(&comm_mu) == 0) {
 			looked = comm_looping;
 			if (looked && !ld_relaxed(&r->done)) {
 				uint64_t now = mono_ns();
 				standing_for = r;
 				receive(now);
-				if (r->done)
+				if (r->done && rung && dsm_self.counted)
 					STAT_ADD(answers_taken, 1);
 				reap_sends();
-				timer = dsm.proto->tick(now) != UINT64_MAX;
+				/* A timer to run, or a send MPI has not finished:
+				   the communication thread's to watch. */
+				busy = dsm.proto->tick(now) != UINT64_MAX || inflight;
 				standing_for = NULL;
 				owes = owed();
 			}
 			pthread_mutex_unlock(&comm_mu);
 		}
-		if (!looked || timer)
+		if (!looked || busy)
 			dsm_bell_ring_self();
 		if (ld_acquire(&r->done))
 			break;
@@ -896,7 +905,7 @@ static void await_answer(struct dsm_req *r)
 			sched_yield();
 			continue;
 		}
-		dsm_bell_answer_sleep(seen, ANSWER_WAIT_NS);
+		rung = dsm_bell_answer_sleep(seen, ANSWER_WAIT_NS);
 	}
 	dsm_bell_answer_leave();
 	/* A peer that rang after the last look chose this thread: the

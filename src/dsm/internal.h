@@ -110,7 +110,7 @@ struct dsm_counters {
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t faults_in_place; /* resolved by the faulting thread (comm.c, stand_in) */
 	uint64_t misses_in_place; /* their request sent by the faulting thread (ditto) */
-	uint64_t answers_taken;	  /* requests whose sender took the answer out of MPI */
+	uint64_t answers_taken;	  /* answers their waiting thread took, woken by a ring */
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
 	uint64_t invalidations, pingpong_deferrals, lock_acquires, barriers;
@@ -494,7 +494,8 @@ int dsm_bell_peers(void);			/* peers whose doorbell this node reaches */
 void dsm_bell_answer_enter(void);		      /* rings wake one of them from now */
 void dsm_bell_answer_leave(void);		      /* ... no more from this thread */
 uint32_t dsm_bell_answer_seen(void);		      /* the answer word, before a look */
-void dsm_bell_answer_sleep(uint32_t seen, uint64_t ns); /* until rung, woken, or ns */
+int dsm_bell_shared(void); /* the own doorbell is on a shared page: peers can ring it */
+int dsm_bell_answer_sleep(uint32_t seen, uint64_t ns); /* until rung or woken (1), or ns */
 void dsm_bell_answer_wake(void);		      /* an answer came: wake them all */
 void dsm_req_forget(void);			/* a request taken that completes no one */
 /* comm.c: communication thread side */
