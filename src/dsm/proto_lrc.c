@@ -616,7 +616,8 @@ static void lrc_fault(struct dsm_req *r)
 /* The faulting thread may handle any fault itself: one that fetches
    nothing (the page is this node's to read, or to twin and write), and one
    that asks homes for the page or its diffs, whose messages it hands to MPI
-   (the answers still come to the communication thread). */
+   (the answers come to the communication thread, or to this thread as it
+   waits: comm.c, await_answer). */
 static int lrc_fault_in_place(size_t p, int write)
 {
 	(void)write;

@@ -306,7 +306,8 @@ int sc_local(size_t p, int write)
 }
 
 /* The faulting thread sends a fault's request itself (the answer comes to
-   the communication thread); a fault that needs no message stays with the
+   the communication thread, or to this thread as it waits: comm.c,
+   await_answer); a fault that needs no message stays with the
    communication thread. Resolved in place, a write to a page this node owns
    alone is mapped writable before the communication thread's turn has
    answered another node's request for it, which set radix's pages
