@@ -120,7 +120,6 @@ static pthread_mutex_t comm_mu = PTHREAD_MUTEX_INITIALIZER;
 static int comm_looping; /* the loop runs: stand-ins are welcome (under comm_mu) */
 /* this thread works in the communication thread's place, for this request of its own */
 static __thread struct dsm_req *standing_for;
-static int stand_in_sent; /* a stand-in queued a message for later (under comm_mu) */
 static int stand_in_msgs; /* messages a stand-in sent for its own request (under comm_mu) */
 static int abort_peers(const char *msg);
 static void exit_after_grace(void) __attribute__((noreturn));
@@ -265,18 +264,17 @@ static int stand_in(struct dsm_req *r)
 		else if (r->result == DSM_REMOTE && dsm_self.counted)
 			STAT_ADD(misses_in_place, 1); /* as remote_misses counts them */
 	}
-	/* A message held for the emulated delay waits for the thread; and an
-	   answer from a peer that does not ring comes only when the thread
-	   looks, which it does sooner when it knows someone waits. */
-	int all_ring = dsm_bell_peers() == dsm.nodes - 1;
-	int wake = stand_in_sent || (waits && !all_ring);
-	/* Every answer rings this node's own doorbell: the thread can wait on
-	   it for the answer to what it sent (a fault combined with another's
+	/* Under an emulated delay every message sent is held for the thread to
+	   release (dsm_send); and an answer from a peer that does not ring
+	   comes only when the thread looks, which it does sooner when it knows
+	   someone waits. */
+	int held = stand_in_msgs && (dsm.cfg.delay_ns || dsm.cfg.delay_ns_per_byte);
+	int wake = held || (waits && dsm_bell_peers() != dsm.nodes - 1);
+	/* Else every answer rings this node's own doorbell: the thread can wait
+	   on it for the answer to what it sent (a fault combined with another's
 	   request, or a lock queued behind a holder here, waits as before). */
 	int sent = stand_in_msgs && (r->kind != DSM_REQ_FAULT || r->result == DSM_REMOTE);
-	r->on_bell = waits && sent && !wake && dsm_bell_shared() && dsm.cfg.take_answers &&
-		     !dsm.cfg.delay_ns && !dsm.cfg.delay_ns_per_byte;
-	stand_in_sent = 0;
+	r->on_bell = waits && sent && !wake && dsm_bell_shared() && dsm.cfg.take_answers;
 	pthread_mutex_unlock(&comm_mu);
 	if (wake)
 		dsm_bell_ring_self();
@@ -413,8 +411,6 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	else
 		p->qhead = m;
 	p->qtail = m;
-	if (standing_for)
-		stand_in_sent = 1; /* the communication thread releases it when due */
 	if (taking && !taking->t_sent)
 		taking->t_sent = now;
 }

@@ -112,9 +112,10 @@ void admit_gate_leave(struct lock *g);
  * the race is so let in, over the limit until they leave.) The others count
  * themselves here, and the room they see is the limit less those counted and
  * the uncounted holder. Only counted threads lower the count, so the unlock
- * that leaves nobody counted is the one that looks for the head outside (a waiter that finds no
- * room has seen another counted, as the limit is at least 2 and the mark counts at most 1, and that
- * one's leave comes after); an uncounted holder lets the head in only when a grant is due.
+ * that leaves nobody counted is the one that looks for the head outside (a
+ * waiter that finds no room has seen another counted, as the limit is at
+ * least 2 and the mark counts at most 1, and that one's leave comes after);
+ * an uncounted holder lets the head in only when a grant is due.
  *
  * The mark is cleared only when the holder hands the lock to a waiter: a
  * store just before the unlock's CAS that frees the lock cost about 5% of an
@@ -176,9 +177,9 @@ static inline int admit_count_enter(struct lock *l, uint32_t *active, const uint
  * owes (clh, mcs: a thread that saw the lock free and lost the race to it):
  * the moment at which being descheduled hurts most; and (LOCK_HOOK_FREE)
  * where a clh or mcs locker has seen the lock free and is about to swap
- * itself in. A test
- * seam (lock_test.h): only the tests' build of the library, compiled with
- * LOCUS_LOCK_TEST_HOOK, calls anything there; everywhere else it is nothing.
+ * itself in. A test seam (lock_test.h): only the tests' build of the
+ * library, compiled with LOCUS_LOCK_TEST_HOOK, calls anything there;
+ * everywhere else it is nothing.
  */
 enum { LOCK_HOOK_QUEUE = 0, LOCK_HOOK_ADMIT = 1, LOCK_HOOK_FREE = 2, LOCK_HOOK_N };
 #ifdef LOCUS_LOCK_TEST_HOOK
