@@ -235,7 +235,7 @@ typedef struct locus_dsm_stats {
 	uint64_t bell_wakes;   /* sleeps of this node's communication thread a doorbell ended */
 	uint64_t bell_peers;   /* nodes this node's doorbells reach (on its host; a level) */
 	/* Threads per node (seed 001 §4 and Table 2). */
-	uint64_t threads;	    /* largest team of the interval (1 without teams) */
+	uint64_t threads;	    /* most counted threads at once (a team, or spawned ones) */
 	uint64_t stalls;	    /* application-thread stalls of any kind */
 	double stall_s;		    /* their wall time, summed over threads */
 	double run_s;		    /* CPU time threads ran between stalls, summed */

@@ -334,7 +334,8 @@ static inline uint64_t dsm_clock_ns(clockid_t c)
 /* What an application thread is to the runtime (thread-local; initial-exec
    because the fault handler reads it). */
 struct dsm_thread {
-	int counted;		 /* the init thread or a team thread */
+	int counted;		 /* the init thread, a team thread or a spawned one */
+	int spawned;		 /* started by locus_dsm_spawn */
 	int id, team;		 /* index in its team, and the team's size (0, 1 outside) */
 	uint64_t resumed_cpu_ns; /* its CPU clock when it last left a stall */
 	int locks;		 /* locus-dsm locks it holds (avr resolves as sc inside) */
@@ -380,6 +381,15 @@ uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how);
 
 /* Refuse a call that must not come from inside a team. */
 void dsm_outside_team(const char *call);
+/* Spawned threads (spawn.c) as counted application threads (team.c):
+   created (on the call server, before the thread exists), enter (the new
+   thread, first; returns its CPU clock), leave (the same thread, last). The
+   init thread of a rank above 0 of a fork-style run waits (1) until the run
+   ends (0), uncounted meanwhile. */
+void dsm_spawned_created(void);
+uint64_t dsm_spawned_enter(void);
+void dsm_spawned_leave(uint64_t cpu0);
+void dsm_init_waits(int waits);
 /* A team thread enters a barrier (k = 0) or team barrier (k = 1): stop the
    node if a thread of its team has returned without entering as many. */
 void dsm_team_count_barrier(int k);

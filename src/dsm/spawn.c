@@ -71,7 +71,9 @@ static void *thread_main(void *p)
 {
 	struct start s = *(struct start *)p;
 	free(p);
+	uint64_t cpu0 = dsm_spawned_enter();
 	s.fn(s.arg);
+	dsm_spawned_leave(cpu0);
 	locus_dsm_call(s.spawner, count_done, NULL, 0, 0, 0);
 	locus_dsm_drain();
 	return NULL;
@@ -105,6 +107,7 @@ static uint64_t start_here(void *state, uint64_t a, uint64_t b, uint64_t c)
 	if (!s)
 		dsm_fatal("out of memory for a spawned thread");
 	*s = (struct start){.fn = (void (*)(void *))fn, .arg = arg, .spawner = spawner};
+	dsm_spawned_created(); /* running from now on: the node is not idle */
 	int err = pthread_create(&t, &attr, thread_main, s);
 	pthread_attr_destroy(&attr);
 	if (err)
@@ -163,8 +166,11 @@ void locus_dsm_join(unsigned count)
 {
 	dsm_require_running("locus_dsm_join");
 	uint32_t seen;
+	struct dsm_stall st; /* waiting for threads, as a team's join does */
+	dsm_stall_begin(&st, STALL_OTHER);
 	while ((seen = ld_acquire(&done_count)) < count)
 		futex_wait(&done_count, seen);
+	dsm_stall_end(&st, mono_ns(), DSM_LOCAL);
 	faa_release(&done_count, (uint32_t)-count); /* the next join counts afresh */
 }
 
@@ -283,8 +289,10 @@ int locus_dsm_start(int *argc, char ***argv)
 		return stdin_from_file();
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0); /* workers' lines reach the terminal as they come */
+	dsm_init_waits(1);
 	while (!ld_acquire(&quit))
 		futex_wait(&quit, 0);
+	dsm_init_waits(0);
 	locus_dsm_finalize();
 	exit(0);
 }

@@ -160,6 +160,70 @@ uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
 	return now;
 }
 
+/*
+ * Threads of a fork-style run (spawn.c) are the node's application threads
+ * too: a spawned thread counts as running from its creation (on the node's
+ * call server) to its return, as a team's thread does from its parent's
+ * add, so the breakdown, the misses and the thread count of a node whose
+ * work arrived by locus_dsm_spawn are its threads'. The init thread of a
+ * rank above 0 only waits for the end and is not counted meanwhile; the
+ * time a node has no thread running is charged to sync (waiting for work,
+ * like a team's load imbalance).
+ */
+static uint32_t spawned_live, init_waits;
+
+/* The largest number of counted threads at once (the statistics' threads). */
+static void note_threads(void)
+{
+	uint32_t n = (ld_relaxed(&init_waits) ? 0 : ld_relaxed(&dsm.team_size)) +
+		     ld_relaxed(&spawned_live);
+	uint32_t m = ld_relaxed(&dsm.team_max);
+	while (n > m && !__atomic_compare_exchange_n(&dsm.team_max, &m, n, 1, __ATOMIC_RELAXED,
+						     __ATOMIC_RELAXED))
+		;
+}
+
+void dsm_spawned_created(void)
+{
+	STAT_ADD(sync_ns, dsm_team_resume(mono_ns()));
+	faa_relaxed(&spawned_live, 1);
+	note_threads();
+}
+
+uint64_t dsm_spawned_enter(void)
+{
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	dsm_self =
+		(struct dsm_thread){.counted = 1, .spawned = 1, .team = 1, .resumed_cpu_ns = cpu};
+	return cpu;
+}
+
+void dsm_spawned_leave(uint64_t cpu0)
+{
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	STAT_ADD(run_ns, cpu - dsm_self.resumed_cpu_ns);
+	STAT_ADD(team_cpu_ns, cpu - cpu0);
+	dsm_self.counted = 0;
+	faa_relaxed(&spawned_live, (uint32_t)-1);
+	dsm_team_stop(mono_ns());
+}
+
+void dsm_init_waits(int waits)
+{
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	if (waits) {
+		STAT_ADD(run_ns, cpu - dsm_self.resumed_cpu_ns);
+		st_relaxed(&init_waits, 1);
+		dsm_self.counted = 0;
+		dsm_team_stop(mono_ns());
+	} else {
+		STAT_ADD(sync_ns, dsm_team_resume(mono_ns()));
+		dsm_self.counted = 1;
+		dsm_self.resumed_cpu_ns = cpu;
+		st_relaxed(&init_waits, 0);
+	}
+}
+
 void dsm_outside_team(const char *call)
 {
 	if (dsm_self.team > 1)
@@ -285,7 +349,7 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 	}
 	dsm_require_running("locus_dsm_parallel");
 	dsm_sync_point();
-	if (dsm_self.team > 1 || !dsm_self.counted) {
+	if (dsm_self.team > 1 || !dsm_self.counted || dsm_self.spawned) {
 		fprintf(stderr, "locus-dsm: locus_dsm_parallel is called by the thread that "
 				"called locus_dsm_init, outside any team\n");
 		return -1;

@@ -19,6 +19,9 @@
  * What the runtime cannot see keeps it quiet: a node with a thread that is
  * not blocked in the runtime is not stalled, and a lock held by a thread
  * outside the counted ones (dsm_sync_describe) may be about to be released.
+ * A fork-style run (spawn.c) is not watched: its program may run threads of
+ * its own that the runtime does not count, and a node whose spawned threads
+ * all returned waits with none running.
  */
 #include <stdio.h>
 #include <string.h>
@@ -93,7 +96,7 @@ static void round_done(uint64_t now)
 
 void dsm_watch_tick(uint64_t now)
 {
-	if (dsm.node != 0)
+	if (dsm.node != 0 || dsm_fork_mode)
 		return;
 	if (!dsm_node_stalled()) {
 		w.stalled_since = 0;
