@@ -14,7 +14,13 @@
  * read-only copy, on a write it drops its copy. The requester always becomes
  * the owner. A writer then sends INV to every other holder in the copyset and
  * waits for every INV_ACK before the application may write. A write fault on a
- * read-only copy this node owns needs only that invalidation round.
+ * read-only copy this node owns needs only that invalidation round. A write
+ * request from a node in the copyset gets ownership without the contents
+ * (PAGE_CURRENT): its read-only copy is the page as it is. Only a writer
+ * removes a node from the copyset, after its INV was acknowledged, and only
+ * the owner can start one, so a node the owner lists holds a current copy
+ * that no invalidation is on its way to (a page that went to the requester
+ * read-only reaches the owner's copyset only with the read copy).
  *
  * Races are resolved by deferral, never by retry:
  *   - a forward reaching a node whose own request is still in flight waits
@@ -67,6 +73,11 @@ static size_t *deferred_list;
 static size_t deferred_count;
 
 #define BIT(n) (1ull << (n))
+
+/* PAGE's b: the request was a write, and the page came without its contents
+   because the requester's copy is current (see the top). */
+#define PAGE_WRITE   1u
+#define PAGE_CURRENT 2u
 
 /* Tables over the region's pages (dsm_table_new): nothing is set up for a
    page until it is first used (sc_page). */
@@ -233,8 +244,14 @@ static void give(size_t p, int write, int requester)
 		pg->prefetched = 0;
 		STAT_ADD(prefetch_lost, 1);
 	}
+	/* A writer listed in the copy set holds the page as it is (plain sc: a
+	   protocol built on it keeps its own copies). */
+	if (write && !sc_hooks && (cs & BIT(requester))) {
+		send_to(requester, LOCUS_DSM_MSG_PAGE, p, PAGE_WRITE | PAGE_CURRENT, cs, NULL, 0);
+		return;
+	}
 	/* Protection first, then the copy: no write can land after the snapshot. */
-	send_to(requester, LOCUS_DSM_MSG_PAGE, p, (uint64_t)write, cs, dsm_page_alias(p),
+	send_to(requester, LOCUS_DSM_MSG_PAGE, p, write ? PAGE_WRITE : 0, cs, dsm_page_alias(p),
 		dsm.page_size);
 }
 
@@ -440,13 +457,21 @@ void sc_prefetch(size_t first, size_t count, int write)
 		}
 }
 
-static void page_arrived(size_t p, int write, uint64_t cs, const void *data, size_t len)
+static void page_arrived(size_t p, unsigned how, uint64_t cs, const void *data, size_t len)
 {
 	struct sc_page *pg = sc_page(p);
-	if (!pg->pending || pg->owner || len != dsm.page_size)
+	int write = (how & PAGE_WRITE) != 0;
+	if (!pg->pending || pg->owner || len != ((how & PAGE_CURRENT) ? 0 : dsm.page_size))
 		dsm_fatal("unexpected contents of page %zu", p);
-	if (!sc_hooks || !sc_hooks->arrived(p, data, len))
+	if (how & PAGE_CURRENT) {
+		/* The copy here is the page: it was listed in the copy set. */
+		if (pg->access != ACC_READ || !(cs & BIT(dsm.node)) || !write)
+			dsm_fatal("page %zu came without its contents, but this node's copy "
+				  "is gone",
+				  p);
+	} else if (!sc_hooks || !sc_hooks->arrived(p, data, len)) {
 		memcpy(dsm_page_alias(p), data, len);
+	}
 	pg->owner = 1;
 	pg->had = 1;
 	pg->copyset = cs | BIT(dsm.node);
@@ -474,7 +499,7 @@ void sc_message(const struct dsm_hdr *h, const void *payload, size_t len)
 		serve(p, (int)h->b, (int)h->c);
 		break;
 	case LOCUS_DSM_MSG_PAGE:
-		page_arrived(p, (int)h->b, h->c, payload, len);
+		page_arrived(p, (unsigned)h->b, h->c, payload, len);
 		break;
 	case LOCUS_DSM_MSG_INV:
 		if (pg->inv || in_delta(p, mono_ns(), &until)) {
