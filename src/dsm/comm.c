@@ -744,6 +744,7 @@ static void peer_failed(int q, const char *why)
  */
 static void *watch_peers(void *arg)
 {
+	prctl(PR_SET_NAME, "locus-dsm-watch"); /* not the comm thread's name it inherits */
 	struct pollfd fds[DSM_MAX_NODES + 1];
 	int who[DSM_MAX_NODES + 1], n = 0;
 	for (int i = 0; i < dsm.nodes; i++)

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "common/futex.h"
@@ -30,6 +31,9 @@
 int dsm_fork_mode;
 
 static pthread_t main_thread; /* rank 0: the thread that called locus_dsm_start */
+/* The program's name (its main thread's), which its spawned threads take:
+   they are created by the call server, whose name they would inherit. */
+static char program_name[16];
 static uint32_t done_count;   /* threads this node spawned that have returned */
 static uint32_t quit;	      /* ranks > 0: rank 0 has begun to finalize */
 
@@ -71,6 +75,8 @@ static void *thread_main(void *p)
 {
 	struct start s = *(struct start *)p;
 	free(p);
+	if (program_name[0])
+		prctl(PR_SET_NAME, program_name);
 	uint64_t cpu0 = dsm_spawned_enter();
 	s.fn(s.arg);
 	dsm_spawned_leave(cpu0);
@@ -272,9 +278,33 @@ static void check_libraries(void)
 		}
 }
 
+/*
+ * The program's own name for the process (what ps -o comm, top and pkill
+ * show): started again through /proc/self/exe, it would be "exe". The
+ * kernel's rule: the last part of the path it was started with (argv[0]),
+ * at most 15 bytes.
+ */
+static void name_program(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (len > 0) {
+		buf[len] = 0;
+		const char *base = strrchr(buf, '/');
+		base = base ? base + 1 : buf;
+		if (*base)
+			prctl(PR_SET_NAME, base);
+	}
+	prctl(PR_GET_NAME, program_name);
+}
+
 int locus_dsm_start(int *argc, char ***argv)
 {
 	restart_without_aslr();
+	name_program();
 	if (dsm_globals_init() != 0)
 		return -1;
 	dsm_fork_request = 1; /* the region maps the shared globals (region.c) */

@@ -5,7 +5,8 @@
  * and free shared memory, take mutexes and pass counted barriers; main reads
  * its standard input (only rank 0's is the program's) and checks everything.
  * A pointer into the C library that main keeps in a global (stdout) is good
- * on every node.
+ * on every node. Every thread has the program's name (/proc comm: what ps,
+ * top and pkill see), on every node: not "exe", nor a runtime thread's.
  *
  *   dsm_fork THREADS ROUNDS < "a number"     (linked with liblocus-dsm.so)
  *   dsm_fork barrier                          (a collective call: refused)
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "locus/dsm.h"
 
@@ -28,6 +30,7 @@ struct work {
 	uint64_t total, joined;
 	uint64_t seen_factor[256];
 	uint8_t same_stdout[256];
+	uint8_t named[256]; /* the thread's name is the program's */
 	uint64_t *cells[256];
 };
 
@@ -44,6 +47,9 @@ static void worker(void *arg)
 	work->seen_factor[id] =
 		(uint64_t)factor * (strcmp(label, "set by main") == 0) + table[1023] * 1000000;
 	work->same_stdout[id] = out == stdout && fileno(out) == 1;
+	char name[16] = "";
+	prctl(PR_GET_NAME, name);
+	work->named[id] = strcmp(name, "dsm_fork") == 0;
 	for (long r = 0; r < rounds; r++) {
 		uint64_t *cell = locus_dsm_malloc(64 * sizeof(uint64_t));
 		cell[0] = (uint64_t)id;
@@ -113,6 +119,10 @@ int main(int argc, char **argv)
 		if (work->seen_factor[t] != (uint64_t)factor + 7000000) {
 			fprintf(stderr, "dsm_fork: FAIL: thread %ld saw the globals as %llu\n", t,
 				(unsigned long long)work->seen_factor[t]);
+			ok = 0;
+		}
+		if (!work->named[t]) {
+			fprintf(stderr, "dsm_fork: FAIL: thread %ld is not named dsm_fork\n", t);
 			ok = 0;
 		}
 		if (!work->same_stdout[t]) {
