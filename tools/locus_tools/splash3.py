@@ -36,6 +36,12 @@ in the unit of its macro file's CLOCK: Splash-3's pthread file counts whole seco
 locus's microseconds. ratio: the locus-dsm wall time over the pthreads wall time at the
 same P.
 
+Where the time went: every locus-dsm run has LOCUS_DSM_STATS=json, and the runtime's
+line for each node (which node 0 prints at finalize, and the tool takes out of the output
+before the checks read it) goes into the run's record ("dsm") and a table: per node, the
+time split (busy, fault, sync, overhead, other; docs/dsm.md), the remote misses and
+locks with their average wait, and the bytes sent.
+
 Writes OUT/table.md (Markdown) and OUT/results.jsonl (one JSON object per line: the
 setting, each start-up measurement, each build, each run, each program skipped); the
 builds' and runs' output in OUT/logs. Exit status 0 when every build succeeded and every
@@ -333,6 +339,28 @@ ALIASES = {alias: a.name for a in APPS for alias in a.aliases}
 # The program's own time: the first line of these (an integer in CLOCK's unit).
 OWN_TIME = [re.compile(r"^\s*Total time without initialization\s*:?\s*(\d+)\s*$"),
             re.compile(r"^\s*COMPUTETIME(?:\s*\(after initialization\))?\s*=\s*(\d+)\s*$")]
+
+
+STATS_KEYS = ("total_s", "busy_s", "fault_s", "sync_s", "overhead_s", "other_s", "threads",
+              "remote_misses", "remote_miss_s", "remote_locks", "remote_lock_s", "msgs",
+              "bytes")
+
+
+def split_stats(out):
+    """(the output without the runtime's statistics lines, those lines' nodes, by node)."""
+    keep, nodes = [], []
+    for line in out.splitlines(keepends=True):
+        if line.startswith('{"dsm_node"'):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                keep.append(line)
+                continue
+            nodes.append({"node": obj.get("dsm_node"),
+                          **{k: obj[k] for k in STATS_KEYS if k in obj}})
+        else:
+            keep.append(line)
+    return "".join(keep), sorted(nodes, key=lambda n: n["node"])
 
 
 def own_time(out):
@@ -700,6 +728,37 @@ def fmt_verified(v):
     return "—" if v is None else "yes" if v else "no"
 
 
+def avg_us(total_s, count):
+    return f"{1e6 * total_s / count:.0f}" if count else "—"
+
+
+def time_table(records):
+    """Per node of every locus-dsm run: the runtime's own account of its time."""
+    rows = [r for r in records if r["kind"] == "run" and r.get("dsm")]
+    if not rows:
+        return []
+    lines = ["", "## Where locus-dsm's time went", "",
+             "Per node, from the runtime's statistics (LOCUS_DSM_STATS=json): seconds busy "
+             "(its threads' CPU), stalled in faults and in synchronization, the communication "
+             "thread's overhead, and other (descheduled, or not measured); remote misses and "
+             "remote lock acquisitions, with their average wait; megabytes sent.", "",
+             "| app | mode | nodes×threads | node | threads | busy | fault | sync | overhead "
+             "| other | remote misses (avg µs) | remote locks (avg µs) | MB sent |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for n in r["dsm"]:
+            secs = " | ".join(f"{n.get(k, 0):.3f}" for k in
+                              ("busy_s", "fault_s", "sync_s", "overhead_s", "other_s"))
+            lines.append(
+                f"| {r['app']} | {mode_label(r)} | {r['nodes']}×{r['threads']} | {n['node']} | "
+                f"{n.get('threads', '—')} | {secs} | {n.get('remote_misses', 0)} "
+                f"({avg_us(n.get('remote_miss_s', 0), n.get('remote_misses', 0))}) | "
+                f"{n.get('remote_locks', 0)} "
+                f"({avg_us(n.get('remote_lock_s', 0), n.get('remote_locks', 0))}) | "
+                f"{n.get('bytes', 0) / 1e6:.1f} |")
+    return lines
+
+
 def mode_label(run):
     return "pthreads" if run["mode"] == "pthreads" else f"locus-dsm {run['protocol']}"
 
@@ -731,6 +790,7 @@ def table(meta, startup, records):
             lines.append(f"| {r['app']} | {mode_label(r)} | {r['nodes']}×{r['threads']} | "
                          f"{r['P']} | {wall} | {fmt_own(r)} | {fmt_ratio(r.get('ratio'))} | "
                          f"{fmt_verified(r['verified'])} | {r['why']} |")
+    lines += time_table(records)
     lines += ["", "## Programs", "", "| app | directory | command | check |", "|---|---|---|---|"]
     for name in meta["apps"]:
         app = BY_NAME[name]
@@ -947,6 +1007,7 @@ def run_one(app, a, mode, n, t, proto, P, appdir, stdin, locus, base_env, logs, 
     if mode == "locus":
         env = locus.env(env)
         env["LOCUS_DSM_PROTOCOL"] = proto
+        env["LOCUS_DSM_STATS"] = "json"  # where the time went (split_stats)
         if stdin:
             env["LOCUS_DSM_STDIN"] = stdin
         cmd = ["mpiexec", "-n", str(n)] + cmd
@@ -954,11 +1015,12 @@ def run_one(app, a, mode, n, t, proto, P, appdir, stdin, locus, base_env, logs, 
     rc, wall = execute(cmd, appdir, env, None if mode == "locus" else stdin, a.timeout,
                        log + ".out", log + ".err")
     stdout, stderr = read(log + ".out"), read(log + ".err")
+    stdout, dsm = split_stats(stdout) if mode == "locus" else (stdout, [])
     rec = {"kind": "run", "app": app.name, "mode": mode, "protocol": proto or None,
            "nodes": n, "threads": t, "P": P, "command": cmd, "dir": appdir,
            "stdin": stdin, "rc": rc, "wall_s": wall, "own_time": own_time(stdout),
            "own_time_unit_s": unit, "verified": None, "why": "",
-           "log": os.path.relpath(log, out) + ".out"}
+           "log": os.path.relpath(log, out) + ".out", "dsm": dsm}
     if rec["own_time"] is not None and unit is not None:
         rec["own_time_s"] = rec["own_time"] * unit
     files = collect(appdir, app.outputs)
