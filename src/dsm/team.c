@@ -170,13 +170,15 @@ uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
  * time a node has no thread running is charged to sync (waiting for work,
  * like a team's load imbalance).
  */
-static uint32_t spawned_live, init_waits;
+static uint32_t spawned_live;
 
-/* The largest number of counted threads at once (the statistics' threads). */
+/* The largest number of counted threads at once (the statistics' threads).
+   The init thread of a rank above 0 of a fork-style run never counts here: a
+   spawn may come while it is still on its way to its wait. */
 static void note_threads(void)
 {
-	uint32_t n = (ld_relaxed(&init_waits) ? 0 : ld_relaxed(&dsm.team_size)) +
-		     ld_relaxed(&spawned_live);
+	int init_waits = (dsm_fork_mode || dsm_fork_request) && dsm.node != 0;
+	uint32_t n = (init_waits ? 0 : ld_relaxed(&dsm.team_size)) + ld_relaxed(&spawned_live);
 	uint32_t m = ld_relaxed(&dsm.team_max);
 	while (n > m && !__atomic_compare_exchange_n(&dsm.team_max, &m, n, 1, __ATOMIC_RELAXED,
 						     __ATOMIC_RELAXED))
@@ -213,14 +215,12 @@ void dsm_init_waits(int waits)
 	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (waits) {
 		STAT_ADD(run_ns, cpu - dsm_self.resumed_cpu_ns);
-		st_relaxed(&init_waits, 1);
 		dsm_self.counted = 0;
 		dsm_team_stop(mono_ns());
 	} else {
 		STAT_ADD(sync_ns, dsm_team_resume(mono_ns()));
 		dsm_self.counted = 1;
 		dsm_self.resumed_cpu_ns = cpu;
-		st_relaxed(&init_waits, 0);
 	}
 }
 
