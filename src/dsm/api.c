@@ -53,7 +53,7 @@ static void stats_mark(void)
 {
 	if (pthread_getcpuclockid(pthread_self(), &base.clock) != 0)
 		base.clock = CLOCK_THREAD_CPUTIME_ID;
-	st_relaxed(&dsm.team_max, 1);
+	dsm_note_threads(1);
 	uint64_t *b = (uint64_t *)&base.cnt;
 	const uint64_t *c = (const uint64_t *)&dsm.cnt;
 	for (size_t i = 0; i < sizeof(base.cnt) / sizeof(uint64_t); i++)
@@ -147,6 +147,7 @@ int locus_dsm_init(int *argc, char ***argv)
 {
 	if (dsm_forked)
 		dsm_fatal_child("called locus_dsm_init");
+	dsm_spawn_note_name();
 	if (started) {
 		fprintf(stderr, "locus-dsm: locus_dsm_init called twice\n");
 		return -1;

@@ -386,10 +386,15 @@ void dsm_outside_team(const char *call);
    thread, first; returns its CPU clock), leave (the same thread, last). The
    init thread of a rank above 0 of a fork-style run waits (1) until the run
    ends (0), uncounted meanwhile. */
-void dsm_spawned_created(void);
-uint64_t dsm_spawned_enter(void);
+int dsm_spawned_created(void); /* 0: too many, the thread runs uncounted */
+uint64_t dsm_spawned_enter(int counted);
 void dsm_spawned_leave(uint64_t cpu0);
 void dsm_init_waits(int waits);
+/* The statistics' thread count: the most counted threads at once; reset:
+   from those counted now. */
+void dsm_note_threads(int reset);
+/* The name spawned threads take (spawn.c): the init thread's, noted at init. */
+void dsm_spawn_note_name(void);
 /* A team thread enters a barrier (k = 0) or team barrier (k = 1): stop the
    node if a thread of its team has returned without entering as many. */
 void dsm_team_count_barrier(int k);

@@ -34,8 +34,8 @@ static pthread_t main_thread; /* rank 0: the thread that called locus_dsm_start 
 /* The program's name (its main thread's), which its spawned threads take:
    they are created by the call server, whose name they would inherit. */
 static char program_name[16];
-static uint32_t done_count;   /* threads this node spawned that have returned */
-static uint32_t quit;	      /* ranks > 0: rank 0 has begun to finalize */
+static uint32_t done_count; /* threads this node spawned that have returned */
+static uint32_t quit;	    /* ranks > 0: rank 0 has begun to finalize */
 
 /* Main's globals as last published (rank 0), and the version each node has. */
 static struct {
@@ -51,6 +51,7 @@ struct start {
 	void (*fn)(void *);
 	void *arg;
 	int spawner;
+	int counted; /* one of the node's counted threads (team.c) */
 };
 
 /* What a spawn tells the node that runs it: in the shared heap (the spawner's
@@ -77,7 +78,7 @@ static void *thread_main(void *p)
 	free(p);
 	if (program_name[0])
 		prctl(PR_SET_NAME, program_name);
-	uint64_t cpu0 = dsm_spawned_enter();
+	uint64_t cpu0 = dsm_spawned_enter(s.counted);
 	s.fn(s.arg);
 	dsm_spawned_leave(cpu0);
 	locus_dsm_call(s.spawner, count_done, NULL, 0, 0, 0);
@@ -113,7 +114,7 @@ static uint64_t start_here(void *state, uint64_t a, uint64_t b, uint64_t c)
 	if (!s)
 		dsm_fatal("out of memory for a spawned thread");
 	*s = (struct start){.fn = (void (*)(void *))fn, .arg = arg, .spawner = spawner};
-	dsm_spawned_created(); /* running from now on: the node is not idle */
+	s->counted = dsm_spawned_created(); /* running from now on: the node is not idle */
 	int err = pthread_create(&t, &attr, thread_main, s);
 	pthread_attr_destroy(&attr);
 	if (err)
@@ -301,6 +302,12 @@ static void name_program(void)
 	prctl(PR_GET_NAME, program_name);
 }
 
+void dsm_spawn_note_name(void)
+{
+	if (!program_name[0]) /* a fork-style run named the program already */
+		prctl(PR_GET_NAME, program_name);
+}
+
 int locus_dsm_start(int *argc, char ***argv)
 {
 	restart_without_aslr();
@@ -309,10 +316,13 @@ int locus_dsm_start(int *argc, char ***argv)
 		return -1;
 	dsm_fork_request = 1; /* the region maps the shared globals (region.c) */
 	int r = locus_dsm_init(argc, argv);
-	dsm_fork_request = 0;
+	/* The mode before the request goes: a spawn served meanwhile sees one
+	   of them (team.c, dsm_note_threads). */
+	if (r == 0)
+		st_release(&dsm_fork_mode, 1);
+	st_release(&dsm_fork_request, 0);
 	if (r != 0)
 		return -1;
-	dsm_fork_mode = 1;
 	if (dsm.node == 0) {
 		main_thread = pthread_self();
 		check_libraries();

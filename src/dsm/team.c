@@ -172,12 +172,20 @@ uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
  */
 static uint32_t spawned_live;
 
-/* The largest number of counted threads at once (the statistics' threads).
-   The init thread of a rank above 0 of a fork-style run never counts here: a
+/* The running count has TEAM_RUN_BITS: spawned threads past this many, with
+   room left for a team and the init thread, run uncounted. */
+#define SPAWNED_COUNTED_MAX (TEAM_RUN_MASK - LOCUS_DSM_MAX_THREADS - 1)
+
+/* The largest number of counted threads at once (the statistics' threads);
+   reset: start again from those counted now (at a statistics reset). The
+   init thread of a rank above 0 of a fork-style run never counts here: a
    spawn may come while it is still on its way to its wait. */
-static void note_threads(void)
+void dsm_note_threads(int reset)
 {
-	int init_waits = (dsm_fork_mode || dsm_fork_request) && dsm.node != 0;
+	if (reset)
+		st_relaxed(&dsm.team_max, 1);
+	int init_waits =
+		(ld_acquire(&dsm_fork_mode) || ld_acquire(&dsm_fork_request)) && dsm.node != 0;
 	uint32_t n = (init_waits ? 0 : ld_relaxed(&dsm.team_size)) + ld_relaxed(&spawned_live);
 	uint32_t m = ld_relaxed(&dsm.team_max);
 	while (n > m && !__atomic_compare_exchange_n(&dsm.team_max, &m, n, 1, __ATOMIC_RELAXED,
@@ -185,23 +193,29 @@ static void note_threads(void)
 		;
 }
 
-void dsm_spawned_created(void)
+int dsm_spawned_created(void)
 {
+	if (faa_relaxed(&spawned_live, 1) >= SPAWNED_COUNTED_MAX) {
+		faa_relaxed(&spawned_live, (uint32_t)-1);
+		return 0;
+	}
 	STAT_ADD(sync_ns, dsm_team_resume(mono_ns()));
-	faa_relaxed(&spawned_live, 1);
-	note_threads();
+	dsm_note_threads(0);
+	return 1;
 }
 
-uint64_t dsm_spawned_enter(void)
+uint64_t dsm_spawned_enter(int counted)
 {
 	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	dsm_self =
-		(struct dsm_thread){.counted = 1, .spawned = 1, .team = 1, .resumed_cpu_ns = cpu};
+	dsm_self = (struct dsm_thread){
+		.counted = counted, .spawned = 1, .team = 1, .resumed_cpu_ns = cpu};
 	return cpu;
 }
 
 void dsm_spawned_leave(uint64_t cpu0)
 {
+	if (!dsm_self.counted)
+		return;
 	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	STAT_ADD(run_ns, cpu - dsm_self.resumed_cpu_ns);
 	STAT_ADD(team_cpu_ns, cpu - cpu0);
@@ -393,8 +407,7 @@ int locus_dsm_parallel(int threads, void (*fn)(int thread, void *arg), void *arg
 		return -1;
 	}
 	st_relaxed(&dsm.team_size, (uint32_t)threads);
-	if ((uint32_t)threads > ld_relaxed(&dsm.team_max))
-		st_relaxed(&dsm.team_max, (uint32_t)threads);
+	dsm_note_threads(0);
 	dsm_self.team = threads;
 	if (token_policy())
 		token_take(0);
