@@ -36,7 +36,9 @@ run() {
 }
 
 # 4 threads: node 0 runs main and thread 2, node 1 threads 1 and 3; every
-# thread takes a mutex homed at node 0 and writes a shared total there.
+# thread takes a mutex homed at node 0 and writes a shared total there (a
+# remote miss, which only counted threads count; lock acquisitions are
+# counted for every thread, so they tell nothing here).
 run 4
 for n in 0 1; do
 	t=$(field $n threads)
@@ -46,8 +48,6 @@ for n in 0 1; do
 done
 m=$(field 1 remote_misses)
 [ "$m" -gt 0 ] || fail "node 1: no remote miss counted (its threads write node 0's pages)"
-l=$(field 1 locks)
-[ "$l" -ge 40 ] || fail "node 1: $l lock acquisitions (expected 2 threads x 20 rounds or more)"
 
 # 2 threads: node 1's only thread is spawned after node 0 set everything up;
 # until then node 1 waited for work, which is sync time.
