@@ -196,6 +196,7 @@ int locus_dsm_init(int *argc, char ***argv)
 				       .team = 1,
 				       .resumed_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID)};
 	locus_dsm_stats_reset(); /* count the application, not start-up */
+	dsm_spawn_open();
 	return 0;
 }
 

@@ -395,6 +395,8 @@ void dsm_init_waits(int waits);
 void dsm_note_threads(int reset);
 /* The name spawned threads take (spawn.c): the init thread's, noted at init. */
 void dsm_spawn_note_name(void);
+/* The end of locus_dsm_init: spawns may start threads here from now on. */
+void dsm_spawn_open(void);
 /* A team thread enters a barrier (k = 0) or team barrier (k = 1): stop the
    node if a thread of its team has returned without entering as many. */
 void dsm_team_count_barrier(int k);

@@ -35,7 +35,11 @@ static pthread_t main_thread; /* rank 0: the thread that called locus_dsm_start 
    they are created by the call server, whose name they would inherit. */
 static char program_name[16];
 static uint32_t done_count; /* threads this node spawned that have returned */
-static uint32_t quit;	    /* ranks > 0: rank 0 has begun to finalize */
+/* 1 once this node's locus_dsm_init has returned: a spawn from a node that
+   left init's last barrier sooner waits for it, so that this node's
+   statistics (reset at the end of init) count the thread from its start. */
+static uint32_t spawns_open;
+static uint32_t quit; /* ranks > 0: rank 0 has begun to finalize */
 
 /* Main's globals as last published (rank 0), and the version each node has. */
 static struct {
@@ -114,6 +118,8 @@ static uint64_t start_here(void *state, uint64_t a, uint64_t b, uint64_t c)
 	if (!s)
 		dsm_fatal("out of memory for a spawned thread");
 	*s = (struct start){.fn = (void (*)(void *))fn, .arg = arg, .spawner = spawner};
+	while (!ld_acquire(&spawns_open))
+		futex_wait(&spawns_open, 0);
 	s->counted = dsm_spawned_created(); /* running from now on: the node is not idle */
 	int err = pthread_create(&t, &attr, thread_main, s);
 	pthread_attr_destroy(&attr);
@@ -300,6 +306,12 @@ static void name_program(void)
 			prctl(PR_SET_NAME, base);
 	}
 	prctl(PR_GET_NAME, program_name);
+}
+
+void dsm_spawn_open(void)
+{
+	st_release(&spawns_open, 1);
+	futex_wake(&spawns_open, FUTEX_WAKE_ALL);
 }
 
 void dsm_spawn_note_name(void)
