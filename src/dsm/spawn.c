@@ -239,6 +239,21 @@ int dsm_fork_is_main(void)
  * Before anything else runs: argv comes from /proc/self/cmdline, as the
  * program was started.
  */
+/* The command line as the program was started (its arguments separated
+   by NULs), NUL-terminated in buf: its length, or -1 when it cannot be read
+   whole. */
+static ssize_t read_cmdline(char *buf, size_t size)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, size - 1);
+	if (fd >= 0)
+		close(fd);
+	if (len <= 0 || (size_t)len >= size - 1)
+		return -1;
+	buf[len] = 0;
+	return len;
+}
+
 static void restart_without_aslr(void)
 {
 	const char *keep = getenv("LOCUS_DSM_ASLR");
@@ -249,12 +264,9 @@ static void restart_without_aslr(void)
 	    !(personality(0xffffffff) & ADDR_NO_RANDOMIZE))
 		return; /* not allowed here (a container's filter): checked after init */
 	char *args[4096 + 1], buf[1 << 16];
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC), n = 0;
-	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (fd >= 0)
-		close(fd);
-	if (len > 0 && (size_t)len < sizeof(buf) - 1) {
-		buf[len] = 0;
+	ssize_t len = read_cmdline(buf, sizeof(buf));
+	int n = 0;
+	if (len > 0) {
 		for (char *p = buf; p < buf + len && n < 4096; p += strlen(p) + 1)
 			args[n++] = p;
 		args[n] = NULL;
@@ -293,13 +305,8 @@ static void check_libraries(void)
  */
 static void name_program(void)
 {
-	char buf[4096];
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (fd >= 0)
-		close(fd);
-	if (len > 0) {
-		buf[len] = 0;
+	char buf[1 << 16];
+	if (read_cmdline(buf, sizeof(buf)) > 0) {
 		const char *base = strrchr(buf, '/');
 		base = base ? base + 1 : buf;
 		if (*base)
