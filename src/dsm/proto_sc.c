@@ -21,6 +21,12 @@
  * the owner can start one, so a node the owner lists holds a current copy
  * that no invalidation is on its way to (a page that went to the requester
  * read-only reaches the owner's copyset only with the read copy).
+ * A page nobody has written since the run began travels without its
+ * contents too (PAGE_PRISTINE): every node's memory holds it as it began
+ * (zeros, or the program's shared globals as every node copied them at
+ * start, region.c). Only a node with write access changes a page, and
+ * that node is its owner; the owner knows (`written`), and a page that
+ * leaves with its contents was written.
  *
  * Races are resolved by deferral, never by retry:
  *   - a forward reaching a node whose own request is still in flight waits
@@ -78,6 +84,8 @@ static size_t deferred_count;
    because the requester's copy is current (see the top). */
 #define PAGE_WRITE   1u
 #define PAGE_CURRENT 2u
+/* PAGE's b: nobody has written the page since the run began (see the top). */
+#define PAGE_PRISTINE 4u
 
 /* Tables over the region's pages (dsm_table_new): nothing is set up for a
    page until it is first used (sc_page). */
@@ -125,7 +133,7 @@ static void set_access(size_t p, uint8_t acc)
 	}
 	pg->access = acc;
 	if (acc == ACC_WRITE)
-		pg->had = 1;
+		pg->had = pg->written = 1;
 	if (sc_hooks && !sc_hooks->access(p, from, acc))
 		return;
 	dsm_region_protect(p, 1, sc_prot[acc]);
@@ -244,15 +252,20 @@ static void give(size_t p, int write, int requester)
 		pg->prefetched = 0;
 		STAT_ADD(prefetch_lost, 1);
 	}
-	/* A writer listed in the copy set holds the page as it is (plain sc: a
-	   protocol built on it keeps its own copies). */
+	/* A page as it began, or a writer listed in the copy set: the requester
+	   holds the page as it is (plain sc: a protocol built on it keeps its
+	   own copies). */
+	unsigned how = write ? PAGE_WRITE : 0;
+	if (!sc_hooks && !pg->written) {
+		send_to(requester, LOCUS_DSM_MSG_PAGE, p, how | PAGE_PRISTINE, cs, NULL, 0);
+		return;
+	}
 	if (write && !sc_hooks && (cs & BIT(requester))) {
-		send_to(requester, LOCUS_DSM_MSG_PAGE, p, PAGE_WRITE | PAGE_CURRENT, cs, NULL, 0);
+		send_to(requester, LOCUS_DSM_MSG_PAGE, p, how | PAGE_CURRENT, cs, NULL, 0);
 		return;
 	}
 	/* Protection first, then the copy: no write can land after the snapshot. */
-	send_to(requester, LOCUS_DSM_MSG_PAGE, p, write ? PAGE_WRITE : 0, cs, dsm_page_alias(p),
-		dsm.page_size);
+	send_to(requester, LOCUS_DSM_MSG_PAGE, p, how, cs, dsm_page_alias(p), dsm.page_size);
 }
 
 static void serve(size_t p, int write, int requester)
@@ -461,9 +474,13 @@ static void page_arrived(size_t p, unsigned how, uint64_t cs, const void *data, 
 {
 	struct sc_page *pg = sc_page(p);
 	int write = (how & PAGE_WRITE) != 0;
-	if (!pg->pending || pg->owner || len != ((how & PAGE_CURRENT) ? 0 : dsm.page_size))
+	unsigned bare = how & (PAGE_CURRENT | PAGE_PRISTINE);
+	if (!pg->pending || pg->owner || len != (bare ? 0 : dsm.page_size) || (bare && sc_hooks))
 		dsm_fatal("unexpected contents of page %zu", p);
-	if (how & PAGE_CURRENT) {
+	pg->written = !(how & PAGE_PRISTINE);
+	if (how & PAGE_PRISTINE) {
+		/* This node's memory holds the page as it began. */
+	} else if (how & PAGE_CURRENT) {
 		/* The copy here is the page: it was listed in the copy set. */
 		if (pg->access != ACC_READ || !(cs & BIT(dsm.node)) || !write)
 			dsm_fatal("page %zu came without its contents, but this node's copy "

@@ -30,6 +30,8 @@ struct sc_page {
 	uint8_t had;	    /* contents came here, or were written here (they may be stale
 			       since; a manager's first zero page does not count) */
 	uint8_t born;	    /* set up (sc_page): the table starts as zeros */
+	uint8_t written;    /* owner: the contents changed since the run began (until
+			       then every node's memory holds them as they began) */
 };
 
 /*

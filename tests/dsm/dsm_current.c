@@ -1,18 +1,26 @@
 /*
- * sc: a write request from a node whose read-only copy is current gets the
- * ownership without the page's contents (proto_sc.c, PAGE_CURRENT). Under
- * sc the node that reads a page becomes its owner, and its last owner keeps
- * a read-only copy, listed in the copy set; its next write takes the
- * ownership back, and needs no contents.
+ * sc: pages that travel without their contents (proto_sc.c). A write
+ * request from a node whose read-only copy is current gets the ownership
+ * alone (PAGE_CURRENT): under sc the node that reads a page becomes its
+ * owner, and its last owner keeps a read-only copy, listed in the copy set;
+ * its next write takes the ownership back, and needs no contents. And a
+ * page nobody has written since the run began goes without them to anyone
+ * (PAGE_PRISTINE): every node's memory holds it as it began.
  *
- *   dsm_current R      R rounds over a block of 32 pages homed at node 0:
+ *   dsm_current R      first a fresh block of 32 pages homed at node 0: every
+ *                      other node reads it (all zeros), then the last node
+ *                      writes a word of each page and node 0 reads them;
+ *                      then R rounds over another block of 32 pages homed at node 0:
  *                      node 0 writes every word it checks, then (after a
  *                      barrier) every other node reads them all and checks
  *                      them, then a barrier ends the round. From the second
  *                      round on, each of node 0's writes asks for a page
  *                      another node owns while node 0's copy is current.
  *
- * Checks, besides every word: under plain sc, node 0 received the pages it
+ * Checks, besides every word: under plain sc, the readers of the fresh
+ * block received its pages without contents, and node 0 received the ones
+ * the last node wrote with theirs (a write ends a page's first state);
+ * under avr every page came with its contents. Then, under plain sc, node 0 received the pages it
  * asked for (one a page a round from the second on, at least) without their
  * contents (a message's header only); under avr (built on sc, with its own
  * copies) every page came with its contents.
@@ -42,6 +50,75 @@ static void fail(const char *what, long round, long got, long want)
 static int32_t value(long round, size_t i)
 {
 	return (int32_t)(round * 1000003 + (long)i);
+}
+
+/* Page messages this node received between two snapshots, and their bytes. */
+static void pages_between(const locus_dsm_stats *a, const locus_dsm_stats *b, uint64_t *msgs,
+			  uint64_t *bytes)
+{
+	*msgs = b->msgs_recv[LOCUS_DSM_MSG_PAGE] - a->msgs_recv[LOCUS_DSM_MSG_PAGE];
+	*bytes = b->bytes_recv[LOCUS_DSM_MSG_PAGE] - a->bytes_recv[LOCUS_DSM_MSG_PAGE];
+}
+
+/* Whether the page messages counted came as under this protocol they should:
+   whole (1) or a header only (0). */
+static void check_contents(const char *what, uint64_t msgs, uint64_t bytes, int whole)
+{
+	if (msgs < PAGES)
+		fail(what, 0, (long)msgs, PAGES);
+	else if (!whole && bytes / msgs >= 256)
+		fail(what, 0, (long)(bytes / msgs), 40);
+	else if (whole && bytes / msgs < PAGE)
+		fail(what, 0, (long)(bytes / msgs), PAGE);
+}
+
+static void fresh_block(void)
+{
+	const size_t words = PAGES * PAGE / 4;
+	volatile int32_t *w = locus_dsm_alloc_at(PAGES * PAGE, 0);
+	int avr = !strcmp(locus_dsm_protocol(), "avr");
+	uint64_t msgs, bytes;
+	locus_dsm_stats s0, s1, s2;
+	locus_dsm_stats_get(&s0);
+	locus_dsm_avr_pause();
+	if (me != 0)
+		for (size_t i = 0; i < words; i += STEP)
+			if (w[i] != 0)
+				fail("a word of a page nobody wrote", 0, w[i], 0);
+	locus_dsm_avr_resume();
+	locus_dsm_barrier();
+	locus_dsm_stats_get(&s1);
+	if (me == nodes - 1)
+		for (size_t i = 0; i < words; i += PAGE / 4)
+			w[i] = value(0, i);
+	locus_dsm_barrier();
+	locus_dsm_avr_pause();
+	if (me == 0)
+		for (size_t i = 0; i < words; i += STEP)
+			if (w[i] != (i % (PAGE / 4) ? 0 : value(0, i)))
+				fail("a word after the last node's writes", 0, w[i],
+				     i % (PAGE / 4) ? 0 : value(0, i));
+	locus_dsm_avr_resume();
+	locus_dsm_barrier();
+	locus_dsm_stats_get(&s2);
+	if (nodes < 2)
+		return;
+	if (me != 0) {
+		pages_between(&s0, &s1, &msgs, &bytes);
+		printf("dsm_current: node %d received the fresh block's %llu pages in %llu "
+		       "bytes\n",
+		       me, (unsigned long long)msgs, (unsigned long long)bytes);
+		check_contents("pages of the fresh block read (count, or average bytes)", msgs,
+			       bytes, avr);
+	} else {
+		pages_between(&s1, &s2, &msgs, &bytes);
+		printf("dsm_current: node 0 received the written block's %llu pages in %llu "
+		       "bytes\n",
+		       (unsigned long long)msgs, (unsigned long long)bytes);
+		check_contents("pages node 0 read after the last node wrote them (count, or "
+			       "average bytes)",
+			       msgs, bytes, 1);
+	}
 }
 
 static void rounds_of(long rounds)
@@ -94,6 +171,7 @@ int main(int argc, char **argv)
 		return 1;
 	me = locus_dsm_node();
 	nodes = locus_dsm_nodes();
+	fresh_block();
 	rounds_of(rounds);
 	char what[96];
 	snprintf(what, sizeof(what), "dsm_current (%s, %d nodes, %ld rounds)", locus_dsm_protocol(),
