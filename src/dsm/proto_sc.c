@@ -342,10 +342,19 @@ int sc_local(size_t p, int write)
    alone is mapped writable before the communication thread's turn has
    answered another node's request for it, which set radix's pages
    ping-ponging (docs/results/dsm-speed.md, "Faults handled where they
-   happen"). */
+   happen"). But a page's first touch here, on a page born here that has
+   stayed here untouched, is handled in place too: a program initializing
+   the data it allocated takes one such fault a page, and at most one a
+   page can come before a request another node sent meanwhile. */
+static int untouched(const struct sc_page *pg)
+{
+	return pg->owner && !pg->had && !pg->pending && !pg->fwd && pg->access == ACC_NONE &&
+	       !(pg->copyset & ~BIT(dsm.node));
+}
+
 static int sc_fault_in_place(size_t p, int write)
 {
-	return p < dsm.npages && !sc_local(p, write);
+	return p < dsm.npages && (!sc_local(p, write) || untouched(sc_page(p)));
 }
 
 void sc_fault(struct dsm_req *r)

@@ -27,6 +27,15 @@
  *   dsm_sent miss_alt R   the same with a small alternate signal stack set
  *                         up first, which the fault handler runs on: no
  *                         miss is sent in place from it, no answer taken.
+ *   dsm_sent first R      R rounds: every node allocates a fresh block of 32
+ *                         pages homed at each node and touches its own for
+ *                         the first time (reads the even pages first, writes
+ *                         the odd ones), then, after a barrier, checks every
+ *                         node's block. Under sc such first touches need no
+ *                         message and are taken by the faulting thread
+ *                         (proto_sc.c, untouched): the nodes together must
+ *                         have taken some in place, and no node more than
+ *                         its faults.
  *
  * Exits 0 when every check held; prints what was wrong otherwise.
  */
@@ -131,10 +140,66 @@ static void miss(long rounds, int alt)
 		fail("no answer taken by a faulting thread on any node", rounds, 0, 1);
 }
 
+/* The sum over every node of v (a collective call). */
+static long sum_over_nodes(long v)
+{
+	volatile int64_t *all = locus_dsm_alloc((size_t)nodes * sizeof(int64_t));
+	all[me] = v;
+	locus_dsm_barrier();
+	long total = 0;
+	for (int n = 0; n < nodes; n++)
+		total += (long)all[n];
+	return total;
+}
+
+static void first(long rounds)
+{
+	const size_t per_page = PAGE / 4;
+	volatile int32_t **blk = calloc((size_t)nodes, sizeof(*blk));
+	locus_dsm_stats s0, s1;
+	locus_dsm_stats_get(&s0);
+	for (long r = 1; r <= rounds; r++) {
+		for (int n = 0; n < nodes; n++)
+			blk[n] = locus_dsm_alloc_at(PAGES * PAGE, n);
+		volatile int32_t *w = blk[me];
+		for (size_t p = 0; p < PAGES; p++) {
+			size_t i = p * per_page;
+			if (p % 2 == 0 && w[i] != 0)
+				fail("the first read of a fresh page", r, w[i], 0);
+			w[i] = value(r, i + (size_t)me);
+		}
+		locus_dsm_barrier();
+		for (int n = 0; n < nodes; n++)
+			for (size_t p = 0; p < PAGES; p++) {
+				size_t i = p * per_page;
+				if (blk[n][i] != value(r, i + (size_t)n))
+					fail("a word its node wrote at its first touch", r,
+					     blk[n][i], value(r, i + (size_t)n));
+				if (blk[n][i + 1] != 0)
+					fail("a word nobody wrote", r, blk[n][i + 1], 0);
+			}
+		locus_dsm_barrier();
+	}
+	locus_dsm_stats_get(&s1);
+	uint64_t in_place = s1.faults_in_place - s0.faults_in_place, faults = 0;
+	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
+		faults += s1.faults[k] - s0.faults[k];
+	printf("dsm_sent: node %d: %ld rounds, %llu faults, %llu taken in place\n", me, rounds,
+	       (unsigned long long)faults, (unsigned long long)in_place);
+	if (in_place > faults)
+		fail("faults taken in place, more than the faults", rounds, (long)in_place,
+		     (long)faults);
+	long total = sum_over_nodes((long)in_place);
+	if (me == 0 && !strcmp(locus_dsm_protocol(), "sc") && !total)
+		fail("first touches taken in place on any node", rounds, 0, 1);
+	free(blk);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 3 || (strcmp(argv[1], "miss") && strcmp(argv[1], "miss_alt"))) {
-		fprintf(stderr, "usage: dsm_sent miss|miss_alt ROUNDS\n");
+	if (argc < 3 ||
+	    (strcmp(argv[1], "miss") && strcmp(argv[1], "miss_alt") && strcmp(argv[1], "first"))) {
+		fprintf(stderr, "usage: dsm_sent miss|miss_alt|first ROUNDS\n");
 		return 2;
 	}
 	long rounds = atol(argv[2]);
@@ -142,7 +207,10 @@ int main(int argc, char **argv)
 		return 1;
 	me = locus_dsm_node();
 	nodes = locus_dsm_nodes();
-	miss(rounds, !strcmp(argv[1], "miss_alt"));
+	if (!strcmp(argv[1], "first"))
+		first(rounds);
+	else
+		miss(rounds, !strcmp(argv[1], "miss_alt"));
 	char what[96];
 	snprintf(what, sizeof(what), "dsm_sent %s (%s, %d nodes, %ld rounds)", argv[1],
 		 locus_dsm_protocol(), nodes, rounds);
