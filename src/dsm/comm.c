@@ -110,7 +110,8 @@ static int stopping; /* dsm_fatal has started on this thread */
  * lock's cost: Splash-3's barnes takes a lock for every cell it touches). So
  * may a fault the protocol lets it handle (fault_in_place: under lrc, a page
  * to twin and write, of which Splash-3's FFT takes 50,000 a node, or one to
- * fetch; under sc, a fault that sends a request). A stand-in hands the
+ * fetch; under sc, a fault that sends a request, or a page's first touch
+ * on the node it was born at). A stand-in hands the
  * messages it sends to MPI itself, and rings their peers, so a remote miss
  * or lock costs no wake-up of this thread on the way out; the answers come
  * to this thread. Under an emulated delay they wait in the peer's queue for

@@ -21,12 +21,14 @@
  * the owner can start one, so a node the owner lists holds a current copy
  * that no invalidation is on its way to (a page that went to the requester
  * read-only reaches the owner's copyset only with the read copy).
- * A page nobody has written since the run began travels without its
- * contents too (PAGE_PRISTINE): every node's memory holds it as it began
- * (zeros, or the program's shared globals as every node copied them at
- * start, region.c). Only a node with write access changes a page, and
- * that node is its owner; the owner knows (`written`), and a page that
- * leaves with its contents was written.
+ * A page of the heap or of collective allocations that nobody has
+ * written since the run began travels without its contents too
+ * (PAGE_PRISTINE): every node's memory holds it as it began, zeros. Only a
+ * node with write access changes a page, and that node is its owner; the
+ * owner knows (`written`), and a page that leaves with its contents was
+ * written. Not the pages of a fork-style run's shared globals: each node
+ * copied its own at start (region.c), after whatever the program did
+ * before locus_dsm_start, which need not have been the same everywhere.
  *
  * Races are resolved by deferral, never by retry:
  *   - a forward reaching a node whose own request is still in flight waits
@@ -256,7 +258,7 @@ static void give(size_t p, int write, int requester)
 	   holds the page as it is (plain sc: a protocol built on it keeps its
 	   own copies). */
 	unsigned how = write ? PAGE_WRITE : 0;
-	if (!sc_hooks && !pg->written) {
+	if (!sc_hooks && !pg->written && p * dsm.page_size >= dsm.glen) {
 		send_to(requester, LOCUS_DSM_MSG_PAGE, p, how | PAGE_PRISTINE, cs, NULL, 0);
 		return;
 	}

@@ -31,7 +31,8 @@ struct sc_page {
 			       since; a manager's first zero page does not count) */
 	uint8_t born;	    /* set up (sc_page): the table starts as zeros */
 	uint8_t written;    /* owner: the contents changed since the run began (until
-			       then every node's memory holds them as they began) */
+			       then every node's memory holds them as they began, zeros,
+			       but for a fork-style run's shared globals) */
 };
 
 /*

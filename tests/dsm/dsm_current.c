@@ -9,7 +9,8 @@
  *
  *   dsm_current R      first a fresh block of 32 pages homed at node 0: every
  *                      other node reads it (all zeros), then the last node
- *                      writes a word of each page and node 0 reads them;
+ *                      writes a word of each page and node 0 reads them, then
+ *                      the nodes between node 0 and the last read them again;
  *                      then R rounds over another block of 32 pages homed at node 0:
  *                      node 0 writes every word it checks, then (after a
  *                      barrier) every other node reads them all and checks
@@ -101,6 +102,17 @@ static void fresh_block(void)
 	locus_dsm_avr_resume();
 	locus_dsm_barrier();
 	locus_dsm_stats_get(&s2);
+	/* On 3 nodes or more, the middle ones read again: their copies went at
+	   the last node's writes, and node 0, which read since, must pass the
+	   pages on with what was written (contents that arrived are written). */
+	locus_dsm_avr_pause();
+	if (me > 0 && me < nodes - 1)
+		for (size_t i = 0; i < words; i += STEP)
+			if (w[i] != (i % (PAGE / 4) ? 0 : value(0, i)))
+				fail("a word read again after node 0 read it", 0, w[i],
+				     i % (PAGE / 4) ? 0 : value(0, i));
+	locus_dsm_avr_resume();
+	locus_dsm_barrier();
 	if (nodes < 2)
 		return;
 	if (me != 0) {
