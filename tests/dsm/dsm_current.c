@@ -73,6 +73,22 @@ static void check_contents(const char *what, uint64_t msgs, uint64_t bytes, int 
 		fail(what, 0, (long)(bytes / msgs), PAGE);
 }
 
+/* If this node is a reader: every checked word of the fresh block, as the
+   last node's writes left it (one word a page; before them, zeros). */
+static void check_written(volatile int32_t *w, int reader, int written, const char *what)
+{
+	const size_t words = PAGES * PAGE / 4;
+	locus_dsm_avr_pause();
+	if (reader)
+		for (size_t i = 0; i < words; i += STEP) {
+			int32_t want = written && i % (PAGE / 4) == 0 ? value(0, i) : 0;
+			if (w[i] != want)
+				fail(what, 0, w[i], want);
+		}
+	locus_dsm_avr_resume();
+	locus_dsm_barrier();
+}
+
 static void fresh_block(void)
 {
 	const size_t words = PAGES * PAGE / 4;
@@ -81,38 +97,18 @@ static void fresh_block(void)
 	uint64_t msgs, bytes;
 	locus_dsm_stats s0, s1, s2;
 	locus_dsm_stats_get(&s0);
-	locus_dsm_avr_pause();
-	if (me != 0)
-		for (size_t i = 0; i < words; i += STEP)
-			if (w[i] != 0)
-				fail("a word of a page nobody wrote", 0, w[i], 0);
-	locus_dsm_avr_resume();
-	locus_dsm_barrier();
+	check_written(w, me != 0, 0, "a word of a page nobody wrote");
 	locus_dsm_stats_get(&s1);
 	if (me == nodes - 1)
 		for (size_t i = 0; i < words; i += PAGE / 4)
 			w[i] = value(0, i);
 	locus_dsm_barrier();
-	locus_dsm_avr_pause();
-	if (me == 0)
-		for (size_t i = 0; i < words; i += STEP)
-			if (w[i] != (i % (PAGE / 4) ? 0 : value(0, i)))
-				fail("a word after the last node's writes", 0, w[i],
-				     i % (PAGE / 4) ? 0 : value(0, i));
-	locus_dsm_avr_resume();
-	locus_dsm_barrier();
+	check_written(w, me == 0, 1, "a word after the last node's writes");
 	locus_dsm_stats_get(&s2);
 	/* On 3 nodes or more, the middle ones read again: their copies went at
 	   the last node's writes, and node 0, which read since, must pass the
 	   pages on with what was written (contents that arrived are written). */
-	locus_dsm_avr_pause();
-	if (me > 0 && me < nodes - 1)
-		for (size_t i = 0; i < words; i += STEP)
-			if (w[i] != (i % (PAGE / 4) ? 0 : value(0, i)))
-				fail("a word read again after node 0 read it", 0, w[i],
-				     i % (PAGE / 4) ? 0 : value(0, i));
-	locus_dsm_avr_resume();
-	locus_dsm_barrier();
+	check_written(w, me > 0 && me < nodes - 1, 1, "a word read again after node 0 read it");
 	if (nodes < 2)
 		return;
 	if (me != 0) {
