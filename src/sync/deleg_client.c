@@ -521,28 +521,38 @@ static void flat_home_duty(const struct dl_async *as)
 #define POLL_EVERY 8
 
 /*
- * Until some request in flight is answered (busy). The count is looked at
- * every POLL_EVERY pauses first, for as many pauses as the wait policy
- * spins before it first gives the core away: the server writes it every half channel, and
- * a client that reads it at every pause takes its line from the server in
- * between, which the server's next write waits to get back (on the 2-vCPU
- * EPYC, in its spells of 500 ns line transfers, async went from 22.4 to 19.5
- * Mops/s when collecting cost less; docs/results/delegation.md). Then the
- * wait policy's own.
+ * Until some request in flight is answered (busy), under the executor's wait
+ * policy: spinning (`spin`, or `spinpark`'s spins, giving the core away
+ * every DL_YIELD_EVERY pauses as dl_client_wait does), it looks at the
+ * answered count every POLL_EVERY pauses, not at every one: the server
+ * writes the count every half channel, and a client that reads it at every
+ * pause takes its line from the server in between, which the server's next
+ * write waits to get back (on the 2-vCPU EPYC, in its spells of 500 ns line
+ * transfers, async went from 22.4 to 19.5 Mops/s when collecting cost less;
+ * docs/results/delegation.md). Then it parks as dl_client_wait does.
  */
 static void wait_answers(struct dl_async *as)
 {
-	uint32_t pauses = as->wait.kind == LOCUS_WAIT_SPIN   ? DL_YIELD_EVERY
-			  : as->wait.kind == LOCUS_WAIT_PARK ? 0
-			  : as->wait.spins < DL_YIELD_EVERY  ? as->wait.spins
-							     : DL_YIELD_EVERY;
-	for (uint32_t k = 0; k < pauses / POLL_EVERY; k++) {
-		if (answered_lines(as))
-			return;
-		for (int j = 0; j < POLL_EVERY; j++)
-			cpu_relax();
+	locus_wait w = as->wait;
+	if (w.kind == LOCUS_WAIT_SPIN)
+		for (;;) {
+			if (answered_lines(as))
+				return;
+			for (int j = 0; j < POLL_EVERY; j++)
+				cpu_relax();
+		}
+	if (w.kind == LOCUS_WAIT_SPINPARK) {
+		for (uint64_t i = POLL_EVERY; i <= w.spins; i += POLL_EVERY) {
+			if (answered_lines(as))
+				return;
+			for (int j = 0; j < POLL_EVERY; j++)
+				cpu_relax();
+			if (i % DL_YIELD_EVERY == 0)
+				sched_yield();
+		}
+		w.spins = 0; /* spun: park now */
 	}
-	dl_client_wait(as->ch, any_answered, as, &as->wait);
+	dl_client_wait(as->ch, any_answered, as, &w);
 }
 
 /* Wait until some request in flight is answered, then flush. */
