@@ -226,19 +226,6 @@ int dsm_fork_is_main(void)
 	return pthread_equal(main_thread, pthread_self());
 }
 
-/*
- * The program's globals are one memory on every node, so a pointer main
- * stores there must mean the same on every node. The program's own code and
- * data are at fixed addresses (it is linked -no-pie), but the C library and
- * every other shared library are placed at random per process: a FILE *
- * such as stdout kept in a global (Splash-3's water does) would point into
- * nothing on another node. So the program starts again, once, with address
- * randomization off for itself (personality ADDR_NO_RANDOMIZE, as
- * `setarch -R` does); the same binaries on the same kind of machine then map
- * alike. LOCUS_DSM_ASLR=keep keeps randomization (and skips this restart).
- * Before anything else runs: argv comes from /proc/self/cmdline, as the
- * program was started.
- */
 /* The command line as the program was started (its arguments separated
    by NULs), NUL-terminated in buf: its length, or -1 when it cannot be read
    whole. */
@@ -254,6 +241,19 @@ static ssize_t read_cmdline(char *buf, size_t size)
 	return len;
 }
 
+/*
+ * The program's globals are one memory on every node, so a pointer main
+ * stores there must mean the same on every node. The program's own code and
+ * data are at fixed addresses (it is linked -no-pie), but the C library and
+ * every other shared library are placed at random per process: a FILE *
+ * such as stdout kept in a global (Splash-3's water does) would point into
+ * nothing on another node. So the program starts again, once, with address
+ * randomization off for itself (personality ADDR_NO_RANDOMIZE, as
+ * `setarch -R` does); the same binaries on the same kind of machine then map
+ * alike. LOCUS_DSM_ASLR=keep keeps randomization (and skips this restart).
+ * Before anything else runs: argv comes from /proc/self/cmdline, as the
+ * program was started.
+ */
 static void restart_without_aslr(void)
 {
 	const char *keep = getenv("LOCUS_DSM_ASLR");

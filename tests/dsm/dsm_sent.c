@@ -77,6 +77,18 @@ static int32_t value(long round, size_t i)
 	return (int32_t)(round * 1000003 + (long)i);
 }
 
+/* The sum over every node of v (a collective call). */
+static long sum_over_nodes(long v)
+{
+	volatile int64_t *all = locus_dsm_alloc((size_t)nodes * sizeof(int64_t));
+	all[me] = v;
+	locus_dsm_barrier();
+	long total = 0;
+	for (int n = 0; n < nodes; n++)
+		total += (long)all[n];
+	return total;
+}
+
 static void miss(long rounds, int alt)
 {
 	static char altstack[16 << 10];
@@ -125,31 +137,11 @@ static void miss(long rounds, int alt)
 		     0);
 	if (set("LOCUS_DSM_TAKE_ANSWERS", "0") && taken)
 		fail("answers taken with LOCUS_DSM_TAKE_ANSWERS=0", rounds, (long)taken, 0);
-	volatile int64_t *all = locus_dsm_alloc(2 * (size_t)nodes * sizeof(int64_t));
-	all[2 * me] = (int64_t)sent;
-	all[2 * me + 1] = (int64_t)taken;
-	locus_dsm_barrier();
-	long total_sent = 0, total_taken = 0;
-	for (int n = 0; n < nodes; n++) {
-		total_sent += (long)all[2 * n];
-		total_taken += (long)all[2 * n + 1];
-	}
+	long total_sent = sum_over_nodes((long)sent), total_taken = sum_over_nodes((long)taken);
 	if (me == 0 && !alt && nodes > 1 && !total_sent)
 		fail("no miss sent in place on any node", rounds, 0, 1);
 	if (me == 0 && !alt && take && nodes > 1 && !total_taken)
 		fail("no answer taken by a faulting thread on any node", rounds, 0, 1);
-}
-
-/* The sum over every node of v (a collective call). */
-static long sum_over_nodes(long v)
-{
-	volatile int64_t *all = locus_dsm_alloc((size_t)nodes * sizeof(int64_t));
-	all[me] = v;
-	locus_dsm_barrier();
-	long total = 0;
-	for (int n = 0; n < nodes; n++)
-		total += (long)all[n];
-	return total;
 }
 
 static void first(long rounds)
