@@ -234,6 +234,8 @@ typedef struct locus_dsm_stats {
 	uint64_t bells_rung;   /* doorbells rung at peers whose communication thread slept */
 	uint64_t bell_wakes;   /* sleeps of this node's communication thread a doorbell ended */
 	uint64_t bell_peers;   /* nodes this node's doorbells reach (on its host; a level) */
+	uint64_t protects;     /* protection changes of the shared region (mprotect calls) */
+	uint64_t protect_pages; /* the pages they changed */
 	/* Threads per node (seed 001 §4 and Table 2). */
 	uint64_t threads;	    /* most counted threads at once (a team, or spawned ones) */
 	uint64_t stalls;	    /* application-thread stalls of any kind */

@@ -501,6 +501,8 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->serve_s = ns_to_s(d.serve_ns);
 	s->bells_rung = d.bells_rung;
 	s->bell_wakes = d.bell_wakes;
+	s->protects = d.protects;
+	s->protect_pages = d.protect_pages;
 	s->bell_peers = (uint64_t)dsm_bell_peers();
 	s->threads = ld_relaxed(&dsm.team_max);
 	s->stalls = d.stalls;

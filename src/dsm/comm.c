@@ -123,6 +123,7 @@ static int comm_looping; /* the loop runs: stand-ins are welcome (under comm_mu)
 static __thread struct dsm_req *standing_for;
 static int stand_in_msgs; /* messages a stand-in sent for its own request (under comm_mu) */
 static int abort_peers(const char *msg);
+static void turn_end(void);
 static void exit_after_grace(void) __attribute__((noreturn));
 
 /*
@@ -256,6 +257,7 @@ static int stand_in(struct dsm_req *r)
 	standing_for = r;
 	stand_in_msgs = 0;
 	take(r);
+	turn_end();
 	standing_for = NULL;
 	/* Only the communication thread completes r later, under comm_mu. */
 	int waits = !r->done;
@@ -328,6 +330,7 @@ void dsm_req_forget(void)
 
 void dsm_req_done(struct dsm_req *r, int64_t result)
 {
+	turn_end(); /* what r waited for is mapped before it runs on */
 	r->result = result;
 	outstanding--;
 	if (r->kind == DSM_REQ_FAULT)
@@ -371,10 +374,81 @@ static void hand_to_mpi(struct outmsg *m, uint64_t now)
    thread only, as dsm_send). */
 static struct dsm_link out_link;
 
+/*
+ * Messages held behind protection changes (region.c, dsm_region_protect_later):
+ * while a change is held, every message waits with it, in order, and goes
+ * out once the changes are applied (turn_end). A page's contents (a payload
+ * in the alias view) are read then, so its copy is taken after its
+ * protection came down; any other payload is copied when held, as the
+ * sender's buffer may be gone by then. An acknowledgement of an
+ * invalidation leaves after the page is unmapped. A turn that serves a run
+ * of pages so pays one protection change for them.
+ */
+struct held_msg {
+	int dst;
+	struct dsm_hdr h;
+	const void *payload;
+	size_t len;
+	void *copy; /* the payload, copied: freed once sent */
+	struct dsm_req *taking;
+};
+static struct held_msg *held_msgs;
+static size_t nheld_msgs, held_msgs_cap;
+/* Requests taken out of MPI this turn, and the sum of when (served). */
+static uint64_t serving, serving_at;
+
+static void send_now(int dst, const struct dsm_hdr *h, const void *payload, size_t len,
+		     struct dsm_req *tk);
+
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 {
 	if (dst == dsm.node || dst < 0 || dst >= dsm.nodes)
 		dsm_fatal("message of kind %d to node %d", h->kind, dst);
+	if (!nheld_msgs && !dsm_region_held()) {
+		send_now(dst, h, payload, len, taking);
+		return;
+	}
+	if (nheld_msgs == held_msgs_cap) {
+		size_t cap = held_msgs_cap ? 2 * held_msgs_cap : 64;
+		struct held_msg *n = realloc(held_msgs, cap * sizeof(*n));
+		if (!n)
+			dsm_fatal("out of memory for a message");
+		held_msgs = n;
+		held_msgs_cap = cap;
+	}
+	struct held_msg *m = &held_msgs[nheld_msgs++];
+	*m = (struct held_msg){
+		.dst = dst, .h = *h, .payload = payload, .len = len, .taking = taking};
+	const char *at = payload;
+	if (len && !(at >= dsm.alias && at + len <= dsm.alias + dsm.size)) {
+		if (!(m->copy = malloc(len)))
+			dsm_fatal("out of memory for a message");
+		memcpy(m->copy, payload, len);
+		m->payload = m->copy;
+	}
+}
+
+/* The end of a turn, or a request about to complete: the held protection
+   changes, then the messages that waited for them. */
+static void turn_end(void)
+{
+	dsm_region_apply();
+	for (size_t i = 0; i < nheld_msgs; i++) {
+		struct held_msg *m = &held_msgs[i];
+		send_now(m->dst, &m->h, m->payload, m->len, m->taking);
+		free(m->copy);
+	}
+	nheld_msgs = 0;
+	if (serving) {
+		STAT_ADD(served, serving);
+		STAT_ADD(serve_ns, serving * mono_ns() - serving_at);
+		serving = serving_at = 0;
+	}
+}
+
+static void send_now(int dst, const struct dsm_hdr *h, const void *payload, size_t len,
+		     struct dsm_req *tk)
+{
 	struct peer *p = &peers[dst];
 	size_t total = sizeof(*h) + len;
 	struct outmsg *m = malloc(sizeof(*m) + total);
@@ -398,8 +472,8 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 		stand_in_msgs++;
 	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead) {
 		hand_to_mpi(m, now);
-		if (taking && !taking->t_sent)
-			taking->t_sent = mono_ns();
+		if (tk && !tk->t_sent)
+			tk->t_sent = mono_ns();
 		return;
 	}
 	uint64_t rel =
@@ -412,8 +486,8 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	else
 		p->qhead = m;
 	p->qtail = m;
-	if (taking && !taking->t_sent)
-		taking->t_sent = now;
+	if (tk && !tk->t_sent)
+		tk->t_sent = now;
 }
 
 /* Hand due delayed messages to MPI; returns the next release time. */
@@ -590,8 +664,8 @@ static int receive(uint64_t now)
 		dispatch(h, rxbuf + sizeof(*h), (size_t)count - sizeof(*h));
 		rx_ns = 0;
 		if (kind == LOCUS_DSM_MSG_PAGE_REQ || kind == LOCUS_DSM_MSG_PAGE_FWD) {
-			STAT_ADD(served, 1);
-			STAT_ADD(serve_ns, mono_ns() - at);
+			serving++; /* answered when what it sent leaves (turn_end) */
+			serving_at += at;
 		}
 		got = 1;
 	}
@@ -889,7 +963,9 @@ static void await_answer(struct dsm_req *r)
 				reap_sends();
 				/* A timer to run, or a send MPI has not finished:
 				   the communication thread's to watch. */
-				busy = dsm.proto->tick(now) != UINT64_MAX || inflight;
+				busy = dsm.proto->tick(now) != UINT64_MAX;
+				turn_end();
+				busy = busy || inflight;
 				standing_for = NULL;
 				owes = owed();
 			}
@@ -960,9 +1036,10 @@ static void comm_loop(void)
 		progress |= receive(now);
 		now = mono_ns();
 		note_stall(now);
+		uint64_t t = dsm.proto->tick(now);
+		turn_end();
 		uint64_t release = release_delayed(now, &progress), next = release;
 		reap_sends();
-		uint64_t t = dsm.proto->tick(now);
 		if (t < next)
 			next = t;
 		if (now >= next_liveness || launcher_said_failure) {

@@ -125,6 +125,8 @@ struct dsm_counters {
 	/* Doorbells (comm.c): rung at peers that slept, and this node's
 	   communication thread woken by one (or by a local request). */
 	uint64_t bells_rung, bell_wakes;
+	/* Protection changes of the region (region.c): calls, and pages they changed. */
+	uint64_t protects, protect_pages;
 	/* The running protocol's own statistics, indexed by its rows (struct
 	   dsm_stat; its PROTO_STAT_ADD sites name them). */
 	uint64_t proto[DSM_PROTO_STATS_MAX];
@@ -469,6 +471,12 @@ int dsm_region_map(void);
 void dsm_region_unmap(void);
 void dsm_region_keep_globals(void);
 void dsm_region_protect(size_t page, size_t count, int prot);
+/* Held to the end of the turn (comm.c applies it, and sends what followed
+   it, before the communication thread's lock is let go or a request
+   completes); applied at once by the call above. */
+void dsm_region_protect_later(size_t page, int prot);
+int dsm_region_held(void);
+void dsm_region_apply(void);
 static inline char *dsm_page_alias(size_t page)
 {
 	return dsm.alias + page * dsm.page_size;

@@ -138,7 +138,10 @@ static void set_access(size_t p, uint8_t acc)
 		pg->had = pg->written = 1;
 	if (sc_hooks && !sc_hooks->access(p, from, acc))
 		return;
-	dsm_region_protect(p, 1, sc_prot[acc]);
+	if (sc_hooks)
+		dsm_region_protect(p, 1, sc_prot[acc]);
+	else
+		dsm_region_protect_later(p, sc_prot[acc]);
 }
 
 /* Is p inside its minimum residence time? *until: when to look again. */
@@ -183,9 +186,43 @@ static void defer(size_t p, uint16_t kind, uint16_t from, uint8_t write)
 	}
 }
 
+/* Requests for a run of neighbours, one message to their manager (PAGE_REQ's
+   c: how many pages from a); their manager takes them one by one, in order,
+   as it would the messages one page each. Any other message goes after it. */
+static struct {
+	int mgr, write;
+	size_t first, count;
+} asking;
+
+static void ask_send(void)
+{
+	if (!asking.count)
+		return;
+	struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_PAGE_REQ,
+			    .a = asking.first,
+			    .b = (uint64_t)asking.write,
+			    .c = asking.count};
+	asking.count = 0;
+	dsm_send(asking.mgr, &h, NULL, 0);
+}
+
+static void ask(int mgr, size_t p, int write)
+{
+	if (asking.count &&
+	    (asking.mgr != mgr || asking.write != write || asking.first + asking.count != p))
+		ask_send();
+	if (!asking.count) {
+		asking.mgr = mgr;
+		asking.write = write;
+		asking.first = p;
+	}
+	asking.count++;
+}
+
 static void send_to(int dst, uint16_t kind, uint64_t a, uint64_t b, uint64_t c, const void *payload,
 		    size_t len)
 {
+	ask_send();
 	struct dsm_hdr h = {.kind = kind, .a = a, .b = b, .c = c};
 	dsm_send(dst, &h, payload, len);
 }
@@ -416,12 +453,13 @@ void sc_fault(struct dsm_req *r)
 	if (mgr == dsm.node)
 		manage(p, write, dsm.node);
 	else
-		send_to(mgr, LOCUS_DSM_MSG_PAGE_REQ, p, (uint64_t)write, 0, NULL, 0);
+		ask(mgr, p, write);
 	/* A node walking pages in order: ask for the next ones with this one. */
 	size_t run = dsm_run_ahead(p);
 	for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
 		if (prefetch_one(q, write))
 			STAT_ADD(run_ahead, 1);
+	ask_send();
 }
 
 /*
@@ -443,6 +481,7 @@ int sc_request(size_t p, int write)
 	for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
 		if (prefetch_one(q, write))
 			STAT_ADD(run_ahead, 1);
+	ask_send();
 	return sent;
 }
 
@@ -466,7 +505,7 @@ static int prefetch_one(size_t p, int write)
 	if (mgr == dsm.node)
 		manage(p, write, dsm.node);
 	else
-		send_to(mgr, LOCUS_DSM_MSG_PAGE_REQ, p, (uint64_t)write, 0, NULL, 0);
+		ask(mgr, p, write);
 	return 1;
 }
 
@@ -479,6 +518,7 @@ void sc_prefetch(size_t first, size_t count, int write)
 		} else {
 			STAT_ADD(prefetch_unneeded, 1);
 		}
+	ask_send();
 }
 
 static void page_arrived(size_t p, unsigned how, uint64_t cs, const void *data, size_t len)
@@ -521,7 +561,11 @@ void sc_message(const struct dsm_hdr *h, const void *payload, size_t len)
 	uint64_t until;
 	switch (h->kind) {
 	case LOCUS_DSM_MSG_PAGE_REQ:
-		manage(p, (int)h->b, h->src);
+		if (h->c < 1 || h->c > dsm.npages - p)
+			dsm_fatal("node %d asked for %llu pages from page %zu of %zu", h->src,
+				  (unsigned long long)h->c, p, dsm.npages);
+		for (size_t q = p; q < p + h->c; q++)
+			manage(q, (int)h->b, h->src);
 		break;
 	case LOCUS_DSM_MSG_PAGE_FWD:
 		serve(p, (int)h->b, (int)h->c);

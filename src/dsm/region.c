@@ -135,8 +135,10 @@ void dsm_region_unmap(void)
 /* Every page with its own protection costs a kernel mapping; the default
    limit (vm.max_map_count) is 65530, which a scattered access pattern over a
    large region can reach. */
-void dsm_region_protect(size_t page, size_t count, int prot)
+static void protect_now(size_t page, size_t count, int prot)
 {
+	STAT_ADD(protects, 1);
+	STAT_ADD(protect_pages, count);
 	if (mprotect(dsm.app + page * dsm.page_size, count * dsm.page_size, prot) != 0)
 		dsm_fatal("mprotect of page %zu: %s%s", page, strerror(errno),
 			  errno == ENOMEM ? " (too many mappings: raise vm.max_map_count, "
@@ -148,4 +150,63 @@ void dsm_region_protect(size_t page, size_t count, int prot)
 		if (mprotect(dsm.gview + page * dsm.page_size, n * dsm.page_size, prot) != 0)
 			dsm_fatal("mprotect of the globals' page %zu: %s", page, strerror(errno));
 	}
+}
+
+/*
+ * Protection changes held for the end of a turn (dsm_region_protect_later):
+ * every change of a page's protection is a kernel mapping split and merged,
+ * with a TLB shoot-down for a downgrade, a few microseconds each here, and a
+ * turn of the communication thread often changes a run of neighbours (the
+ * read-ahead's pages arriving, or served, together). A change that extends
+ * the last held run joins it; each run is applied in the order it was held,
+ * so a page changed twice ends as it was last set. Applying early is always
+ * safe (the state already says so); what must wait for the application is a
+ * message, which comm.c holds while a change is held (dsm_send).
+ */
+#define HELD_RUNS 64
+
+static struct {
+	size_t first, count;
+	int prot;
+} held[HELD_RUNS];
+static int nheld; /* under the communication thread's lock, as the protocol's state */
+
+void dsm_region_protect_later(size_t page, int prot)
+{
+	if (nheld && held[nheld - 1].prot == prot) {
+		if (held[nheld - 1].first + held[nheld - 1].count == page) {
+			held[nheld - 1].count++;
+			return;
+		}
+		if (held[nheld - 1].first == page + 1) {
+			held[nheld - 1].first = page;
+			held[nheld - 1].count++;
+			return;
+		}
+	}
+	if (nheld == HELD_RUNS)
+		dsm_region_apply();
+	held[nheld].first = page;
+	held[nheld].count = 1;
+	held[nheld].prot = prot;
+	nheld++;
+}
+
+int dsm_region_held(void)
+{
+	return nheld != 0;
+}
+
+void dsm_region_apply(void)
+{
+	for (int i = 0; i < nheld; i++)
+		protect_now(held[i].first, held[i].count, held[i].prot);
+	nheld = 0;
+}
+
+/* At once, after what was held (their order is the pages' order of change). */
+void dsm_region_protect(size_t page, size_t count, int prot)
+{
+	dsm_region_apply();
+	protect_now(page, count, prot);
 }

@@ -111,13 +111,15 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 		"dsm node %d: miss steps (%llu misses, avg us): handler %.1f, comm wake-up %.1f, "
 		"send %.1f, reply %.1f, install %.1f, resume %.1f; page messages from this host "
 		"%llu delivered avg %.1f us; requests %llu served avg %.1f us; doorbells rung "
-		"%llu, woke this node %llu, reach %llu nodes\n",
+		"%llu, woke this node %llu, reach %llu nodes; protection changes %llu for %llu "
+		"pages\n",
 		node, (unsigned long long)m, per(s->miss_post_s, m), per(s->miss_take_s, m),
 		per(s->miss_send_s, m), per(s->miss_reply_s, m), per(s->miss_install_s, m),
 		per(s->miss_resume_s, m), (unsigned long long)s->delivered,
 		per(s->deliver_s, s->delivered), (unsigned long long)s->served,
 		per(s->serve_s, s->served), (unsigned long long)s->bells_rung,
-		(unsigned long long)s->bell_wakes, (unsigned long long)s->bell_peers);
+		(unsigned long long)s->bell_wakes, (unsigned long long)s->bell_peers,
+		(unsigned long long)s->protects, (unsigned long long)s->protect_pages);
 	for (size_t i = 0; dsm_proto_at(i); i++)
 		proto_line(f, node, dsm_proto_at(i), s);
 }
@@ -175,12 +177,13 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		"\"miss_send_s\": %.6f, \"miss_reply_s\": %.6f, \"miss_install_s\": %.6f, "
 		"\"miss_resume_s\": %.6f, \"delivered\": %llu, \"deliver_s\": %.6f, "
 		"\"served\": %llu, \"serve_s\": %.6f, \"bells_rung\": %llu, \"bell_wakes\": %llu, "
-		"\"bell_peers\": %llu",
+		"\"bell_peers\": %llu, \"protects\": %llu, \"protect_pages\": %llu",
 		(unsigned long long)s->miss_steps, s->miss_post_s, s->miss_take_s, s->miss_send_s,
 		s->miss_reply_s, s->miss_install_s, s->miss_resume_s,
 		(unsigned long long)s->delivered, s->deliver_s, (unsigned long long)s->served,
 		s->serve_s, (unsigned long long)s->bells_rung, (unsigned long long)s->bell_wakes,
-		(unsigned long long)s->bell_peers);
+		(unsigned long long)s->bell_peers, (unsigned long long)s->protects,
+		(unsigned long long)s->protect_pages);
 	for (size_t i = 0; dsm_proto_at(i); i++) {
 		const struct dsm_proto *p = dsm_proto_at(i);
 		for (size_t k = 0; k < p->nstats; k++) {
