@@ -71,6 +71,11 @@ size_t dsm_walk_end(size_t p)
 	return __atomic_load_n(&dsm.alloc_next, __ATOMIC_ACQUIRE) / dsm.page_size;
 }
 
+size_t dsm_walk_start(size_t p)
+{
+	return p >= heap_first ? heap_first : 0;
+}
+
 void dsm_home_place(size_t first, size_t count, int home)
 {
 	for (size_t p = first; p < first + count; p++)

@@ -301,17 +301,24 @@ static inline void dsm_sync_point(void)
 /* A remote miss on page p (communication thread): how many pages after p to
    fetch with it, without waiting: more as the node walks pages in order (up
    to cfg.run - 1), none for a miss elsewhere. */
-size_t dsm_run_ahead(size_t p);
-/* The same over any sequence of pages (dsm_run_ahead keeps one for misses). */
-#define DSM_WALKS 4
+size_t dsm_run_ahead(size_t p, ptrdiff_t *step);
+/* The same in order only (lrc: a strided walk in its private pages'
+   classification is not tried). */
+size_t dsm_run_ahead_in_order(size_t p);
+/* The same over any sequence of pages (dsm_run_ahead keeps one for misses);
+   dsm_walk_strided's walks may also go step pages at a time, up or down
+   (*step: the pages ahead are p + step, p + 2 step, ...). */
+#define DSM_WALKS 8
 struct dsm_walks {
 	struct dsm_walk {
 		size_t last, win;
+		ptrdiff_t step, seen; /* seen: the last distance to a miss near a one-page walk */
 		uint64_t used;
 	} w[DSM_WALKS];
 	uint64_t clock;
 };
 size_t dsm_walk(struct dsm_walks *ws, size_t p);
+size_t dsm_walk_strided(struct dsm_walks *ws, size_t p, ptrdiff_t *step);
 const char *dsm_proto_names(void);
 extern const struct dsm_proto dsm_proto_sc;
 extern const struct dsm_proto dsm_proto_lrc;
@@ -437,6 +444,10 @@ void dsm_home_place(size_t first, size_t count, int home); /* home < 0: the defa
    and a page's protocol state, made at its first use, keeps the home it had
    then); in the heap, whose homes never change, the region's end. */
 size_t dsm_walk_end(size_t p);
+/* Where a walk down from page p stops: the heap's first page, or the
+   region's (below it, every page of the collective allocations below p is
+   allocated). */
+size_t dsm_walk_start(size_t p);
 /* The DSM lock of a shared address: its place in the region in 8-byte
    words, with the top bit set (programs' own lock ids are mostly small). */
 uint32_t dsm_addr_lock(const void *addr);

@@ -41,31 +41,89 @@ const struct dsm_proto *dsm_proto_find(const char *name)
    missed longest ago. A halo row of three pages costs two misses and
    fetches nothing it does not read; a long walk soon fetches cfg.run pages
    per miss. It never goes past the pages allocated so far (dsm_walk_end). */
-size_t dsm_walk(struct dsm_walks *ws, size_t p)
+/* Strided walks (dsm_walk_strided): a program reading or writing a column
+   of a row-major array (Splash-3's fft transposes, its rows 8 pages and a
+   word long) misses a page a row, a stride apart, down or up, often several
+   columns at once. A miss within STRIDE_MAX pages of a walk that fetched
+   nothing ahead (one page) is matched with it: the same distance twice,
+   give or take a page (rows are seldom a whole number of pages), makes it
+   a walk of that step, which then grows as any walk does: a miss continues
+   it a whole number of steps on (or a page more), within its window. */
+#define STRIDE_MAX 64
+
+static size_t walk(struct dsm_walks *ws, size_t p, ptrdiff_t *step, int strides)
 {
 	struct dsm_walk *w = ws->w;
-	int k, oldest = 0;
+	int k, near = -1, oldest = 0, best = -1;
+	ptrdiff_t best_d = 0;
 	for (k = 0; k < DSM_WALKS; k++) {
-		if (w[k].win && p > w[k].last && p - w[k].last <= w[k].win + 1)
-			break;
+		ptrdiff_t s = w[k].step, d = (ptrdiff_t)p - (ptrdiff_t)w[k].last;
+		ptrdiff_t as = s > 0 ? s : -s, ad = d > 0 ? d : -d, off = ad % (as ? as : 1);
+		/* The walk p continues nearest (a column's reach is long). */
+		if (w[k].win && (d > 0) == (s > 0) && ad <= (ptrdiff_t)w[k].win * as + 1 &&
+		    (as == 1 || (ad >= as && off <= 1)) && (best < 0 || ad < best_d)) {
+			best = k;
+			best_d = ad;
+		}
+		/* A miss between a column's steps: the program walks on otherwise. */
+		if (as > 1 && w[k].win && (d > 0) == (s > 0) && ad < as)
+			w[k].win = 0;
+		if (strides && w[k].win == 1 && d != 0 && d >= -STRIDE_MAX && d <= STRIDE_MAX &&
+		    (near < 0 || w[k].used > w[near].used))
+			near = k;
 		if (w[k].used < w[oldest].used)
 			oldest = k;
 	}
-	if (k < DSM_WALKS) {
+	if (best >= 0) {
+		k = best;
 		w[k].win = w[k].win * 2 < dsm.cfg.run ? w[k].win * 2 : dsm.cfg.run;
+	} else if (near >= 0) {
+		k = near;
+		ptrdiff_t d = (ptrdiff_t)p - (ptrdiff_t)w[k].last, e = d - w[k].seen;
+		if (w[k].seen && (d > 0) == (w[k].seen > 0) && e >= -1 && e <= 1 &&
+		    (d > 1 || d < -1)) {
+			w[k].step = d;
+			w[k].win = 2 < dsm.cfg.run ? 2 : dsm.cfg.run;
+		}
+		w[k].seen = d;
 	} else {
 		k = oldest;
 		w[k].win = 1;
+		w[k].step = 1;
+		w[k].seen = 0;
 	}
 	w[k].last = p;
 	w[k].used = ++ws->clock;
-	size_t end = dsm_walk_end(p);
-	if (p >= end)
-		return 0;
-	return w[k].win - 1 < end - p - 1 ? w[k].win - 1 : end - p - 1;
+	ptrdiff_t s = w[k].step;
+	*step = s;
+	size_t room;
+	if (s > 0) {
+		size_t end = dsm_walk_end(p);
+		room = p < end ? (end - p - 1) / (size_t)s : 0;
+	} else {
+		room = (p - dsm_walk_start(p)) / (size_t)-s;
+	}
+	return w[k].win - 1 < room ? w[k].win - 1 : room;
 }
 
-size_t dsm_run_ahead(size_t p)
+size_t dsm_walk(struct dsm_walks *ws, size_t p)
+{
+	ptrdiff_t step;
+	return walk(ws, p, &step, 0);
+}
+
+size_t dsm_walk_strided(struct dsm_walks *ws, size_t p, ptrdiff_t *step)
+{
+	return walk(ws, p, step, 1);
+}
+
+size_t dsm_run_ahead(size_t p, ptrdiff_t *step)
+{
+	static struct dsm_walks misses; /* communication thread only */
+	return dsm_walk_strided(&misses, p, step);
+}
+
+size_t dsm_run_ahead_in_order(size_t p)
 {
 	static struct dsm_walks misses; /* communication thread only */
 	return dsm_walk(&misses, p);

@@ -544,7 +544,7 @@ static void fault(struct dsm_req *r, int again)
 			COUNT(write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ, DSM_REMOTE);
 			r->wnext = pg->waiters;
 			pg->waiters = r;
-			size_t run = dsm_run_ahead(p);
+			size_t run = dsm_run_ahead_in_order(p);
 			for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
 				if (!lrc.pg[q].cls && !lrc.pg[q].asking &&
 				    lrc_class_of(q, LRC_ASK_FAULT) == CLS_UNKNOWN)
@@ -568,7 +568,7 @@ static void fault(struct dsm_req *r, int again)
 		   another node: it reads a page it shares, and the pages past it
 		   may be another node's own (the next node's rows, past the
 		   halo), which that node goes on writing. */
-		size_t run = again ? 0 : dsm_run_ahead(p);
+		size_t run = again ? 0 : dsm_run_ahead_in_order(p);
 		for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
 			if (lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN) {
 				STAT_ADD(run_ahead, 1); /* asked */

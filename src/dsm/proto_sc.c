@@ -455,8 +455,9 @@ void sc_fault(struct dsm_req *r)
 	else
 		ask(mgr, p, write);
 	/* A node walking pages in order: ask for the next ones with this one. */
-	size_t run = dsm_run_ahead(p);
-	for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
+	ptrdiff_t step = 1;
+	size_t run = dsm_run_ahead(p, &step);
+	for (size_t i = 1, q = p + (size_t)step; i <= run && q < dsm.npages; i++, q += (size_t)step)
 		if (prefetch_one(q, write))
 			STAT_ADD(run_ahead, 1);
 	ask_send();
@@ -477,8 +478,9 @@ void sc_fault(struct dsm_req *r)
 int sc_request(size_t p, int write)
 {
 	int sent = prefetch_one(p, write);
-	size_t run = dsm_run_ahead(p);
-	for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
+	ptrdiff_t step = 1;
+	size_t run = dsm_run_ahead(p, &step);
+	for (size_t i = 1, q = p + (size_t)step; i <= run && q < dsm.npages; i++, q += (size_t)step)
 		if (prefetch_one(q, write))
 			STAT_ADD(run_ahead, 1);
 	ask_send();
