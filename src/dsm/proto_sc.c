@@ -396,6 +396,18 @@ static int sc_fault_in_place(size_t p, int write)
 	return p < dsm.npages && (!sc_local(p, write) || untouched(sc_page(p)));
 }
 
+/* A node walking pages in order, or a column: ask for the next ones with
+   this one (an upgrade's walk: invalidate the next ones' other copies). */
+static void run_ahead(size_t p, int write)
+{
+	ptrdiff_t step = 1;
+	size_t run = dsm_run_ahead(p, &step);
+	for (size_t i = 1, q = p + (size_t)step; i <= run && q < dsm.npages; i++, q += (size_t)step)
+		if (prefetch_one(q, write))
+			STAT_ADD(run_ahead, 1);
+	ask_send();
+}
+
 void sc_fault(struct dsm_req *r)
 {
 	size_t p = r->a;
@@ -442,6 +454,7 @@ void sc_fault(struct dsm_req *r)
 		r->wnext = NULL;
 		pg->waiters = r;
 		invalidate_others(p);
+		run_ahead(p, 1);
 		return;
 	}
 	STAT_ADD(faults[write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ], 1);
@@ -454,13 +467,7 @@ void sc_fault(struct dsm_req *r)
 		manage(p, write, dsm.node);
 	else
 		ask(mgr, p, write);
-	/* A node walking pages in order: ask for the next ones with this one. */
-	ptrdiff_t step = 1;
-	size_t run = dsm_run_ahead(p, &step);
-	for (size_t i = 1, q = p + (size_t)step; i <= run && q < dsm.npages; i++, q += (size_t)step)
-		if (prefetch_one(q, write))
-			STAT_ADD(run_ahead, 1);
-	ask_send();
+	run_ahead(p, write);
 }
 
 /*
@@ -478,12 +485,7 @@ void sc_fault(struct dsm_req *r)
 int sc_request(size_t p, int write)
 {
 	int sent = prefetch_one(p, write);
-	ptrdiff_t step = 1;
-	size_t run = dsm_run_ahead(p, &step);
-	for (size_t i = 1, q = p + (size_t)step; i <= run && q < dsm.npages; i++, q += (size_t)step)
-		if (prefetch_one(q, write))
-			STAT_ADD(run_ahead, 1);
-	ask_send();
+	run_ahead(p, write);
 	return sent;
 }
 

@@ -6,24 +6,32 @@
  *                the block in order and checks every page; node 0 writes it
  *                again (the last node's copies are invalidated) and the last
  *                node reads the new values; then the last node writes the
- *                block in order and node 0 reads what it wrote.
+ *                block in order and node 0 reads what it wrote. Then R
+ *                rounds of columns: node 0 writes a word in each of the 32
+ *                rows (5 pages each) of two fresh blocks; the last node
+ *                reads the first block's column downwards and the second's
+ *                upwards, one page a row, and checks each; then it writes
+ *                a column of each and node 0 reads it.
  *
- * Under sc and avr a miss asks for the walk's next pages with its own in
- * one message to their manager (proto_sc.c, ask): the last node's first
- * read walk of the block must cost at most a quarter as many requests as
- * pages (the windows double up to LOCUS_DSM_RUN, 32: seven requests for 64
- * pages), and bring every page once. Under sc node 0 serves such a request with one protection
- * change for its run of pages (region.c, dsm_region_protect_later): while the last node reads, node
- * 0 must change protections at most a quarter as often as it sends pages. Under lrc only the values
- * are checked.
- *
- * Then, R rounds again, columns: node 0 writes a word in each of the 32 rows (5 pages each) of
- * two fresh blocks; the last node reads the first block's column downwards
- * and the second's upwards, one page a row, and checks each; then it writes
- * a column of each and node 0 reads it. Under sc and avr a miss that
- * continues a column fetches the next rows' pages with it (proto.c,
- * dsm_walk_strided): the last node's reads of the two columns must cost at
- * most half as many remote misses as rows.
+ * Under sc and avr (the second point: sc only, as avr resolves such writes
+ * its own way):
+ * - a miss asks for the walk's next pages with its own in one message to
+ *   their manager (proto_sc.c, ask): the last node's first read walk of the
+ *   block costs at most a quarter as many requests as pages (the windows
+ *   double up to LOCUS_DSM_RUN, 32: seven requests for 64 pages), and
+ *   brings every page once;
+ * - the last node, which took the ownership of the pages it read (sc: the
+ *   reader becomes the owner), node 0 holding copies, writes them in order:
+ *   each write fault's walk invalidates the next pages' other copies with
+ *   its own (proto_sc.c, run_ahead), at most a quarter as many remote
+ *   misses as pages;
+ * - a miss that continues a column fetches the next rows' pages with it
+ *   (proto.c, dsm_walk_strided): the last node's reads of the columns cost
+ *   at most half as many remote misses as rows.
+ * Under sc node 0 serves a walk's request with one protection change for
+ * its run of pages (region.c, dsm_region_protect_later): while the last
+ * node reads, node 0 changes protections at most a quarter as often as it
+ * sends pages. Under lrc only the values are checked.
  *
  * Exits 0 when every check held; prints what was wrong otherwise.
  */
@@ -149,7 +157,7 @@ int main(int argc, char **argv)
 	const char *proto = locus_dsm_protocol();
 	int asks_together = !strcmp(proto, "sc") || !strcmp(proto, "avr");
 	int serves_together = !strcmp(proto, "sc");
-	uint64_t reqs = 0, got = 0, protects = 0, sent = 0, column_misses = 0;
+	uint64_t reqs = 0, got = 0, protects = 0, sent = 0, column_misses = 0, upgrade_misses = 0;
 	for (long r = 0; r < rounds; r++) {
 		volatile int32_t *b = locus_dsm_alloc_at(WALK * PAGE, 0);
 		if (!b) {
@@ -178,7 +186,10 @@ int main(int argc, char **argv)
 		locus_dsm_barrier();
 		if (me == last) {
 			check(b, r, 1, "the last node's read after node 0 wrote again");
+			locus_dsm_stats_get(&s0);
 			fill(b, r, 2);
+			locus_dsm_stats_get(&s1);
+			upgrade_misses += s1.remote_misses - s0.remote_misses;
 		}
 		locus_dsm_barrier();
 		if (me == 0)
@@ -198,6 +209,11 @@ int main(int argc, char **argv)
 		if (asks_together && reqs * 4 > got)
 			fail("requests for them (at most a quarter of the pages)", -1, (long)reqs,
 			     (long)got / 4);
+		printf("dsm_walk: node %d wrote %ld pages it had read with %llu remote misses\n",
+		       me, WALK * rounds, (unsigned long long)upgrade_misses);
+		if (serves_together && upgrade_misses * 4 > (uint64_t)(WALK * rounds))
+			fail("remote misses writing them (at most a quarter of the pages)", -1,
+			     (long)upgrade_misses, WALK * rounds / 4);
 		printf("dsm_walk: node %d read %ld rows of columns with %llu remote misses\n", me,
 		       2 * ROWS * rounds, (unsigned long long)column_misses);
 		if (asks_together && column_misses * 2 > (uint64_t)(2 * ROWS * rounds))
