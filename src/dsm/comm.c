@@ -664,8 +664,13 @@ static int receive(uint64_t now)
 		dispatch(h, rxbuf + sizeof(*h), (size_t)count - sizeof(*h));
 		rx_ns = 0;
 		if (kind == LOCUS_DSM_MSG_PAGE_REQ || kind == LOCUS_DSM_MSG_PAGE_FWD) {
-			serving++; /* answered when what it sent leaves (turn_end) */
-			serving_at += at;
+			if (nheld_msgs || dsm_region_held()) {
+				serving++; /* answered when what it sent leaves (turn_end) */
+				serving_at += at;
+			} else {
+				STAT_ADD(served, 1);
+				STAT_ADD(serve_ns, mono_ns() - at);
+			}
 		}
 		got = 1;
 	}
@@ -960,11 +965,11 @@ static void await_answer(struct dsm_req *r)
 				receive(now);
 				if (r->done && rung && dsm_self.counted)
 					STAT_ADD(answers_taken, 1);
-				reap_sends();
 				/* A timer to run, or a send MPI has not finished:
 				   the communication thread's to watch. */
 				busy = dsm.proto->tick(now) != UINT64_MAX;
 				turn_end();
+				reap_sends();
 				busy = busy || inflight;
 				standing_for = NULL;
 				owes = owed();

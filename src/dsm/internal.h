@@ -299,9 +299,10 @@ static inline void dsm_sync_point(void)
 		dsm.proto->sync_point();
 }
 /* A remote miss on page p (communication thread): how many pages after p to
-   fetch with it, without waiting: more as the node walks pages in order (up
-   to cfg.run - 1), none for a miss elsewhere. */
-size_t dsm_run_ahead(size_t p, ptrdiff_t *step);
+   fetch with it, without waiting: more as the node walks pages in order, or
+   a column (*step pages at a time, up or down), up to cfg.run - 1; none for
+   a miss elsewhere. Reads and writes walk apart. */
+size_t dsm_run_ahead(size_t p, int write, ptrdiff_t *step);
 /* The same in order only (lrc: a strided walk in its private pages'
    classification is not tried). */
 size_t dsm_run_ahead_in_order(size_t p);

@@ -44,11 +44,14 @@ const struct dsm_proto *dsm_proto_find(const char *name)
 /* Strided walks (dsm_walk_strided): a program reading or writing a column
    of a row-major array (Splash-3's fft transposes, its rows 8 pages and a
    word long) misses a page a row, a stride apart, down or up, often several
-   columns at once. A miss within STRIDE_MAX pages of a walk that fetched
-   nothing ahead (one page) is matched with it: the same distance twice,
-   give or take a page (rows are seldom a whole number of pages), makes it
-   a walk of that step, which then grows as any walk does: a miss continues
-   it a whole number of steps on (or a page more), within its window. */
+   columns at once. A miss that starts a walk within STRIDE_MAX pages of a
+   one-page walk notes its distance to it (seen); the same distance again
+   from that walk, give or take a page (rows are seldom a whole number of
+   pages), makes the walk a column of the smaller of the two, which then
+   grows as any walk does: a miss continues it a whole number of steps on
+   (or a page more), within its window. The walk a miss continues nearest
+   takes it (a column reaches far); a miss between a column's steps ends the
+   column; a miss on a walk's last page changes nothing. */
 #define STRIDE_MAX 64
 
 static size_t walk(struct dsm_walks *ws, size_t p, ptrdiff_t *step, int strides)
@@ -56,41 +59,42 @@ static size_t walk(struct dsm_walks *ws, size_t p, ptrdiff_t *step, int strides)
 	struct dsm_walk *w = ws->w;
 	int k, near = -1, oldest = 0, best = -1;
 	ptrdiff_t best_d = 0;
+	*step = 1;
+	for (k = 0; k < DSM_WALKS; k++)
+		if (w[k].win && w[k].last == p)
+			return 0; /* again (a read miss, then the write): nothing new */
 	for (k = 0; k < DSM_WALKS; k++) {
 		ptrdiff_t s = w[k].step, d = (ptrdiff_t)p - (ptrdiff_t)w[k].last;
 		ptrdiff_t as = s > 0 ? s : -s, ad = d > 0 ? d : -d, off = ad % (as ? as : 1);
-		/* The walk p continues nearest (a column's reach is long). */
-		if (w[k].win && (d > 0) == (s > 0) && ad <= (ptrdiff_t)w[k].win * as + 1 &&
+		int along = w[k].win && (d > 0) == (s > 0);
+		if (along && ad <= (ptrdiff_t)w[k].win * as + 1 &&
 		    (as == 1 || (ad >= as && off <= 1)) && (best < 0 || ad < best_d)) {
 			best = k;
 			best_d = ad;
 		}
-		/* A miss between a column's steps: the program walks on otherwise. */
-		if (as > 1 && w[k].win && (d > 0) == (s > 0) && ad < as)
-			w[k].win = 0;
-		if (strides && w[k].win == 1 && d != 0 && d >= -STRIDE_MAX && d <= STRIDE_MAX &&
+		if (along && as > 1 && ad < as)
+			w[k].win = 0; /* between a column's steps */
+		if (strides && w[k].win == 1 && d >= -STRIDE_MAX && d <= STRIDE_MAX &&
 		    (near < 0 || w[k].used > w[near].used))
 			near = k;
 		if (w[k].used < w[oldest].used)
 			oldest = k;
 	}
+	ptrdiff_t d = near >= 0 ? (ptrdiff_t)p - (ptrdiff_t)w[near].last : 0;
+	ptrdiff_t e = near >= 0 ? d - w[near].seen : 0;
 	if (best >= 0) {
 		k = best;
 		w[k].win = w[k].win * 2 < dsm.cfg.run ? w[k].win * 2 : dsm.cfg.run;
-	} else if (near >= 0) {
-		k = near;
-		ptrdiff_t d = (ptrdiff_t)p - (ptrdiff_t)w[k].last, e = d - w[k].seen;
-		if (w[k].seen && (d > 0) == (w[k].seen > 0) && e >= -1 && e <= 1 &&
-		    (d > 1 || d < -1)) {
-			w[k].step = d;
-			w[k].win = 2 < dsm.cfg.run ? 2 : dsm.cfg.run;
-		}
-		w[k].seen = d;
+	} else if (near >= 0 && w[near].seen && (d > 0) == (w[near].seen > 0) && e >= -1 &&
+		   e <= 1 && (d > 1 || d < -1)) {
+		k = near; /* the same distance twice: a column */
+		w[k].step = e > 0 ? w[k].seen : d;
+		w[k].win = 2 < dsm.cfg.run ? 2 : dsm.cfg.run;
 	} else {
-		k = oldest;
+		k = oldest; /* a walk of its own; near's stays for its stream */
 		w[k].win = 1;
 		w[k].step = 1;
-		w[k].seen = 0;
+		w[k].seen = d;
 	}
 	w[k].last = p;
 	w[k].used = ++ws->clock;
@@ -117,10 +121,12 @@ size_t dsm_walk_strided(struct dsm_walks *ws, size_t p, ptrdiff_t *step)
 	return walk(ws, p, step, 1);
 }
 
-size_t dsm_run_ahead(size_t p, ptrdiff_t *step)
+size_t dsm_run_ahead(size_t p, int write, ptrdiff_t *step)
 {
-	static struct dsm_walks misses; /* communication thread only */
-	return dsm_walk_strided(&misses, p, step);
+	/* Apart: a write's walk does not take the window of the walk that read
+	   the same pages (Splash-3's LU reads a block, then writes it). */
+	static struct dsm_walks misses[2]; /* communication thread only */
+	return dsm_walk_strided(&misses[write != 0], p, step);
 }
 
 size_t dsm_run_ahead_in_order(size_t p)

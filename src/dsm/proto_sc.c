@@ -401,7 +401,7 @@ static int sc_fault_in_place(size_t p, int write)
 static void run_ahead(size_t p, int write)
 {
 	ptrdiff_t step = 1;
-	size_t run = dsm_run_ahead(p, &step);
+	size_t run = dsm_run_ahead(p, write, &step);
 	for (size_t i = 1, q = p + (size_t)step; i <= run && q < dsm.npages; i++, q += (size_t)step)
 		if (prefetch_one(q, write))
 			STAT_ADD(run_ahead, 1);

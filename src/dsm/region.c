@@ -199,6 +199,8 @@ int dsm_region_held(void)
 
 void dsm_region_apply(void)
 {
+	if (!nheld) /* other protocols' threads call this too (avr's, under its own lock) */
+		return;
 	for (int i = 0; i < nheld; i++)
 		protect_now(held[i].first, held[i].count, held[i].prot);
 	nheld = 0;

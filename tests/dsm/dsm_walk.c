@@ -11,7 +11,9 @@
  *                rows (5 pages each) of two fresh blocks; the last node
  *                reads the first block's column downwards and the second's
  *                upwards, one page a row, and checks each; then it writes
- *                a column of each and node 0 reads it.
+ *                a column of each and node 0 reads it; and the last node
+ *                reads two halves of a fresh 64-page block at once (page i
+ *                of the first, then page i of the second).
  *
  * Under sc and avr (the second point: sc only, as avr resolves such writes
  * its own way):
@@ -27,7 +29,11 @@
  *   misses as pages;
  * - a miss that continues a column fetches the next rows' pages with it
  *   (proto.c, dsm_walk_strided): the last node's reads of the columns cost
- *   at most half as many remote misses as rows.
+ *   at most half as many remote misses as rows;
+ * - two walks at once, 32 pages apart, are two walks (not a column going
+ *   back and forth): at most a fifth as many remote misses as pages (eleven
+   for 64; a walk taken over by the other half's misses, a column of one
+   step going back and forth, costs sixteen).
  * Under sc node 0 serves a walk's request with one protection change for
  * its run of pages (region.c, dsm_region_protect_later): while the last
  * node reads, node 0 changes protections at most a quarter as often as it
@@ -142,6 +148,38 @@ static uint64_t columns(long round)
 	return misses;
 }
 
+/* Two halves of a block read at once; the last node's remote misses. */
+static uint64_t two_walks(long round)
+{
+	int last = nodes - 1;
+	volatile int32_t *b = locus_dsm_alloc_at(WALK * PAGE, 0);
+	if (!b) {
+		fail("a block placed at node 0", round, 0, 1);
+		return 0;
+	}
+	if (me == 0)
+		fill(b, round, 5);
+	locus_dsm_barrier();
+	uint64_t misses = 0;
+	if (me == last) {
+		locus_dsm_stats s0, s1;
+		locus_dsm_stats_get(&s0);
+		locus_dsm_avr_pause();
+		for (size_t i = 0; i < WALK / 2; i++)
+			for (size_t h = 0; h < 2; h++) {
+				size_t p = h * WALK / 2 + i;
+				if (b[p * PAGE / 4] != value(round, 5, p))
+					fail("two walks at once", round, b[p * PAGE / 4],
+					     value(round, 5, p));
+			}
+		locus_dsm_avr_resume();
+		locus_dsm_stats_get(&s1);
+		misses = s1.remote_misses - s0.remote_misses;
+	}
+	locus_dsm_barrier();
+	return misses;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || atol(argv[1]) < 1) {
@@ -157,7 +195,8 @@ int main(int argc, char **argv)
 	const char *proto = locus_dsm_protocol();
 	int asks_together = !strcmp(proto, "sc") || !strcmp(proto, "avr");
 	int serves_together = !strcmp(proto, "sc");
-	uint64_t reqs = 0, got = 0, protects = 0, sent = 0, column_misses = 0, upgrade_misses = 0;
+	uint64_t reqs = 0, got = 0, protects = 0, sent = 0, column_misses = 0, upgrade_misses = 0,
+		 two_misses = 0;
 	for (long r = 0; r < rounds; r++) {
 		volatile int32_t *b = locus_dsm_alloc_at(WALK * PAGE, 0);
 		if (!b) {
@@ -198,8 +237,10 @@ int main(int argc, char **argv)
 	}
 	/* After the walks: a column walk that ran on to the next block's first
 	   page would take a walk's first miss there (proto.c). */
-	for (long r = 0; r < rounds; r++)
+	for (long r = 0; r < rounds; r++) {
 		column_misses += columns(r);
+		two_misses += two_walks(r);
+	}
 	if (me == last) {
 		printf("dsm_walk: node %d read %llu pages of node 0 with %llu requests\n", me,
 		       (unsigned long long)got, (unsigned long long)reqs);
@@ -214,6 +255,12 @@ int main(int argc, char **argv)
 		if (serves_together && upgrade_misses * 4 > (uint64_t)(WALK * rounds))
 			fail("remote misses writing them (at most a quarter of the pages)", -1,
 			     (long)upgrade_misses, WALK * rounds / 4);
+		printf("dsm_walk: node %d read %ld pages in two walks at once with %llu remote "
+		       "misses\n",
+		       me, WALK * rounds, (unsigned long long)two_misses);
+		if (asks_together && two_misses * 5 > (uint64_t)(WALK * rounds))
+			fail("remote misses in two walks at once (at most a fifth of the pages)",
+			     -1, (long)two_misses, WALK * rounds / 5);
 		printf("dsm_walk: node %d read %ld rows of columns with %llu remote misses\n", me,
 		       2 * ROWS * rounds, (unsigned long long)column_misses);
 		if (asks_together && column_misses * 2 > (uint64_t)(2 * ROWS * rounds))
