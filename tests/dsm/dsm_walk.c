@@ -91,6 +91,14 @@ static void fill(volatile int32_t *b, long round, int pass)
 	}
 }
 
+/* This node's remote misses so far. */
+static uint64_t misses_now(void)
+{
+	locus_dsm_stats s;
+	locus_dsm_stats_get(&s);
+	return s.remote_misses;
+}
+
 /* The word of row r in a block of rows (its first page's first word). */
 static volatile int32_t *cell(volatile int32_t *b, int r)
 {
@@ -116,8 +124,7 @@ static uint64_t columns(long round)
 	locus_dsm_barrier();
 	uint64_t misses = 0;
 	if (me == last) {
-		locus_dsm_stats s0, s1;
-		locus_dsm_stats_get(&s0);
+		uint64_t m0 = misses_now();
 		locus_dsm_avr_pause();
 		for (int r = ROWS - 1; r >= 0; r--)
 			if (*cell(b[0], r) != value(round, 3, (size_t)r))
@@ -128,8 +135,7 @@ static uint64_t columns(long round)
 				fail("a column read upwards", round, *cell(b[1], r),
 				     value(round, 4, (size_t)r));
 		locus_dsm_avr_resume();
-		locus_dsm_stats_get(&s1);
-		misses = s1.remote_misses - s0.remote_misses;
+		misses = misses_now() - m0;
 		for (int k = 0; k < 2; k++)
 			for (int r = 0; r < ROWS; r++)
 				*cell(b[k], k ? r : ROWS - 1 - r) += 1;
@@ -162,8 +168,7 @@ static uint64_t two_walks(long round)
 	locus_dsm_barrier();
 	uint64_t misses = 0;
 	if (me == last) {
-		locus_dsm_stats s0, s1;
-		locus_dsm_stats_get(&s0);
+		uint64_t m0 = misses_now();
 		locus_dsm_avr_pause();
 		for (size_t i = 0; i < WALK / 2; i++)
 			for (size_t h = 0; h < 2; h++) {
@@ -173,8 +178,7 @@ static uint64_t two_walks(long round)
 					     value(round, 5, p));
 			}
 		locus_dsm_avr_resume();
-		locus_dsm_stats_get(&s1);
-		misses = s1.remote_misses - s0.remote_misses;
+		misses = misses_now() - m0;
 	}
 	locus_dsm_barrier();
 	return misses;
@@ -225,10 +229,9 @@ int main(int argc, char **argv)
 		locus_dsm_barrier();
 		if (me == last) {
 			check(b, r, 1, "the last node's read after node 0 wrote again");
-			locus_dsm_stats_get(&s0);
+			uint64_t m0 = misses_now();
 			fill(b, r, 2);
-			locus_dsm_stats_get(&s1);
-			upgrade_misses += s1.remote_misses - s0.remote_misses;
+			upgrade_misses += misses_now() - m0;
 		}
 		locus_dsm_barrier();
 		if (me == 0)
