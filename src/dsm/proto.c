@@ -41,7 +41,7 @@ const struct dsm_proto *dsm_proto_find(const char *name)
    missed longest ago. A halo row of three pages costs two misses and
    fetches nothing it does not read; a long walk soon fetches cfg.run pages
    per miss. It never goes past the pages allocated so far (dsm_walk_end). */
-/* Strided walks (dsm_walk_strided): a program reading or writing a column
+/* Strided walks (dsm_run_ahead): a program reading or writing a column
    of a row-major array (Splash-3's fft transposes, its rows 8 pages and a
    word long) misses a page a row, a stride apart, down or up, often several
    columns at once. A miss that starts a walk within STRIDE_MAX pages of a
@@ -116,17 +116,12 @@ size_t dsm_walk(struct dsm_walks *ws, size_t p)
 	return walk(ws, p, &step, 0);
 }
 
-size_t dsm_walk_strided(struct dsm_walks *ws, size_t p, ptrdiff_t *step)
-{
-	return walk(ws, p, step, 1);
-}
-
 size_t dsm_run_ahead(size_t p, int write, ptrdiff_t *step)
 {
 	/* Apart: a write's walk does not take the window of the walk that read
 	   the same pages (Splash-3's LU reads a block, then writes it). */
 	static struct dsm_walks misses[2]; /* communication thread only */
-	return dsm_walk_strided(&misses[write != 0], p, step);
+	return walk(&misses[write != 0], p, step, 1);
 }
 
 size_t dsm_run_ahead_in_order(size_t p)

@@ -28,7 +28,7 @@
  *   its own (proto_sc.c, run_ahead), at most a quarter as many remote
  *   misses as pages;
  * - a miss that continues a column fetches the next rows' pages with it
- *   (proto.c, dsm_walk_strided): the last node's reads of the columns cost
+ *   (proto.c, dsm_run_ahead): the last node's reads of the columns cost
  *   at most half as many remote misses as rows;
  * - two walks at once, 32 pages apart, are two walks (not a column going
  *   back and forth): at most a fifth as many remote misses as pages (eleven
