@@ -522,6 +522,7 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->prefetches = d.prefetches;
 	s->prefetch_unneeded = d.prefetch_unneeded;
 	s->run_ahead = d.run_ahead;
+	s->run_ahead_lost = d.run_ahead_lost;
 	s->prefetch_late = d.prefetch_late;
 	s->prefetch_s = ns_to_s(d.prefetch_ns);
 	s->prefetch_lost = d.prefetch_lost;

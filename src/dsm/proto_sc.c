@@ -245,10 +245,42 @@ static void resolved(size_t p)
 		sc_hooks->resolved(p);
 }
 
+/* A page's contents in one word: did anybody write it since? */
+static uint64_t page_sum(size_t p)
+{
+	const uint64_t *w = (const uint64_t *)(const void *)dsm_page_alias(p);
+	uint64_t s = 0, x = 0;
+	for (size_t i = 0; i < dsm.page_size / sizeof(uint64_t); i++) {
+		s += w[i];
+		x ^= w[i];
+	}
+	return s ^ (x * 0x9e3779b97f4a7c15ull);
+}
+
+/* A page a walk took for writing is now writable here. */
+static void ahead_granted(size_t p, struct sc_page *pg)
+{
+	if (pg->ahead == 2)
+		pg->ahead_sum = page_sum(p);
+}
+
+/* p leaves this node (taken for writing, or its copy invalidated). A page
+   a walk took for writing that nobody wrote here since: the walk ran into
+   pages another node writes. */
+static void lost(size_t p, struct sc_page *pg)
+{
+	if (pg->ahead == 2 && pg->ahead_sum == page_sum(p)) {
+		pg->spoiled = 1;
+		STAT_ADD(run_ahead_lost, 1);
+	}
+	pg->ahead = 0;
+}
+
 static void write_granted(size_t p)
 {
 	struct sc_page *pg = sc_page(p);
 	pg->copyset = BIT(dsm.node);
+	ahead_granted(p, pg);
 	set_access(p, ACC_WRITE);
 	resolved(p);
 }
@@ -291,6 +323,8 @@ static void give(size_t p, int write, int requester)
 		pg->prefetched = 0;
 		STAT_ADD(prefetch_lost, 1);
 	}
+	if (write)
+		lost(p, pg);
 	/* A page as it began, or a writer listed in the copy set: the requester
 	   holds the page as it is (plain sc: a protocol built on it keeps its
 	   own copies). */
@@ -359,6 +393,7 @@ static void invalidated(size_t p, int from)
 		pg->prefetched = 0;
 		STAT_ADD(prefetch_lost, 1);
 	}
+	lost(p, pg);
 	send_to(from, LOCUS_DSM_MSG_INV_ACK, p, 0, 0, NULL, 0);
 }
 
@@ -397,14 +432,25 @@ static int sc_fault_in_place(size_t p, int write)
 }
 
 /* A node walking pages in order, or a column: ask for the next ones with
-   this one (an upgrade's walk: invalidate the next ones' other copies). */
+   this one (an upgrade's walk: invalidate the next ones' other copies).
+   The walk stops before a page a walk here took for writing and another
+   node took back unwritten (spoiled: lost): such a walk runs into pages
+   another node is writing (a 2-D scatter of blocks), and taking them only
+   sets them ping-ponging. (A read copy lost says nothing: reading a valid
+   copy leaves no trace.) */
 static void run_ahead(size_t p, int write)
 {
 	ptrdiff_t step = 1;
 	size_t run = dsm_run_ahead(p, write, &step);
-	for (size_t i = 1, q = p + (size_t)step; i <= run && q < dsm.npages; i++, q += (size_t)step)
-		if (prefetch_one(q, write))
+	for (size_t i = 1, q = p + (size_t)step; i <= run && q < dsm.npages; i++, q += (size_t)step) {
+		struct sc_page *pg = sc_page(q);
+		if (write && pg->spoiled)
+			break;
+		if (prefetch_one(q, write)) {
 			STAT_ADD(run_ahead, 1);
+			pg->ahead = (uint8_t)(1 + write);
+		}
+	}
 	ask_send();
 }
 
@@ -416,6 +462,9 @@ void sc_fault(struct dsm_req *r)
 		dsm_fatal("fault on page %zu of %zu", p, dsm.npages);
 	struct sc_page *pg = sc_page(p);
 	uint8_t need = write ? ACC_WRITE : ACC_READ;
+	pg->ahead = 0; /* touched */
+	if (write)
+		pg->spoiled = 0; /* this node writes it: walks may take it again */
 	if (pg->access >= need) {
 		STAT_ADD(faults[LOCUS_DSM_FAULT_LOCAL], 1);
 		dsm_req_done(r, 0);

@@ -17,6 +17,7 @@ struct deferred;
 struct sc_page {
 	uint64_t copyset; /* owner only */
 	uint64_t installed_ns;
+	uint64_t ahead_sum; /* ahead == 2: the contents' sum when it became writable */
 	struct dsm_req *waiters;
 	struct deferred *fwd, *fwd_tail; /* wait for ownership and delta */
 	struct deferred *inv, *inv_tail; /* wait for delta only */
@@ -27,6 +28,10 @@ struct sc_page {
 	uint8_t pending;    /* 0, or 1 + write */
 	uint8_t listed;	    /* in the deferred list */
 	uint8_t prefetched; /* by locus_dsm_prefetch, no fault on it since */
+	uint8_t ahead;	    /* taken by a walk (run_ahead), 1 + write; no fault on it since */
+	uint8_t spoiled;    /* a walk took it for writing, another node took it back
+			       unwritten: walks stop before it until this node's own
+			       write fault on it */
 	uint8_t had;	    /* contents came here, or were written here (they may be stale
 			       since; a manager's first zero page does not count) */
 	uint8_t born;	    /* set up (sc_page): the table starts as zeros */

@@ -96,7 +96,7 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 		"dsm node %d: %llu threads: %llu stalls avg %.0f us, run length avg %.0f us, "
 		"%llu switches; remote misses %llu avg %.0f us, remote locks %llu avg %.0f us "
 		"(%llu hand-offs), barrier waits %llu avg %.0f us; %llu pages prefetched "
-		"(%llu unneeded, %llu late, %llu lost), %llu fetched ahead of a walk\n",
+		"(%llu unneeded, %llu late, %llu lost), %llu fetched ahead of a walk (%llu lost)\n",
 		node, (unsigned long long)s->threads, (unsigned long long)s->stalls,
 		per(s->stall_s, s->stalls), per(s->run_s, s->stalls),
 		(unsigned long long)s->switches, (unsigned long long)s->remote_misses,
@@ -105,7 +105,7 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 		(unsigned long long)s->barrier_waits, per(s->barrier_wait_s, s->barrier_waits),
 		(unsigned long long)s->prefetches, (unsigned long long)s->prefetch_unneeded,
 		(unsigned long long)s->prefetch_late, (unsigned long long)s->prefetch_lost,
-		(unsigned long long)s->run_ahead);
+		(unsigned long long)s->run_ahead, (unsigned long long)s->run_ahead_lost);
 	uint64_t m = s->miss_steps;
 	fprintf(f,
 		"dsm node %d: miss steps (%llu misses, avg us): handler %.1f, comm wake-up %.1f, "
@@ -168,10 +168,10 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		s->barrier_wait_s, (unsigned long long)s->prefetches);
 	fprintf(f,
 		", \"prefetch_s\": %.6f, \"prefetch_unneeded\": %llu, \"prefetch_late\": %llu, "
-		"\"prefetch_lost\": %llu, \"run_ahead\": %llu",
+		"\"prefetch_lost\": %llu, \"run_ahead\": %llu, \"run_ahead_lost\": %llu",
 		s->prefetch_s, (unsigned long long)s->prefetch_unneeded,
 		(unsigned long long)s->prefetch_late, (unsigned long long)s->prefetch_lost,
-		(unsigned long long)s->run_ahead);
+		(unsigned long long)s->run_ahead, (unsigned long long)s->run_ahead_lost);
 	fprintf(f,
 		", \"miss_steps\": %llu, \"miss_post_s\": %.6f, \"miss_take_s\": %.6f, "
 		"\"miss_send_s\": %.6f, \"miss_reply_s\": %.6f, \"miss_install_s\": %.6f, "

@@ -13,7 +13,9 @@
  *                upwards, one page a row, and checks each; then it writes
  *                a column of each and node 0 reads it; and the last node
  *                reads two halves of a fresh 64-page block at once (page i
- *                of the first, then page i of the second).
+ *                of the first, then page i of the second). Then R rounds of
+ *                neighbours: the last node writes the first half of a
+ *                64-page block in order while node 0 writes the second.
  *
  * Under sc and avr (the second point: sc only, as avr resolves such writes
  * its own way):
@@ -34,6 +36,10 @@
  *   back and forth): at most a fifth as many remote misses as pages (eleven
    for 64; a walk taken over by the other half's misses, a column of one
    step going back and forth, costs sixteen).
+ * - a write walk that runs into pages another node writes stops there once
+ *   that node took them back unwritten (proto_sc.c, lost; sc only, as above):
+ *   once the last node's walk ran into node 0's half of a neighbours' block,
+ *   node 0 writes that half without a remote miss in the passes after.
  * Under sc node 0 serves a walk's request with one protection change for
  * its run of pages (region.c, dsm_region_protect_later): while the last
  * node reads, node 0 changes protections at most a quarter as often as it
@@ -184,6 +190,67 @@ static uint64_t two_walks(long round)
 	return misses;
 }
 
+/* Neighbours: the last node writes the first half of a block in order,
+   node 0 the second (its own), then node 0 the first too, so that the
+   last node's next pass misses again; pass by pass, barriers between.
+   Returns node 0's remote misses writing its half in the passes after the
+   first that had any: the pages the last node's walks took from it again
+   once they had run into its half. */
+static uint64_t neighbours(long round)
+{
+	enum { PASSES = 4, HALF = WALK / 2 };
+	int last = nodes - 1;
+	volatile int32_t *b = locus_dsm_alloc_at(WALK * PAGE, 0);
+	if (!b) {
+		fail("a block placed at node 0", round, 0, 1);
+		return 0;
+	}
+	if (me == 0)
+		fill(b, round, 6);
+	locus_dsm_barrier();
+	uint64_t taken = 0;
+	int ran_in = 0; /* the last node's walk ran into node 0's half once */
+	for (int pass = 0; pass < PASSES; pass++) {
+		int32_t v = (int32_t)(round * 1000 + pass);
+		if (me == last)
+			for (size_t p = 0; p < HALF; p++)
+				b[p * PAGE / 4] = v;
+		locus_dsm_barrier();
+		if (me == 0) {
+			uint64_t m0 = misses_now();
+			for (size_t p = HALF; p < WALK; p++)
+				b[p * PAGE / 4] = v;
+			uint64_t m = misses_now() - m0;
+			if (ran_in)
+				taken += m;
+			ran_in |= m != 0;
+			locus_dsm_avr_pause();
+			for (size_t p = 0; p < HALF; p++)
+				if (b[p * PAGE / 4] != v)
+					fail("node 0's read of the last node's half", round,
+					     b[p * PAGE / 4], v);
+			locus_dsm_avr_resume();
+			for (size_t p = 0; p < HALF; p++)
+				b[p * PAGE / 4] = -v;
+		}
+		locus_dsm_barrier();
+	}
+	if (me == last) {
+		locus_dsm_avr_pause();
+		for (size_t p = 0; p < WALK; p++) {
+			int32_t want = (int32_t)(round * 1000 + PASSES - 1);
+			if (p < HALF)
+				want = -want;
+			if (b[p * PAGE / 4] != want)
+				fail("the last node's read of the neighbours' block", round,
+				     b[p * PAGE / 4], want);
+		}
+		locus_dsm_avr_resume();
+	}
+	locus_dsm_barrier();
+	return taken;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || atol(argv[1]) < 1) {
@@ -200,7 +267,7 @@ int main(int argc, char **argv)
 	int asks_together = !strcmp(proto, "sc") || !strcmp(proto, "avr");
 	int serves_together = !strcmp(proto, "sc");
 	uint64_t reqs = 0, got = 0, protects = 0, sent = 0, column_misses = 0, upgrade_misses = 0,
-		 two_misses = 0;
+		 two_misses = 0, taken = 0;
 	for (long r = 0; r < rounds; r++) {
 		volatile int32_t *b = locus_dsm_alloc_at(WALK * PAGE, 0);
 		if (!b) {
@@ -244,6 +311,8 @@ int main(int argc, char **argv)
 		column_misses += columns(r);
 		two_misses += two_walks(r);
 	}
+	for (long r = 0; r < rounds; r++)
+		taken += neighbours(r);
 	if (me == last) {
 		printf("dsm_walk: node %d read %llu pages of node 0 with %llu requests\n", me,
 		       (unsigned long long)got, (unsigned long long)reqs);
@@ -276,6 +345,13 @@ int main(int argc, char **argv)
 		if (serves_together && protects * 4 > sent)
 			fail("protection changes serving them (at most a quarter of the pages)", -1,
 			     (long)protects, (long)sent / 4);
+		printf("dsm_walk: node 0 wrote its half of the neighbours' blocks with %llu remote "
+		       "misses\n",
+		       (unsigned long long)taken);
+		if (serves_together && taken != 0)
+			fail("remote misses writing node 0's half once the last node's walks "
+			     "stopped before it",
+			     -1, (long)taken, 0);
 	}
 	return dsm_test_verdict(bad, "dsm_walk");
 }
