@@ -257,11 +257,13 @@ static uint64_t page_sum(size_t p)
 	return s ^ (x * 0x9e3779b97f4a7c15ull);
 }
 
-/* A page a walk took for writing is now writable here. */
+/* A page a walk took for writing is now writable here (its sum was taken
+   when its contents came, if they did: they are in the cache then). */
 static void ahead_granted(size_t p, struct sc_page *pg)
 {
-	if (pg->ahead == 2)
+	if (pg->ahead == 2 && !pg->summed)
 		pg->ahead_sum = page_sum(p);
+	pg->summed = 0;
 }
 
 /* p leaves this node (taken for writing, or its copy invalidated). A page
@@ -433,11 +435,11 @@ static int sc_fault_in_place(size_t p, int write)
 
 /* A node walking pages in order, or a column: ask for the next ones with
    this one (an upgrade's walk: invalidate the next ones' other copies).
-   The walk stops before a page a walk here took for writing and another
-   node took back unwritten (spoiled: lost): such a walk runs into pages
-   another node is writing (a 2-D scatter of blocks), and taking them only
-   sets them ping-ponging. (A read copy lost says nothing: reading a valid
-   copy leaves no trace.) */
+   A write walk stops before a page a walk here took for writing from
+   another node that took it back unwritten (spoiled: lost): such a walk
+   runs into pages another node is writing (a 2-D scatter of blocks), and
+   taking them only sets them ping-ponging. (A read copy lost says
+   nothing: reading a valid copy leaves no trace.) */
 static void run_ahead(size_t p, int write)
 {
 	ptrdiff_t step = 1;
@@ -446,9 +448,10 @@ static void run_ahead(size_t p, int write)
 		struct sc_page *pg = sc_page(q);
 		if (write && pg->spoiled)
 			break;
+		int taken = !pg->owner; /* not just copies invalidated */
 		if (prefetch_one(q, write)) {
 			STAT_ADD(run_ahead, 1);
-			pg->ahead = (uint8_t)(1 + write);
+			pg->ahead = (uint8_t)(1 + (write && taken));
 		}
 	}
 	ask_send();
@@ -596,6 +599,10 @@ static void page_arrived(size_t p, unsigned how, uint64_t cs, const void *data, 
 	pg->owner = 1;
 	pg->had = 1;
 	pg->copyset = cs | BIT(dsm.node);
+	if (write && pg->ahead == 2 && !(how & PAGE_CURRENT)) {
+		pg->ahead_sum = how & PAGE_PRISTINE ? 0 : page_sum(p); /* zeros: 0 */
+		pg->summed = 1;
+	}
 	if (write) {
 		invalidate_others(p);
 	} else {

@@ -28,7 +28,9 @@ struct sc_page {
 	uint8_t pending;    /* 0, or 1 + write */
 	uint8_t listed;	    /* in the deferred list */
 	uint8_t prefetched; /* by locus_dsm_prefetch, no fault on it since */
-	uint8_t ahead;	    /* taken by a walk (run_ahead), 1 + write; no fault on it since */
+	uint8_t ahead;	    /* fetched by a walk (run_ahead), no fault on it since: 2 asked
+			       for writing from another node, 1 otherwise */
+	uint8_t summed;	    /* ahead_sum taken when the contents came */
 	uint8_t spoiled;    /* a walk took it for writing, another node took it back
 			       unwritten: walks stop before it until this node's own
 			       write fault on it */
