@@ -304,9 +304,6 @@ static inline void dsm_sync_point(void)
    a column (*step pages at a time, up or down), up to cfg.run - 1; none for
    a miss elsewhere. Reads and writes walk apart. */
 size_t dsm_run_ahead(size_t p, int write, ptrdiff_t *step);
-/* The same in order only, reads and writes together (lrc: with strided
-   asks its test dsm_lrc_private_4 hangs, a cause not found yet). */
-size_t dsm_run_ahead_in_order(size_t p);
 /* In order over any sequence of pages (dsm_run_ahead's walks may also go
    step pages at a time, up or down: p + step, p + 2 step, ...). */
 #define DSM_WALKS 8

@@ -124,12 +124,6 @@ size_t dsm_run_ahead(size_t p, int write, ptrdiff_t *step)
 	return walk(&misses[write != 0], p, step, 1);
 }
 
-size_t dsm_run_ahead_in_order(size_t p)
-{
-	static struct dsm_walks misses; /* communication thread only */
-	return dsm_walk(&misses, p);
-}
-
 const char *dsm_proto_names(void)
 {
 	static char names[64];

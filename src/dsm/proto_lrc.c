@@ -544,8 +544,10 @@ static void fault(struct dsm_req *r, int again)
 			COUNT(write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ, DSM_REMOTE);
 			r->wnext = pg->waiters;
 			pg->waiters = r;
-			size_t run = dsm_run_ahead_in_order(p);
-			for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
+			ptrdiff_t st = 1;
+			size_t run = dsm_run_ahead(p, 0, &st); /* reads and writes: one walk */
+			size_t q = p;
+			for (size_t i = 1; i <= run && (q += (size_t)st) < dsm.npages; i++)
 				if (!lrc.pg[q].cls && !lrc.pg[q].asking &&
 				    lrc_class_of(q, LRC_ASK_FAULT) == CLS_UNKNOWN)
 					STAT_ADD(run_ahead, 1);
@@ -563,13 +565,15 @@ static void fault(struct dsm_req *r, int again)
 		pg->waiters = r;
 		lrc_batch_begin();
 		lrc_start_fetch(p); /* a write faults again on the fresh copy and twins it */
-		/* A node walking pages in order: fetch the next ones with this one
-		   (not again: its ask looked ahead). The walk takes no page from
+		/* A node walking pages in order, or a column: fetch the next ones
+		   with this one (not again: its ask looked ahead). The walk takes no page from
 		   another node: it reads a page it shares, and the pages past it
 		   may be another node's own (the next node's rows, past the
 		   halo), which that node goes on writing. */
-		size_t run = again ? 0 : dsm_run_ahead_in_order(p);
-		for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++)
+		ptrdiff_t st = 1;
+		size_t run = again ? 0 : dsm_run_ahead(p, 0, &st);
+		size_t q = p;
+		for (size_t i = 1; i <= run && (q += (size_t)st) < dsm.npages; i++)
 			if (lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN) {
 				STAT_ADD(run_ahead, 1); /* asked */
 			} else if (lrc_stale(q) && !lrc.pg[q].replies_left) {
@@ -588,12 +592,13 @@ static void fault(struct dsm_req *r, int again)
 		return;
 	}
 	lrc_make_writable(p, 0);
-	/* A node writing pages in order: make the next valid ones writable too
-	   (a page twinned but left as it was gets no notice: close_interval). */
-	static struct dsm_walks writes;
-	size_t run = dsm_walk(&writes, p);
+	/* A node writing pages in order, or a column: make the next valid ones
+	   writable too (a page twinned but left as it was gets no notice:
+	   close_interval). */
+	ptrdiff_t st = 1;
+	size_t run = dsm_run_ahead(p, 1, &st), q = p;
 	lrc_batch_begin();
-	for (size_t q = p + 1; q <= p + run && q < dsm.npages; q++) {
+	for (size_t i = 1; i <= run && (q += (size_t)st) < dsm.npages; i++) {
 		if (!lrc.pg[q].cls) { /* asked, not used: lrc_class.c, taken back unused */
 			if (!lrc.pg[q].asking && lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN)
 				STAT_ADD(run_ahead, 1);

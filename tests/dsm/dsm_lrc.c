@@ -363,8 +363,9 @@ static void private_pages(long rounds)
 	if (nodes >= 3 && private_expected()) {
 		/* A page in the middle of its home's critical section. The pages
 		   are far apart: the asker's faults do not make a walk (which would
-		   ask for the next pages too), so it asks for each in the loop. */
-		enum { K = 8, APART = 64 };
+		   ask for the next pages too), not even a column (a stride of up
+		   to 64 pages: proto.c), so it asks for each in the loop. */
+		enum { K = 8, APART = 128 };
 		/* Nor did the walks above ask ahead for them (up to 32 pages past
 		   the last page they faulted on): a gap first. */
 		(void)locus_dsm_alloc(APART * PAGE);
