@@ -290,6 +290,16 @@ static uint64_t sent_pages(void)
 	return s.msgs_sent[LOCUS_DSM_MSG_PAGE];
 }
 
+/* Faults that waited for a message: this node's own requests and those it
+   joined. */
+static uint64_t waited_faults(void)
+{
+	locus_dsm_stats s;
+	locus_dsm_stats_get(&s);
+	return s.faults[LOCUS_DSM_FAULT_READ] + s.faults[LOCUS_DSM_FAULT_WRITE] +
+	       s.faults[LOCUS_DSM_FAULT_COMBINED];
+}
+
 static void private_pages(long rounds)
 {
 	size_t np = 2 * (size_t)nodes, words = PAGE / 8;
@@ -400,7 +410,17 @@ static void private_pages(long rounds)
 				q[k * words] = 0;
 				locus_dsm_unlock(lock);
 			} else if (me == nodes - 1) {
+				uint64_t waited = waited_faults();
 				(void)q[k * words + 2]; /* never written: not a race */
+				if (waited_faults() == waited) {
+					/* It had the page: node 0 would wait for ever. */
+					fprintf(stderr,
+						"private: node %d had page %zu of node 0 before "
+						"it asked (a walk fetched it): the test cannot "
+						"go on\n",
+						me, k);
+					exit(1);
+				}
 				locus_dsm_lock(lock);
 				if (q[k * words] != 0)
 					fail("private: a word put back in the home's critical "
