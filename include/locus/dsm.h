@@ -252,9 +252,10 @@ typedef struct locus_dsm_stats {
 	uint64_t prefetches;	    /* pages locus_dsm_prefetch asked for */
 	uint64_t prefetch_unneeded; /* pages prefetch found valid or already coming */
 	uint64_t run_ahead;	    /* pages fetched with a miss of a walk (LOCUS_DSM_RUN) */
-	uint64_t run_ahead_lost;    /* of those, taken for writing and taken by another node
-				       before a fault here (sc, avr: walks stop before such a
-				       page until this node's own write fault on it) */
+	uint64_t run_ahead_lost;    /* of those, asked for writing from another node and gone
+				       again with their contents unchanged here (sc: write
+				       walks stop before such a page until this node's own
+				       write fault on it) */
 	double prefetch_s;	    /* threads' wall time in prefetch calls (part of other) */
 	uint64_t prefetch_late;	    /* prefetched pages a fault waited for (still in flight) */
 	uint64_t prefetch_lost;	    /* prefetched pages invalidated or taken before a fault

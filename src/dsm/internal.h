@@ -299,23 +299,13 @@ static inline void dsm_sync_point(void)
 	if (dsm.proto && dsm.proto->sync_point)
 		dsm.proto->sync_point();
 }
-/* A remote miss on page p (communication thread): how many pages after p to
-   fetch with it, without waiting: more as the node walks pages in order, or
-   a column (*step pages at a time, up or down), up to cfg.run - 1; none for
-   a miss elsewhere. Reads and writes walk apart. */
+/* A fault on page p (communication thread, or a thread in its place): how
+   many pages after p to take with it, without waiting: more as the node
+   walks pages in order, or a column (*step pages at a time, up or down: p +
+   step, p + 2 step, ...), up to cfg.run - 1; none for a fault elsewhere.
+   write picks one of two sets of walks (sc: reads and writes walk apart;
+   lrc: its fetches walk in one, its writes to valid pages in the other). */
 size_t dsm_run_ahead(size_t p, int write, ptrdiff_t *step);
-/* In order over any sequence of pages (dsm_run_ahead's walks may also go
-   step pages at a time, up or down: p + step, p + 2 step, ...). */
-#define DSM_WALKS 8
-struct dsm_walks {
-	struct dsm_walk {
-		size_t last, win;
-		ptrdiff_t step, seen; /* seen: the last distance to a miss near a one-page walk */
-		uint64_t used;
-	} w[DSM_WALKS];
-	uint64_t clock;
-};
-size_t dsm_walk(struct dsm_walks *ws, size_t p);
 const char *dsm_proto_names(void);
 extern const struct dsm_proto dsm_proto_sc;
 extern const struct dsm_proto dsm_proto_lrc;
@@ -436,7 +426,7 @@ int dsm_home_init(void);
 void dsm_home_fini(void);
 int dsm_home_of(size_t p);
 void dsm_home_place(size_t first, size_t count, int home); /* home < 0: the default */
-/* Where a walk from page p stops (dsm_walk): below the heap, the first page
+/* Where a walk from page p stops (dsm_run_ahead): below the heap, the first page
    not yet allocated (locus_dsm_alloc_at may still place it at another home,
    and a page's protocol state, made at its first use, keeps the home it had
    then); in the heap, whose homes never change, the region's end. */

@@ -41,7 +41,7 @@ const struct dsm_proto *dsm_proto_find(const char *name)
    missed longest ago. A halo row of three pages costs two misses and
    fetches nothing it does not read; a long walk soon fetches cfg.run pages
    per miss. It never goes past the pages allocated so far (dsm_walk_end). */
-/* Strided walks (dsm_run_ahead): a program reading or writing a column
+/* Walks also go by columns: a program reading or writing a column
    of a row-major array (Splash-3's fft transposes, its rows 8 pages and a
    word long) misses a page a row, a stride apart, down or up, often several
    columns at once. A miss that starts a walk within STRIDE_MAX pages of a
@@ -54,7 +54,17 @@ const struct dsm_proto *dsm_proto_find(const char *name)
    column; a miss on a walk's last page changes nothing. */
 #define STRIDE_MAX 64
 
-static size_t walk(struct dsm_walks *ws, size_t p, ptrdiff_t *step, int strides)
+#define DSM_WALKS 8
+struct dsm_walks {
+	struct dsm_walk {
+		size_t last, win;
+		ptrdiff_t step, seen; /* seen: the last distance to a miss near a one-page walk */
+		uint64_t used;
+	} w[DSM_WALKS];
+	uint64_t clock;
+};
+
+static size_t walk(struct dsm_walks *ws, size_t p, ptrdiff_t *step)
 {
 	struct dsm_walk *w = ws->w;
 	int k, near = -1, oldest = 0, best = -1;
@@ -74,7 +84,7 @@ static size_t walk(struct dsm_walks *ws, size_t p, ptrdiff_t *step, int strides)
 		}
 		if (along && as > 1 && ad < as)
 			w[k].win = 0; /* between a column's steps */
-		if (strides && w[k].win == 1 && d >= -STRIDE_MAX && d <= STRIDE_MAX &&
+		if (w[k].win == 1 && d >= -STRIDE_MAX && d <= STRIDE_MAX &&
 		    (near < 0 || w[k].used > w[near].used))
 			near = k;
 		if (w[k].used < w[oldest].used)
@@ -110,18 +120,12 @@ static size_t walk(struct dsm_walks *ws, size_t p, ptrdiff_t *step, int strides)
 	return w[k].win - 1 < room ? w[k].win - 1 : room;
 }
 
-size_t dsm_walk(struct dsm_walks *ws, size_t p)
-{
-	ptrdiff_t step;
-	return walk(ws, p, &step, 0);
-}
-
 size_t dsm_run_ahead(size_t p, int write, ptrdiff_t *step)
 {
 	/* Apart: a write's walk does not take the window of the walk that read
 	   the same pages (Splash-3's LU reads a block, then writes it). */
 	static struct dsm_walks misses[2]; /* communication thread only */
-	return walk(&misses[write != 0], p, step, 1);
+	return walk(&misses[write != 0], p, step);
 }
 
 const char *dsm_proto_names(void)

@@ -267,8 +267,10 @@ static void ahead_granted(size_t p, struct sc_page *pg)
 }
 
 /* p leaves this node (taken for writing, or its copy invalidated). A page
-   a walk took for writing that nobody wrote here since: the walk ran into
-   pages another node writes. */
+   a walk took for writing whose contents did not change here: the walk ran
+   into pages another node writes. (Heuristic only: a write that lands
+   between the sum and the protection change the turn holds, or one that
+   stores what was there, is taken for none.) */
 static void lost(size_t p, struct sc_page *pg)
 {
 	if (pg->ahead == 2 && pg->ahead_sum == page_sum(p)) {
@@ -395,7 +397,8 @@ static void invalidated(size_t p, int from)
 		pg->prefetched = 0;
 		STAT_ADD(prefetch_lost, 1);
 	}
-	lost(p, pg);
+	if (!pg->pending) /* (else the copy went, not what the walk asked for) */
+		lost(p, pg);
 	send_to(from, LOCUS_DSM_MSG_INV_ACK, p, 0, 0, NULL, 0);
 }
 
@@ -435,23 +438,26 @@ static int sc_fault_in_place(size_t p, int write)
 
 /* A node walking pages in order, or a column: ask for the next ones with
    this one (an upgrade's walk: invalidate the next ones' other copies).
-   A write walk stops before a page a walk here took for writing from
-   another node that took it back unwritten (spoiled: lost): such a walk
-   runs into pages another node is writing (a 2-D scatter of blocks), and
-   taking them only sets them ping-ponging. (A read copy lost says
-   nothing: reading a valid copy leaves no trace.) */
+   Under plain sc a write walk stops before a page a walk here took for
+   writing from another node that took it back unwritten (spoiled: lost):
+   such a walk runs into pages another node is writing (a 2-D scatter of
+   blocks), and taking them only sets them ping-ponging. (A read copy lost
+   says nothing: reading a valid copy leaves no trace.) */
 static void run_ahead(size_t p, int write)
 {
 	ptrdiff_t step = 1;
 	size_t run = dsm_run_ahead(p, write, &step);
 	for (size_t i = 1, q = p + (size_t)step; i <= run && q < dsm.npages; i++, q += (size_t)step) {
 		struct sc_page *pg = sc_page(q);
-		if (write && pg->spoiled)
+		if (write && pg->spoiled && pg->access < ACC_WRITE)
 			break;
-		int taken = !pg->owner; /* not just copies invalidated */
+		/* Watched: asked for writing from another node, under plain sc
+		   (avr resolves most faults without sc_fault, and keeps arriving
+		   contents aside while an interval is open). */
+		int watch = write && !pg->owner && !sc_hooks;
 		if (prefetch_one(q, write)) {
 			STAT_ADD(run_ahead, 1);
-			pg->ahead = (uint8_t)(1 + (write && taken));
+			pg->ahead = (uint8_t)(1 + watch);
 		}
 	}
 	ask_send();

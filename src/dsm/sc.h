@@ -29,11 +29,11 @@ struct sc_page {
 	uint8_t listed;	    /* in the deferred list */
 	uint8_t prefetched; /* by locus_dsm_prefetch, no fault on it since */
 	uint8_t ahead;	    /* fetched by a walk (run_ahead), no fault on it since: 2 asked
-			       for writing from another node, 1 otherwise */
+			       for writing from another node (plain sc), 1 otherwise */
 	uint8_t summed;	    /* ahead_sum taken when the contents came */
-	uint8_t spoiled;    /* a walk took it for writing, another node took it back
-			       unwritten: walks stop before it until this node's own
-			       write fault on it */
+	uint8_t spoiled;    /* ahead 2, and it left with its contents unchanged here:
+			       write walks stop before it until this node's own write
+			       fault on it */
 	uint8_t had;	    /* contents came here, or were written here (they may be stale
 			       since; a manager's first zero page does not count) */
 	uint8_t born;	    /* set up (sc_page): the table starts as zeros */

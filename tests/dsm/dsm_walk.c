@@ -15,7 +15,9 @@
  *                reads two halves of a fresh 64-page block at once (page i
  *                of the first, then page i of the second). Then R rounds of
  *                neighbours: the last node writes the first half of a
- *                64-page block in order while node 0 writes the second.
+ *                64-page block in order while node 0 writes the second,
+ *                four passes; then the last node writes the second half,
+ *                and one more pass.
  *
  * Under sc and avr (the second point: sc only, as avr resolves such writes
  * its own way):
@@ -39,7 +41,9 @@
  * - a write walk that runs into pages another node writes stops there once
  *   that node took them back unwritten (proto_sc.c, lost; sc only, as above):
  *   once the last node's walk ran into node 0's half of a neighbours' block,
- *   node 0 writes that half without a remote miss in the passes after.
+ *   node 0 writes that half without a remote miss in the passes after
+ *   (run_ahead_lost counts the pages marked); after the last node wrote
+ *   node 0's half itself, its walk runs in again (node 0 misses).
  * Under sc node 0 serves a walk's request with one protection change for
  * its run of pages (region.c, dsm_region_protect_later): while the last
  * node reads, node 0 changes protections at most a quarter as often as it
@@ -190,55 +194,83 @@ static uint64_t two_walks(long round)
 	return misses;
 }
 
-/* Neighbours: the last node writes the first half of a block in order,
-   node 0 the second (its own), then node 0 the first too, so that the
-   last node's next pass misses again; pass by pass, barriers between.
-   Returns node 0's remote misses writing its half in the passes after the
-   first that had any: the pages the last node's walks took from it again
-   once they had run into its half. */
-static uint64_t neighbours(long round)
+/* One pass of neighbours: the last node writes the first half of a block
+   in order, node 0 the second (its own), then node 0 checks the first and
+   writes it too, so that the last node's next pass misses again; barriers
+   between. Returns node 0's remote misses writing its half. */
+static uint64_t neighbour_pass(volatile int32_t *b, long round, int pass)
+{
+	enum { HALF = WALK / 2 };
+	int32_t v = (int32_t)(round * 1000 + pass);
+	uint64_t m = 0;
+	if (me == nodes - 1)
+		for (size_t p = 0; p < HALF; p++)
+			b[p * PAGE / 4] = v;
+	locus_dsm_barrier();
+	if (me == 0) {
+		uint64_t m0 = misses_now();
+		for (size_t p = HALF; p < WALK; p++)
+			b[p * PAGE / 4] = v;
+		m = misses_now() - m0;
+		locus_dsm_avr_pause();
+		for (size_t p = 0; p < HALF; p++)
+			if (b[p * PAGE / 4] != v)
+				fail("node 0's read of the last node's half", round, b[p * PAGE / 4],
+				     v);
+		locus_dsm_avr_resume();
+		for (size_t p = 0; p < HALF; p++)
+			b[p * PAGE / 4] = -v;
+	}
+	locus_dsm_barrier();
+	return m;
+}
+
+/* Neighbours: PASSES passes; *taken: node 0's remote misses writing its
+   half in the passes after the first that had any (the pages the last
+   node's walks took from it again once they had run into its half). Then
+   the last node writes node 0's half itself (its own write faults clear
+   the marks), node 0 takes it back, and one more pass: *again, node 0's
+   misses in it (the walks run in again). */
+static void neighbours(long round, uint64_t *taken, uint64_t *again)
 {
 	enum { PASSES = 4, HALF = WALK / 2 };
 	int last = nodes - 1;
 	volatile int32_t *b = locus_dsm_alloc_at(WALK * PAGE, 0);
 	if (!b) {
 		fail("a block placed at node 0", round, 0, 1);
-		return 0;
+		return;
 	}
 	if (me == 0)
 		fill(b, round, 6);
 	locus_dsm_barrier();
-	uint64_t taken = 0;
 	int ran_in = 0; /* the last node's walk ran into node 0's half once */
 	for (int pass = 0; pass < PASSES; pass++) {
-		int32_t v = (int32_t)(round * 1000 + pass);
-		if (me == last)
-			for (size_t p = 0; p < HALF; p++)
-				b[p * PAGE / 4] = v;
-		locus_dsm_barrier();
-		if (me == 0) {
-			uint64_t m0 = misses_now();
-			for (size_t p = HALF; p < WALK; p++)
-				b[p * PAGE / 4] = v;
-			uint64_t m = misses_now() - m0;
-			if (ran_in)
-				taken += m;
-			ran_in |= m != 0;
-			locus_dsm_avr_pause();
-			for (size_t p = 0; p < HALF; p++)
-				if (b[p * PAGE / 4] != v)
-					fail("node 0's read of the last node's half", round,
-					     b[p * PAGE / 4], v);
-			locus_dsm_avr_resume();
-			for (size_t p = 0; p < HALF; p++)
-				b[p * PAGE / 4] = -v;
-		}
-		locus_dsm_barrier();
+		uint64_t m = neighbour_pass(b, round, pass);
+		if (ran_in)
+			*taken += m;
+		ran_in |= m != 0;
 	}
+	int32_t mine = (int32_t)(round * 1000 + 999);
+	if (me == last)
+		for (size_t p = HALF; p < WALK; p++)
+			b[p * PAGE / 4] = mine;
+	locus_dsm_barrier();
+	if (me == 0) {
+		locus_dsm_avr_pause();
+		for (size_t p = HALF; p < WALK; p++)
+			if (b[p * PAGE / 4] != mine)
+				fail("node 0's read of its half, written by the last node", round,
+				     b[p * PAGE / 4], mine);
+		locus_dsm_avr_resume();
+		for (size_t p = HALF; p < WALK; p++) /* its alone again */
+			b[p * PAGE / 4] = mine + 1;
+	}
+	locus_dsm_barrier();
+	*again += neighbour_pass(b, round, PASSES);
 	if (me == last) {
 		locus_dsm_avr_pause();
 		for (size_t p = 0; p < WALK; p++) {
-			int32_t want = (int32_t)(round * 1000 + PASSES - 1);
+			int32_t want = (int32_t)(round * 1000 + PASSES);
 			if (p < HALF)
 				want = -want;
 			if (b[p * PAGE / 4] != want)
@@ -248,7 +280,6 @@ static uint64_t neighbours(long round)
 		locus_dsm_avr_resume();
 	}
 	locus_dsm_barrier();
-	return taken;
 }
 
 int main(int argc, char **argv)
@@ -267,7 +298,7 @@ int main(int argc, char **argv)
 	int asks_together = !strcmp(proto, "sc") || !strcmp(proto, "avr");
 	int serves_together = !strcmp(proto, "sc");
 	uint64_t reqs = 0, got = 0, protects = 0, sent = 0, column_misses = 0, upgrade_misses = 0,
-		 two_misses = 0, taken = 0;
+		 two_misses = 0, taken = 0, again = 0, marks = 0;
 	for (long r = 0; r < rounds; r++) {
 		volatile int32_t *b = locus_dsm_alloc_at(WALK * PAGE, 0);
 		if (!b) {
@@ -311,9 +342,18 @@ int main(int argc, char **argv)
 		column_misses += columns(r);
 		two_misses += two_walks(r);
 	}
+	locus_dsm_stats n0, n1;
+	locus_dsm_stats_get(&n0);
 	for (long r = 0; r < rounds; r++)
-		taken += neighbours(r);
+		neighbours(r, &taken, &again);
+	locus_dsm_stats_get(&n1);
+	marks = n1.run_ahead_lost - n0.run_ahead_lost;
 	if (me == last) {
+		printf("dsm_walk: node %d marked %llu pages of node 0's halves (run_ahead_lost)\n",
+		       me, (unsigned long long)marks);
+		if (serves_together && marks == 0)
+			fail("pages of node 0's halves marked (run_ahead_lost, at least one)", -1, 0,
+			     1);
 		printf("dsm_walk: node %d read %llu pages of node 0 with %llu requests\n", me,
 		       (unsigned long long)got, (unsigned long long)reqs);
 		if (asks_together && got != (uint64_t)(WALK * rounds))
@@ -352,6 +392,13 @@ int main(int argc, char **argv)
 			fail("remote misses writing node 0's half once the last node's walks "
 			     "stopped before it",
 			     -1, (long)taken, 0);
+		printf("dsm_walk: node 0 wrote its half with %llu remote misses once the last node "
+		       "had written it\n",
+		       (unsigned long long)again);
+		if (serves_together && again == 0)
+			fail("remote misses writing node 0's half once the last node's own writes "
+			     "cleared the marks (at least one)",
+			     -1, 0, 1);
 	}
 	return dsm_test_verdict(bad, "dsm_walk");
 }
