@@ -106,7 +106,7 @@ struct dsm_counters {
 	uint64_t remote_misses, remote_miss_ns, remote_locks, remote_lock_ns;
 	uint64_t lock_handoffs, barrier_waits, barrier_wait_ns;
 	uint64_t prefetches, prefetch_unneeded, run_ahead, prefetch_late, prefetch_lost;
-	uint64_t run_ahead_lost; /* pages a walk took for writing, taken before a fault here */
+	uint64_t run_ahead_lost; /* walks' pages taken for writing, gone again unchanged */
 	uint64_t prefetch_ns; /* application threads' wall time issuing prefetches */
 	uint64_t faults[LOCUS_DSM_FAULT_KINDS];
 	uint64_t faults_in_place; /* resolved by the faulting thread (comm.c, stand_in) */

@@ -566,10 +566,10 @@ static void fault(struct dsm_req *r, int again)
 		lrc_batch_begin();
 		lrc_start_fetch(p); /* a write faults again on the fresh copy and twins it */
 		/* A node walking pages in order, or a column: fetch the next ones
-		   with this one (not again: its ask looked ahead). The walk takes no page from
-		   another node: it reads a page it shares, and the pages past it
-		   may be another node's own (the next node's rows, past the
-		   halo), which that node goes on writing. */
+		   with this one (not again: its ask looked ahead). The walk takes
+		   no page from another node: it reads a page it shares, and the
+		   pages past it may be another node's own (the next node's rows,
+		   past the halo), which that node goes on writing. */
 		ptrdiff_t st = 1;
 		size_t run = again ? 0 : dsm_run_ahead(p, 0, &st);
 		size_t q = p;
