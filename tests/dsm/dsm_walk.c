@@ -17,7 +17,7 @@
  *                neighbours: the last node writes the first half of a
  *                64-page block in order while node 0 writes the second,
  *                four passes; then the last node writes the second half,
- *                and one more pass.
+ *                and two more passes.
  *
  * Under sc and avr (the second point: sc only, as avr resolves such writes
  * its own way):
@@ -229,8 +229,8 @@ static uint64_t neighbour_pass(volatile int32_t *b, long round, int pass)
    half in the passes after the first that had any (the pages the last
    node's walks took from it again once they had run into its half). Then
    the last node writes node 0's half itself (its own write faults clear
-   the marks), node 0 takes it back, and one more pass: *again, node 0's
-   misses in it (the walks run in again). */
+   the marks), node 0 takes it back, and two more passes: *again, node 0's
+   misses in them (the walks run in again). */
 static void neighbours(long round, uint64_t *taken, uint64_t *again)
 {
 	enum { PASSES = 4, HALF = WALK / 2 };
@@ -266,11 +266,12 @@ static void neighbours(long round, uint64_t *taken, uint64_t *again)
 			b[p * PAGE / 4] = mine + 1;
 	}
 	locus_dsm_barrier();
-	*again += neighbour_pass(b, round, PASSES);
+	for (int pass = PASSES; pass < PASSES + 2; pass++)
+		*again += neighbour_pass(b, round, pass);
 	if (me == last) {
 		locus_dsm_avr_pause();
 		for (size_t p = 0; p < WALK; p++) {
-			int32_t want = (int32_t)(round * 1000 + PASSES);
+			int32_t want = (int32_t)(round * 1000 + PASSES + 1);
 			if (p < HALF)
 				want = -want;
 			if (b[p * PAGE / 4] != want)
