@@ -304,8 +304,14 @@ static inline void dsm_sync_point(void)
    walks pages in order, or a column (*step pages at a time, up or down: p +
    step, p + 2 step, ...), up to cfg.run - 1; none for a fault elsewhere.
    write picks one of two sets of walks (sc: reads and writes walk apart;
-   lrc: its fetches walk in one, its writes to valid pages in the other). */
+   lrc: its fetches walk in one, its writes to valid pages in the other).
+   Every page it names is in the region: dsm_walk_page(p, *step, i), i from
+   1 to the count. */
 size_t dsm_run_ahead(size_t p, int write, ptrdiff_t *step);
+static inline size_t dsm_walk_page(size_t p, ptrdiff_t step, size_t i)
+{
+	return p + (size_t)step * i; /* (a negative step wraps, as intended) */
+}
 const char *dsm_proto_names(void);
 extern const struct dsm_proto dsm_proto_sc;
 extern const struct dsm_proto dsm_proto_lrc;

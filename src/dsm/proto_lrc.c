@@ -544,13 +544,14 @@ static void fault(struct dsm_req *r, int again)
 			COUNT(write ? LOCUS_DSM_FAULT_WRITE : LOCUS_DSM_FAULT_READ, DSM_REMOTE);
 			r->wnext = pg->waiters;
 			pg->waiters = r;
-			ptrdiff_t st = 1;
+			ptrdiff_t st;
 			size_t run = dsm_run_ahead(p, 0, &st); /* reads and writes: one walk */
-			size_t q = p;
-			for (size_t i = 1; i <= run && (q += (size_t)st) < dsm.npages; i++)
+			for (size_t i = 1; i <= run; i++) {
+				size_t q = dsm_walk_page(p, st, i);
 				if (!lrc.pg[q].cls && !lrc.pg[q].asking &&
 				    lrc_class_of(q, LRC_ASK_FAULT) == CLS_UNKNOWN)
 					STAT_ADD(run_ahead, 1);
+			}
 			lrc_batch_send();
 			return;
 		}
@@ -572,14 +573,15 @@ static void fault(struct dsm_req *r, int again)
 		   past the halo), which that node goes on writing. */
 		ptrdiff_t st = 1;
 		size_t run = again ? 0 : dsm_run_ahead(p, 0, &st);
-		size_t q = p;
-		for (size_t i = 1; i <= run && (q += (size_t)st) < dsm.npages; i++)
+		for (size_t i = 1; i <= run; i++) {
+			size_t q = dsm_walk_page(p, st, i);
 			if (lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN) {
 				STAT_ADD(run_ahead, 1); /* asked */
 			} else if (lrc_stale(q) && !lrc.pg[q].replies_left) {
 				STAT_ADD(run_ahead, 1);
 				lrc_start_fetch(q);
 			}
+		}
 		lrc_batch_send();
 		return;
 	}
@@ -595,10 +597,11 @@ static void fault(struct dsm_req *r, int again)
 	/* A node writing pages in order, or a column: make the next valid ones
 	   writable too (a page twinned but left as it was gets no notice:
 	   close_interval). */
-	ptrdiff_t st = 1;
-	size_t run = dsm_run_ahead(p, 1, &st), q = p;
+	ptrdiff_t st;
+	size_t run = dsm_run_ahead(p, 1, &st);
 	lrc_batch_begin();
-	for (size_t i = 1; i <= run && (q += (size_t)st) < dsm.npages; i++) {
+	for (size_t i = 1; i <= run; i++) {
+		size_t q = dsm_walk_page(p, st, i);
 		if (!lrc.pg[q].cls) { /* asked, not used: lrc_class.c, taken back unused */
 			if (!lrc.pg[q].asking && lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN)
 				STAT_ADD(run_ahead, 1);

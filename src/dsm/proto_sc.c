@@ -257,15 +257,6 @@ static uint64_t page_sum(size_t p)
 	return s ^ (x * 0x9e3779b97f4a7c15ull);
 }
 
-/* A page a walk took for writing is now writable here (its sum was taken
-   when its contents came, if they did: they are in the cache then). */
-static void ahead_granted(size_t p, struct sc_page *pg)
-{
-	if (pg->ahead == 2 && !pg->summed)
-		pg->ahead_sum = page_sum(p);
-	pg->summed = 0;
-}
-
 /* p leaves this node (taken for writing, or its copy invalidated). A page
    a walk took for writing whose contents did not change here: the walk ran
    into pages another node writes. (Heuristic only: a write that lands
@@ -284,7 +275,6 @@ static void write_granted(size_t p)
 {
 	struct sc_page *pg = sc_page(p);
 	pg->copyset = BIT(dsm.node);
-	ahead_granted(p, pg);
 	set_access(p, ACC_WRITE);
 	resolved(p);
 }
@@ -445,9 +435,10 @@ static int sc_fault_in_place(size_t p, int write)
    says nothing: reading a valid copy leaves no trace.) */
 static void run_ahead(size_t p, int write)
 {
-	ptrdiff_t step = 1;
+	ptrdiff_t step;
 	size_t run = dsm_run_ahead(p, write, &step);
-	for (size_t i = 1, q = p + (size_t)step; i <= run && q < dsm.npages; i++, q += (size_t)step) {
+	for (size_t i = 1; i <= run; i++) {
+		size_t q = dsm_walk_page(p, step, i);
 		struct sc_page *pg = sc_page(q);
 		if (write && pg->spoiled && pg->access < ACC_WRITE)
 			break;
@@ -605,10 +596,10 @@ static void page_arrived(size_t p, unsigned how, uint64_t cs, const void *data, 
 	pg->owner = 1;
 	pg->had = 1;
 	pg->copyset = cs | BIT(dsm.node);
-	if (write && pg->ahead == 2 && !(how & PAGE_CURRENT)) {
+	/* A page a walk asked for writing (never one owned here: run_ahead)
+	   always comes so, its contents final: not writable before the grant. */
+	if (write && pg->ahead == 2)
 		pg->ahead_sum = how & PAGE_PRISTINE ? 0 : page_sum(p); /* zeros: 0 */
-		pg->summed = 1;
-	}
 	if (write) {
 		invalidate_others(p);
 	} else {

@@ -17,7 +17,7 @@ struct deferred;
 struct sc_page {
 	uint64_t copyset; /* owner only */
 	uint64_t installed_ns;
-	uint64_t ahead_sum; /* ahead == 2: the contents' sum when it became writable */
+	uint64_t ahead_sum; /* ahead == 2: the contents' sum when they came */
 	struct dsm_req *waiters;
 	struct deferred *fwd, *fwd_tail; /* wait for ownership and delta */
 	struct deferred *inv, *inv_tail; /* wait for delta only */
@@ -30,7 +30,6 @@ struct sc_page {
 	uint8_t prefetched; /* by locus_dsm_prefetch, no fault on it since */
 	uint8_t ahead;	    /* fetched by a walk (run_ahead), no fault on it since: 2 asked
 			       for writing from another node (plain sc), 1 otherwise */
-	uint8_t summed;	    /* ahead_sum taken when the contents came */
 	uint8_t spoiled;    /* ahead 2, and it left with its contents unchanged here:
 			       write walks stop before it until this node's own write
 			       fault on it */
