@@ -26,6 +26,7 @@
 #include "sync/deleg.h"
 #include "sync/fatal.h"
 #include "sync/lock_impl.h"
+#include "sync/lock_mcs.h"
 #include "sync/mpsc.h"
 #include "sync/thread_exit.h"
 
@@ -47,8 +48,10 @@ struct locus_cs {
 		void *ext;	/* the provider's handle */
 	} u;
 	const struct mech *m;
+	/* m->run, or guarded_run when sections run between the provider's
+	   enter and leave: locus_cs_run's one indirect call */
+	uint64_t (*run)(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c);
 	void *state;
-	int guarded; /* sections run between the provider's enter and leave */
 	char spec[SPEC_MAX];
 } __attribute__((aligned(LOCUS_CACHELINE)));
 
@@ -339,7 +342,7 @@ KIND_RUN(tas, tas_lock, word_unlock)
 KIND_RUN(ttas, ttas_lock, word_unlock)
 KIND_RUN(futex, futex_lock, word_unlock)
 KIND_RUN(ticket, ticket_lock, ticket_unlock)
-KIND_RUN(mcs, mcs_lock, mcs_unlock)
+KIND_RUN(mcs, mcs_lock_inline, mcs_unlock_inline)
 KIND_RUN(clh, clh_lock, clh_unlock)
 
 static void lock_close(locus_cs *cs)
@@ -869,6 +872,8 @@ static const struct mech *find_mech(const char *name, size_t len)
 	return NULL;
 }
 
+static uint64_t guarded_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c);
+
 /* An in-place mechanism on state the provider keeps runs each section
    between its enter and leave; one that runs sections elsewhere cannot. */
 static int guard(locus_cs *cs)
@@ -882,7 +887,7 @@ static int guard(locus_cs *cs)
 		     cs->m->name, cs->state, p->name, p->name);
 		return -1;
 	}
-	cs->guarded = 1;
+	cs->run = guarded_run;
 	return 0;
 }
 
@@ -987,6 +992,7 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 	}
 	memset(cs, 0, sizeof(*cs));
 	cs->m = m;
+	cs->run = m->run;
 	cs->state = state;
 	snprintf(cs->spec, sizeof(cs->spec), "%s", spec); /* the provider reads its options */
 	if (m->open(cs, &o) != 0) {
@@ -1016,9 +1022,7 @@ static void check_call(const char *call, const locus_cs *cs, locus_fn fn)
 uint64_t locus_cs_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)
 {
 	check_call("locus_cs_run", cs, fn);
-	if (cs->guarded)
-		return guarded_run(cs, fn, a, b, c);
-	return cs->m->run(cs, fn, a, b, c);
+	return cs->run(cs, fn, a, b, c);
 }
 
 int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
@@ -1027,7 +1031,7 @@ int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c,
 	check_call("locus_cs_post", cs, fn);
 	if (cs->m->post)
 		return cs->m->post(cs, fn, a, b, c, cb, ctx);
-	uint64_t r = cs->guarded ? guarded_run(cs, fn, a, b, c) : cs->m->run(cs, fn, a, b, c);
+	uint64_t r = cs->run(cs, fn, a, b, c);
 	if (cb)
 		cb(ctx, r);
 	return 0;

@@ -135,6 +135,9 @@ void admit_gate_leave(struct lock *g);
  * read-modify-write on the way in costs less than a look and a CAS, which
  * fetch the line twice. Giving it back may leave nobody counted (the others
  * left meanwhile), and then it does what leaving does.
+ *
+ * mcs marks every holder of a strict lock, which counts nobody: its unlock
+ * then tests the mark alone, whatever the flags (lock_mcs.h).
  */
 #define LOCK_UNCOUNTED ((uintptr_t)1)
 

@@ -42,6 +42,7 @@
 #include "common/clock.h"
 #include "sync/flag.h"
 #include "sync/lock_impl.h"
+#include "sync/lock_mcs.h"
 #include "sync/nodes.h"
 
 /*
@@ -91,42 +92,43 @@ void mcs_init(struct lock *l)
 	l->u.mcs.active = 0;
 }
 
+void mcs_wait_behind(struct lock *l, struct locus_qnode *n, struct locus_qnode *pred)
+{
+	lock_hook(l, LOCK_HOOK_QUEUE);
+	/* Armed before it is linked: pred's holder writes it once it sees n. */
+	flag_arm(&n->flag);
+	st_release(&pred->next, n);
+	flag_wait(&n->flag, &l->wait);
+}
+
+void mcs_lock_raced(struct lock *l, struct locus_qnode *n, struct locus_qnode *pred)
+{
+	/* Another took it between our look and our exchange: we are queued
+	   already, and count ourselves in regardless of the room (lock_impl.h:
+	   over the limit until we leave, as a granted thread may be). */
+	int strict = l->flags & LOCK_STRICT;
+	if (!strict)
+		mcs_enter(l, 1);
+	mcs_wait_behind(l, n, pred);
+	st_relaxed(&l->u.mcs.holder, (uintptr_t)n | (strict ? LOCK_UNCOUNTED : 0));
+}
+
+void mcs_lock_held(struct lock *l, struct locus_qnode *n)
+{
+	/* Held: count ourselves in, or wait outside until let in (a strict
+	   lock queues at once, and marks its holder: lock_impl.h). */
+	int strict = l->flags & LOCK_STRICT;
+	if (!strict && !mcs_enter(l, 0))
+		admit_wait(l, mcs_enter);
+	struct locus_qnode *pred = xchg_acqrel(&l->u.mcs.tail, n);
+	if (pred)
+		mcs_wait_behind(l, n, pred);
+	st_relaxed(&l->u.mcs.holder, (uintptr_t)n | (strict ? LOCK_UNCOUNTED : 0));
+}
+
 void mcs_lock(struct lock *l)
 {
-	struct locus_qnode *n = qnode_get();
-	n->next = NULL;
-	flag_arm(&n->flag);
-	struct locus_qnode *pred;
-	if (l->flags & LOCK_STRICT) {
-		pred = xchg_acqrel(&l->u.mcs.tail, n);
-	} else if (prefetch_write(&l->u.mcs.tail), !ld_relaxed(&l->u.mcs.tail)) {
-		/* Free when we looked: swap ourselves in, uncounted if it still
-		   was (an exchange, not a CAS: on the EPYC a CAS made an
-		   uncontended lock and unlock 13% slower). If another took it
-		   in between, we are queued already, and count ourselves in
-		   regardless of the room (lock_impl.h: over the limit until we
-		   leave, as a granted thread may be). The prefetch asks for
-		   the line in exclusive state at once: a look alone would fetch
-		   it shared, and the exchange or the add fetch it again. */
-		lock_hook(l, LOCK_HOOK_FREE);
-		pred = xchg_acqrel(&l->u.mcs.tail, n);
-		if (!pred) {
-			st_relaxed(&l->u.mcs.holder, (uintptr_t)n | LOCK_UNCOUNTED);
-			return;
-		}
-		mcs_enter(l, 1);
-	} else {
-		/* Held: count ourselves in, or wait outside until let in. */
-		if (!mcs_enter(l, 0))
-			admit_wait(l, mcs_enter);
-		pred = xchg_acqrel(&l->u.mcs.tail, n);
-	}
-	if (pred) {
-		lock_hook(l, LOCK_HOOK_QUEUE);
-		st_release(&pred->next, n);
-		flag_wait(&n->flag, &l->wait);
-	}
-	st_relaxed(&l->u.mcs.holder, (uintptr_t)n);
+	mcs_lock_inline(l);
 }
 
 int mcs_trylock(struct lock *l)
@@ -139,7 +141,7 @@ int mcs_trylock(struct lock *l)
 		qnode_put(n);
 		return EBUSY;
 	}
-	st_relaxed(&l->u.mcs.holder, (uintptr_t)n | (l->flags & LOCK_STRICT ? 0 : LOCK_UNCOUNTED));
+	st_relaxed(&l->u.mcs.holder, (uintptr_t)n | LOCK_UNCOUNTED);
 	return 0;
 }
 
@@ -241,14 +243,14 @@ static void mcs_release(struct lock *l, uintptr_t holder)
 	}
 	if (cr)
 		next = cr_choose(l, n, next);
-	holder_hand_off(&l->u.mcs.holder, holder);
+	if (!(l->flags & LOCK_STRICT))
+		holder_hand_off(&l->u.mcs.holder, holder);
 	flag_release_to(&next->flag, 0, &l->wait);
 	qnode_put(n);
 }
 
-void mcs_unlock(struct lock *l)
+void mcs_unlock_slow(struct lock *l, uintptr_t holder)
 {
-	uintptr_t holder = ld_relaxed(&l->u.mcs.holder);
 	if (admit_quiet(l, holder)) {
 		mcs_release(l, holder);
 		return;
@@ -259,4 +261,9 @@ void mcs_unlock(struct lock *l)
 		admit_leave(l, due, 0);
 	else
 		admit_leave(l, due, faa_seqcst(&l->u.mcs.active, (uint32_t)-1) == 1);
+}
+
+void mcs_unlock(struct lock *l)
+{
+	mcs_unlock_inline(l);
 }
