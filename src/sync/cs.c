@@ -51,6 +51,9 @@ struct locus_cs {
 	/* m->run, or guarded_run when sections run between the provider's
 	   enter and leave: locus_cs_run's one indirect call */
 	uint64_t (*run)(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c);
+	/* m->post, or post_by_run for a mechanism that runs sections in place */
+	int (*post)(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
+		    void *ctx);
 	void *state;
 	char spec[SPEC_MAX];
 } __attribute__((aligned(LOCUS_CACHELINE)));
@@ -874,6 +877,16 @@ static const struct mech *find_mech(const char *name, size_t len)
 
 static uint64_t guarded_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c);
 
+/* A post to a mechanism that runs sections in place: the section now, then its callback. */
+static int post_by_run(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c, locus_cb cb,
+		       void *ctx)
+{
+	uint64_t r = cs->run(cs, fn, a, b, c);
+	if (cb)
+		cb(ctx, r);
+	return 0;
+}
+
 /* An in-place mechanism on state the provider keeps runs each section
    between its enter and leave; one that runs sections elsewhere cannot. */
 static int guard(locus_cs *cs)
@@ -993,6 +1006,7 @@ locus_cs *locus_cs_open(const char *spec, void *state)
 	memset(cs, 0, sizeof(*cs));
 	cs->m = m;
 	cs->run = m->run;
+	cs->post = m->post ? m->post : post_by_run;
 	cs->state = state;
 	snprintf(cs->spec, sizeof(cs->spec), "%s", spec); /* the provider reads its options */
 	if (m->open(cs, &o) != 0) {
@@ -1029,12 +1043,7 @@ int locus_cs_post(locus_cs *cs, locus_fn fn, uint64_t a, uint64_t b, uint64_t c,
 		  void *ctx)
 {
 	check_call("locus_cs_post", cs, fn);
-	if (cs->m->post)
-		return cs->m->post(cs, fn, a, b, c, cb, ctx);
-	uint64_t r = cs->run(cs, fn, a, b, c);
-	if (cb)
-		cb(ctx, r);
-	return 0;
+	return cs->post(cs, fn, a, b, c, cb, ctx);
 }
 
 /*

@@ -139,6 +139,9 @@ static inline uint64_t dl_flat_generation(void)
 unsigned dl_flat_next_slot(void);
 /* Serve slot s once if nobody else is: requests run, or -1 if another thread serves it. */
 int dl_serve_try(struct dl_server *s);
+/* The same, then own(arg) in the same turn, as one of the slot's sections:
+   a flat client's requests that it runs itself, behind those it had sent. */
+int dl_serve_then(struct dl_server *s, void (*own)(void *arg), void *arg);
 
 /* A channel owned by the calling thread on server s (registered on first use). */
 struct dl_chan *dl_chan_claim(struct dl_server *s, uint32_t kind, uint32_t lines);

@@ -510,7 +510,7 @@ static void *server_main(void *arg)
 	return NULL;
 }
 
-int dl_serve_try(struct dl_server *s)
+int dl_serve_then(struct dl_server *s, void (*own)(void *arg), void *arg)
 {
 	uint32_t idle = 0;
 	if (ld_relaxed(&s->serving) || !cas_acquire(&s->serving, &idle, 1))
@@ -520,9 +520,16 @@ int dl_serve_try(struct dl_server *s)
 	uint64_t served = 0;
 	for (struct dl_chan *ch = ld_acquire(&s->chans); ch; ch = ch->next)
 		served += serve_channel(s, ch, NULL); /* flat slots keep no statistics */
+	if (own)
+		own(arg);
 	serving_leave(&frame);
 	st_release(&s->serving, 0);
 	return (int)served;
+}
+
+int dl_serve_try(struct dl_server *s)
+{
+	return dl_serve_then(s, NULL, NULL);
 }
 
 /* ---- channels ------------------------------------------------------------ */
