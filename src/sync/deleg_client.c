@@ -696,27 +696,65 @@ static void hold_for_post(const struct dl_async_cfg *cfg)
 	*held = 1;
 }
 
-int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
-		  uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx)
+/* A post made inside a section: 1 if it was completed here (see post_general). */
+static int post_in_section(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn,
+			   void *state, uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx)
 {
-	if (sync_serving) {
-		/* Our own server's section: run it in place. A server's thread never
-		   drains: complete the post now. */
-		int own = serving_is(server_of(server, cfg));
-		if (own || serving_on_server()) {
-			uint64_t r = own ? fn(state, a, b, c)
-					 : dl_async_run(server, cfg, fn, state, a, b, c);
-			if (cb)
-				cb(ctx, r);
-			return 0;
-		}
-	}
+	/* Our own server's section: run it in place. A server's thread never
+	   drains: complete the post now. */
+	int own = serving_is(server_of(server, cfg));
+	if (!own && !serving_on_server())
+		return 0;
+	uint64_t r = own ? fn(state, a, b, c) : dl_async_run(server, cfg, fn, state, a, b, c);
+	if (cb)
+		cb(ctx, r);
+	return 1;
+}
+
+/* Any post: inside a section, to a state not cached or a pool not held, one
+   that has to wait for room, goes direct, or looks after a home slot. */
+static __attribute__((noinline)) int post_general(unsigned server, const struct dl_async_cfg *cfg,
+						  locus_fn fn, void *state, uint64_t a, uint64_t b,
+						  uint64_t c, locus_cb cb, void *ctx)
+{
+	if (sync_serving && post_in_section(server, cfg, fn, state, a, b, c, cb, ctx))
+		return 0;
 	struct dl_async *as = async_state(server, cfg);
 	hold_for_post(cfg);
 	struct pending local, *p = post_begin(as, &local);
 	post_fill(p, fn, state, a, b, c, cb, ctx);
 	post_end(as, p);
 	return 0;
+}
+
+/*
+ * The common post, without a call: not inside a section, to the state the
+ * thread last posted to (its runtime unchanged and its pool held), with
+ * room in its queue and no home slot to look after. Everything else goes
+ * to post_general, whose calls would otherwise make this path save and
+ * restore registers (80 instructions a post with it all inline, on the
+ * 2-vCPU EPYC; docs/results/delegation.md).
+ */
+int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
+		  uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx)
+{
+	int flat = cfg->policy != DL_DEDICATED;
+	int same = flat ? tls.flat_generation == dl_flat_generation() && tls.flat_held
+			: tls.generation == dl_generation() && tls.nservers && tls.held;
+	if (__builtin_expect(!sync_serving && same && cfg->serial && cfg->serial == tls.last_serial,
+			     1)) {
+		struct dl_async *as = tls.last_as;
+		if (__builtin_expect(as->qlen < as->queue && as->policy != DL_FLAT_DOORBELL &&
+					     as->policy != DL_FLAT_BOUND,
+				     1)) {
+			uint32_t tail = as->qhead + as->qlen;
+			post_fill(&as->q[tail >= as->queue ? tail - as->queue : tail], fn, state, a,
+				  b, c, cb, ctx);
+			as->qlen++;
+			return 0;
+		}
+	}
+	return post_general(server, cfg, fn, state, a, b, c, cb, ctx);
 }
 
 struct run_result {
