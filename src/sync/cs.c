@@ -25,6 +25,7 @@
 #include "sync/combine_impl.h"
 #include "sync/deleg.h"
 #include "sync/fatal.h"
+#include "sync/lock_clh.h"
 #include "sync/lock_impl.h"
 #include "sync/lock_mcs.h"
 #include "sync/mpsc.h"
@@ -346,7 +347,7 @@ KIND_RUN(ttas, ttas_lock, word_unlock)
 KIND_RUN(futex, futex_lock, word_unlock)
 KIND_RUN(ticket, ticket_lock, ticket_unlock)
 KIND_RUN(mcs, mcs_lock_inline, mcs_unlock_inline)
-KIND_RUN(clh, clh_lock, clh_unlock)
+KIND_RUN(clh, clh_lock_inline, clh_unlock_inline)
 
 static void lock_close(locus_cs *cs)
 {

@@ -17,15 +17,9 @@
 
 #include "common/atomic.h"
 #include "sync/flag.h"
+#include "sync/lock_clh.h"
 #include "sync/lock_impl.h"
 #include "sync/nodes.h"
-
-#define CLH_FREE ((uintptr_t)1)
-
-static struct locus_qnode *clh_node(uintptr_t w)
-{
-	return (struct locus_qnode *)(w & ~CLH_FREE);
-}
 
 /* Admission (lock_admit.c), as in mcs: `active` counts the threads admitted,
    but a holder that found the lock free (LOCK_UNCOUNTED; lock_impl.h). */
@@ -45,28 +39,17 @@ int clh_init(struct lock *l)
 	return 0;
 }
 
-void clh_lock(struct lock *l)
+void clh_lock_slow(struct lock *l, struct locus_qnode *n, uintptr_t w)
 {
-	struct locus_qnode *n = qnode_get();
-	flag_arm(&n->flag);
-	uintptr_t w;
-	if (l->flags & LOCK_STRICT) {
-		w = xchg_acqrel(&l->u.clh.tail, (uintptr_t)n);
-	} else if (ld_relaxed(&l->u.clh.tail) & CLH_FREE) {
-		/* Free when we looked: swap ourselves in, uncounted if it still
-		   was; if not, we are queued and count ourselves in regardless
-		   (as in mcs, whose lock says why an exchange and not a CAS). */
-		lock_hook(l, LOCK_HOOK_FREE);
-		w = xchg_acqrel(&l->u.clh.tail, (uintptr_t)n);
-		if (w & CLH_FREE) {
-			st_relaxed(&l->u.clh.holder, (uintptr_t)n | LOCK_UNCOUNTED);
-			l->u.clh.pred = clh_node(w);
-			return;
-		}
-		clh_enter(l, 1);
+	int strict = l->flags & LOCK_STRICT;
+	if (w) {
+		/* Taken between our look and our exchange: we are queued, and
+		   count ourselves in regardless of the room (as in mcs). */
+		if (!strict)
+			clh_enter(l, 1);
 	} else {
 		/* Held: count ourselves in, or wait outside until let in. */
-		if (!clh_enter(l, 0))
+		if (!strict && !clh_enter(l, 0))
 			admit_wait(l, clh_enter);
 		w = xchg_acqrel(&l->u.clh.tail, (uintptr_t)n);
 	}
@@ -75,8 +58,14 @@ void clh_lock(struct lock *l)
 		lock_hook(l, LOCK_HOOK_QUEUE);
 		flag_wait(&pred->flag, &l->wait);
 	}
-	st_relaxed(&l->u.clh.holder, (uintptr_t)n);
+	/* Nobody is counted in a strict lock: every holder is marked (lock_impl.h). */
+	st_relaxed(&l->u.clh.holder, (uintptr_t)n | (strict ? LOCK_UNCOUNTED : 0));
 	l->u.clh.pred = pred;
+}
+
+void clh_lock(struct lock *l)
+{
+	clh_lock_inline(l);
 }
 
 int clh_trylock(struct lock *l)
@@ -91,14 +80,13 @@ int clh_trylock(struct lock *l)
 		qnode_put(n);
 		return EBUSY;
 	}
-	st_relaxed(&l->u.clh.holder, (uintptr_t)n | (l->flags & LOCK_STRICT ? 0 : LOCK_UNCOUNTED));
+	st_relaxed(&l->u.clh.holder, (uintptr_t)n | LOCK_UNCOUNTED);
 	l->u.clh.pred = clh_node(w);
 	return 0;
 }
 
-void clh_unlock(struct lock *l)
+void clh_unlock_slow(struct lock *l, uintptr_t holder)
 {
-	uintptr_t holder = ld_relaxed(&l->u.clh.holder);
 	int quiet = admit_quiet(l, holder);
 	int due = !quiet && admit_due(l);
 	struct locus_qnode *n = holder_node(holder);
@@ -106,7 +94,8 @@ void clh_unlock(struct lock *l)
 	uintptr_t expected = (uintptr_t)n;
 	if (ld_relaxed(&l->u.clh.tail) != expected ||
 	    !cas_release(&l->u.clh.tail, &expected, (uintptr_t)n | CLH_FREE)) {
-		holder_hand_off(&l->u.clh.holder, holder);
+		if (!(l->flags & LOCK_STRICT))
+			holder_hand_off(&l->u.clh.holder, holder);
 		flag_release_to(&n->flag, 0, &l->wait);
 	}
 	qnode_put(pred);
@@ -116,6 +105,11 @@ void clh_unlock(struct lock *l)
 		admit_leave(l, due, 0);
 	else
 		admit_leave(l, due, faa_seqcst(&l->u.clh.active, (uint32_t)-1) == 1);
+}
+
+void clh_unlock(struct lock *l)
+{
+	clh_unlock_inline(l);
 }
 
 void clh_destroy(struct lock *l)

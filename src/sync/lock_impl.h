@@ -136,8 +136,9 @@ void admit_gate_leave(struct lock *g);
  * fetch the line twice. Giving it back may leave nobody counted (the others
  * left meanwhile), and then it does what leaving does.
  *
- * mcs marks every holder of a strict lock, which counts nobody: its unlock
- * then tests the mark alone, whatever the flags (lock_mcs.h).
+ * clh and mcs mark every holder of a strict lock, which counts nobody: their
+ * unlock then tests the mark alone, whatever the flags (lock_clh.h,
+ * lock_mcs.h).
  */
 #define LOCK_UNCOUNTED ((uintptr_t)1)
 
