@@ -120,8 +120,10 @@ LOCUS_API int locus_cs_server_stats(const locus_cs *cs, struct locus_cs_server_s
  * flight for answers (a post that found its queue or next line full, a run,
  * a drain), how many it looked at and how many had their response ready:
  * seed 002's response readiness, ready / polled. Its own waits for an answer
- * are not counted. Per thread, so nothing shared is written; take
- * differences.
+ * are not counted. A flat `queue` client that runs its queued requests in its
+ * own turn on the slot counts each as looked at and ready (so `ready` still
+ * grows by the posts answered). Per thread, so nothing shared is written;
+ * take differences.
  */
 struct locus_cs_client_stats {
 	uint64_t polled; /* response lines of requests in flight, looked at */
