@@ -625,16 +625,21 @@ static void make_progress(struct dl_async *as)
    for at once, so that it is this core's by the next post. Even if it is
    still in flight: its server has usually read it by then (leaving such a
    line alone took async:direct from 26 to 22.5 Mops/s). */
-static void post_direct(struct dl_async *as, const struct pending *p)
+static inline void send_direct(struct dl_async *as, const struct pending *p)
 {
-	while (as->busy == as->lines)
-		make_progress(as);
 	write_line(as, as->next_line, p, 0);
 	as->busy++;
 	as->next_line = next_of(as, as->next_line);
 	prefetch_write(&as->ch->req[as->next_line]);
 	if (as->policy == DL_DEDICATED)
 		dl_ring(as->srv);
+}
+
+static void post_direct(struct dl_async *as, const struct pending *p)
+{
+	while (as->busy == as->lines)
+		make_progress(as);
+	send_direct(as, p);
 }
 
 /*
@@ -730,7 +735,7 @@ static __attribute__((noinline)) int post_general(unsigned server, const struct 
 /*
  * The common post, without a call: not inside a section, to the state the
  * thread last posted to (its runtime unchanged and its pool held), with
- * room in its queue and no home slot to look after. Everything else goes
+ * room in its queue (or, direct, a line free) and no home slot to look after. Everything else goes
  * to post_general, whose calls would otherwise make this path save and
  * restore registers (80 instructions a post with it all inline, on the
  * 2-vCPU EPYC; docs/results/delegation.md).
@@ -744,14 +749,21 @@ int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, 
 	if (__builtin_expect(!sync_serving && same && cfg->serial && cfg->serial == tls.last_serial,
 			     1)) {
 		struct dl_async *as = tls.last_as;
-		if (__builtin_expect(as->qlen < as->queue && as->policy != DL_FLAT_DOORBELL &&
-					     as->policy != DL_FLAT_BOUND,
+		if (__builtin_expect(as->policy != DL_FLAT_DOORBELL && as->policy != DL_FLAT_BOUND,
 				     1)) {
-			uint32_t tail = as->qhead + as->qlen;
-			post_fill(&as->q[tail >= as->queue ? tail - as->queue : tail], fn, state, a,
-				  b, c, cb, ctx);
-			as->qlen++;
-			return 0;
+			if (as->qlen < as->queue) {
+				uint32_t tail = as->qhead + as->qlen;
+				post_fill(&as->q[tail >= as->queue ? tail - as->queue : tail], fn,
+					  state, a, b, c, cb, ctx);
+				as->qlen++;
+				return 0;
+			}
+			if (!as->queue && as->busy < as->lines) { /* direct, a line free */
+				struct pending p;
+				post_fill(&p, fn, state, a, b, c, cb, ctx);
+				send_direct(as, &p);
+				return 0;
+			}
 		}
 	}
 	return post_general(server, cfg, fn, state, a, b, c, cb, ctx);
