@@ -18,6 +18,8 @@
  * Flat delegation ("flat") has no server threads: requests go to slots, and
  * a client that is blocked on a slot serves it (runs every request in it)
  * under the slot's try-lock, so a greedy client cannot starve the others.
+ * With a pending queue (the `queue` policy) it then runs its own queued
+ * requests in the same turn, straight from the queue, after the lines.
  *
  * Each client thread gets, per server, a channel of request lines (64 bytes)
  * and response slots (16 bytes): the client writes only requests, the server
