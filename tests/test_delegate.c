@@ -7,6 +7,7 @@
  * request already sent; the runtime restarts cleanly; bad specs fail.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +357,73 @@ START_TEST(close_drains_the_closing_thread)
 }
 END_TEST
 
+/*
+ * A callback that drains while a post waits for room (a full queue, or every
+ * line in flight): the post still completes at the thread's next drain. The
+ * drain lets the thread's hold on the runtime go; a post that then went out
+ * without taking it again was not waited for by the next drain (it was never
+ * answered there) and would have been dropped at the thread's exit.
+ * `before` posts fill the queue or the lines; on a dedicated server the test
+ * waits until those in lines are answered, so that the next post's wait for
+ * room runs their callbacks.
+ */
+static const struct {
+	const char *spec;
+	uint32_t before;   /* posts that leave the next one waiting for room */
+	uint32_t in_lines; /* of those, answered by a server before it (0: flat) */
+} drain_specs[] = {
+	{"flat:lines=16,slots=1", 32, 0},
+	{"flat:blocked,lines=16,slots=1", 16, 0},
+	{"async:lines=16", 48, 16},
+	{"async:lines=16,direct", 16, 16},
+};
+
+static int drain_in_next_callback;
+static uint32_t drain_test_calls;
+
+static uint64_t bump_atomic(void *state, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct counter *k = state;
+	return __atomic_fetch_add(&k->value, 1, __ATOMIC_RELEASE);
+}
+
+static void count_and_maybe_drain(void *ctx, uint64_t result)
+{
+	(void)ctx;
+	(void)result;
+	drain_test_calls++;
+	if (drain_in_next_callback) {
+		drain_in_next_callback = 0;
+		locus_cs_drain();
+	}
+}
+
+START_TEST(drain_in_a_callback_keeps_the_waiting_post)
+{
+	const char *spec = drain_specs[_i].spec;
+	uint32_t before = drain_specs[_i].before;
+	struct counter k = {0};
+	locus_cs *cs = locus_cs_open(spec, &k);
+	ck_assert_msg(cs, "%s: %s", spec, locus_cs_error());
+	drain_test_calls = 0;
+	drain_in_next_callback = 0;
+	for (uint32_t i = 0; i < before; i++)
+		ck_assert_int_eq(
+			locus_cs_post(cs, bump_atomic, 0, 0, 0, count_and_maybe_drain, NULL), 0);
+	while (__atomic_load_n(&k.value, __ATOMIC_ACQUIRE) < drain_specs[_i].in_lines)
+		sched_yield();
+	ck_assert_uint_eq(drain_test_calls, 0); /* nothing collected yet */
+	drain_in_next_callback = 1;
+	ck_assert_int_eq(locus_cs_post(cs, bump_atomic, 0, 0, 0, count_and_maybe_drain, NULL), 0);
+	ck_assert_msg(!drain_in_next_callback, "%s: the last post ran no callback", spec);
+	locus_cs_drain();
+	ck_assert_msg(drain_test_calls == before + 1, "%s: %u callbacks after the drain, %u posts",
+		      spec, drain_test_calls, before + 1);
+	ck_assert_uint_eq(__atomic_load_n(&k.value, __ATOMIC_ACQUIRE), before + 1);
+	locus_cs_close(cs);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("delegate");
@@ -372,6 +440,8 @@ int main(void)
 	tcase_add_test(tc, bad_specs);
 	tcase_add_loop_test(tc, close_drains_the_closing_thread, 0, 2);
 	tcase_add_loop_test(tc, flat_no_greedy_livelock, 0, 5);
+	tcase_add_loop_test(tc, drain_in_a_callback_keeps_the_waiting_post, 0,
+			    (int)(sizeof(drain_specs) / sizeof(drain_specs[0])));
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

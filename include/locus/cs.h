@@ -126,7 +126,8 @@ LOCUS_API int locus_cs_server_stats(const locus_cs *cs, struct locus_cs_server_s
  * take differences.
  */
 struct locus_cs_client_stats {
-	uint64_t polled; /* response lines of requests in flight, looked at */
+	uint64_t polled; /* response lines of requests in flight looked at, and
+			    requests run in a flat client's own turn */
 	uint64_t ready;	 /* of those, answered */
 };
 LOCUS_API void locus_cs_client_stats(struct locus_cs_client_stats *out);

@@ -14,6 +14,9 @@
  * is pending or in flight (the seed's Async_Barrier). With `direct` there is
  * no pending queue: post() writes straight into the next request line,
  * waiting for it to free up if needed (seed 002 Figure 3's comparison).
+ * Flat (no server threads) with a queue: a client that has to make progress
+ * and can take its slot serves the slot's lines and then runs its own queued
+ * requests in the same turn, straight from the queue (own_turn).
  *
  * Order: a client writes its lines in turn and the server (or a flat slot's
  * server) runs them in that order, so a thread's requests to one server run
@@ -635,13 +638,6 @@ static inline void send_direct(struct dl_async *as, const struct pending *p)
 		dl_ring(as->srv);
 }
 
-static void post_direct(struct dl_async *as, const struct pending *p)
-{
-	while (as->busy == as->lines)
-		make_progress(as);
-	send_direct(as, p);
-}
-
 /*
  * Where the next request goes: a slot at the queue's tail (room made first),
  * which the caller fills in place, or (direct) the caller's own `local`.
@@ -662,12 +658,28 @@ static struct pending *post_begin(struct dl_async *as, struct pending *local)
 	return &as->q[tail >= as->queue ? tail - as->queue : tail];
 }
 
-static void post_end(struct dl_async *as, const struct pending *p)
+static void hold_for_post(const struct dl_async_cfg *cfg);
+
+/*
+ * The pool is held (hold_for_post) only once the request is about to be
+ * published, after every wait for room: a callback run during a wait may
+ * drain, which lets the pool go, and a request published after that would
+ * have no hold (the next drain would not wait for it, and the thread's exit
+ * would drop it). hold_cfg NULL: no hold (a run, which completes before it
+ * returns).
+ */
+static void post_end(struct dl_async *as, const struct dl_async_cfg *hold_cfg,
+		     const struct pending *p)
 {
+	if (!as->queue)
+		while (as->busy == as->lines)
+			make_progress(as);
+	if (hold_cfg)
+		hold_for_post(hold_cfg);
 	if (as->queue)
 		as->qlen++;
 	else
-		post_direct(as, p);
+		send_direct(as, p);
 }
 
 static void post_fill(struct pending *p, locus_fn fn, void *state, uint64_t a, uint64_t b,
@@ -717,7 +729,8 @@ static int post_in_section(unsigned server, const struct dl_async_cfg *cfg, locu
 }
 
 /* Any post: inside a section, to a state not cached or a pool not held, one
-   that has to wait for room, goes direct, or looks after a home slot. */
+   that has to wait for room in its queue or for a line (direct), or one that
+   looks after a home slot. */
 static __attribute__((noinline)) int post_general(unsigned server, const struct dl_async_cfg *cfg,
 						  locus_fn fn, void *state, uint64_t a, uint64_t b,
 						  uint64_t c, locus_cb cb, void *ctx)
@@ -725,10 +738,9 @@ static __attribute__((noinline)) int post_general(unsigned server, const struct 
 	if (sync_serving && post_in_section(server, cfg, fn, state, a, b, c, cb, ctx))
 		return 0;
 	struct dl_async *as = async_state(server, cfg);
-	hold_for_post(cfg);
 	struct pending local, *p = post_begin(as, &local);
 	post_fill(p, fn, state, a, b, c, cb, ctx);
-	post_end(as, p);
+	post_end(as, cfg, p);
 	return 0;
 }
 
@@ -790,7 +802,7 @@ uint64_t dl_async_run(unsigned server, const struct dl_async_cfg *cfg, locus_fn 
 	struct dl_async *as = async_state(server, cfg);
 	struct pending local, *p = post_begin(as, &local);
 	post_fill(p, fn, state, a, b, c, store_result, &res);
-	post_end(as, p);
+	post_end(as, NULL, p);
 	while (!res.done)
 		make_progress(as);
 	return res.ret;

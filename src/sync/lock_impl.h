@@ -117,7 +117,8 @@ void admit_gate_leave(struct lock *g);
  * least 2 and the mark counts at most 1, and that one's leave comes after);
  * an uncounted holder lets the head in only when a grant is due.
  *
- * The mark is cleared only when the holder hands the lock to a waiter: a
+ * The mark is cleared only when the holder hands the lock to a waiter (not
+ * in a strict lock, below, whose every holder is marked): a
  * store just before the unlock's CAS that frees the lock cost about 5% of an
  * uncontended lock and unlock (the CAS waits for it). Left on a free lock, it
  * stays until the next holder writes the word, which a thread that takes the
@@ -148,7 +149,8 @@ static inline struct locus_qnode *holder_node(uintptr_t holder)
 }
 
 /* At a hand-off to a waiter, by the holder whose word is holder: the next
-   holder is counted, so the mark goes (the only place it is cleared). */
+   holder is counted, so the mark goes (the only place it is cleared; a
+   strict lock, which counts nobody, does not call this). */
 static inline void holder_hand_off(uintptr_t *word, uintptr_t holder)
 {
 	if (holder & LOCK_UNCOUNTED)

@@ -14,7 +14,7 @@
 
 /* lock_mcs.c: n is queued behind pred (not NULL); wait for the hand-off. */
 void mcs_wait_behind(struct lock *l, struct locus_qnode *n, struct locus_qnode *pred);
-/* lock_mcs.c: the lock was held when n's owner looked (not strict). */
+/* lock_mcs.c: the lock was held when n's owner looked. */
 void mcs_lock_held(struct lock *l, struct locus_qnode *n);
 /* lock_mcs.c: a thread that saw the lock free lost the race to it: queued behind pred. */
 void mcs_lock_raced(struct lock *l, struct locus_qnode *n, struct locus_qnode *pred);
