@@ -746,11 +746,11 @@ static __attribute__((noinline)) int post_general(unsigned server, const struct 
 
 /*
  * The common post, without a call: not inside a section, to the state the
- * thread last posted to (its runtime unchanged and its pool held), with
- * room in its queue (or, direct, a line free) and no home slot to look after. Everything else goes
- * to post_general, whose calls would otherwise make this path save and
- * restore registers (80 instructions a post with it all inline, on the
- * 2-vCPU EPYC; docs/results/delegation.md).
+ * thread last posted to (its runtime unchanged and its pool held), with room
+ * in its queue (or, direct, a line free) and no home slot to look after.
+ * Everything else goes to post_general, whose calls would otherwise make this
+ * path save and restore registers (80 instructions a post with it all
+ * inline, on the 2-vCPU EPYC; docs/results/delegation.md).
  */
 int dl_async_post(unsigned server, const struct dl_async_cfg *cfg, locus_fn fn, void *state,
 		  uint64_t a, uint64_t b, uint64_t c, locus_cb cb, void *ctx)
