@@ -58,8 +58,7 @@ void clh_lock_slow(struct lock *l, struct locus_qnode *n, uintptr_t w)
 		lock_hook(l, LOCK_HOOK_QUEUE);
 		flag_wait(&pred->flag, &l->wait);
 	}
-	/* Nobody is counted in a strict lock: every holder is marked (lock_impl.h). */
-	st_relaxed(&l->u.clh.holder, (uintptr_t)n | (strict ? LOCK_UNCOUNTED : 0));
+	st_relaxed(&l->u.clh.holder, holder_after_wait(l, n));
 	l->u.clh.pred = pred;
 }
 
@@ -94,8 +93,7 @@ void clh_unlock_slow(struct lock *l, uintptr_t holder)
 	uintptr_t expected = (uintptr_t)n;
 	if (ld_relaxed(&l->u.clh.tail) != expected ||
 	    !cas_release(&l->u.clh.tail, &expected, (uintptr_t)n | CLH_FREE)) {
-		if (!(l->flags & LOCK_STRICT))
-			holder_hand_off(&l->u.clh.holder, holder);
+		holder_hand_off(l, &l->u.clh.holder, holder);
 		flag_release_to(&n->flag, 0, &l->wait);
 	}
 	qnode_put(pred);

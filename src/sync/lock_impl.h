@@ -148,12 +148,19 @@ static inline struct locus_qnode *holder_node(uintptr_t holder)
 	return (struct locus_qnode *)(holder & ~LOCK_UNCOUNTED);
 }
 
-/* At a hand-off to a waiter, by the holder whose word is holder: the next
-   holder is counted, so the mark goes (the only place it is cleared; a
-   strict lock, which counts nobody, does not call this). */
-static inline void holder_hand_off(uintptr_t *word, uintptr_t holder)
+/* The word of a holder that waited for the lock (clh, mcs): counted, so
+   unmarked, but in a strict lock, which counts nobody. */
+static inline uintptr_t holder_after_wait(const struct lock *l, const struct locus_qnode *n)
 {
-	if (holder & LOCK_UNCOUNTED)
+	return (uintptr_t)n | (l->flags & LOCK_STRICT ? LOCK_UNCOUNTED : 0);
+}
+
+/* At a hand-off to a waiter, by the holder whose word is holder: the next
+   holder is counted, so the mark goes (the only place it is cleared; not in
+   a strict lock, whose every holder is marked). */
+static inline void holder_hand_off(const struct lock *l, uintptr_t *word, uintptr_t holder)
+{
+	if ((holder & LOCK_UNCOUNTED) && !(l->flags & LOCK_STRICT))
 		st_relaxed(word, holder & ~LOCK_UNCOUNTED);
 }
 

@@ -110,7 +110,7 @@ void mcs_lock_raced(struct lock *l, struct locus_qnode *n, struct locus_qnode *p
 	if (!strict)
 		mcs_enter(l, 1);
 	mcs_wait_behind(l, n, pred);
-	st_relaxed(&l->u.mcs.holder, (uintptr_t)n | (strict ? LOCK_UNCOUNTED : 0));
+	st_relaxed(&l->u.mcs.holder, holder_after_wait(l, n));
 }
 
 void mcs_lock_held(struct lock *l, struct locus_qnode *n)
@@ -123,7 +123,7 @@ void mcs_lock_held(struct lock *l, struct locus_qnode *n)
 	struct locus_qnode *pred = xchg_acqrel(&l->u.mcs.tail, n);
 	if (pred)
 		mcs_wait_behind(l, n, pred);
-	st_relaxed(&l->u.mcs.holder, (uintptr_t)n | (strict ? LOCK_UNCOUNTED : 0));
+	st_relaxed(&l->u.mcs.holder, holder_after_wait(l, n));
 }
 
 void mcs_lock(struct lock *l)
@@ -243,8 +243,7 @@ static void mcs_release(struct lock *l, uintptr_t holder)
 	}
 	if (cr)
 		next = cr_choose(l, n, next);
-	if (!(l->flags & LOCK_STRICT))
-		holder_hand_off(&l->u.mcs.holder, holder);
+	holder_hand_off(l, &l->u.mcs.holder, holder);
 	flag_release_to(&next->flag, 0, &l->wait);
 	qnode_put(n);
 }
