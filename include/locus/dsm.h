@@ -306,6 +306,17 @@ typedef struct locus_dsm_stats {
 	   node that sent it, instead of being woken by the communication thread
 	   (LOCUS_DSM_TAKE_ANSWERS) */
 	uint64_t answers_taken;
+	/* shipped calls (locus_dsm_call and post, atomics, the objects' waits)
+	   this node sent to other nodes, and calls from other nodes whose answer
+	   it held back, as their home, until a word moved (a barrier's
+	   generation, a condition's sequence, a semaphore's count) instead of
+	   answering at once and being polled */
+	uint64_t calls_shipped;
+	uint64_t calls_parked;
+	/* calls from other nodes this node's communication thread ran itself,
+	   not its server: the runtime's atomics and waits on words writable
+	   here */
+	uint64_t calls_run_by_comm;
 } locus_dsm_stats;
 
 /*

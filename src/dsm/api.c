@@ -517,6 +517,9 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->faults_in_place = d.faults_in_place;
 	s->misses_in_place = d.misses_in_place;
 	s->answers_taken = d.answers_taken;
+	s->calls_shipped = d.calls_shipped;
+	s->calls_parked = d.calls_parked;
+	s->calls_run_by_comm = d.calls_run_by_comm;
 	s->barrier_waits = d.barrier_waits;
 	s->barrier_wait_s = ns_to_s(d.barrier_wait_ns);
 	s->prefetches = d.prefetches;

@@ -47,6 +47,13 @@ static uint64_t at_store(void *w, uint64_t v, uint64_t b, uint64_t c)
 	return 0;
 }
 
+size_t dsm_atomic_fn_len(locus_fn fn)
+{
+	return fn == at_add || fn == at_cas || fn == at_xchg || fn == at_load || fn == at_store
+		       ? sizeof(uint64_t)
+		       : 0;
+}
+
 /* The word's home; a word outside the region or misaligned ends the process. */
 static void check(const char *call, const void *w)
 {

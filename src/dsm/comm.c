@@ -225,6 +225,8 @@ static int stack_too_small(void)
    the wake-ups were most of the cost of either. */
 static int may_stand_in(const struct dsm_req *r)
 {
+	if (r->kind == DSM_REQ_CALL) /* a shipped call its thread waits for */
+		return !dsm.proto->thread_fault;
 	if (r->kind != DSM_REQ_FAULT)
 		return dsm_sync_can_stand_in(r);
 	return dsm.proto->fault_in_place((size_t)r->a, (int)r->b) && !stack_too_small();
@@ -257,6 +259,7 @@ static int stand_in(struct dsm_req *r)
 	standing_for = r;
 	stand_in_msgs = 0;
 	take(r);
+	dsm_ship_flush(); /* a call taken: its message */
 	turn_end();
 	standing_for = NULL;
 	/* Only the communication thread completes r later, under comm_mu. */

@@ -112,6 +112,9 @@ struct dsm_counters {
 	uint64_t faults_in_place; /* resolved by the faulting thread (comm.c, stand_in) */
 	uint64_t misses_in_place; /* their request sent by the faulting thread (ditto) */
 	uint64_t answers_taken;	  /* answers their waiting thread took, woken by a ring */
+	uint64_t calls_shipped;	  /* calls sent to other nodes (ship.c) */
+	uint64_t calls_parked;	  /* calls whose answer waited here for a word (ship.c) */
+	uint64_t calls_run_by_comm; /* calls the communication thread ran (ship.c) */
 	uint64_t msgs_sent[LOCUS_DSM_MSG_KINDS], bytes_sent[LOCUS_DSM_MSG_KINDS];
 	uint64_t msgs_recv[LOCUS_DSM_MSG_KINDS], bytes_recv[LOCUS_DSM_MSG_KINDS];
 	uint64_t invalidations, pingpong_deferrals, lock_acquires, barriers;
@@ -281,6 +284,10 @@ struct dsm_proto {
 	   answer's payload), ship_back_in (the answers arriving, before any
 	   call completes). reads_only: every call of the batch only reads (an
 	   atomic load); wrote: a call of the batch may have written. */
+	/* Is page p mapped writable at this node now (communication thread)?
+	   The communication thread runs the runtime's word functions itself on
+	   such pages (ship.c). May be NULL: never. */
+	int (*writable)(size_t p);
 	size_t (*ship_out)(int home, int reads_only, void **out);
 	size_t (*ship_in)(int from, const void *p, size_t len, void **keep);
 	size_t (*ship_back)(int to, const void *keep, size_t len, int wrote, void **out);
@@ -576,11 +583,29 @@ uint64_t dsm_call_atomic(const char *what, locus_fn fn, void *state, uint64_t a,
 /* The same for a function that only reads state's words (an atomic load):
    under lrc no interval ends for it at either node. */
 uint64_t dsm_call_atomic_load(const char *what, locus_fn fn, void *state);
+/* The same for one that only reads, with an argument (a word's value seen):
+   a wait whose answer the home may park (dsm_ship_park). */
+uint64_t dsm_call_atomic_wait(const char *what, locus_fn fn, void *state, uint64_t seen);
+/* The bytes from state that fn, one of the runtime's word functions
+   (atomic.c, objects.c), reads and writes; 0 for any other function. Such a
+   function touches nothing else, never waits, and may run on the
+   communication thread where its words are writable (ship.c). */
+size_t dsm_atomic_fn_len(locus_fn fn);
+size_t dsm_object_fn_len(locus_fn fn);
 /* Whether an atomic of this node's threads wrote at this node since the last
    call (and no longer): the next answer to shipped calls must end the
    interval (lrc_ship.c). */
 int dsm_ship_release_take(void);
 void dsm_ship_hold(int on); /* the server starts no batch while held (lrc's collection) */
+/*
+ * A shipped call's function, run by the server for a caller that waits: its
+ * answer (result) goes only once *word no longer holds seen and someone has
+ * called dsm_ship_unpark(word) — a barrier's generation, which the last
+ * arrival moves. 1 if parked; 0 if it cannot wait so (not the call the
+ * server is running); -1 if the word has moved already.
+ */
+int dsm_ship_park(const uint64_t *word, uint64_t seen, uint64_t result);
+void dsm_ship_unpark(const uint64_t *word); /* after moving *word: answer its parked calls */
 
 /* cs_home.c: give locus_cs "home" and the guard of shared state (1), or take
    them back (0) */

@@ -15,7 +15,9 @@
  *   semaphore  a count at its home, taken by compare-exchange
  *   barrier    a count and a generation at its home: arriving is one
  *              shipped call (the last of `participants` resets the count
- *              and moves the generation), waiting polls the generation
+ *              and moves the generation); a caller from another node is
+ *              answered only then (dsm_ship_park), one at the home sleeps
+ *              on the generation
  *
  * Every read and change of an object's words is a shipped call to its home
  * (ship.c, atomic.c): under lrc each one is a release and an acquire, so
@@ -23,7 +25,9 @@
  * passing a barrier are acquires, and their counterparts releases. At the
  * home the calling thread does it itself (dsm_call_atomic), and a thread
  * there that waits for a word to move sleeps on the word (a futex) that
- * whoever moves it wakes; a thread on another node polls.
+ * whoever moves it wakes; a thread on another node ships a wait whose answer
+ * the home holds back until the word moves (dsm_ship_park), and polls only
+ * where the home cannot hold it (a call its own server makes).
  *
  * On one node there is nobody to carry writes to: a mutex is then the word
  * itself, taken and given as a futex lock (0 free, 1 held, 2 held with
@@ -57,12 +61,28 @@ static void pause_for(unsigned *us)
 		*us *= 2;
 }
 
+/* At a word's home, for a caller elsewhere: the word once it no longer
+   holds seen. The answer waits until whoever moves it (add_wake, arrive)
+   says so (dsm_ship_park); where it cannot wait so, seen, and the caller
+   pauses before it looks again. */
+static uint64_t moved_from(void *w, uint64_t seen, uint64_t b, uint64_t c)
+{
+	(void)b, (void)c;
+	uint64_t v = __atomic_load_n((uint64_t *)w, __ATOMIC_SEQ_CST);
+	if (v != seen)
+		return v;
+	int parked = dsm_ship_park(w, seen, ~seen);
+	return parked > 0 ? 0 : parked < 0 ? ~seen : seen;
+}
+
 /* Until *word (an object's, 8-aligned: its low half is a futex word) is no
-   longer seen: a sleep on the word at its home, a growing pause elsewhere. */
+   longer seen: a sleep on the word at its home, a call answered when it
+   moves elsewhere. */
 static void wait_moved(uint64_t *word, uint64_t seen, unsigned *us)
 {
 	if (!dsm_atomic_here(word)) {
-		pause_for(us);
+		if (dsm_call_atomic_wait("locus-dsm wait", moved_from, word, seen) == seen)
+			pause_for(us);
 		return;
 	}
 	/* A backstop against a wake lost to a page taken away meanwhile. */
@@ -81,6 +101,7 @@ static uint64_t add_wake(void *w, uint64_t v, uint64_t b, uint64_t c)
 	(void)b, (void)c;
 	uint64_t old = __atomic_fetch_add((uint64_t *)w, v, __ATOMIC_SEQ_CST);
 	wake_all(w);
+	dsm_ship_unpark(w);
 	return old;
 }
 
@@ -232,12 +253,24 @@ static uint64_t arrive(void *state, uint64_t participants, uint64_t b, uint64_t 
 	(void)b, (void)c;
 	locus_dsm_barrier_obj *bar = state;
 	uint64_t gen = __atomic_load_n(&bar->generation, __ATOMIC_SEQ_CST);
-	if (__atomic_add_fetch(&bar->count, 1, __ATOMIC_SEQ_CST) < participants)
-		return gen;
+	if (__atomic_add_fetch(&bar->count, 1, __ATOMIC_SEQ_CST) < participants) {
+		/* A caller from another node is answered when the barrier opens,
+		   instead of polling the generation. */
+		int parked = dsm_ship_park(&bar->generation, gen, gen | 1ull << 63);
+		return parked > 0 ? 0 /* answered later */ : parked < 0 ? gen | 1ull << 63 : gen;
+	}
 	__atomic_store_n(&bar->count, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&bar->generation, gen + 1, __ATOMIC_SEQ_CST);
 	wake_all(&bar->generation);
+	dsm_ship_unpark(&bar->generation);
 	return gen | 1ull << 63;
+}
+
+size_t dsm_object_fn_len(locus_fn fn)
+{
+	if (fn == add_wake || fn == moved_from)
+		return sizeof(uint64_t);
+	return fn == arrive ? sizeof(locus_dsm_barrier_obj) : 0;
 }
 
 void locus_dsm_barrier_wait(locus_dsm_barrier_obj *b, unsigned participants)

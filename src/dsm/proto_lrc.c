@@ -882,6 +882,11 @@ static int lrc_barrier_leave(const void *p, size_t len)
 	return 0;
 }
 
+static int lrc_writable(size_t p)
+{
+	return p < dsm.npages && lrc.pg[p].access == ACC_WRITE;
+}
+
 const struct dsm_proto dsm_proto_lrc = {
 	.name = "lrc",
 	.config = lrc_config,
@@ -900,6 +905,7 @@ const struct dsm_proto dsm_proto_lrc = {
 	.barrier_arrive = lrc_barrier_arrive,
 	.barrier_leave_for = lrc_barrier_leave_for,
 	.barrier_leave = lrc_barrier_leave,
+	.writable = lrc_writable,
 	.ship_out = lrc_ship_out,
 	.ship_in = lrc_ship_in,
 	.ship_back = lrc_ship_back,

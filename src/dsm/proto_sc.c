@@ -689,11 +689,17 @@ uint64_t sc_tick(uint64_t now)
 	return next;
 }
 
+static int sc_writable(size_t p)
+{
+	return p < dsm.npages && sc_pages[p].born && sc_pages[p].access == ACC_WRITE;
+}
+
 const struct dsm_proto dsm_proto_sc = {
 	.name = "sc",
 	.init = sc_init,
 	.fault = sc_fault,
 	.fault_in_place = sc_fault_in_place,
+	.writable = sc_writable,
 	.message = sc_message,
 	.tick = sc_tick,
 	.prefetch = sc_prefetch,

@@ -16,7 +16,10 @@
  *                   communication thread, and waits (call) or goes on
  *                   (post: the call sits in the thread's ring of RING
  *                   slots; its callback runs on that thread, in order, at a
- *                   later post or at drain);
+ *                   later post or at drain); a call it waits for, with no
+ *                   post of its to that node still on its way, it sends
+ *                   itself in that thread's place when it can (comm.c,
+ *                   dsm_call), and takes the answer itself;
  *   communication   gathers every call taken in one pass of its loop, per
  *   thread          home, into one SHIP message (seed 001 §4.1's request
  *                   combining; seed 002's request lines), with the
@@ -24,7 +27,13 @@
  *   home            ship_in, then the batch goes to the server's queue; the
  *                   server runs it and hands it back (DSM_REQ_SHIP_DONE);
  *                   the communication thread sends one SHIP_REPLY with
- *                   ship_back's payload and every result;
+ *                   ship_back's payload and every result. A batch of the
+ *                   runtime's word functions on words writable here, with
+ *                   the server idle, the communication thread runs itself
+ *                   and answers at once (run_here). A call that waits for a
+ *                   word to move (a barrier's arrival, a condition's wait)
+ *                   is parked: it leaves its batch, and its answer goes
+ *                   when the word's mover unparks it (dsm_ship_park);
  *   caller's comm   ship_back_in, then each call completes (token: the
  *   thread          struct ship_call's address).
  * A call to this node goes to the server's queue at once, and completes
@@ -78,6 +87,8 @@ struct wire_call {
 /* A call that writes nothing (an atomic load): lrc ends no interval for it,
    at the caller or at the home (lrc_ship.c). */
 #define CALL_READS_ONLY 1u
+/* At the home only: the call's answer waits (dsm_ship_park). */
+#define CALL_PARKED (1u << 31)
 
 /* A call that may write: any but an unguarded atomic load. */
 static int call_may_write(uint32_t guard, uint32_t flags)
@@ -99,6 +110,7 @@ struct batch {
 	int wrote;  /* a call of it may have written (not CALL_READS_ONLY) */
 	void *keep; /* the protocol's ship_in keeps this for ship_back */
 	size_t keep_len;
+	const uint64_t *word; /* parked: the word whose move answers it */
 	uint64_t *results;
 	struct wire_call calls[];
 };
@@ -116,6 +128,19 @@ static struct {
 } srv = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread int on_server; /* this thread is the server */
+
+/* The call the server is running (dsm_ship_park), or NULL. */
+static __thread struct batch *running;
+static __thread uint32_t running_at;
+/* The communication thread (or a thread in its place) runs a batch itself
+   (run_here): an answer it gives goes out at once. */
+static __thread int comm_runs;
+
+/* Calls whose answer waits for a word to move: each a batch of one. */
+static struct {
+	pthread_mutex_t mu;
+	struct batch *head;
+} parked = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Communication thread: calls taken, per home, not yet sent. */
 static struct ship_call *out_head[DSM_MAX_NODES], *out_tail[DSM_MAX_NODES];
@@ -208,6 +233,32 @@ static void complete(struct ship_call *c, uint64_t result)
 	}
 }
 
+/* Run b's calls (on the server, or on the communication thread: run_here);
+   the parked ones leave it, to be answered later (dsm_ship_park). */
+static void run_batch(struct batch *b)
+{
+	struct batch *outer = running; /* a batch served while the server waits */
+	uint32_t outer_at = running_at, kept = 0;
+	for (uint32_t i = 0; i < b->n; i++) {
+		guard_take(b->calls[i].guard);
+		running = b;
+		running_at = i;
+		b->results[i] = run_one(&b->calls[i]);
+		running = NULL;
+		if (call_may_write(b->calls[i].guard, b->calls[i].flags))
+			b->wrote = 1;
+	}
+	running = outer;
+	running_at = outer_at;
+	guard_take(0);
+	for (uint32_t i = 0; i < b->n; i++)
+		if (!(b->calls[i].flags & CALL_PARKED)) {
+			b->calls[kept] = b->calls[i];
+			b->results[kept++] = b->results[i];
+		}
+	b->n = kept;
+}
+
 /* Run one batch of the queue; 0 if it was empty. */
 static int serve_one(void)
 {
@@ -219,14 +270,12 @@ static int serve_one(void)
 		st_release(&srv.busy, 0);
 		return 0;
 	}
-	for (uint32_t i = 0; i < b->n; i++) {
-		guard_take(b->calls[i].guard);
-		b->results[i] = run_one(&b->calls[i]);
-		if (call_may_write(b->calls[i].guard, b->calls[i].flags))
-			b->wrote = 1;
-	}
-	guard_take(0);
+	run_batch(b);
 	st_release(&srv.busy, 0);
+	if (!b->n) {
+		batch_free(b);
+		return 1;
+	}
 	if (b->from != dsm.node) {
 		b->req.kind = DSM_REQ_SHIP_DONE;
 		dsm_post(&b->req); /* the communication thread answers and frees it */
@@ -236,6 +285,96 @@ static int serve_one(void)
 		complete((struct ship_call *)(uintptr_t)b->calls[i].token, b->results[i]);
 	batch_free(b);
 	return 1;
+}
+
+static void reply(struct batch *b);
+
+/* A batch of one the server answers later: to its node now. */
+static void answer(struct batch *b)
+{
+	if (b->from != dsm.node && comm_runs) {
+		reply(b);
+		return;
+	}
+	if (b->from != dsm.node) {
+		b->req.kind = DSM_REQ_SHIP_DONE;
+		dsm_post(&b->req); /* the communication thread answers and frees it */
+		return;
+	}
+	complete((struct ship_call *)(uintptr_t)b->calls[0].token, b->results[0]);
+	batch_free(b);
+}
+
+int dsm_ship_park(const uint64_t *word, uint64_t seen, uint64_t result)
+{
+	struct batch *b = running;
+	if (!b)
+		return 0;
+	struct wire_call *w = &b->calls[running_at];
+	struct batch *p = batch_new(1);
+	p->from = b->from;
+	p->sync = b->sync;
+	p->wrote = call_may_write(w->guard, w->flags);
+	p->calls[0] = *w;
+	p->results[0] = result;
+	p->word = word;
+	if (b->keep) {
+		p->keep = malloc(b->keep_len);
+		if (!p->keep)
+			dsm_fatal("out of memory for a parked call");
+		memcpy(p->keep, b->keep, b->keep_len);
+		p->keep_len = b->keep_len;
+	}
+	/* In the list, then a look at the word; the mover moves the word, then
+	   looks in the list (dsm_ship_unpark): one of the two sees the other.
+	   The word is read outside the lock: a fault there (on the server)
+	   must not hold up a mover. */
+	pthread_mutex_lock(&parked.mu);
+	p->next = parked.head;
+	parked.head = p;
+	pthread_mutex_unlock(&parked.mu);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(word, __ATOMIC_SEQ_CST) != seen) {
+		int mine = 0; /* still in the list: no mover took it */
+		pthread_mutex_lock(&parked.mu);
+		for (struct batch **pp = &parked.head; *pp; pp = &(*pp)->next)
+			if (*pp == p) {
+				*pp = p->next;
+				mine = 1;
+				break;
+			}
+		pthread_mutex_unlock(&parked.mu);
+		if (mine) {
+			batch_free(p);
+			return -1;
+		}
+	}
+	w->flags |= CALL_PARKED;
+	STAT_ADD(calls_parked, 1);
+	return 1;
+}
+
+void dsm_ship_unpark(const uint64_t *word)
+{
+	struct batch *go = NULL;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* the word's move, before the look */
+	pthread_mutex_lock(&parked.mu);
+	for (struct batch **pp = &parked.head; *pp;) {
+		struct batch *p = *pp;
+		if (p->word == word) {
+			*pp = p->next;
+			p->next = go;
+			go = p;
+		} else {
+			pp = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&parked.mu);
+	while (go) {
+		struct batch *p = go;
+		go = p->next;
+		answer(p);
+	}
 }
 
 static void *server_main(void *arg)
@@ -272,6 +411,13 @@ void dsm_ship_stop(void)
 	futex_wake(&srv.word, 1);
 	pthread_join(srv.thread, NULL);
 	srv.running = 0;
+	/* Every participant of a barrier has passed it by now: none is left
+	   but one a program abandoned. */
+	while (parked.head) {
+		struct batch *p = parked.head;
+		parked.head = p->next;
+		batch_free(p);
+	}
 }
 
 int dsm_ship_on_server(void)
@@ -369,6 +515,7 @@ void dsm_ship_flush(void)
 		uint32_t i = 0;
 		for (struct ship_call *c = out_head[home]; c; c = c->onext)
 			w[i++] = to_wire(c);
+		STAT_ADD(calls_shipped, out_n[home]);
 		struct dsm_hdr h = {
 			.kind = LOCUS_DSM_MSG_SHIP, .a = out_n[home], .b = plen, .c = sync};
 		dsm_send(home, &h, buf, len);
@@ -379,9 +526,9 @@ void dsm_ship_flush(void)
 	}
 }
 
-void dsm_ship_done(struct dsm_req *r)
+/* Send b's answers to its node, and free it (communication thread). */
+static void reply(struct batch *b)
 {
-	struct batch *b = (struct batch *)r;
 	void *proto = NULL;
 	size_t plen = dsm.proto->ship_back && b->keep
 			      ? dsm.proto->ship_back(b->from, b->keep, b->keep_len, b->wrote,
@@ -397,7 +544,53 @@ void dsm_ship_done(struct dsm_req *r)
 	free(buf);
 	free(proto);
 	batch_free(b);
+}
+
+void dsm_ship_done(struct dsm_req *r)
+{
+	reply((struct batch *)r);
 	dsm_req_forget();
+}
+
+/* Can the communication thread run b itself, a thread hop (two wake-ups)
+   sooner than the server? When every call is one of the runtime's word
+   functions (an atomic, a barrier's arrival, a wait) on words this node
+   may write now, without a fault, and the server has nothing of an earlier
+   batch left to run (the calls of one caller run in order). */
+static int run_here(const struct batch *b)
+{
+	if (!dsm.proto->writable || dsm.proto->thread_fault || ld_seqcst(&srv.busy) ||
+	    ld_seqcst(&srv.queued) || ld_seqcst(&srv.hold) || dsm_region_held())
+		return 0;
+	for (uint32_t i = 0; i < b->n; i++) {
+		const struct wire_call *w = &b->calls[i];
+		struct dsm_fnid id = {.obj = w->obj, .check = w->check, .off = w->off};
+		locus_fn fn = (locus_fn)dsm_fnid_fn(&id);
+		size_t len = fn ? dsm_atomic_fn_len(fn) + dsm_object_fn_len(fn) : 0;
+		const char *at = (const char *)(uintptr_t)w->state;
+		if (!len || w->guard || at < dsm.app || (uintptr_t)at % 8 ||
+		    at + len > dsm.app + dsm.size)
+			return 0;
+		size_t first = (size_t)(at - dsm.app) / dsm.page_size;
+		size_t last = (size_t)(at + len - 1 - dsm.app) / dsm.page_size;
+		for (size_t p = first; p <= last; p++)
+			if (!dsm.proto->writable(p))
+				return 0;
+	}
+	return 1;
+}
+
+/* Run b here (run_here said it may) and answer what is not parked. */
+static void run_in_comm(struct batch *b)
+{
+	STAT_ADD(calls_run_by_comm, b->n);
+	comm_runs = 1;
+	run_batch(b);
+	if (b->n)
+		reply(b);
+	else
+		batch_free(b);
+	comm_runs = 0;
 }
 
 /* A message's items after the protocol's payload; NULL when malformed. */
@@ -420,7 +613,10 @@ void dsm_ship_message(const struct dsm_hdr *h, const void *payload, size_t len)
 		memcpy(b->calls, w, h->a * sizeof(*w));
 		if (dsm.proto->ship_in && h->b)
 			b->keep_len = dsm.proto->ship_in(h->src, payload, h->b, &b->keep);
-		push(b);
+		if (run_here(b))
+			run_in_comm(b);
+		else
+			push(b);
 		return;
 	}
 	const struct wire_result *w = items(h, payload, len, sizeof(*w));
@@ -509,7 +705,10 @@ static uint64_t inline_call(const struct ship_call *c, locus_fn fn)
 	int take = c->guard && c->guard != guard_held;
 	if (take)
 		locus_dsm_lock(c->guard - 1);
+	struct batch *outer = running; /* this call is not the batch's: it cannot park */
+	running = NULL;
 	uint64_t r = fn((void *)(uintptr_t)c->state, c->a, c->b, c->c);
+	running = outer;
 	if (take)
 		locus_dsm_unlock(c->guard - 1);
 	return r;
@@ -526,12 +725,19 @@ static uint64_t call_at(const char *what, int node, locus_fn fn, void *state, ui
 	if (on_server && node == dsm.node)
 		return inline_call(&call, fn);
 	call.sync = 1;
+	/* This thread may send its call itself (dsm_call) unless a post of its
+	   to that node may not have left yet: calls leave in order. */
+	int direct = node != dsm.node && !on_server && !(ring && ring->posted >> node & 1);
 	if (ring)
 		ring->posted &= ~(1ull << node); /* this answer covers the posts before */
 	struct dsm_stall st;
 	dsm_stall_begin(&st, STALL_OTHER);
-	launch(&call);
-	wait_for(&call);
+	if (direct) {
+		dsm_call(&call.req);
+	} else {
+		launch(&call);
+		wait_for(&call);
+	}
 	dsm_stall_end(&st, mono_ns(), DSM_LOCAL);
 	return (uint64_t)call.req.result;
 }
@@ -607,6 +813,11 @@ uint64_t dsm_call_atomic(const char *what, locus_fn fn, void *state, uint64_t a,
 uint64_t dsm_call_atomic_load(const char *what, locus_fn fn, void *state)
 {
 	return call_atomic(what, fn, state, 0, 0, 0, CALL_READS_ONLY);
+}
+
+uint64_t dsm_call_atomic_wait(const char *what, locus_fn fn, void *state, uint64_t seen)
+{
+	return call_atomic(what, fn, state, seen, 0, 0, CALL_READS_ONLY);
 }
 
 uint64_t dsm_ship_run(void *state, uint32_t lock, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)

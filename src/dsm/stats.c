@@ -95,7 +95,8 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 	fprintf(f,
 		"dsm node %d: %llu threads: %llu stalls avg %.0f us, run length avg %.0f us, "
 		"%llu switches; remote misses %llu avg %.0f us, remote locks %llu avg %.0f us "
-		"(%llu hand-offs), barrier waits %llu avg %.0f us; %llu pages prefetched "
+		"(%llu hand-offs), barrier waits %llu avg %.0f us; %llu calls shipped, %llu parked "
+		"here, %llu run by the communication thread; %llu pages prefetched "
 		"(%llu unneeded, %llu late, %llu lost), %llu fetched ahead of a walk (%llu lost)\n",
 		node, (unsigned long long)s->threads, (unsigned long long)s->stalls,
 		per(s->stall_s, s->stalls), per(s->run_s, s->stalls),
@@ -103,7 +104,8 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 		per(s->remote_miss_s, s->remote_misses), (unsigned long long)s->remote_locks,
 		per(s->remote_lock_s, s->remote_locks), (unsigned long long)s->lock_handoffs,
 		(unsigned long long)s->barrier_waits, per(s->barrier_wait_s, s->barrier_waits),
-		(unsigned long long)s->prefetches, (unsigned long long)s->prefetch_unneeded,
+		(unsigned long long)s->calls_shipped, (unsigned long long)s->calls_parked,
+		(unsigned long long)s->calls_run_by_comm, (unsigned long long)s->prefetches, (unsigned long long)s->prefetch_unneeded,
 		(unsigned long long)s->prefetch_late, (unsigned long long)s->prefetch_lost,
 		(unsigned long long)s->run_ahead, (unsigned long long)s->run_ahead_lost);
 	uint64_t m = s->miss_steps;
@@ -136,9 +138,11 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		fprintf(f, ", \"faults_%s\": %llu", fault_names[k],
 			(unsigned long long)s->faults[k]);
 	fprintf(f,
-		", \"faults_in_place\": %llu, \"misses_in_place\": %llu, \"answers_taken\": %llu",
+		", \"faults_in_place\": %llu, \"misses_in_place\": %llu, \"answers_taken\": %llu"
+		", \"calls_shipped\": %llu, \"calls_parked\": %llu, \"calls_run_by_comm\": %llu",
 		(unsigned long long)s->faults_in_place, (unsigned long long)s->misses_in_place,
-		(unsigned long long)s->answers_taken);
+		(unsigned long long)s->answers_taken, (unsigned long long)s->calls_shipped,
+		(unsigned long long)s->calls_parked, (unsigned long long)s->calls_run_by_comm);
 	uint64_t msgs = 0, bytes = 0;
 	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++) {
 		fprintf(f, ", \"msgs_%s\": %llu, \"bytes_%s\": %llu", msg_names[k],

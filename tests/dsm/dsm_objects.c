@@ -17,9 +17,14 @@
  *   dsm_objects homelast N T  the same, but the barrier's home node arrives
  *                             last, every round (its threads wait until all
  *                             the others have): its threads arrive there by
- *                             themselves, no message leaves, and the other
- *                             nodes, polling the generation, must still see
- *                             the writes they made before it
+ *                             themselves, and the other nodes, whose calls
+ *                             the home answers only then, must still see
+ *                             the writes they made before it; each of their
+ *                             barrier waits is one shipped call (no polls)
+ *   dsm_objects apart N T     the barrier's rounds on a barrier alone in its
+ *                             page: under sc its home's communication thread
+ *                             runs the other nodes' arrivals itself (the
+ *                             page is writable there), not its server
  *   dsm_objects heap N T      every thread mallocs, fills and frees blocks of
  *                             many sizes, half freed by a thread of another
  *                             node; no block overlaps another; the heap is
@@ -65,6 +70,7 @@ struct shared {
 	uint64_t inside, most_inside, produced, consumed, head, tail, sum;
 	uint64_t queue[16];
 	uint64_t round[64][64]; /* barrier: [node][thread] */
+	locus_dsm_barrier_obj *apart; /* apart: alone in its page */
 	struct counter **counters;
 	void **blocks;
 };
@@ -163,19 +169,31 @@ static void sem_thread(int t, void *arg)
 	locus_dsm_barrier_wait(&sh->all, everyone());
 }
 
-static void barrier_thread(int t, void *arg)
+/* Thread t's rounds of writes, each seen by every thread after b. */
+static void rounds(locus_dsm_barrier_obj *b, int t)
 {
-	(void)arg;
 	for (long r = 1; r <= iters; r++) {
 		sh->round[me][t] = (uint64_t)r;
-		locus_dsm_barrier_wait(&sh->all, everyone());
+		locus_dsm_barrier_wait(b, everyone());
 		for (int n = 0; n < nodes; n++)
 			for (int k = 0; k < team; k++)
 				if (sh->round[n][k] != (uint64_t)r)
 					fail("round %ld: thread %d of node %d shows %llu", r, k, n,
 					     (unsigned long long)sh->round[n][k]);
-		locus_dsm_barrier_wait(&sh->all, everyone());
+		locus_dsm_barrier_wait(b, everyone());
 	}
+}
+
+static void barrier_thread(int t, void *arg)
+{
+	(void)arg;
+	rounds(&sh->all, t);
+}
+
+static void apart_thread(int t, void *arg)
+{
+	(void)arg;
+	rounds(sh->apart, t);
 }
 
 /* Every thread but those of all's home arrives, then those: the generation
@@ -199,6 +217,40 @@ static void homelast_thread(int t, void *arg)
 					     r, k, n, (unsigned long long)sh->round[n][k], home);
 		locus_dsm_barrier_wait(&sh->after, everyone());
 	}
+}
+
+/* homelast: a thread of another node waits for the home's threads as one
+   call per barrier, answered when the barrier opens (the home holds the
+   answer back), never polling the generation. */
+static void no_polls(const locus_dsm_stats *s0, const locus_dsm_stats *s1)
+{
+	if (nodes == 1)
+		return;
+	uint64_t shipped = s1->calls_shipped - s0->calls_shipped;
+	uint64_t parked = s1->calls_parked - s0->calls_parked;
+	uint64_t others = everyone() - (uint64_t)team;
+	if (me != locus_dsm_home(&sh->all) && shipped != 2 * (uint64_t)iters * (uint64_t)team)
+		fail("homelast: %llu calls shipped for %ld rounds of two barriers by %d threads: "
+		     "a wait polled",
+		     (unsigned long long)shipped, iters, team);
+	if (me == locus_dsm_home(&sh->all) && parked < (uint64_t)iters * others)
+		fail("homelast: %llu calls parked at the home for %ld rounds of %llu threads "
+		     "that wait for it",
+		     (unsigned long long)parked, iters, (unsigned long long)others);
+}
+
+/* apart, under sc: the other nodes' arrivals at the barrier's home, whose page
+   stays writable there, are run by the communication thread, not queued for
+   the server (some may be, while a turn has protections pending). */
+static void run_by_comm(const locus_dsm_stats *s0, const locus_dsm_stats *s1)
+{
+	if (nodes == 1 || strcmp(locus_dsm_protocol(), "sc") || me != locus_dsm_home(sh->apart))
+		return;
+	uint64_t ran = s1->calls_run_by_comm - s0->calls_run_by_comm;
+	if (ran == 0)
+		fail("apart: none of %ld rounds' arrivals from other nodes was run by the "
+		     "communication thread",
+		     iters);
 }
 
 /* Every thread: blocks of many sizes, each filled with its own tag. */
@@ -252,9 +304,11 @@ int main(int argc, char **argv)
 	sh = locus_dsm_alloc(sizeof(*sh));
 	struct counter **counters = locus_dsm_alloc(LOCKS * sizeof(*counters));
 	void **blocks = locus_dsm_alloc(64 * 64 * 8 * sizeof(void *));
+	locus_dsm_barrier_obj *apart = locus_dsm_alloc(4096); /* a page of its own */
 	if (me == 0) {
 		sh->counters = counters;
 		sh->blocks = blocks;
+		sh->apart = apart;
 		for (int i = 0; i < LOCKS; i++) /* each in its own malloc'd struct */
 			if (!(counters[i] = locus_dsm_malloc(sizeof(struct counter))))
 				fail("malloc of a counter");
@@ -266,6 +320,7 @@ int main(int argc, char **argv)
 				  : !strcmp(mode, "sem")      ? sem_thread
 				  : !strcmp(mode, "barrier")  ? barrier_thread
 				  : !strcmp(mode, "homelast") ? homelast_thread
+				  : !strcmp(mode, "apart")    ? apart_thread
 				  : !strcmp(mode, "heap")     ? heap_thread
 							      : NULL;
 	if (!fn || (!strcmp(mode, "cond") && everyone() % 2)) {
@@ -275,7 +330,14 @@ int main(int argc, char **argv)
 			mode);
 		return 2;
 	}
+	locus_dsm_stats s0, s1;
+	locus_dsm_stats_get(&s0);
 	locus_dsm_parallel(team, fn, NULL);
+	locus_dsm_stats_get(&s1);
+	if (!strcmp(mode, "homelast"))
+		no_polls(&s0, &s1);
+	if (!strcmp(mode, "apart"))
+		run_by_comm(&s0, &s1);
 	locus_dsm_barrier();
 	locus_dsm_avr_pause();
 	if (!strcmp(mode, "mutex"))
