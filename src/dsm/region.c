@@ -135,20 +135,26 @@ void dsm_region_unmap(void)
 /* Every page with its own protection costs a kernel mapping; the default
    limit (vm.max_map_count) is 65530, which a scattered access pattern over a
    large region can reach. */
+/* What to do about a failed mprotect: ENOMEM is the mappings' limit. */
+static const char *map_hint(int err)
+{
+	return err == ENOMEM ? " (too many mappings: raise vm.max_map_count, "
+			       "e.g. as root: sysctl -w vm.max_map_count=1048576)"
+			     : "";
+}
+
 static void protect_now(size_t page, size_t count, int prot)
 {
 	STAT_ADD(protects, 1);
 	STAT_ADD(protect_pages, count);
 	if (mprotect(dsm.app + page * dsm.page_size, count * dsm.page_size, prot) != 0)
-		dsm_fatal("mprotect of page %zu: %s%s", page, strerror(errno),
-			  errno == ENOMEM ? " (too many mappings: raise vm.max_map_count, "
-					    "e.g. as root: sysctl -w vm.max_map_count=1048576)"
-					  : "");
+		dsm_fatal("mprotect of page %zu: %s%s", page, strerror(errno), map_hint(errno));
 	size_t gpages = dsm.glen / dsm.page_size;
 	if (dsm.gview && page < gpages) {
 		size_t n = page + count > gpages ? gpages - page : count;
 		if (mprotect(dsm.gview + page * dsm.page_size, n * dsm.page_size, prot) != 0)
-			dsm_fatal("mprotect of the globals' page %zu: %s", page, strerror(errno));
+			dsm_fatal("mprotect of the globals' page %zu: %s%s", page, strerror(errno),
+				  map_hint(errno));
 	}
 }
 
