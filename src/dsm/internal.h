@@ -277,21 +277,24 @@ struct dsm_proto {
 	void (*barrier_arrive)(int node, const void *p, size_t len);
 	size_t (*barrier_leave_for)(int node, void **out);
 	int (*barrier_leave)(const void *p, size_t len);
+	/* Is page p mapped writable at this node now (communication thread)?
+	   The communication thread runs the runtime's word functions itself on
+	   such pages (ship.c). May be NULL: never. */
+	int (*writable)(size_t p);
 	/* Shipped calls that carry data (lrc; ship.c says the route): ship_out
 	   (a batch of calls leaving for home), ship_in (a batch arriving from
 	   node `from`, before it runs; what it keeps for ship_back in *keep,
 	   malloc'd, its length returned), ship_back (the batch has run: the
 	   answer's payload), ship_back_in (the answers arriving, before any
 	   call completes). reads_only: every call of the batch only reads (an
-	   atomic load); wrote: a call of the batch may have written. */
-	/* Is page p mapped writable at this node now (communication thread)?
-	   The communication thread runs the runtime's word functions itself on
-	   such pages (ship.c). May be NULL: never. */
-	int (*writable)(size_t p);
-	size_t (*ship_out)(int home, int reads_only, void **out);
-	size_t (*ship_in)(int from, const void *p, size_t len, void **keep);
-	size_t (*ship_back)(int to, const void *keep, size_t len, int wrote, void **out);
-	void (*ship_back_in)(int home, const void *p, size_t len);
+	   atomic load); wrote: a call of the batch may have written; barrier:
+	   a call of the batch is an arrival at a barrier object (a barrier's
+	   entry and exit for the protocol, as locus_dsm_barrier's are). */
+	size_t (*ship_out)(int home, int reads_only, int barrier, void **out);
+	size_t (*ship_in)(int from, const void *p, size_t len, int barrier, void **keep);
+	size_t (*ship_back)(int to, const void *keep, size_t len, int wrote, int barrier,
+			    void **out);
+	void (*ship_back_in)(int home, const void *p, size_t len, int barrier);
 };
 
 const struct dsm_proto *dsm_proto_find(const char *name);
@@ -586,6 +589,8 @@ uint64_t dsm_call_atomic_load(const char *what, locus_fn fn, void *state);
 /* The same for one that only reads, with an argument (a word's value seen):
    a wait whose answer the home may park (dsm_ship_park). */
 uint64_t dsm_call_atomic_wait(const char *what, locus_fn fn, void *state, uint64_t seen);
+/* The same for a barrier object's arrival (the protocol's ship hooks see it). */
+uint64_t dsm_call_atomic_barrier(const char *what, locus_fn fn, void *state, uint64_t a);
 /* The bytes from state that fn, one of the runtime's word functions
    (atomic.c, objects.c), reads and writes; 0 for any other function. Such a
    function touches nothing else, never waits, and may run on the

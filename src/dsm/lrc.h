@@ -273,10 +273,10 @@ void lrc_diffs_arrived(uint64_t pages, uint32_t from, const unsigned char *data,
    node 0's) */
 const uint32_t *lrc_known_of(int node);
 void lrc_known_raise(int node, const uint32_t *vt);
-size_t lrc_ship_out(int home, int reads_only, void **out);
-size_t lrc_ship_in(int from, const void *p, size_t len, void **keep);
-size_t lrc_ship_back(int to, const void *keep, size_t len, int wrote, void **out);
-void lrc_ship_back_in(int home, const void *p, size_t len);
+size_t lrc_ship_out(int home, int reads_only, int barrier, void **out);
+size_t lrc_ship_in(int from, const void *p, size_t len, int barrier, void **keep);
+size_t lrc_ship_back(int to, const void *keep, size_t len, int wrote, int barrier, void **out);
+void lrc_ship_back_in(int home, const void *p, size_t len, int barrier);
 
 /* lrc_class.c: which pages are private to one node. The class of page p, or
    CLS_UNKNOWN while its home has not said; ask (LRC_ASK_*): then ask it

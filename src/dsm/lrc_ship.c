@@ -23,6 +23,14 @@
  * raised to what a collection left (every node has every collected record).
  * A barrier entry does not count until the barrier's exit: node 0 takes the
  * entries in only when the last node has entered (proto_lrc.c).
+ *
+ * An arrival at a barrier object (a program's BARRIER) is a barrier for the
+ * pushed diffs (lrc_push.c), as locus_dsm_barrier is: the arriving node, its
+ * interval closed, pushes its diffs to the nodes that read those pages before
+ * its records leave, and so does the home when it answers an arrival (its own
+ * threads' arrivals ran there, as atomics); a node that takes in the records
+ * of an arrival, or of its answer, brings up to date at once the pages whose
+ * every missing diff was pushed to it.
  */
 #include <string.h>
 
@@ -92,25 +100,29 @@ static const uint32_t *take_vt_and_records(int from, const void *p, size_t len)
 	return p;
 }
 
-size_t lrc_ship_out(int home, int reads_only, void **out)
+size_t lrc_ship_out(int home, int reads_only, int barrier, void **out)
 {
 	if (!reads_only) /* a load is an acquire only: this node's writes stay in its interval */
 		lrc_close_interval();
+	if (barrier) /* before the records go: a node that has them has fetched */
+		lrc_push_send();
 	uint32_t seen[DSM_MAX_NODES];
 	memcpy(seen, known_of(home), lrc.nodes * sizeof(uint32_t));
 	return vt_and_records(home, seen, out);
 }
 
-size_t lrc_ship_in(int from, const void *p, size_t len, void **keep)
+size_t lrc_ship_in(int from, const void *p, size_t len, int barrier, void **keep)
 {
 	const uint32_t *vt = take_vt_and_records(from, p, len);
+	if (barrier)
+		lrc_push_apply();
 	size_t head = lrc.nodes * sizeof(uint32_t);
 	*keep = lrc_xmalloc(head);
 	memcpy(*keep, vt, head);
 	return head;
 }
 
-size_t lrc_ship_back(int to, const void *keep, size_t len, int wrote, void **out)
+size_t lrc_ship_back(int to, const void *keep, size_t len, int wrote, int barrier, void **out)
 {
 	if (len != lrc.nodes * sizeof(uint32_t))
 		dsm_fatal("lrc: shipped calls answered without the caller's vector time");
@@ -121,6 +133,8 @@ size_t lrc_ship_back(int to, const void *keep, size_t len, int wrote, void **out
 	   and with it twin, diff and push every page its threads are writing. */
 	if (dsm_ship_release_take() || wrote)
 		lrc_close_interval();
+	if (barrier)
+		lrc_push_send();
 	uint32_t seen[DSM_MAX_NODES];
 	memcpy(seen, keep, len);
 	for (size_t n = 0; n < lrc.nodes; n++) /* what a collection left, every node has */
@@ -129,7 +143,9 @@ size_t lrc_ship_back(int to, const void *keep, size_t len, int wrote, void **out
 	return vt_and_records(to, seen, out);
 }
 
-void lrc_ship_back_in(int home, const void *p, size_t len)
+void lrc_ship_back_in(int home, const void *p, size_t len, int barrier)
 {
 	take_vt_and_records(home, p, len);
+	if (barrier)
+		lrc_push_apply();
 }

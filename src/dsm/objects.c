@@ -280,7 +280,7 @@ void locus_dsm_barrier_wait(locus_dsm_barrier_obj *b, unsigned participants)
 		fprintf(stderr, "locus-dsm: locus_dsm_barrier_wait: 0 participants\n");
 		exit(1);
 	}
-	uint64_t gen = dsm_call_atomic("locus_dsm_barrier_wait", arrive, b, participants, 0, 0);
+	uint64_t gen = dsm_call_atomic_barrier("locus_dsm_barrier_wait", arrive, b, participants);
 	if (gen >> 63)
 		return;
 	for (unsigned us = 20; locus_dsm_load(&b->generation) == gen;)

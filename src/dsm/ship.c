@@ -87,6 +87,8 @@ struct wire_call {
 /* A call that writes nothing (an atomic load): lrc ends no interval for it,
    at the caller or at the home (lrc_ship.c). */
 #define CALL_READS_ONLY 1u
+/* An arrival at a barrier object: the protocol's barrier (lrc's pushes). */
+#define CALL_BARRIER 2u
 /* At the home only: the call's answer waits (dsm_ship_park). */
 #define CALL_PARKED (1u << 31)
 
@@ -106,6 +108,7 @@ struct batch {
 	struct batch *next;
 	int from;
 	uint32_t n;
+	int barrier; /* a call of it is a barrier's arrival (CALL_BARRIER) */
 	int sync;   /* a call of it is synchronous: its answer carries the protocol's */
 	int wrote;  /* a call of it may have written (not CALL_READS_ONLY) */
 	void *keep; /* the protocol's ship_in keeps this for ship_back */
@@ -497,17 +500,19 @@ void dsm_ship_flush(void)
 		if (!out_n[home])
 			continue;
 		uint64_t sync = 0;
-		int reads_only = 1;
+		int reads_only = 1, barrier = 0;
 		for (struct ship_call *c = out_head[home]; c; c = c->onext) {
 			sync |= (uint64_t)c->sync;
 			if (call_may_write(c->guard, c->flags))
 				reads_only = 0;
+			if (c->flags & CALL_BARRIER)
+				barrier = 1;
 		}
 		/* Only a batch someone waits for carries consistency (lrc): a
 		   stream of posts leaves both nodes' intervals open. */
 		void *proto = NULL;
 		size_t plen = sync && dsm.proto->ship_out
-				      ? dsm.proto->ship_out(home, reads_only, &proto)
+				      ? dsm.proto->ship_out(home, reads_only, barrier, &proto)
 				      : 0,
 		       len;
 		char *buf = message(out_n[home], sizeof(struct wire_call), proto, plen, &len);
@@ -516,8 +521,10 @@ void dsm_ship_flush(void)
 		for (struct ship_call *c = out_head[home]; c; c = c->onext)
 			w[i++] = to_wire(c);
 		STAT_ADD(calls_shipped, out_n[home]);
-		struct dsm_hdr h = {
-			.kind = LOCUS_DSM_MSG_SHIP, .a = out_n[home], .b = plen, .c = sync};
+		struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_SHIP,
+				    .a = out_n[home],
+				    .b = plen,
+				    .c = sync | (uint64_t)barrier << 1};
 		dsm_send(home, &h, buf, len);
 		free(buf);
 		free(proto);
@@ -529,17 +536,22 @@ void dsm_ship_flush(void)
 /* Send b's answers to its node, and free it (communication thread). */
 static void reply(struct batch *b)
 {
+	int barrier = 0;
+	for (uint32_t i = 0; i < b->n; i++)
+		if (b->calls[i].flags & CALL_BARRIER)
+			barrier = 1;
 	void *proto = NULL;
 	size_t plen = dsm.proto->ship_back && b->keep
 			      ? dsm.proto->ship_back(b->from, b->keep, b->keep_len, b->wrote,
-						     &proto)
+						     barrier, &proto)
 			      : 0,
 	       len;
 	char *buf = message(b->n, sizeof(struct wire_result), proto, plen, &len);
 	struct wire_result *w = (struct wire_result *)(void *)(buf + items_at(plen));
 	for (uint32_t i = 0; i < b->n; i++)
 		w[i] = (struct wire_result){.token = b->calls[i].token, .result = b->results[i]};
-	struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_SHIP_REPLY, .a = b->n, .b = plen};
+	struct dsm_hdr h = {
+		.kind = LOCUS_DSM_MSG_SHIP_REPLY, .a = b->n, .b = plen, .c = (uint64_t)barrier};
 	dsm_send(b->from, &h, buf, len);
 	free(buf);
 	free(proto);
@@ -609,10 +621,12 @@ void dsm_ship_message(const struct dsm_hdr *h, const void *payload, size_t len)
 			dsm_fatal("malformed shipped calls from node %d", h->src);
 		struct batch *b = batch_new((uint32_t)h->a);
 		b->from = h->src;
-		b->sync = h->c != 0;
+		b->sync = (h->c & 1) != 0;
+		b->barrier = (h->c >> 1 & 1) != 0;
 		memcpy(b->calls, w, h->a * sizeof(*w));
 		if (dsm.proto->ship_in && h->b)
-			b->keep_len = dsm.proto->ship_in(h->src, payload, h->b, &b->keep);
+			b->keep_len =
+				dsm.proto->ship_in(h->src, payload, h->b, b->barrier, &b->keep);
 		if (run_here(b))
 			run_in_comm(b);
 		else
@@ -623,7 +637,7 @@ void dsm_ship_message(const struct dsm_hdr *h, const void *payload, size_t len)
 	if (!w)
 		dsm_fatal("malformed answers to shipped calls from node %d", h->src);
 	if (dsm.proto->ship_back_in && h->b)
-		dsm.proto->ship_back_in(h->src, payload, h->b);
+		dsm.proto->ship_back_in(h->src, payload, h->b, h->c != 0);
 	for (uint64_t i = 0; i < h->a; i++) {
 		struct ship_call *c = (struct ship_call *)(uintptr_t)w[i].token;
 		int by_server = c->by_server;
@@ -818,6 +832,11 @@ uint64_t dsm_call_atomic_load(const char *what, locus_fn fn, void *state)
 uint64_t dsm_call_atomic_wait(const char *what, locus_fn fn, void *state, uint64_t seen)
 {
 	return call_atomic(what, fn, state, seen, 0, 0, CALL_READS_ONLY);
+}
+
+uint64_t dsm_call_atomic_barrier(const char *what, locus_fn fn, void *state, uint64_t a)
+{
+	return call_atomic(what, fn, state, a, 0, 0, CALL_BARRIER);
 }
 
 uint64_t dsm_ship_run(void *state, uint32_t lock, locus_fn fn, uint64_t a, uint64_t b, uint64_t c)

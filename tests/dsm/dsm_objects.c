@@ -13,7 +13,9 @@
  *                             (checked by a count inside), and one used as
  *                             a signal between threads of different nodes
  *   dsm_objects barrier N T   a counted barrier of every thread, N rounds:
- *                             each round's writes seen after it
+ *                             each round's writes seen after it; under lrc
+ *                             the writers' diffs pushed at the arrivals are
+ *                             what every node's faults take
  *   dsm_objects homelast N T  the same, but the barrier's home node arrives
  *                             last, every round (its threads wait until all
  *                             the others have): its threads arrive there by
@@ -253,6 +255,21 @@ static void run_by_comm(const locus_dsm_stats *s0, const locus_dsm_stats *s1)
 		     iters);
 }
 
+/* barrier, under lrc (pushes on): every node reads what the others wrote each
+   round, so after its first fetches the writers push their diffs when they
+   arrive (and the home when it answers an arrival), and its faults take them
+   without asking. */
+static void pushed_at_arrivals(const locus_dsm_stats *s0, const locus_dsm_stats *s1)
+{
+	const char *push = getenv("LOCUS_DSM_LRC_PUSH");
+	if (nodes == 1 || strcmp(locus_dsm_protocol(), "lrc") || (push && push[0] == '0'))
+		return;
+	uint64_t used = s1->pushed_used - s0->pushed_used;
+	if (used == 0)
+		fail("barrier: no pushed diff taken in %ld rounds of reading the others' writes",
+		     iters);
+}
+
 /* Every thread: blocks of many sizes, each filled with its own tag. */
 static void heap_thread(int t, void *arg)
 {
@@ -338,6 +355,8 @@ int main(int argc, char **argv)
 		no_polls(&s0, &s1);
 	if (!strcmp(mode, "apart"))
 		run_by_comm(&s0, &s1);
+	if (!strcmp(mode, "barrier"))
+		pushed_at_arrivals(&s0, &s1);
 	locus_dsm_barrier();
 	locus_dsm_avr_pause();
 	if (!strcmp(mode, "mutex"))
