@@ -293,7 +293,9 @@ int lrc_class_message(const struct dsm_hdr *h, const void *payload, size_t len);
 
 /* lrc_push.c: diffs pushed at a barrier to the nodes that read them */
 void lrc_push_subscribe(size_t p, int node); /* node asked for p's diffs */
-void lrc_push_send(void);		     /* barrier entry, the interval closed */
+/* Barrier entry, the interval closed: at most budget bytes of diffs to each
+   node (what does not fit is fetched at a fault, as without pushes). */
+void lrc_push_send(size_t budget);
 void lrc_push_apply(void);		     /* barrier exit, the notices taken in */
 void lrc_push_message(const struct dsm_hdr *h, const void *payload, size_t len);
 /* Move the pushed diffs that the first nflight pending notices of page p

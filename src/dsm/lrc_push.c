@@ -99,7 +99,7 @@ static void probe_check(void)
 	out_send(stop, LOCUS_DSM_MSG_DIFF_REQ);
 }
 
-void lrc_push_send(void)
+void lrc_push_send(size_t budget)
 {
 	probe_check();
 	uint32_t me = (uint32_t)dsm.node;
@@ -127,7 +127,8 @@ void lrc_push_send(void)
 			uint32_t sec[4] = {(uint32_t)p, (uint32_t)(2 * sizeof(uint32_t)) + d->len,
 					   i, d->len};
 			for (size_t n = 0; n < lrc.nodes; n++) {
-				if (!(subs >> n & 1) || i <= told[n])
+				if (!(subs >> n & 1) || i <= told[n] ||
+				    o[n].len + sizeof(sec) + d->len > budget)
 					continue;
 				out_put(&o[n], sec, sizeof(sec));
 				out_put(&o[n], d->data, d->len);

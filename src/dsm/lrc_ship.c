@@ -30,11 +30,17 @@
  * its records leave, and so does the home when it answers an arrival (its own
  * threads' arrivals ran there, as atomics); a node that takes in the records
  * of an arrival, or of its answer, brings up to date at once the pages whose
- * every missing diff was pushed to it.
+ * every missing diff was pushed to it. Unlike locus_dsm_barrier's, which every
+ * thread waits in, such a push is bounded (OBJECT_PUSH_BYTES a node).
  */
 #include <string.h>
 
 #include "lrc.h"
+
+/* What an arrival at a barrier object pushes to each node at most: the edge
+   rows of a grid go, a transpose's whole matrix does not (Splash-3's FFT
+   pushed 270 MB at one arrival, which the barrier then waited for). */
+#define OBJECT_PUSH_BYTES ((size_t)256 << 10)
 
 static uint32_t *known[DSM_MAX_NODES];
 static uint32_t *known_of(int node);
@@ -105,7 +111,7 @@ size_t lrc_ship_out(int home, int reads_only, int barrier, void **out)
 	if (!reads_only) /* a load is an acquire only: this node's writes stay in its interval */
 		lrc_close_interval();
 	if (barrier) /* before the records go: a node that has them has fetched */
-		lrc_push_send();
+		lrc_push_send(OBJECT_PUSH_BYTES);
 	uint32_t seen[DSM_MAX_NODES];
 	memcpy(seen, known_of(home), lrc.nodes * sizeof(uint32_t));
 	return vt_and_records(home, seen, out);
@@ -134,7 +140,7 @@ size_t lrc_ship_back(int to, const void *keep, size_t len, int wrote, int barrie
 	if (dsm_ship_release_take() || wrote)
 		lrc_close_interval();
 	if (barrier)
-		lrc_push_send();
+		lrc_push_send(OBJECT_PUSH_BYTES);
 	uint32_t seen[DSM_MAX_NODES];
 	memcpy(seen, keep, len);
 	for (size_t n = 0; n < lrc.nodes; n++) /* what a collection left, every node has */

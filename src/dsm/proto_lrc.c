@@ -792,7 +792,7 @@ static void lrc_acquire(uint32_t lock, const void *grant, size_t len)
 static size_t lrc_barrier_enter(void **out)
 {
 	lrc_close_interval();
-	lrc_push_send(); /* to the nodes reading what it wrote, before node 0 hears */
+	lrc_push_send(SIZE_MAX); /* to the nodes reading what it wrote, before node 0 hears */
 	size_t head = sizeof(uint64_t) + lrc.nodes * sizeof(uint32_t);
 	unsigned char *buf = lrc_xmalloc(head);
 	uint64_t mem = PROTO_STAT_GET(LRC_ST_META_BYTES);
