@@ -126,6 +126,7 @@ static struct {
 	struct batch *head, *tail;
 	uint32_t word;	 /* futex: every push, and every completion of the server's own calls */
 	uint32_t busy;	 /* running a batch */
+	uint32_t depth;	 /* batches popped and not finished, nested ones counted (run_here) */
 	uint32_t hold;	 /* start no batch (dsm_ship_hold) */
 	uint32_t queued; /* batches in the queue */
 } srv = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -136,8 +137,11 @@ static __thread int on_server; /* this thread is the server */
 static __thread struct batch *running;
 static __thread uint32_t running_at;
 /* The communication thread (or a thread in its place) runs a batch itself
-   (run_here): an answer it gives goes out at once. */
+   (run_here): the answers of calls its calls unpark wait in comm_answers
+   until the batch is done (an answer may end lrc's interval, which
+   write-protects pages a later call of the batch writes), then go at once. */
 static __thread int comm_runs;
+static __thread struct batch *comm_answers;
 
 /* Calls whose answer waits for a word to move: each a batch of one. */
 static struct {
@@ -174,7 +178,7 @@ static struct batch *pop(void)
 		srv.head = b->next;
 		if (!srv.head)
 			srv.tail = NULL;
-		faa_relaxed(&srv.queued, (uint32_t)-1);
+		faa_seqcst(&srv.queued, (uint32_t)-1);
 	}
 	pthread_mutex_unlock(&srv.mu);
 	return b;
@@ -268,12 +272,15 @@ static int serve_one(void)
 	/* busy, then hold, against the holder's hold, then busy: one of the two
 	   sees the other (sequentially consistent). */
 	st_seqcst(&srv.busy, 1);
+	faa_seqcst(&srv.depth, 1); /* before the pop: run_here reads queued, then depth */
 	struct batch *b = ld_seqcst(&srv.hold) ? NULL : pop();
 	if (!b) {
+		faa_seqcst(&srv.depth, (uint32_t)-1);
 		st_release(&srv.busy, 0);
 		return 0;
 	}
 	run_batch(b);
+	faa_seqcst(&srv.depth, (uint32_t)-1);
 	st_release(&srv.busy, 0);
 	if (!b->n) {
 		batch_free(b);
@@ -296,7 +303,8 @@ static void reply(struct batch *b);
 static void answer(struct batch *b)
 {
 	if (b->from != dsm.node && comm_runs) {
-		reply(b);
+		b->next = comm_answers;
+		comm_answers = b;
 		return;
 	}
 	if (b->from != dsm.node) {
@@ -571,8 +579,12 @@ void dsm_ship_done(struct dsm_req *r)
    batch left to run (the calls of one caller run in order). */
 static int run_here(const struct batch *b)
 {
-	if (!dsm.proto->writable || dsm.proto->thread_fault || ld_seqcst(&srv.busy) ||
-	    ld_seqcst(&srv.queued) || ld_seqcst(&srv.hold) || dsm_region_held())
+	/* Not on the server itself (standing in from a function it runs), and
+	   not while it runs one at any depth (a function waiting for another
+	   node leaves busy clear): queued first, then depth (serve_one). */
+	if (!dsm.proto->writable || dsm.proto->thread_fault || on_server || running ||
+	    ld_seqcst(&srv.queued) || ld_seqcst(&srv.depth) || ld_seqcst(&srv.hold) ||
+	    dsm_region_held())
 		return 0;
 	for (uint32_t i = 0; i < b->n; i++) {
 		const struct wire_call *w = &b->calls[i];
@@ -598,11 +610,16 @@ static void run_in_comm(struct batch *b)
 	STAT_ADD(calls_run_by_comm, b->n);
 	comm_runs = 1;
 	run_batch(b);
+	comm_runs = 0;
 	if (b->n)
 		reply(b);
 	else
 		batch_free(b);
-	comm_runs = 0;
+	while (comm_answers) { /* what its calls unparked */
+		struct batch *p = comm_answers;
+		comm_answers = p->next;
+		reply(p);
+	}
 }
 
 /* A message's items after the protocol's payload; NULL when malformed. */
