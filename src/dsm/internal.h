@@ -603,11 +603,13 @@ size_t dsm_object_fn_len(locus_fn fn);
 int dsm_ship_release_take(void);
 void dsm_ship_hold(int on); /* the server starts no batch while held (lrc's collection) */
 /*
- * A shipped call's function, run by the server for a caller that waits: its
- * answer (result) goes only once *word no longer holds seen and someone has
- * called dsm_ship_unpark(word) — a barrier's generation, which the last
- * arrival moves. 1 if parked; 0 if it cannot wait so (not the call the
- * server is running); -1 if the word has moved already.
+ * A shipped call's function, run at its home for a caller that waits (by the
+ * server, or by the communication thread: ship.c, run_here): its answer
+ * (result) goes only once *word no longer holds seen and someone has called
+ * dsm_ship_unpark(word) — a barrier's generation, which the last arrival
+ * moves. 1 if parked; 0 if it cannot wait so (not a call of a batch being
+ * run: a home thread's own atomic, or a call the server makes to itself);
+ * -1 if the word has moved already.
  */
 int dsm_ship_park(const uint64_t *word, uint64_t seen, uint64_t result);
 void dsm_ship_unpark(const uint64_t *word); /* after moving *word: answer its parked calls */
