@@ -132,9 +132,6 @@ void dsm_region_unmap(void)
 	dsm.app = dsm.alias = NULL;
 }
 
-/* Every page with its own protection costs a kernel mapping; the default
-   limit (vm.max_map_count) is 65530, which a scattered access pattern over a
-   large region can reach. */
 /* What to do about a failed mprotect: ENOMEM is the mappings' limit. */
 static const char *map_hint(int err)
 {
@@ -143,6 +140,9 @@ static const char *map_hint(int err)
 			     : "";
 }
 
+/* Every page with its own protection costs a kernel mapping; the default
+   limit (vm.max_map_count) is 65530, which a scattered access pattern over a
+   large region can reach. */
 static void protect_now(size_t page, size_t count, int prot)
 {
 	STAT_ADD(protects, 1);

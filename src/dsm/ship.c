@@ -108,7 +108,6 @@ struct batch {
 	struct batch *next;
 	int from;
 	uint32_t n;
-	int barrier; /* a call of it is a barrier's arrival (CALL_BARRIER) */
 	int sync;   /* a call of it is synchronous: its answer carries the protocol's */
 	int wrote;  /* a call of it may have written (not CALL_READS_ONLY) */
 	void *keep; /* the protocol's ship_in keeps this for ship_back */
@@ -217,10 +216,16 @@ static void guard_take(uint32_t guard)
 		locus_dsm_lock(guard - 1);
 }
 
-static uint64_t run_one(const struct wire_call *w)
+/* The function a call names, on this node; NULL when it names none. */
+static locus_fn wire_fn(const struct wire_call *w)
 {
 	struct dsm_fnid id = {.obj = w->obj, .check = w->check, .off = w->off};
-	locus_fn fn = (locus_fn)dsm_fnid_fn(&id);
+	return (locus_fn)dsm_fnid_fn(&id);
+}
+
+static uint64_t run_one(const struct wire_call *w)
+{
+	locus_fn fn = wire_fn(w);
 	if (!fn)
 		dsm_fatal("a shipped call names no function of this program (object %u, offset "
 			  "0x%llx): every node runs the same program",
@@ -529,10 +534,8 @@ void dsm_ship_flush(void)
 		for (struct ship_call *c = out_head[home]; c; c = c->onext)
 			w[i++] = to_wire(c);
 		STAT_ADD(calls_shipped, out_n[home]);
-		struct dsm_hdr h = {.kind = LOCUS_DSM_MSG_SHIP,
-				    .a = out_n[home],
-				    .b = plen,
-				    .c = sync | (uint64_t)barrier << 1};
+		struct dsm_hdr h = {
+			.kind = LOCUS_DSM_MSG_SHIP, .a = out_n[home], .b = plen, .c = sync};
 		dsm_send(home, &h, buf, len);
 		free(buf);
 		free(proto);
@@ -541,13 +544,19 @@ void dsm_ship_flush(void)
 	}
 }
 
+/* Is a call of b an arrival at a barrier object (CALL_BARRIER)? */
+static int has_barrier(const struct batch *b)
+{
+	for (uint32_t i = 0; i < b->n; i++)
+		if (b->calls[i].flags & CALL_BARRIER)
+			return 1;
+	return 0;
+}
+
 /* Send b's answers to its node, and free it (communication thread). */
 static void reply(struct batch *b)
 {
-	int barrier = 0;
-	for (uint32_t i = 0; i < b->n; i++)
-		if (b->calls[i].flags & CALL_BARRIER)
-			barrier = 1;
+	int barrier = has_barrier(b);
 	void *proto = NULL;
 	size_t plen = dsm.proto->ship_back && b->keep
 			      ? dsm.proto->ship_back(b->from, b->keep, b->keep_len, b->wrote,
@@ -588,8 +597,7 @@ static int run_here(const struct batch *b)
 		return 0;
 	for (uint32_t i = 0; i < b->n; i++) {
 		const struct wire_call *w = &b->calls[i];
-		struct dsm_fnid id = {.obj = w->obj, .check = w->check, .off = w->off};
-		locus_fn fn = (locus_fn)dsm_fnid_fn(&id);
+		locus_fn fn = wire_fn(w);
 		size_t len = fn ? dsm_atomic_fn_len(fn) + dsm_object_fn_len(fn) : 0;
 		const char *at = (const char *)(uintptr_t)w->state;
 		if (!len || w->guard || at < dsm.app || (uintptr_t)at % 8 ||
@@ -638,12 +646,11 @@ void dsm_ship_message(const struct dsm_hdr *h, const void *payload, size_t len)
 			dsm_fatal("malformed shipped calls from node %d", h->src);
 		struct batch *b = batch_new((uint32_t)h->a);
 		b->from = h->src;
-		b->sync = (h->c & 1) != 0;
-		b->barrier = (h->c >> 1 & 1) != 0;
+		b->sync = h->c != 0;
 		memcpy(b->calls, w, h->a * sizeof(*w));
 		if (dsm.proto->ship_in && h->b)
 			b->keep_len =
-				dsm.proto->ship_in(h->src, payload, h->b, b->barrier, &b->keep);
+				dsm.proto->ship_in(h->src, payload, h->b, has_barrier(b), &b->keep);
 		if (run_here(b))
 			run_in_comm(b);
 		else
