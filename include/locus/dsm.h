@@ -64,6 +64,8 @@
  *                             node before it goes back to its manager (8; 0: never)
  *   LOCUS_DSM_LOCK_CACHE      1: a lock released with no local waiter stays on its
  *                             node until another node asks (default); 0: it goes back
+ *   LOCUS_DSM_LOCK_KEEP       most locks a node keeps so; keeping one more gives the
+ *                             longest kept back (4096; 1 to 1000000)
  *   LOCUS_DSM_TAKE_ANSWERS    1: a thread that sent its own request takes the answer
  *                             out of MPI itself (default); 0: the communication
  *                             thread takes every message and wakes it
@@ -385,7 +387,7 @@ LOCUS_API int locus_dsm_threads(void);
  * thread without messages, at most LOCUS_DSM_LOCK_HANDOFF times in a row;
  * then it goes back to its manager, behind any other node's request. A lock
  * released with nobody waiting stays on its node (LOCUS_DSM_LOCK_CACHE; at most
- * 64 locks a node, the longest kept given back first) until another node asks,
+ * LOCUS_DSM_LOCK_KEEP locks a node, the longest kept given back first) until another node asks,
  * so taking it again costs no message. Release every lock
  * before locus_dsm_finalize.
  */

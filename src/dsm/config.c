@@ -184,13 +184,15 @@ int dsm_config_read(struct dsm_config *c)
 		return -1;
 	uint64_t size = 256ull << 30, addr = 0, delay_us = net->delay_us,
 		 per_byte = net->ns_per_byte;
-	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, run = 32, poll_us = DSM_POLL_US;
+	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, run = 32, poll_us = DSM_POLL_US,
+		 keep = 4096;
 	if (dsm_env_u64("LOCUS_DSM_SIZE", &size, 1) || dsm_env_u64("LOCUS_DSM_ADDR", &addr, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELTA_US", &delta_us, 0) ||
 	    dsm_env_u64("LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 0) ||
 	    dsm_env_u64("LOCUS_DSM_LOCK_HANDOFF", &handoff, 0) ||
+	    dsm_env_u64("LOCUS_DSM_LOCK_KEEP", &keep, 0) ||
 	    dsm_env_u64("LOCUS_DSM_RUN", &run, 0) || dsm_env_u64("LOCUS_DSM_POLL_US", &poll_us, 0))
 		return -1;
 	if (run < 1 || run > 1024) {
@@ -226,6 +228,13 @@ int dsm_config_read(struct dsm_config *c)
 			"locus-dsm: LOCUS_DSM_LOCK_HANDOFF=%s: at most 1000000 hand-offs in a row "
 			"(0 sends every release back to the lock's manager)\n",
 			getenv("LOCUS_DSM_LOCK_HANDOFF"));
+		return -1;
+	}
+	if (keep < 1 || keep > 1000000) {
+		fprintf(stderr,
+			"locus-dsm: LOCUS_DSM_LOCK_KEEP=%s: a node keeps from 1 to 1000000 released "
+			"locks (LOCUS_DSM_LOCK_CACHE=0 keeps none)\n",
+			getenv("LOCUS_DSM_LOCK_KEEP"));
 		return -1;
 	}
 	/* A region needs a page, and twice its size in address space (a view and an alias). */
@@ -268,6 +277,7 @@ int dsm_config_read(struct dsm_config *c)
 	c->delta_ns = delta_us * 1000;
 	c->peer_timeout_ns = (timeout_s ? timeout_s : 1) * NS_PER_S;
 	c->lock_handoff = (uint32_t)handoff;
+	c->lock_keep = (uint32_t)keep;
 	c->poll_ns = poll_us * 1000;
 	static const struct choice switches[] = {{"all", 0}, {"sync", 1}, {NULL, 0}};
 	static const struct choice stats[] = {{"1", 1},	   {"table", 1}, {"0", 0},

@@ -174,6 +174,7 @@ struct dsm_config {
 	uint64_t peer_timeout_ns;
 	uint32_t lock_handoff; /* consecutive local hand-offs of a lock */
 	int lock_cache;	       /* LOCUS_DSM_LOCK_CACHE: a released lock stays until asked for */
+	uint32_t lock_keep;    /* LOCUS_DSM_LOCK_KEEP: most locks a node keeps so */
 	int take_answers;      /* LOCUS_DSM_TAKE_ANSWERS: the sender of a request takes its answer */
 	uint32_t run;	       /* pages fetched per miss of a node walking in order */
 	uint64_t poll_ns;      /* the communication thread polls this long after work */

@@ -29,7 +29,9 @@
  * trylock that finds the lock held is refused as before and recalls it, so a
  * later try finds it free. Recalls travel on their own, so one may arrive
  * after the release it asked for: the node then merely gives the lock back
- * once more than it needed to. A node keeps at most LOCK_KEEP_MAX locks:
+ * once more than it needed to. A node keeps at most cfg.lock_keep locks
+ * (LOCUS_DSM_LOCK_KEEP, 4096: a program that hashes its data onto a table
+ * of locks, like Splash-3's barnes with 2,048, keeps its whole table):
  * keeping one more gives the longest kept back, so a program that uses many
  * distinct locks once each holds no more records than that (and its managers
  * one per lock kept elsewhere).
@@ -100,10 +102,10 @@ struct lockst {
 static struct lockst **locks;
 static size_t lock_buckets, lock_count;
 
-/* Keeping: the ids of the locks kept here, oldest first (a ring; an entry
-   whose lock is no longer kept is skipped when it comes up). */
-#define LOCK_KEEP_MAX 64
-static uint32_t kept_ring[LOCK_KEEP_MAX];
+/* Keeping: the ids of the locks kept here, oldest first (a ring of
+   cfg.lock_keep entries, made at the first keep; an entry whose lock is no
+   longer kept is skipped when it comes up). */
+static uint32_t *kept_ring;
 static unsigned kept_head, kept_len;
 
 static size_t lock_bucket(uint32_t id, size_t buckets)
@@ -625,12 +627,16 @@ static void lock_local(struct lockst *l, struct dsm_req *r)
 static void give_back(struct lockst *l);
 
 /* Lock id is kept here now: note it, giving the longest kept back if there
-   are LOCK_KEEP_MAX already (entries of locks no longer kept are dropped). */
+   are cfg.lock_keep already (entries of locks no longer kept are dropped). */
 static void keep_note(uint32_t id)
 {
-	while (kept_len == LOCK_KEEP_MAX) {
+	const unsigned most = dsm.cfg.lock_keep;
+	if (!kept_ring && !(kept_ring = malloc(most * sizeof(*kept_ring))))
+		dsm_fatal("out of memory for the ring of %u kept locks (LOCUS_DSM_LOCK_KEEP)",
+			  most);
+	while (kept_len == most) {
 		uint32_t old = kept_ring[kept_head];
-		kept_head = (kept_head + 1) % LOCK_KEEP_MAX;
+		kept_head = (kept_head + 1) % most;
 		kept_len--;
 		struct lockst *o = lock_find(old);
 		if (o->local == LOCAL_CACHED && old != id)
@@ -638,7 +644,7 @@ static void keep_note(uint32_t id)
 		else
 			lock_tidy(o, lock_keep(o));
 	}
-	kept_ring[(kept_head + kept_len) % LOCK_KEEP_MAX] = id;
+	kept_ring[(kept_head + kept_len) % most] = id;
 	kept_len++;
 }
 

@@ -77,6 +77,9 @@ for var in LOCUS_DSM_DELAY_US LOCUS_DSM_PEER_TIMEOUT_S LOCUS_DSM_DELTA_US LOCUS_
 	expect 1 "$var=-5" env "$var=-5" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 	expect 1 "$var=99999999999" env "$var=99999999999" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
+for v in 0 1000001 -3 many; do
+	expect 1 "LOCUS_DSM_LOCK_KEEP=$v" env LOCUS_DSM_LOCK_KEEP=$v "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+done
 # Sizes that are not whole pages, regions near address 0 or off a page boundary
 # or past the top of user space, and delays that make every node look dead.
 for v in 100000 4097; do

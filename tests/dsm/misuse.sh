@@ -117,11 +117,16 @@ done
 # 4. A child of fork() is not a node.
 works 2 sc fork
 works 2 lrc fork
-# 6. Lock state stays bounded once released: at most 64 locks kept on a node
-# (and, under lrc, two barriers on); none at all without keeping.
+# 6. Lock state stays bounded once released: at most LOCUS_DSM_LOCK_KEEP (4096)
+# locks kept on a node (and, under lrc, two barriers on); none at all without
+# keeping.
 works 2 sc locks 20000
 works 3 lrc locks 20000
 works 2 avr locks 2000
+export LOCUS_DSM_LOCK_KEEP=16
+works 2 sc locks 2000
+works 3 lrc locks 2000
+unset LOCUS_DSM_LOCK_KEEP
 export LOCUS_DSM_LOCK_CACHE=0
 works 2 sc locks 20000
 works 3 lrc locks 20000
