@@ -73,6 +73,9 @@
  *                             (default); sync: a team runs one thread at a time, which
  *                             gives way only during lock, barrier and team waits
  *   LOCUS_DSM_RUN             pages fetched per miss of a node walking in order (32)
+ *   LOCUS_DSM_SPIN_US         a thread that sent its own request looks for the answer
+ *                             this long, yielding the CPU between looks, before it
+ *                             sleeps (30; 0: it sleeps at once)
  *   LOCUS_DSM_POLL_US         the communication thread polls this long while a fault
  *                             waits for its answer (0: never, it sleeps and is rung)
  *   LOCUS_DSM_HOST            a label: nodes of one machine with different labels behave
@@ -308,6 +311,10 @@ typedef struct locus_dsm_stats {
 	   node that sent it, instead of being woken by the communication thread
 	   (LOCUS_DSM_TAKE_ANSWERS) */
 	uint64_t answers_taken;
+	/* requests whose answer their waiting thread found while it looked for
+	   it, yielding the CPU between looks, before it slept on its doorbell
+	   (LOCUS_DSM_SPIN_US: how long it looks) */
+	uint64_t answers_spun;
 	/* shipped calls (locus_dsm_call and post, atomics, the objects' waits)
 	   this node sent to other nodes, and calls from other nodes whose answer
 	   it held back, as their home, until a word moved (a barrier's

@@ -517,6 +517,7 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->faults_in_place = d.faults_in_place;
 	s->misses_in_place = d.misses_in_place;
 	s->answers_taken = d.answers_taken;
+	s->answers_spun = d.answers_spun;
 	s->calls_shipped = d.calls_shipped;
 	s->calls_parked = d.calls_parked;
 	s->calls_run_by_comm = d.calls_run_by_comm;

@@ -185,7 +185,7 @@ int dsm_config_read(struct dsm_config *c)
 	uint64_t size = 256ull << 30, addr = 0, delay_us = net->delay_us,
 		 per_byte = net->ns_per_byte;
 	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, run = 32, poll_us = DSM_POLL_US,
-		 keep = 4096;
+		 keep = 4096, spin_us = 30;
 	if (dsm_env_u64("LOCUS_DSM_SIZE", &size, 1) || dsm_env_u64("LOCUS_DSM_ADDR", &addr, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 0) ||
@@ -193,6 +193,7 @@ int dsm_config_read(struct dsm_config *c)
 	    dsm_env_u64("LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 0) ||
 	    dsm_env_u64("LOCUS_DSM_LOCK_HANDOFF", &handoff, 0) ||
 	    dsm_env_u64("LOCUS_DSM_LOCK_KEEP", &keep, 0) ||
+	    dsm_env_u64("LOCUS_DSM_SPIN_US", &spin_us, 0) ||
 	    dsm_env_u64("LOCUS_DSM_RUN", &run, 0) || dsm_env_u64("LOCUS_DSM_POLL_US", &poll_us, 0))
 		return -1;
 	if (run < 1 || run > 1024) {
@@ -216,6 +217,7 @@ int dsm_config_read(struct dsm_config *c)
 		{"LOCUS_DSM_DELTA_US", &delta_us, 3600000000ull, "3600000000 (an hour)"},
 		{"LOCUS_DSM_PEER_TIMEOUT_S", &timeout_s, 86400ull, "86400 (a day)"},
 		{"LOCUS_DSM_POLL_US", &poll_us, 1000000ull, "1000000 (a second)"},
+		{"LOCUS_DSM_SPIN_US", &spin_us, 1000000ull, "1000000 (a second)"},
 	};
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
 		if (*lim[i].v > lim[i].max) {
@@ -279,6 +281,7 @@ int dsm_config_read(struct dsm_config *c)
 	c->lock_handoff = (uint32_t)handoff;
 	c->lock_keep = (uint32_t)keep;
 	c->poll_ns = poll_us * 1000;
+	c->spin_ns = spin_us * 1000;
 	static const struct choice switches[] = {{"all", 0}, {"sync", 1}, {NULL, 0}};
 	static const struct choice stats[] = {{"1", 1},	   {"table", 1}, {"0", 0},
 					      {"none", 0}, {"json", 2},	 {NULL, 0}};

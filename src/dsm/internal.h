@@ -112,6 +112,7 @@ struct dsm_counters {
 	uint64_t faults_in_place; /* resolved by the faulting thread (comm.c, stand_in) */
 	uint64_t misses_in_place; /* their request sent by the faulting thread (ditto) */
 	uint64_t answers_taken;	  /* answers their waiting thread took, woken by a ring */
+	uint64_t answers_spun;	  /* answers their thread found looking, before it slept */
 	uint64_t calls_shipped;	  /* calls sent to other nodes (ship.c) */
 	uint64_t calls_parked;	  /* calls whose answer waited here for a word (ship.c) */
 	uint64_t calls_run_by_comm; /* calls the communication thread ran (ship.c) */
@@ -178,6 +179,7 @@ struct dsm_config {
 	int take_answers;      /* LOCUS_DSM_TAKE_ANSWERS: the sender of a request takes its answer */
 	uint32_t run;	       /* pages fetched per miss of a node walking in order */
 	uint64_t poll_ns;      /* the communication thread polls this long after work */
+	uint64_t spin_ns;      /* a thread waiting for its answer looks this long before it sleeps */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
 	int one_node_protocol; /* LOCUS_DSM_ONE_NODE=protocol: no plain region on one node */
 };

@@ -74,9 +74,9 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 	fprintf(f, "dsm node %d: faults", node);
 	for (int k = 0; k < LOCUS_DSM_FAULT_KINDS; k++)
 		fprintf(f, " %s=%llu", fault_names[k], (unsigned long long)s->faults[k]);
-	fprintf(f, " (in place %llu, sent in place %llu, answers taken %llu)",
+	fprintf(f, " (in place %llu, sent in place %llu, answers taken %llu, found looking %llu)",
 		(unsigned long long)s->faults_in_place, (unsigned long long)s->misses_in_place,
-		(unsigned long long)s->answers_taken);
+		(unsigned long long)s->answers_taken, (unsigned long long)s->answers_spun);
 	fprintf(f,
 		"; invalidations=%llu pingpong_deferrals=%llu locks=%llu (%llu kept) "
 		"barriers=%llu\n",
@@ -139,9 +139,11 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 			(unsigned long long)s->faults[k]);
 	fprintf(f,
 		", \"faults_in_place\": %llu, \"misses_in_place\": %llu, \"answers_taken\": %llu"
+		", \"answers_spun\": %llu"
 		", \"calls_shipped\": %llu, \"calls_parked\": %llu, \"calls_run_by_comm\": %llu",
 		(unsigned long long)s->faults_in_place, (unsigned long long)s->misses_in_place,
-		(unsigned long long)s->answers_taken, (unsigned long long)s->calls_shipped,
+		(unsigned long long)s->answers_taken, (unsigned long long)s->answers_spun,
+		(unsigned long long)s->calls_shipped,
 		(unsigned long long)s->calls_parked, (unsigned long long)s->calls_run_by_comm);
 	uint64_t msgs = 0, bytes = 0;
 	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++) {

@@ -73,7 +73,7 @@ for v in -1 0 abc 99999999999999999999 16t 1x; do
 	expect 1 "LOCUS_DSM_SIZE=$v" env LOCUS_DSM_SIZE="$v" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
 for var in LOCUS_DSM_DELAY_US LOCUS_DSM_PEER_TIMEOUT_S LOCUS_DSM_DELTA_US LOCUS_DSM_LOCK_HANDOFF \
-	LOCUS_DSM_POLL_US; do
+	LOCUS_DSM_POLL_US LOCUS_DSM_SPIN_US; do
 	expect 1 "$var=-5" env "$var=-5" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 	expect 1 "$var=99999999999" env "$var=99999999999" "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done

@@ -23,7 +23,12 @@
  *                         look after a timeout does not count: without the
  *                         rings none would), which are never more than the
  *                         misses they sent; none with
- *                         LOCUS_DSM_TAKE_ANSWERS=0.
+ *                         LOCUS_DSM_TAKE_ANSWERS=0. And the answers their
+ *                         thread found while it looked for them before it
+ *                         slept (for LOCUS_DSM_SPIN_US): never more than the
+ *                         misses sent, none with LOCUS_DSM_SPIN_US=0, and
+ *                         some on some node when it looks for a whole
+ *                         second (LOCUS_DSM_SPIN_US=1000000).
  *   dsm_sent miss_alt R   the same with a small alternate signal stack set
  *                         up first, which the fault handler runs on: no
  *                         miss is sent in place from it, no answer taken.
@@ -117,15 +122,16 @@ static void miss(long rounds, int alt)
 	uint64_t sent = s1.misses_in_place - s0.misses_in_place;
 	uint64_t taken = s1.answers_taken - s0.answers_taken;
 	uint64_t remote = s1.remote_misses - s0.remote_misses;
+	uint64_t spun = s1.answers_spun - s0.answers_spun;
 	/* Answers are taken where every peer rings this node (its doorbells
 	   reach them all: one host) and no delay is emulated. */
 	int take = !set("LOCUS_DSM_TAKE_ANSWERS", "0") && s1.bell_peers == (uint64_t)(nodes - 1) &&
 		   !set("LOCUS_DSM_DELAY_US", NULL) && !set("LOCUS_DSM_DELAY_NS_PER_BYTE", NULL) &&
 		   !set("LOCUS_DSM_NETWORK", NULL);
 	printf("dsm_sent: node %d: %ld rounds, %llu remote misses, %llu sent in place, %llu "
-	       "answers taken\n",
+	       "answers taken, %llu found looking\n",
 	       me, rounds, (unsigned long long)remote, (unsigned long long)sent,
-	       (unsigned long long)taken);
+	       (unsigned long long)taken, (unsigned long long)spun);
 	if (sent > remote)
 		fail("misses sent in place that were not remote misses", rounds, (long)sent,
 		     (long)remote);
@@ -137,6 +143,15 @@ static void miss(long rounds, int alt)
 		     0);
 	if (set("LOCUS_DSM_TAKE_ANSWERS", "0") && taken)
 		fail("answers taken with LOCUS_DSM_TAKE_ANSWERS=0", rounds, (long)taken, 0);
+	if (spun > sent)
+		fail("answers found looking for misses not sent in place", rounds, (long)spun,
+		     (long)sent);
+	if (set("LOCUS_DSM_SPIN_US", "0") && spun)
+		fail("answers found looking with LOCUS_DSM_SPIN_US=0", rounds, (long)spun, 0);
+	long total_spun = sum_over_nodes((long)spun);
+	if (me == 0 && !alt && take && nodes > 1 && set("LOCUS_DSM_SPIN_US", "1000000") &&
+	    !total_spun)
+		fail("no answer found looking on any node, looking for a second", rounds, 0, 1);
 	long total_sent = sum_over_nodes((long)sent), total_taken = sum_over_nodes((long)taken);
 	if (me == 0 && !alt && nodes > 1 && !total_sent)
 		fail("no miss sent in place on any node", rounds, 0, 1);
