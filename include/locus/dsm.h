@@ -73,9 +73,9 @@
  *                             (default); sync: a team runs one thread at a time, which
  *                             gives way only during lock, barrier and team waits
  *   LOCUS_DSM_RUN             pages fetched per miss of a node walking in order (32)
- *   LOCUS_DSM_SPIN_US         a thread that sent its own request looks for the answer
- *                             this long, yielding the CPU between looks, before it
- *                             sleeps (30; 0: it sleeps at once)
+ *   LOCUS_DSM_SPIN_US         a thread that sent its own request (not a write miss)
+ *                             looks for the answer this long, yielding the CPU
+ *                             between looks, before it sleeps (30; 0: at once)
  *   LOCUS_DSM_POLL_US         the communication thread polls this long while a fault
  *                             waits for its answer (0: never, it sleeps and is rung)
  *   LOCUS_DSM_HOST            a label: nodes of one machine with different labels behave

@@ -963,11 +963,15 @@ static int owed(void)
  * that is running), which was most of a remote lock's round trip. Looking
  * with sched_yield keeps the CPU from idling and still lets every other
  * runnable thread of the machine have it, the peer that will answer among
- * them when nodes share CPUs.
+ * them when nodes share CPUs. Not for a write miss: a write is what
+ * bounces a page between nodes that write it at once, and an answer found
+ * sooner only made it bounce more (Splash-3's radix, whose nodes write the
+ * same pages all through its permutation: in half the runs 4 times the
+ * misses and twice the time).
  */
 static int spin_for_answer(struct dsm_req *r, uint32_t seen)
 {
-	if (!dsm.cfg.spin_ns)
+	if (!dsm.cfg.spin_ns || (r->kind == DSM_REQ_FAULT && r->b))
 		return 0;
 	uint64_t until = mono_ns() + dsm.cfg.spin_ns;
 	for (;;) {
