@@ -185,7 +185,7 @@ int dsm_config_read(struct dsm_config *c)
 	uint64_t size = 256ull << 30, addr = 0, delay_us = net->delay_us,
 		 per_byte = net->ns_per_byte;
 	uint64_t delta_us = 50, timeout_s = 10, handoff = 8, run = 32, poll_us = DSM_POLL_US,
-		 keep = 4096, spin_us = 30;
+		 keep = 1024, spin_us = 30;
 	if (dsm_env_u64("LOCUS_DSM_SIZE", &size, 1) || dsm_env_u64("LOCUS_DSM_ADDR", &addr, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELAY_US", &delay_us, 0) ||
 	    dsm_env_u64("LOCUS_DSM_DELAY_NS_PER_BYTE", &per_byte, 0) ||

@@ -30,8 +30,12 @@
  * later try finds it free. Recalls travel on their own, so one may arrive
  * after the release it asked for: the node then merely gives the lock back
  * once more than it needed to. A node keeps at most cfg.lock_keep locks
- * (LOCUS_DSM_LOCK_KEEP, 4096: a program that hashes its data onto a table
- * of locks, like Splash-3's barnes with 2,048, keeps its whole table):
+ * (LOCUS_DSM_LOCK_KEEP, 1024; it was 64, and Splash-3's barnes, which
+ * hashes its cells onto 2,048 locks, gave a third of its locks back before
+ * it took them again; more than 1024 made its water-nsquared, whose nodes
+ * take every molecule's lock in turn, slower: a lock kept at a node that is
+ * not its manager costs the manager a recall when it asks, where one given
+ * back would have been free there):
  * keeping one more gives the longest kept back, so a program that uses many
  * distinct locks once each holds no more records than that (and its managers
  * one per lock kept elsewhere).

@@ -335,11 +335,11 @@ static void mode_locks(long n)
 		die("count %llu, want %d", (unsigned long long)*count, nodes);
 	locus_dsm_stats s;
 	locus_dsm_stats_get(&s);
-	/* A node keeps at most LOCUS_DSM_LOCK_KEEP released locks (4096), and a
+	/* A node keeps at most LOCUS_DSM_LOCK_KEEP released locks (1024), and a
 	   manager remembers each lock kept elsewhere: the records are bounded by
 	   that, whatever n (0 with LOCUS_DSM_LOCK_CACHE=0). */
 	const char *cache = getenv("LOCUS_DSM_LOCK_CACHE"), *keep = getenv("LOCUS_DSM_LOCK_KEEP");
-	uint64_t per_node = keep && *keep ? strtoull(keep, NULL, 10) : 4096;
+	uint64_t per_node = keep && *keep ? strtoull(keep, NULL, 10) : 1024;
 	uint64_t most = cache && !strcmp(cache, "0") ? 0 : per_node * (uint64_t)nodes;
 	if (s.lock_records > most)
 		die("%llu lock records kept after %ld distinct locks were released (at most %llu)",

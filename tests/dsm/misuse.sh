@@ -117,7 +117,7 @@ done
 # 4. A child of fork() is not a node.
 works 2 sc fork
 works 2 lrc fork
-# 6. Lock state stays bounded once released: at most LOCUS_DSM_LOCK_KEEP (4096)
+# 6. Lock state stays bounded once released: at most LOCUS_DSM_LOCK_KEEP (1024)
 # locks kept on a node (and, under lrc, two barriers on); none at all without
 # keeping.
 works 2 sc locks 20000
