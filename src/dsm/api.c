@@ -44,7 +44,7 @@ static void proto_stats_get(locus_dsm_stats *s, const struct dsm_counters *d)
 static void call_timed(struct dsm_req *r, int kind)
 {
 	struct dsm_stall st;
-	dsm_stall_begin(&st, kind);
+	dsm_stall_begin_lazy(&st, kind); /* its waits are dsm_call's */
 	dsm_call(r);
 	dsm_stall_end(&st, mono_ns(), r->result);
 }

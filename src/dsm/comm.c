@@ -293,6 +293,7 @@ void dsm_call(struct dsm_req *r)
 {
 	int how = stand_in(r);
 	if (how == 2) {
+		dsm_stall_waits();
 		await_answer(r);
 		return;
 	}
@@ -303,6 +304,7 @@ void dsm_call(struct dsm_req *r)
 			return;
 		cpu_relax();
 	}
+	dsm_stall_waits();
 	while (!ld_acquire(&r->done))
 		futex_wait(&r->done, 0);
 }

@@ -69,7 +69,7 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 	}
 	uint64_t t0 = mono_ns();
 	struct dsm_stall st;
-	dsm_stall_begin(&st, STALL_FAULT);
+	dsm_stall_begin_lazy(&st, STALL_FAULT); /* its waits are dsm_call's */
 	struct dsm_req r = {.kind = DSM_REQ_FAULT, .a = page, .b = (uint64_t)write};
 	dsm_call(&r);
 	uint64_t resumed = mono_ns();

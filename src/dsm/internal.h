@@ -352,7 +352,9 @@ struct dsm_thread {
 	int counted;		 /* the init thread, a team thread or a spawned one */
 	int spawned;		 /* started by locus_dsm_spawn */
 	int id, team;		 /* index in its team, and the team's size (0, 1 outside) */
-	uint64_t resumed_cpu_ns; /* its CPU clock when it last left a stall */
+	uint64_t resumed_cpu_ns; /* its CPU clock when it last read it leaving a stall */
+	uint64_t unread_ns;	 /* since then: stalls taken to be all on the CPU (team.c) */
+	struct dsm_stall *stall; /* the stall it is in whose CPU clock is not read yet */
 	int locks;		 /* locus-dsm locks it holds (avr resolves as sc inside) */
 	int avr_paused;		 /* locus_dsm_avr_pause depth */
 	uint64_t bars[2];	 /* in a team: its barrier and team-barrier calls */
@@ -370,9 +372,10 @@ enum { DSM_LOCAL = 0, DSM_REMOTE = 1, DSM_COMBINED = 2, DSM_BUSY = -2 };
  * the thread is a counted one. Async-signal-safe: atomics and clock_gettime.
  */
 struct dsm_stall {
-	uint64_t wall_ns, cpu_ns;
+	uint64_t wall_ns, cpu_ns; /* cpu_ns 0: not read (dsm_stall_begin_lazy) */
 	int counted, kind;
 	int gave; /* gave up the run token (switch policy sync) */
+	struct dsm_stall *outer; /* the thread's lazy stall before this one */
 };
 
 #define TEAM_RUN_BITS 12
@@ -389,6 +392,13 @@ static inline int dsm_node_stalled(void)
 }
 
 void dsm_stall_begin(struct dsm_stall *s, int kind);
+/* The same for a stall whose only waits are in dsm_call: its CPU clock is
+   read only when it waits (dsm_stall_waits), as a read costs about as much
+   as a lock taken in place (a system call: 170 ns here); a stall that never
+   waited counts its wall time as CPU time. */
+void dsm_stall_begin_lazy(struct dsm_stall *s, int kind);
+/* The thread is about to wait in its lazy stall, if it is in one. */
+void dsm_stall_waits(void);
 /* Ends the stall at wall time now (monotonic ns); how = the request's result.
    Returns when the thread runs again: now, or later if it waited for the run
    token (switch policy sync). */

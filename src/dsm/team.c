@@ -105,15 +105,34 @@ uint64_t dsm_team_resume(uint64_t now)
 	return at > since ? at - since : 0;
 }
 
-void dsm_stall_begin(struct dsm_stall *s, int kind)
+/* The thread's run since it last read its CPU clock, given the clock now:
+   less the stalls meanwhile that counted their wall time as CPU time. */
+static uint64_t run_since(uint64_t cpu)
+{
+	uint64_t d = cpu - dsm_self.resumed_cpu_ns, u = dsm_self.unread_ns;
+	dsm_self.unread_ns = 0;
+	return d > u ? d - u : 0;
+}
+
+static void stall_read_cpu(struct dsm_stall *s)
+{
+	s->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	STAT_ADD(run_ns, run_since(s->cpu_ns));
+}
+
+static void stall_begin(struct dsm_stall *s, int kind, int lazy)
 {
 	s->kind = kind;
 	s->counted = dsm_self.counted;
 	if (!s->counted)
 		return;
-	s->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	s->cpu_ns = 0;
+	s->outer = dsm_self.stall;
+	if (lazy)
+		dsm_self.stall = s;
+	else
+		stall_read_cpu(s);
 	s->wall_ns = mono_ns();
-	STAT_ADD(run_ns, s->cpu_ns - dsm_self.resumed_cpu_ns);
 	STAT_ADD(stalls, 1);
 	uint32_t others = dsm_team_stop(s->wall_ns);
 	s->gave = 0;
@@ -128,20 +147,45 @@ void dsm_stall_begin(struct dsm_stall *s, int kind)
 	}
 }
 
+void dsm_stall_begin(struct dsm_stall *s, int kind)
+{
+	stall_begin(s, kind, 0);
+}
+
+void dsm_stall_begin_lazy(struct dsm_stall *s, int kind)
+{
+	stall_begin(s, kind, 1);
+}
+
+void dsm_stall_waits(void)
+{
+	struct dsm_stall *s = dsm_self.stall;
+	if (s && !s->cpu_ns)
+		stall_read_cpu(s);
+}
+
 uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
 {
 	if (!s->counted)
 		return now;
 	if (s->gave) {
 		/* waiting for the token is part of the stall */
+		dsm_stall_waits();
 		token_take(s->kind == STALL_LOCK);
 		now = mono_ns();
 	}
+	if (dsm_self.stall == s)
+		dsm_self.stall = s->outer;
 	uint64_t idle = dsm_team_resume(now);
-	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	uint64_t wall = now - s->wall_ns;
-	dsm_self.resumed_cpu_ns = cpu;
-	STAT_ADD(stall_cpu_ns, cpu - s->cpu_ns);
+	if (s->cpu_ns) {
+		uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		dsm_self.resumed_cpu_ns = cpu;
+		STAT_ADD(stall_cpu_ns, cpu - s->cpu_ns);
+	} else { /* never waited: on the CPU throughout, as far as it knows */
+		dsm_self.unread_ns += wall;
+		STAT_ADD(stall_cpu_ns, wall);
+	}
 	STAT_ADD(stall_ns, wall);
 	if (s->kind == STALL_FAULT)
 		STAT_ADD(fault_ns, idle);
@@ -217,7 +261,7 @@ void dsm_spawned_leave(uint64_t cpu0)
 	if (!dsm_self.counted)
 		return;
 	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	STAT_ADD(run_ns, cpu - dsm_self.resumed_cpu_ns);
+	STAT_ADD(run_ns, run_since(cpu));
 	STAT_ADD(team_cpu_ns, cpu - cpu0);
 	dsm_self.counted = 0;
 	faa_relaxed(&spawned_live, (uint32_t)-1);
@@ -228,13 +272,14 @@ void dsm_init_waits(int waits)
 {
 	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (waits) {
-		STAT_ADD(run_ns, cpu - dsm_self.resumed_cpu_ns);
+		STAT_ADD(run_ns, run_since(cpu));
 		dsm_self.counted = 0;
 		dsm_team_stop(mono_ns());
 	} else {
 		STAT_ADD(sync_ns, dsm_team_resume(mono_ns()));
 		dsm_self.counted = 1;
 		dsm_self.resumed_cpu_ns = cpu;
+		dsm_self.unread_ns = 0;
 	}
 }
 
@@ -344,7 +389,7 @@ static void *member_main(void *p)
 	m->fn(m->id, m->arg);
 	team_returned();
 	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	STAT_ADD(run_ns, cpu - dsm_self.resumed_cpu_ns);
+	STAT_ADD(run_ns, run_since(cpu));
 	STAT_ADD(team_cpu_ns, cpu - cpu0);
 	dsm_team_stop(mono_ns()); /* counted as running since the parent added it */
 	if (token_policy())
