@@ -1,7 +1,9 @@
 /*
  * The time breakdown's invariants, on any number of nodes:
  *   dsm_breakdown [ROUNDS [THREADS]]
- * Each round computes on private data (CPU only), writes this node's word of
+ * Each round computes on private data (CPU only), takes and gives back a
+ * lock of this node's own LOCKS times (stalls that never wait, whose CPU
+ * clock is not read), writes this node's word of
  * a shared page (faults) and meets the others in a barrier; with THREADS,
  * a team of that many threads per node does the rounds, each thread a share
  * of the computation and a word of its own. The statistics
@@ -13,7 +15,8 @@
  *     use, and fault + sync + overhead <= total;
  *   - total is the interval between reset and freeze (same as the phase's
  *     own clock, within the tolerance), and frozen values no longer move;
- *   - the counters start at the reset: barriers == ROUNDS;
+ *   - the counters start at the reset: barriers == ROUNDS, and every lock and
+ *     unlock is a stall;
  *   - with threads: the node's stalls (fault + sync) fit inside the threads'
  *     stalls (each stall of the node ends with one thread's), and every
  *     thread's barrier call is counted.
@@ -46,6 +49,9 @@ static double compute(long n)
 	return x;
 }
 
+#define LOCKS   2000
+#define LOCK_ID 7000 /* + the node: a lock only its node takes */
+
 static long rounds;
 static int me, team;
 static volatile uint64_t *shared;
@@ -57,6 +63,10 @@ static void run(int t, void *unused)
 	double x = 0;
 	for (long r = 0; r < rounds; r++) {
 		x += compute(8000000 / team);
+		for (int k = 0; k < LOCKS; k++) {
+			locus_dsm_lock(LOCK_ID + (uint32_t)me);
+			locus_dsm_unlock(LOCK_ID + (uint32_t)me);
+		}
 		shared[me * team + t] += 1;
 		locus_dsm_barrier();
 	}
@@ -136,6 +146,9 @@ int main(int argc, char **argv)
 	      s.fault_s + s.sync_s, s.stall_s);
 	check(me, s.stalls >= s.barrier_waits && s.run_s >= 0 && s.stall_s >= 0,
 	      "stall and run counts", (double)s.stalls, (double)s.barrier_waits);
+	check(me, s.stalls >= s.barrier_waits + 2 * (uint64_t)(LOCKS * rounds * team),
+	      "every lock and unlock a stall", (double)s.stalls,
+	      (double)(s.barrier_waits + 2 * (uint64_t)(LOCKS * rounds * team)));
 	if (nodes > 1)
 		check(me,
 		      s.faults[LOCUS_DSM_FAULT_READ] + s.faults[LOCUS_DSM_FAULT_WRITE] +
