@@ -65,7 +65,7 @@
  *   LOCUS_DSM_LOCK_CACHE      1: a lock released with no local waiter stays on its
  *                             node until another node asks (default); 0: it goes back
  *   LOCUS_DSM_LOCK_KEEP       most locks a node keeps so; keeping one more gives the
- *                             longest kept back (4096; 1 to 1000000)
+ *                             longest kept back (1024; 1 to 1000000)
  *   LOCUS_DSM_TAKE_ANSWERS    1: a thread that sent its own request takes the answer
  *                             out of MPI itself (default); 0: the communication
  *                             thread takes every message and wakes it

@@ -62,6 +62,12 @@ static void stats_mark(void)
 	base.cpu_ns = dsm_clock_ns(base.clock);
 	base.wall_ns = mono_ns();
 	frozen = 0;
+	/* This thread's run counts from here (the reset's barrier may not have
+	   read its CPU clock: team.c, dsm_stall_begin_lazy). */
+	if (dsm_self.counted) {
+		dsm_self.resumed_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		dsm_self.unread_ns = 0;
+	}
 }
 
 /*

@@ -971,15 +971,16 @@ static int owed(void)
  * same pages all through its permutation: in half the runs 4 times the
  * misses and twice the time).
  */
-static int spin_for_answer(struct dsm_req *r, uint32_t seen)
+static int spin_for_answer(struct dsm_req *r, uint32_t seen, uint64_t *until)
 {
 	if (!dsm.cfg.spin_ns || (r->kind == DSM_REQ_FAULT && r->b))
 		return 0;
-	uint64_t until = mono_ns() + dsm.cfg.spin_ns;
+	if (!*until) /* one budget for the whole wait, whatever rings meanwhile */
+		*until = mono_ns() + dsm.cfg.spin_ns;
 	for (;;) {
 		if (dsm_bell_answer_seen() != seen || ld_acquire(&r->done))
 			return 1;
-		if (mono_ns() >= until)
+		if (mono_ns() >= *until)
 			return 0;
 		sched_yield();
 	}
@@ -990,6 +991,7 @@ static void await_answer(struct dsm_req *r)
 	dsm_bell_answer_enter();
 	int rung = 0; /* this look follows a ring (not the first look, not a timeout) */
 	int slept = 0, spun = 0;
+	uint64_t spin_until = 0;
 	while (!ld_acquire(&r->done)) {
 		uint32_t seen = dsm_bell_answer_seen();
 		int looked = 0, busy = 0, owes = 0;
@@ -1020,7 +1022,7 @@ static void await_answer(struct dsm_req *r)
 			sched_yield();
 			continue;
 		}
-		if (!slept && spin_for_answer(r, seen)) {
+		if (!slept && spin_for_answer(r, seen, &spin_until)) {
 			rung = spun = 1;
 			continue;
 		}

@@ -372,7 +372,8 @@ enum { DSM_LOCAL = 0, DSM_REMOTE = 1, DSM_COMBINED = 2, DSM_BUSY = -2 };
  * the thread is a counted one. Async-signal-safe: atomics and clock_gettime.
  */
 struct dsm_stall {
-	uint64_t wall_ns, cpu_ns; /* cpu_ns 0: not read (dsm_stall_begin_lazy) */
+	uint64_t wall_ns, cpu_ns;
+	int cpu_read; /* cpu_ns is read (not yet, in a lazy stall that has not waited) */
 	int counted, kind;
 	int gave; /* gave up the run token (switch policy sync) */
 	struct dsm_stall *outer; /* the thread's lazy stall before this one */

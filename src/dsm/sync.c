@@ -92,6 +92,7 @@ struct lockst {
 	uint32_t handoffs;		   /* consecutive local hand-offs */
 	int recall;			   /* give it back at the next release: asked for */
 	uint64_t kept_bar;		   /* keeping: barriers entered at its last release */
+	uint64_t keep_seq;		   /* keeping: its last keep's entry in the ring */
 	struct dsm_req *lw_head, *lw_tail; /* threads waiting on this node (wnext) */
 };
 
@@ -109,8 +110,13 @@ static size_t lock_buckets, lock_count;
 /* Keeping: the ids of the locks kept here, oldest first (a ring of
    cfg.lock_keep entries, made at the first keep; an entry whose lock is no
    longer kept is skipped when it comes up). */
-static uint32_t *kept_ring;
+struct kept {
+	uint32_t id;
+	uint64_t seq; /* the keep it notes: a later keep of the lock makes it stale */
+};
+static struct kept *kept_ring;
 static unsigned kept_head, kept_len;
+static uint64_t kept_seq;
 
 static size_t lock_bucket(uint32_t id, size_t buckets)
 {
@@ -639,16 +645,20 @@ static void keep_note(uint32_t id)
 		dsm_fatal("out of memory for the ring of %u kept locks (LOCUS_DSM_LOCK_KEEP)",
 			  most);
 	while (kept_len == most) {
-		uint32_t old = kept_ring[kept_head];
+		struct kept old = kept_ring[kept_head];
 		kept_head = (kept_head + 1) % most;
 		kept_len--;
-		struct lockst *o = lock_find(old);
-		if (o->local == LOCAL_CACHED && old != id)
+		struct lockst *o = lock_find(old.id);
+		/* An entry of an earlier keep of a lock kept again since is
+		   stale: the lock's own entry is later in the ring. */
+		if (o->local == LOCAL_CACHED && old.id != id && o->keep_seq == old.seq)
 			give_back(o);
 		else
 			lock_tidy(o, lock_keep(o));
 	}
-	kept_ring[(kept_head + kept_len) % most] = id;
+	struct lockst *l = lock_find(id);
+	l->keep_seq = ++kept_seq;
+	kept_ring[(kept_head + kept_len) % most] = (struct kept){.id = id, .seq = l->keep_seq};
 	kept_len++;
 }
 

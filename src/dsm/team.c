@@ -105,6 +105,17 @@ uint64_t dsm_team_resume(uint64_t now)
 	return at > since ? at - since : 0;
 }
 
+/* The CPU time taken for a stretch of a stall whose clock was not read:
+   its wall time, up to UNREAD_CAP_NS. What a stall does without waiting (a
+   lock taken in place, a request handed to MPI) takes a few microseconds;
+   a stretch longer than the cap was mostly spent descheduled, with more
+   threads than CPUs, and counting all of it would take it off busy. */
+#define UNREAD_CAP_NS 10000
+static uint64_t on_cpu(uint64_t wall)
+{
+	return wall < UNREAD_CAP_NS ? wall : UNREAD_CAP_NS;
+}
+
 /* The thread's run since it last read its CPU clock, given the clock now:
    less the stalls meanwhile that counted their wall time as CPU time. */
 static uint64_t run_since(uint64_t cpu)
@@ -117,6 +128,7 @@ static uint64_t run_since(uint64_t cpu)
 static void stall_read_cpu(struct dsm_stall *s)
 {
 	s->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	s->cpu_read = 1;
 	STAT_ADD(run_ns, run_since(s->cpu_ns));
 }
 
@@ -126,13 +138,18 @@ static void stall_begin(struct dsm_stall *s, int kind, int lazy)
 	s->counted = dsm_self.counted;
 	if (!s->counted)
 		return;
-	s->cpu_ns = 0;
+	/* A stall inside a lazy one (a signal handler's fault): the outer one's
+	   clock is read first, so that each is measured on its own. */
+	dsm_stall_waits();
+	s->cpu_read = 0;
 	s->outer = dsm_self.stall;
-	if (lazy)
+	if (lazy) {
+		s->wall_ns = mono_ns();
 		dsm_self.stall = s;
-	else
+	} else {
 		stall_read_cpu(s);
-	s->wall_ns = mono_ns();
+		s->wall_ns = mono_ns();
+	}
 	STAT_ADD(stalls, 1);
 	uint32_t others = dsm_team_stop(s->wall_ns);
 	s->gave = 0;
@@ -157,11 +174,19 @@ void dsm_stall_begin_lazy(struct dsm_stall *s, int kind)
 	stall_begin(s, kind, 1);
 }
 
+/* The clock is read late: what the stall did before (its request's
+   handling in place, a short spin) is taken to have been on the CPU, as a
+   stall that never waits is, and not counted as run. */
 void dsm_stall_waits(void)
 {
 	struct dsm_stall *s = dsm_self.stall;
-	if (s && !s->cpu_ns)
-		stall_read_cpu(s);
+	if (!s || s->cpu_read)
+		return;
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID), in = on_cpu(mono_ns() - s->wall_ns);
+	uint64_t run = run_since(cpu), on = in < run ? in : run;
+	s->cpu_ns = cpu - on;
+	s->cpu_read = 1;
+	STAT_ADD(run_ns, run - on);
 }
 
 uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
@@ -178,13 +203,15 @@ uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
 		dsm_self.stall = s->outer;
 	uint64_t idle = dsm_team_resume(now);
 	uint64_t wall = now - s->wall_ns;
-	if (s->cpu_ns) {
+	if (s->cpu_read) {
 		uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		dsm_self.resumed_cpu_ns = cpu;
+		dsm_self.unread_ns = 0; /* any stall since the read was inside this one */
 		STAT_ADD(stall_cpu_ns, cpu - s->cpu_ns);
 	} else { /* never waited: on the CPU throughout, as far as it knows */
-		dsm_self.unread_ns += wall;
-		STAT_ADD(stall_cpu_ns, wall);
+		uint64_t on = on_cpu(wall);
+		dsm_self.unread_ns += on;
+		STAT_ADD(stall_cpu_ns, on);
 	}
 	STAT_ADD(stall_ns, wall);
 	if (s->kind == STALL_FAULT)

@@ -1,10 +1,12 @@
 /*
  * The time breakdown's invariants, on any number of nodes:
- *   dsm_breakdown [ROUNDS [THREADS]]
- * Each round computes on private data (CPU only), takes and gives back a
+ *   dsm_breakdown [ROUNDS [THREADS [WORK]]]
+ * Each round computes on private data (CPU only; WORK terms of a sum, 8
+ * million by default: a small WORK makes the faults most of the time), takes and gives back a
  * lock of this node's own LOCKS times (stalls that never wait, whose CPU
  * clock is not read), writes this node's word of
- * a shared page (faults) and meets the others in a barrier; with THREADS,
+ * a shared page and of each of PAGES others (faults, most of them remote
+ * misses on several nodes) and meets the others in a barrier; with THREADS,
  * a team of that many threads per node does the rounds, each thread a share
  * of the computation and a word of its own. The statistics
  * are reset before the rounds and frozen after them; every node then checks
@@ -49,12 +51,13 @@ static double compute(long n)
 	return x;
 }
 
+#define PAGES   16
 #define LOCKS   2000
 #define LOCK_ID 7000 /* + the node: a lock only its node takes */
 
-static long rounds;
+static long rounds, work = 8000000;
 static int me, team;
-static volatile uint64_t *shared;
+static volatile uint64_t *shared, *block;
 static volatile double sink;
 
 static void run(int t, void *unused)
@@ -62,12 +65,14 @@ static void run(int t, void *unused)
 	(void)unused;
 	double x = 0;
 	for (long r = 0; r < rounds; r++) {
-		x += compute(8000000 / team);
+		x += compute(work / team);
 		for (int k = 0; k < LOCKS; k++) {
 			locus_dsm_lock(LOCK_ID + (uint32_t)me);
 			locus_dsm_unlock(LOCK_ID + (uint32_t)me);
 		}
 		shared[me * team + t] += 1;
+		for (int p = 0; p < PAGES; p++)
+			block[p * 512 + me * team + t] += 1;
 		locus_dsm_barrier();
 	}
 	if (t == 0)
@@ -78,8 +83,10 @@ int main(int argc, char **argv)
 {
 	rounds = argc > 1 ? atol(argv[1]) : 5;
 	team = argc > 2 ? atoi(argv[2]) : 1;
-	if (rounds < 1 || team < 1 || team > 64) {
-		fprintf(stderr, "usage: dsm_breakdown [ROUNDS >= 1 [THREADS 1..64]]\n");
+	if (argc > 3)
+		work = atol(argv[3]);
+	if (rounds < 1 || team < 1 || team > 64 || work < 1) {
+		fprintf(stderr, "usage: dsm_breakdown [ROUNDS >= 1 [THREADS 1..64 [WORK >= 1]]]\n");
 		return 2;
 	}
 	if (locus_dsm_init(&argc, &argv) != 0)
@@ -87,6 +94,11 @@ int main(int argc, char **argv)
 	me = locus_dsm_node();
 	int nodes = locus_dsm_nodes();
 	shared = locus_dsm_alloc(4096);
+	block = locus_dsm_alloc(PAGES * 4096);
+	if (nodes * team > 512) {
+		fprintf(stderr, "dsm_breakdown: at most 512 threads in all\n");
+		return 2;
+	}
 
 	locus_dsm_stats_reset();
 	double t0 = locus_dsm_now();
@@ -137,6 +149,11 @@ int main(int argc, char **argv)
 	      "total covers the timed phase", s.total_s, phase);
 	check(me, memcmp(&s, &again, sizeof(s)) == 0, "frozen statistics stay put", again.total_s,
 	      s.total_s);
+	for (int t = 0; t < team; t++)
+		for (int p = 0; p < PAGES; p++)
+			check(me, block[p * 512 + me * team + t] == (uint64_t)rounds,
+			      "a word of the block counts every round",
+			      (double)block[p * 512 + me * team + t], (double)rounds);
 	check(me, s.barriers == (uint64_t)rounds, "barriers counted from the reset",
 	      (double)s.barriers, (double)rounds);
 	check(me, s.threads == (uint64_t)team, "threads", (double)s.threads, team);

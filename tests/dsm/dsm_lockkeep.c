@@ -14,8 +14,12 @@
  *   again: every node takes lock 9 N times, adding 1 under it each time;
  *          the total is exact, and with the lock kept between a node's
  *          takes, fewer lock messages go out than two per take.
+ *   reuse: node 0 alone takes two locks that another node manages, in the
+ *          order A A B, N times: both stay kept at node 0 from their first
+ *          take, so exactly 2 of its takes are remote (a take of A again
+ *          must not push B out of the node's kept locks).
  *
- * Usage: dsm_lockkeep order|try|again [N]
+ * Usage: dsm_lockkeep order|try|again|reuse [N]
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -90,8 +94,29 @@ int main(int argc, char **argv)
 			       (unsigned long long)shared[0], n * nodes);
 			bad = 1;
 		}
+	} else if (!strcmp(mode, "reuse")) {
+		if (me == 0 && nodes > 1) {
+			const uint32_t a = 1001 * (uint32_t)nodes + 1, b = a + (uint32_t)nodes;
+			locus_dsm_stats s0, s1;
+			locus_dsm_stats_get(&s0);
+			for (long k = 0; k < n; k++) {
+				uint32_t id = k % 3 == 2 ? b : a;
+				locus_dsm_lock(id);
+				shared[1] += 1;
+				locus_dsm_unlock(id);
+			}
+			locus_dsm_stats_get(&s1);
+			uint64_t remote = s1.remote_locks - s0.remote_locks;
+			printf("lockkeep reuse: %ld takes of two locks managed by node 1, %llu remote\n",
+			       n, (unsigned long long)remote);
+			if (n >= 3 && remote != 2) {
+				printf("lockkeep reuse: %llu remote takes, expected 2\n",
+				       (unsigned long long)remote);
+				bad = 1;
+			}
+		}
 	} else {
-		fprintf(stderr, "usage: dsm_lockkeep order|try|again [N]\n");
+		fprintf(stderr, "usage: dsm_lockkeep order|try|again|reuse [N]\n");
 		bad = 1;
 	}
 	/* Every node's verdict reaches node 0 through the shared page. */
