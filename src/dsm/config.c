@@ -196,13 +196,27 @@ int dsm_config_read(struct dsm_config *c)
 	    dsm_env_u64("LOCUS_DSM_SPIN_US", &spin_us, 0) ||
 	    dsm_env_u64("LOCUS_DSM_RUN", &run, 0) || dsm_env_u64("LOCUS_DSM_POLL_US", &poll_us, 0))
 		return -1;
-	if (run < 1 || run > 1024) {
-		fprintf(stderr,
-			"locus-dsm: LOCUS_DSM_RUN=%s: pages fetched per miss of a walk must be "
-			"from 1 (only the page missed) to 1024\n",
-			getenv("LOCUS_DSM_RUN"));
-		return -1;
-	}
+	/* Counts with a range of their own. */
+	const struct {
+		const char *name;
+		uint64_t v, min, max;
+		const char *what;
+	} counts[] = {
+		{"LOCUS_DSM_RUN", run, 1, 1024,
+		 "pages fetched per miss of a walk must be from 1 (only the page missed) to 1024"},
+		{"LOCUS_DSM_LOCK_HANDOFF", handoff, 0, 1000000,
+		 "at most 1000000 hand-offs in a row (0 sends every release back to the lock's "
+		 "manager)"},
+		{"LOCUS_DSM_LOCK_KEEP", keep, 1, 1000000,
+		 "a node keeps from 1 to 1000000 released locks (LOCUS_DSM_LOCK_CACHE=0 keeps "
+		 "none)"},
+	};
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+		if (counts[i].v < counts[i].min || counts[i].v > counts[i].max) {
+			fprintf(stderr, "locus-dsm: %s=%s: %s\n", counts[i].name,
+				getenv(counts[i].name), counts[i].what);
+			return -1;
+		}
 	c->run = (uint32_t)run;
 	if (dsm_proto_config_all() != 0)
 		return -1;
@@ -225,20 +239,6 @@ int dsm_config_read(struct dsm_config *c)
 				getenv(lim[i].name), lim[i].unit);
 			return -1;
 		}
-	if (handoff > 1000000) {
-		fprintf(stderr,
-			"locus-dsm: LOCUS_DSM_LOCK_HANDOFF=%s: at most 1000000 hand-offs in a row "
-			"(0 sends every release back to the lock's manager)\n",
-			getenv("LOCUS_DSM_LOCK_HANDOFF"));
-		return -1;
-	}
-	if (keep < 1 || keep > 1000000) {
-		fprintf(stderr,
-			"locus-dsm: LOCUS_DSM_LOCK_KEEP=%s: a node keeps from 1 to 1000000 released "
-			"locks (LOCUS_DSM_LOCK_CACHE=0 keeps none)\n",
-			getenv("LOCUS_DSM_LOCK_KEEP"));
-		return -1;
-	}
 	/* A region needs a page, and twice its size in address space (a view and an alias). */
 	if (size < 4096 || size > (1ull << 44)) {
 		fprintf(stderr,
