@@ -636,9 +636,10 @@ static void lock_local(struct lockst *l, struct dsm_req *r)
 
 static void give_back(struct lockst *l);
 
-/* Lock id is kept here now: note it, giving the longest kept back if there
-   are cfg.lock_keep already (entries of locks no longer kept are dropped). */
-static void keep_note(uint32_t id)
+/* Lock l is kept here now: note it, giving the longest kept back if there
+   are cfg.lock_keep already (entries of locks no longer kept are dropped).
+   l itself is never freed meanwhile: it is kept, so not idle. */
+static void keep_note(struct lockst *l)
 {
 	const unsigned most = dsm.cfg.lock_keep;
 	if (!kept_ring && !(kept_ring = malloc(most * sizeof(*kept_ring))))
@@ -651,14 +652,13 @@ static void keep_note(uint32_t id)
 		struct lockst *o = lock_find(old.id);
 		/* An entry of an earlier keep of a lock kept again since is
 		   stale: the lock's own entry is later in the ring. */
-		if (o->local == LOCAL_CACHED && old.id != id && o->keep_seq == old.seq)
+		if (o->local == LOCAL_CACHED && o != l && o->keep_seq == old.seq)
 			give_back(o);
 		else
 			lock_tidy(o, lock_keep(o));
 	}
-	struct lockst *l = lock_find(id);
 	l->keep_seq = ++kept_seq;
-	kept_ring[(kept_head + kept_len) % most] = (struct kept){.id = id, .seq = l->keep_seq};
+	kept_ring[(kept_head + kept_len) % most] = (struct kept){.id = l->id, .seq = l->keep_seq};
 	kept_len++;
 }
 
@@ -683,7 +683,7 @@ static void unlock_local(struct lockst *l)
 	if (!next && dsm.cfg.lock_cache && !l->recall) { /* keep it until asked for */
 		l->local = LOCAL_CACHED;
 		l->kept_bar = bar_epoch;
-		keep_note(l->id); /* may give another kept lock back */
+		keep_note(l); /* may give another kept lock back */
 		return;
 	}
 	l->local = LOCAL_FREE;

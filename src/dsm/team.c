@@ -125,11 +125,16 @@ static uint64_t run_since(uint64_t cpu)
 	return d > u ? d - u : 0;
 }
 
-static void stall_read_cpu(struct dsm_stall *s)
+/* Reads s's CPU clock; the last `in` ns of the stall, gone by unread, are
+   taken to have been on the CPU (as a stall that never waits is) and not
+   counted as run. */
+static void stall_read_cpu(struct dsm_stall *s, uint64_t in)
 {
-	s->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID), run = run_since(cpu);
+	uint64_t on = in < run ? in : run;
+	s->cpu_ns = cpu - on;
 	s->cpu_read = 1;
-	STAT_ADD(run_ns, run_since(s->cpu_ns));
+	STAT_ADD(run_ns, run - on);
 }
 
 static void stall_begin(struct dsm_stall *s, int kind, int lazy)
@@ -143,13 +148,11 @@ static void stall_begin(struct dsm_stall *s, int kind, int lazy)
 	dsm_stall_waits();
 	s->cpu_read = 0;
 	s->outer = dsm_self.stall;
-	if (lazy) {
-		s->wall_ns = mono_ns();
+	s->wall_ns = mono_ns();
+	if (lazy)
 		dsm_self.stall = s;
-	} else {
-		stall_read_cpu(s);
-		s->wall_ns = mono_ns();
-	}
+	else
+		stall_read_cpu(s, 0);
 	STAT_ADD(stalls, 1);
 	uint32_t others = dsm_team_stop(s->wall_ns);
 	s->gave = 0;
@@ -175,18 +178,12 @@ void dsm_stall_begin_lazy(struct dsm_stall *s, int kind)
 }
 
 /* The clock is read late: what the stall did before (its request's
-   handling in place, a short spin) is taken to have been on the CPU, as a
-   stall that never waits is, and not counted as run. */
+   handling in place, a short spin) counts as on the CPU. */
 void dsm_stall_waits(void)
 {
 	struct dsm_stall *s = dsm_self.stall;
-	if (!s || s->cpu_read)
-		return;
-	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID), in = on_cpu(mono_ns() - s->wall_ns);
-	uint64_t run = run_since(cpu), on = in < run ? in : run;
-	s->cpu_ns = cpu - on;
-	s->cpu_read = 1;
-	STAT_ADD(run_ns, run - on);
+	if (s && !s->cpu_read)
+		stall_read_cpu(s, on_cpu(mono_ns() - s->wall_ns));
 }
 
 uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
