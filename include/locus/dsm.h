@@ -76,6 +76,10 @@
  *   LOCUS_DSM_SPIN_US         a thread that sent its own request (not a write miss)
  *                             looks for the answer this long, yielding the CPU
  *                             between looks, before it sleeps (30; 0: at once)
+ *   LOCUS_DSM_IDLE_POLL       1: while a run of several nodes lasts, the machine's
+ *                             idle CPUs poll instead of halting, so that a woken
+ *                             thread runs at once (/dev/cpu_dma_latency, where it
+ *                             may be opened: root); 0: the kernel chooses (1)
  *   LOCUS_DSM_POLL_US         the communication thread polls this long while a fault
  *                             waits for its answer (0: never, it sleeps and is rung)
  *   LOCUS_DSM_HOST            a label: nodes of one machine with different labels behave
@@ -326,6 +330,12 @@ typedef struct locus_dsm_stats {
 	   not its server: the runtime's atomics and waits on words writable
 	   here */
 	uint64_t calls_run_by_comm;
+	/* 1 when this node held the kernel's request that the machine's idle
+	   CPUs poll instead of halting (LOCUS_DSM_IDLE_POLL, through
+	   /dev/cpu_dma_latency); idle_poll_error is the errno of a request that
+	   could not be made (EACCES: the device is root's), 0 otherwise */
+	uint64_t idle_poll;
+	uint64_t idle_poll_error;
 } locus_dsm_stats;
 
 /*

@@ -135,6 +135,7 @@ static void forked_child(void)
 	if (dsm.alias)
 		munmap(dsm.alias, dsm.size);
 	dsm.alias = NULL;
+	dsm_idle_release(); /* the node's descriptor keeps the request */
 }
 
 void dsm_fatal_child(const char *what)
@@ -176,6 +177,7 @@ int locus_dsm_init(int *argc, char ***argv)
 	dsm_fnid_init();
 	if (dsm_comm_start() != 0)
 		return -1;
+	dsm_idle_hold();
 	if (dsm_ship_start() != 0)
 		dsm_fatal("cannot start the server of shipped calls");
 	dsm_cs_provide(1);
@@ -259,6 +261,7 @@ void locus_dsm_finalize(void)
 	struct dsm_req leave = {.kind = DSM_REQ_LEAVE};
 	dsm_call(&leave);
 	dsm_comm_join();
+	dsm_idle_release();
 	if (dsm.proto->thread_fini)
 		dsm.proto->thread_fini();
 	dsm_fault_uninstall();
@@ -524,6 +527,8 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->misses_in_place = d.misses_in_place;
 	s->answers_taken = d.answers_taken;
 	s->answers_spun = d.answers_spun;
+	s->idle_poll = (uint64_t)dsm_idle_held();
+	s->idle_poll_error = (uint64_t)dsm.idle_error;
 	s->calls_shipped = d.calls_shipped;
 	s->calls_parked = d.calls_parked;
 	s->calls_run_by_comm = d.calls_run_by_comm;

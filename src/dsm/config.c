@@ -308,5 +308,11 @@ int dsm_config_read(struct dsm_config *c)
 	c->one_node_protocol = env_choice("LOCUS_DSM_ONE_NODE", one, 0,
 					  "plain (one node's region is plain memory) or protocol "
 					  "(the protocol's machinery on one node too)");
-	return c->one_node_protocol < 0 ? -1 : 0;
+	if (c->one_node_protocol < 0)
+		return -1;
+	c->idle_poll = env_choice("LOCUS_DSM_IDLE_POLL", onoff, 1,
+				  "1 (the machine's idle CPUs poll instead of halting while a run "
+				  "of several nodes lasts, where /dev/cpu_dma_latency may be "
+				  "opened) or 0 (the kernel chooses)");
+	return c->idle_poll < 0 ? -1 : 0;
 }

@@ -182,6 +182,7 @@ struct dsm_config {
 	uint64_t spin_ns;      /* a thread waiting for its answer looks this long before it sleeps */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
 	int one_node_protocol; /* LOCUS_DSM_ONE_NODE=protocol: no plain region on one node */
+	int idle_poll;	       /* LOCUS_DSM_IDLE_POLL: idle CPUs poll while the run lasts (idle.c) */
 };
 
 struct dsm_runtime {
@@ -210,6 +211,7 @@ struct dsm_runtime {
 
 	struct dsm_counters cnt;
 	uint64_t lock_records; /* lock records kept (sync.c) */
+	int idle_error;	       /* why idle CPUs could not be asked to poll (idle.c), an errno */
 	/* Application threads counted in the breakdown: running count in the low
 	   TEAM_RUN_BITS, and in the bits above, when it last fell to 0 (ns since
 	   t0, wrapping). One word, so that the thread ending a stall of the whole
@@ -423,6 +425,10 @@ void dsm_note_threads(int reset);
 void dsm_spawn_note_name(void);
 /* The end of locus_dsm_init: spawns may start threads here from now on. */
 void dsm_spawn_open(void);
+/* idle.c: the machine's idle CPUs poll while the run lasts (LOCUS_DSM_IDLE_POLL). */
+void dsm_idle_hold(void);
+int dsm_idle_held(void);
+void dsm_idle_release(void);
 /* A team thread enters a barrier (k = 0) or team barrier (k = 1): stop the
    node if a thread of its team has returned without entering as many. */
 void dsm_team_count_barrier(int k);

@@ -89,9 +89,16 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 			fprintf(f, " %s=%llu/%lluB", msg_names[k],
 				(unsigned long long)s->msgs_sent[k],
 				(unsigned long long)s->bytes_sent[k]);
-	fprintf(f, "; comm cpu %.3f s (handling %.3f s during stalls), slept %llu times, %.3f s\n",
+	fprintf(f, "; comm cpu %.3f s (handling %.3f s during stalls), slept %llu times, %.3f s; ",
 		s->comm_cpu_s, s->overhead_in_stall_s, (unsigned long long)s->comm_sleeps,
 		s->comm_sleep_s);
+	if (s->idle_poll)
+		fputs("idle CPUs polled\n", f);
+	else if (s->idle_poll_error)
+		fprintf(f, "idle CPUs not asked to poll (/dev/cpu_dma_latency: %s)\n",
+			strerror((int)s->idle_poll_error));
+	else
+		fputs("idle CPUs as the kernel chose\n", f);
 	fprintf(f,
 		"dsm node %d: %llu threads: %llu stalls avg %.0f us, run length avg %.0f us, "
 		"%llu switches; remote misses %llu avg %.0f us, remote locks %llu avg %.0f us "
@@ -145,6 +152,8 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		(unsigned long long)s->answers_taken, (unsigned long long)s->answers_spun,
 		(unsigned long long)s->calls_shipped,
 		(unsigned long long)s->calls_parked, (unsigned long long)s->calls_run_by_comm);
+	fprintf(f, ", \"idle_poll\": %llu, \"idle_poll_error\": %llu",
+		(unsigned long long)s->idle_poll, (unsigned long long)s->idle_poll_error);
 	uint64_t msgs = 0, bytes = 0;
 	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++) {
 		fprintf(f, ", \"msgs_%s\": %llu, \"bytes_%s\": %llu", msg_names[k],
