@@ -77,9 +77,10 @@
  *                             looks for the answer this long, yielding the CPU
  *                             between looks, before it sleeps (30; 0: at once)
  *   LOCUS_DSM_IDLE_POLL       1: while a run of several nodes lasts, the machine's
- *                             idle CPUs poll instead of halting, so that a woken
- *                             thread runs at once (/dev/cpu_dma_latency, where it
- *                             may be opened: root); 0: the kernel chooses (1)
+ *                             idle CPUs are asked to poll instead of halting, so
+ *                             that a woken thread runs at once (/dev/cpu_dma_latency,
+ *                             where it may be opened: root; x86 cpuidle drivers
+ *                             honour it); 0: the kernel chooses (1)
  *   LOCUS_DSM_POLL_US         the communication thread polls this long while a fault
  *                             waits for its answer (0: never, it sleeps and is rung)
  *   LOCUS_DSM_HOST            a label: nodes of one machine with different labels behave

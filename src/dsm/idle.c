@@ -10,8 +10,15 @@
  * CPU of the machine for at most 0 us of exit latency: an idle CPU then polls
  * in the kernel's idle loop. That is not a busy wait: a CPU polls only when it
  * has nothing else to run, and leaves the loop the moment a thread is woken
- * on it, so threads that have work (other nodes, other programs) lose
- * nothing. What it costs is power, and on a shared host the vCPU's time.
+ * on it, so threads that have work (other nodes, other programs) keep their
+ * CPU time. What it costs is power, a polling hyperthread's share of its
+ * core, and on a shared host the vCPU's time.
+ *
+ * The kernel honours the request where a cpuidle driver chooses the idle
+ * state (x86: haltpoll in a guest, intel_idle, ACPI C-states), whose state 0
+ * polls; without one (default_idle) or where the shallowest state halts
+ * (arm64's WFI), the request is held and changes nothing. The statistics
+ * therefore say "asked", not "polled".
  *
  * Only root may open the device on most systems (or whoever its permissions
  * allow): otherwise the run goes on as before and the statistics say why.
@@ -36,6 +43,7 @@ void dsm_idle_hold(void)
 		return;
 	}
 	int32_t none = 0; /* microseconds of exit latency allowed */
+	errno = 0;
 	if (write(fd, &none, sizeof(none)) != (ssize_t)sizeof(none)) {
 		dsm.idle_error = errno ? errno : EIO;
 		close(fd);

@@ -93,7 +93,7 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 		s->comm_cpu_s, s->overhead_in_stall_s, (unsigned long long)s->comm_sleeps,
 		s->comm_sleep_s);
 	if (s->idle_poll)
-		fputs("idle CPUs polled\n", f);
+		fputs("idle CPUs asked to poll\n", f);
 	else if (s->idle_poll_error)
 		fprintf(f, "idle CPUs not asked to poll (/dev/cpu_dma_latency: %s)\n",
 			strerror((int)s->idle_poll_error));

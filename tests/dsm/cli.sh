@@ -120,7 +120,9 @@ for v in 2 yes; do
 		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
 # Idle CPUs left to the kernel still verify; a bad value is named.
-expect 0 "verification passed" env LOCUS_DSM_IDLE_POLL=0 "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 64 -i 2
+expect 0 "verification passed" env LOCUS_DSM_IDLE_POLL=0 LOCUS_DSM_STATS=1 "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 64 -i 2
+grep -q "idle CPUs as the kernel chose" "$OUT" ||
+	{ echo "FAIL: LOCUS_DSM_IDLE_POLL=0 did not leave idle CPUs to the kernel"; fail=1; }
 expect 1 "LOCUS_DSM_IDLE_POLL=on" env LOCUS_DSM_IDLE_POLL=on "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 # One node: the region is plain memory (not one fault), whatever the protocol, and
 # the protocol named is the one asked for; LOCUS_DSM_ONE_NODE=protocol keeps the
