@@ -58,3 +58,34 @@ def test_suite_refuses_an_unknown_network(capsys):
     else:
         raise AssertionError("--delays 0,ib was accepted")
     assert "network names (none, rdma, tcp, seed)" in capsys.readouterr().err
+
+
+def _nodes(*pairs):
+    return [{"dsm_node": i, "idle_poll": p, "idle_poll_error": e} for i, (p, e) in enumerate(pairs)]
+
+
+def test_idle_cpus_are_reported_over_the_runs_of_several_nodes():
+    from locus_tools import dsmrun
+    held = _nodes((1, 0), (1, 0))
+    refused = _nodes((0, 13), (0, 13))
+    off = _nodes((0, 0), (0, 0))
+    alone = _nodes((0, 0))
+    assert dsmrun.idle_summary([held, held, alone]) == (
+        "Idle CPUs: asked to poll instead of halting in every one of the 2 runs of several "
+        "nodes (LOCUS_DSM_IDLE_POLL).")
+    mixed = dsmrun.idle_summary([held, refused, off])
+    assert mixed.startswith("Idle CPUs, over the 3 runs of several nodes: asked to poll in 1; ")
+    assert "not asked in 1 (/dev/cpu_dma_latency: Permission denied;" in mixed
+    assert "left to the kernel in 1 (LOCUS_DSM_IDLE_POLL=0)" in mixed
+    # one node asks nothing; a library older than the statistic reports nothing
+    assert dsmrun.idle_summary([alone]) is None
+    assert dsmrun.idle_summary([[{"dsm_node": 0}, {"dsm_node": 1}], None]) is None
+
+
+def test_the_suite_table_says_whether_idle_cpus_polled():
+    rec = _rec("jacobi", 2, 0, 40, 40 * 5e-6, [0] * 6, 40)
+    rec["stats"] = _nodes((0, 13), (0, 13))
+    table = dsm_suite.table([rec], [])
+    assert "not asked in 1 (/dev/cpu_dma_latency: Permission denied;" in table
+    rec["stats"] = _nodes((1, 0), (1, 0))
+    assert "asked to poll instead of halting in every one of the 1 run of" in dsm_suite.table([rec], [])

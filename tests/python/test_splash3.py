@@ -135,6 +135,7 @@ int main(int argc, char **argv)
 			       "\\"other_s\\": 0.375, \\"threads\\": 1, \\"remote_misses\\": %d, "
 			       "\\"remote_miss_s\\": 0.004, \\"remote_locks\\": 0, "
 			       "\\"remote_lock_s\\": 0.0, \\"msgs\\": 9, \\"bytes\\": 3000000, "
+			       "\\"idle_poll\\": 1, \\"idle_poll_error\\": 0, "
 			       "\\"twins\\": 7}\\n", n, 100 * (n + 1));
 	return 0;
 }
@@ -551,3 +552,6 @@ def test_where_the_time_went_per_node(tmp_path, fake_splash, fake_prefix):
          "100 (40)", "0 (—)", "3.0"],
         ["fft", "locus-dsm sc", "2×1", "1", "1", "1.250", "0.500", "0.250", "0.125", "0.375",
          "200 (20)", "0 (—)", "3.0"]]
+    # and whether the machine's idle CPUs polled, over the one run that printed statistics
+    assert ("Idle CPUs: asked to poll instead of halting in every one of the 1 run of several "
+            "nodes") in part

@@ -6,8 +6,10 @@ transport delays of 0 and 1 ms per message, under each protocol of --protocols
 the runtime's per-node statistics (LOCUS_DSM_STATS=json), and writes into
 --out:
   results.json      every run: time, verification, per-node statistics
-  table.md          time per app / nodes / delay, breakdown, DSM/MPI Jacobi ratio, and the
-                    average remote miss per run with where its time goes (step by step)
+  table.md          time per app / nodes / delay, breakdown, whether the machine's idle
+                    CPUs were asked to poll (LOCUS_DSM_IDLE_POLL), DSM/MPI Jacobi ratio,
+                    and the average remote miss per run with where its time goes (step
+                    by step)
   time_vs_nodes.png one panel per application (seed 004 Figures 3.1-3.11 style)
   breakdown.png     busy / fault / sync / overhead / other per run (seed 001 Figure 1
                     style), over the timed phase only (the applications reset and
@@ -125,7 +127,11 @@ def table(recs, mpi):
               "added again); comm cpu = all of the communication thread's "
               "CPU time, idle polling included (not part of the sum). miss = the average "
               "remote miss over every node (a fault that sent a request: fault to the thread "
-              "running again).", "",
+              "running again)."]
+    idle = dsmrun.idle_summary([r.get("stats") for r in recs])
+    if idle:
+        lines += ["", idle]
+    lines += ["",
               "| nodes | DSM jacobi (protocol, prefetch), delay 0 (s) | MPI jacobi (s) | DSM/MPI |",
               "|---|---|---|---|"]
     for m in mpi:

@@ -61,6 +61,44 @@ def run(build, app, args, nodes, env=None, timeout=600):
     return rec
 
 
+def idle_summary(runs):
+    """One sentence on the machine's idle CPUs during the runs (LOCUS_DSM_IDLE_POLL): each run
+    is the list of its nodes' statistics (dicts with idle_poll and idle_poll_error). Runs of
+    one node are left out (the runtime asks nothing then); None when no run of several nodes
+    reported it (a library older than the statistic)."""
+    asked = refused = left = 0
+    why = []
+    for nodes in runs:
+        nodes = [n for n in nodes or [] if "idle_poll" in n]
+        if len(nodes) < 2:
+            continue
+        if all(n["idle_poll"] for n in nodes):
+            asked += 1
+            continue
+        errors = sorted({n.get("idle_poll_error", 0) for n in nodes} - {0})
+        if errors:
+            refused += 1
+            why += [os.strerror(e) for e in errors if os.strerror(e) not in why]
+        else:
+            left += 1
+    total = asked + refused + left
+    if not total:
+        return None
+    runs_text = f"{total} run{'s' if total != 1 else ''} of several nodes"
+    if asked == total:
+        return (f"Idle CPUs: asked to poll instead of halting in every one of the {runs_text} "
+                "(LOCUS_DSM_IDLE_POLL).")
+    parts = []
+    if asked:
+        parts.append(f"asked to poll in {asked}")
+    if refused:
+        parts.append(f"not asked in {refused} (/dev/cpu_dma_latency: {', '.join(why)}; "
+                     "see LOCUS_DSM_IDLE_POLL in locus_dsm(3))")
+    if left:
+        parts.append(f"left to the kernel in {left} (LOCUS_DSM_IDLE_POLL=0)")
+    return f"Idle CPUs, over the {runs_text}: " + "; ".join(parts) + "."
+
+
 def per(rec, seconds_key, count_key):
     """Microseconds per event, over every node: sum of seconds / sum of counts (0 if none)."""
     n = rec.get("sum_" + count_key, 0)

@@ -40,7 +40,8 @@ Where the time went: every locus-dsm run has LOCUS_DSM_STATS=json, and the runti
 line for each node (which node 0 prints at finalize, and the tool takes out of the output
 before the checks read it) goes into the run's record ("dsm") and a table: per node, the
 time split (busy, fault, sync, overhead, other; docs/dsm.md), the remote misses and
-locks with their average wait, and the bytes sent.
+locks with their average wait, and the bytes sent; under it, whether the machine's idle
+CPUs were asked to poll instead of halting during the runs (LOCUS_DSM_IDLE_POLL).
 
 Writes OUT/table.md (Markdown) and OUT/results.jsonl (one JSON object per line: the
 setting, each start-up measurement, each build, each run, each program skipped); the
@@ -63,6 +64,8 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+
+from . import dsmrun
 
 PROTOCOLS = ("sc", "lrc", "avr")
 SIZES = ("small", "readme", "large")
@@ -343,7 +346,7 @@ OWN_TIME = [re.compile(r"^\s*Total time without initialization\s*:?\s*(\d+)\s*$"
 
 STATS_KEYS = ("total_s", "busy_s", "fault_s", "sync_s", "overhead_s", "other_s", "threads",
               "remote_misses", "remote_miss_s", "remote_locks", "remote_lock_s", "msgs",
-              "bytes")
+              "bytes", "idle_poll", "idle_poll_error")
 
 
 def split_stats(out):
@@ -756,6 +759,9 @@ def time_table(records):
                 f"{n.get('remote_locks', 0)} "
                 f"({avg_us(n.get('remote_lock_s', 0), n.get('remote_locks', 0))}) | "
                 f"{n.get('bytes', 0) / 1e6:.1f} |")
+    idle = dsmrun.idle_summary([r["dsm"] for r in rows])
+    if idle:
+        lines += ["", idle]
     return lines
 
 
