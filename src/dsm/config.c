@@ -311,8 +311,8 @@ int dsm_config_read(struct dsm_config *c)
 	if (c->one_node_protocol < 0)
 		return -1;
 	c->idle_poll = env_choice("LOCUS_DSM_IDLE_POLL", onoff, 1,
-				  "1 (the machine's idle CPUs poll instead of halting while a run "
-				  "of several nodes lasts, where /dev/cpu_dma_latency may be "
-				  "opened) or 0 (the kernel chooses)");
+				  "1 (the machine's idle CPUs are asked to poll instead of halting "
+				  "while a run of several nodes lasts, where /dev/cpu_dma_latency "
+				  "may be opened) or 0 (the kernel chooses)");
 	return c->idle_poll < 0 ? -1 : 0;
 }

@@ -182,7 +182,7 @@ struct dsm_config {
 	uint64_t spin_ns;      /* a thread waiting for its answer looks this long before it sleeps */
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
 	int one_node_protocol; /* LOCUS_DSM_ONE_NODE=protocol: no plain region on one node */
-	int idle_poll;	       /* LOCUS_DSM_IDLE_POLL: idle CPUs poll while the run lasts (idle.c) */
+	int idle_poll;	       /* LOCUS_DSM_IDLE_POLL: idle CPUs asked to poll during the run (idle.c) */
 };
 
 struct dsm_runtime {
@@ -425,7 +425,7 @@ void dsm_note_threads(int reset);
 void dsm_spawn_note_name(void);
 /* The end of locus_dsm_init: spawns may start threads here from now on. */
 void dsm_spawn_open(void);
-/* idle.c: the machine's idle CPUs poll while the run lasts (LOCUS_DSM_IDLE_POLL). */
+/* idle.c: the machine's idle CPUs asked to poll while the run lasts (LOCUS_DSM_IDLE_POLL). */
 void dsm_idle_hold(void);
 int dsm_idle_held(void);
 void dsm_idle_release(void);
