@@ -528,7 +528,7 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->answers_taken = d.answers_taken;
 	s->answers_spun = d.answers_spun;
 	s->idle_poll = (uint64_t)dsm_idle_held();
-	s->idle_poll_error = (uint64_t)dsm.idle_error;
+	s->idle_poll_error = (uint64_t)dsm_idle_error();
 	s->calls_shipped = d.calls_shipped;
 	s->calls_parked = d.calls_parked;
 	s->calls_run_by_comm = d.calls_run_by_comm;

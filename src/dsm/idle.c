@@ -31,21 +31,21 @@
 #include "internal.h"
 
 static int held = -1; /* the open device, while the request is held */
+static int refused;    /* the errno of a request that could not be made */
 
 void dsm_idle_hold(void)
 {
-	dsm.idle_error = 0;
 	if (!dsm.cfg.idle_poll || dsm.nodes < 2 || held >= 0)
 		return;
 	int fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
-		dsm.idle_error = errno;
+		refused = errno;
 		return;
 	}
 	int32_t none = 0; /* microseconds of exit latency allowed */
 	errno = 0;
 	if (write(fd, &none, sizeof(none)) != (ssize_t)sizeof(none)) {
-		dsm.idle_error = errno ? errno : EIO;
+		refused = errno ? errno : EIO;
 		close(fd);
 		return;
 	}
@@ -55,6 +55,11 @@ void dsm_idle_hold(void)
 int dsm_idle_held(void)
 {
 	return held >= 0;
+}
+
+int dsm_idle_error(void)
+{
+	return refused;
 }
 
 /* At finalize; and in a child of fork(), which is not a node: closing its copy

@@ -211,7 +211,6 @@ struct dsm_runtime {
 
 	struct dsm_counters cnt;
 	uint64_t lock_records; /* lock records kept (sync.c) */
-	int idle_error;	       /* why idle CPUs could not be asked to poll (idle.c), an errno */
 	/* Application threads counted in the breakdown: running count in the low
 	   TEAM_RUN_BITS, and in the bits above, when it last fell to 0 (ns since
 	   t0, wrapping). One word, so that the thread ending a stall of the whole
@@ -428,6 +427,7 @@ void dsm_spawn_open(void);
 /* idle.c: the machine's idle CPUs asked to poll while the run lasts (LOCUS_DSM_IDLE_POLL). */
 void dsm_idle_hold(void);
 int dsm_idle_held(void);
+int dsm_idle_error(void); /* why the request could not be made: an errno, or 0 */
 void dsm_idle_release(void);
 /* A team thread enters a barrier (k = 0) or team barrier (k = 1): stop the
    node if a thread of its team has returned without entering as many. */

@@ -67,7 +67,7 @@ def idle_summary(runs):
     one node are left out (the runtime asks nothing then); None when no run of several nodes
     reported it (a library older than the statistic)."""
     asked = refused = left = 0
-    why = []
+    why = {}  # the errors' texts, in the order met
     for nodes in runs:
         nodes = [n for n in nodes or [] if "idle_poll" in n]
         if len(nodes) < 2:
@@ -78,7 +78,7 @@ def idle_summary(runs):
         errors = sorted({n.get("idle_poll_error", 0) for n in nodes} - {0})
         if errors:
             refused += 1
-            why += [os.strerror(e) for e in errors if os.strerror(e) not in why]
+            why.update(dict.fromkeys(os.strerror(e) for e in errors))
         else:
             left += 1
     total = asked + refused + left
