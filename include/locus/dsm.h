@@ -337,6 +337,12 @@ typedef struct locus_dsm_stats {
 	   could not be made (EACCES: the device is root's), 0 otherwise */
 	uint64_t idle_poll;
 	uint64_t idle_poll_error;
+	/* barriers this node entered on the thread whose arrival completed it
+	   (the last of its team), which sent the entry to MPI itself and waited
+	   for the barrier's end on its doorbell, taking the messages out of MPI
+	   itself, instead of handing it to the communication thread (of
+	   barriers, above) */
+	uint64_t barriers_in_place;
 } locus_dsm_stats;
 
 /*

@@ -264,6 +264,8 @@ static int stand_in(struct dsm_req *r)
 	standing_for = NULL;
 	/* Only the communication thread completes r later, under comm_mu. */
 	int waits = !r->done;
+	if (r->kind == DSM_REQ_BARRIER && (!waits || dsm_sync_barrier_entered(r)))
+		STAT_ADD(barriers_in_place, 1); /* this thread's arrival made the node enter */
 	if (r->kind == DSM_REQ_FAULT) {
 		if (!waits)
 			STAT_ADD(faults_in_place, 1);
@@ -279,7 +281,8 @@ static int stand_in(struct dsm_req *r)
 	/* Else every answer rings this node's own doorbell: the thread can wait
 	   on it for the answer to what it sent (a fault combined with another's
 	   request, or a lock queued behind a holder here, waits as before). */
-	int sent = stand_in_msgs && (r->kind != DSM_REQ_FAULT || r->result == DSM_REMOTE);
+	int sent = (stand_in_msgs && (r->kind != DSM_REQ_FAULT || r->result == DSM_REMOTE)) ||
+		   (waits && dsm_sync_barrier_entered(r));
 	r->on_bell = waits && sent && !wake && dsm_bell_shared() && dsm.cfg.take_answers;
 	pthread_mutex_unlock(&comm_mu);
 	if (wake)
@@ -1001,7 +1004,7 @@ static void await_answer(struct dsm_req *r)
 				uint64_t now = mono_ns();
 				standing_for = r;
 				receive(now);
-				if (r->done && rung && dsm_self.counted)
+				if (r->done && rung && dsm_self.counted && r->kind != DSM_REQ_BARRIER)
 					STAT_ADD(answers_taken, 1);
 				/* A timer to run, or a send MPI has not finished:
 				   the communication thread's to watch. */
@@ -1029,7 +1032,7 @@ static void await_answer(struct dsm_req *r)
 		slept = 1;
 		rung = dsm_bell_answer_sleep(seen, ANSWER_WAIT_NS);
 	}
-	if (spun && !slept && dsm_self.counted)
+	if (spun && !slept && dsm_self.counted && r->kind != DSM_REQ_BARRIER)
 		STAT_ADD(answers_spun, 1);
 	dsm_bell_answer_leave();
 	/* A peer that rang after the last look chose this thread: the

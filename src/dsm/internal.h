@@ -113,6 +113,7 @@ struct dsm_counters {
 	uint64_t misses_in_place; /* their request sent by the faulting thread (ditto) */
 	uint64_t answers_taken;	  /* answers their waiting thread took, woken by a ring */
 	uint64_t answers_spun;	  /* answers their thread found looking, before it slept */
+	uint64_t barriers_in_place; /* entered by the thread that made the node enter */
 	uint64_t calls_shipped;	  /* calls sent to other nodes (ship.c) */
 	uint64_t calls_parked;	  /* calls whose answer waited here for a word (ship.c) */
 	uint64_t calls_run_by_comm; /* calls the communication thread ran (ship.c) */
@@ -568,10 +569,13 @@ void dsm_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 
 /* sync.c: locks, barriers, finalize handshake (communication thread) */
 void dsm_sync_request(struct dsm_req *r);
 /* Whether an application thread may handle r in the communication thread's
-   place (comm.c, stand_in; under its lock): a lock request, or the release
-   of a lock this node holds, under a protocol that runs no part of a fault
-   on the faulting thread. */
+   place (comm.c, stand_in; under its lock): a lock request, the release of
+   a lock this node holds, or a barrier, under a protocol that runs no part
+   of a fault on the faulting thread. */
 int dsm_sync_can_stand_in(const struct dsm_req *r);
+/* r, a barrier handled in place, made its node enter the barrier, which
+   goes on: its end comes in messages from other nodes (under comm_mu). */
+int dsm_sync_barrier_entered(const struct dsm_req *r);
 void dsm_sync_message(const struct dsm_hdr *h, const void *payload, size_t len);
 int dsm_sync_done(void); /* goodbye said and heard from every node */
 /* What this node waits for and holds, as text for the watchdog; returns 0

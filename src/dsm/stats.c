@@ -79,10 +79,10 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 		(unsigned long long)s->answers_taken, (unsigned long long)s->answers_spun);
 	fprintf(f,
 		"; invalidations=%llu pingpong_deferrals=%llu locks=%llu (%llu kept) "
-		"barriers=%llu\n",
+		"barriers=%llu (%llu in place)\n",
 		(unsigned long long)s->invalidations, (unsigned long long)s->pingpong_deferrals,
 		(unsigned long long)s->lock_acquires, (unsigned long long)s->lock_records,
-		(unsigned long long)s->barriers);
+		(unsigned long long)s->barriers, (unsigned long long)s->barriers_in_place);
 	fprintf(f, "dsm node %d: sent", node);
 	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++)
 		if (s->msgs_sent[k])
@@ -152,8 +152,9 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		(unsigned long long)s->answers_taken, (unsigned long long)s->answers_spun,
 		(unsigned long long)s->calls_shipped,
 		(unsigned long long)s->calls_parked, (unsigned long long)s->calls_run_by_comm);
-	fprintf(f, ", \"idle_poll\": %llu, \"idle_poll_error\": %llu",
-		(unsigned long long)s->idle_poll, (unsigned long long)s->idle_poll_error);
+	fprintf(f, ", \"idle_poll\": %llu, \"idle_poll_error\": %llu, \"barriers_in_place\": %llu",
+		(unsigned long long)s->idle_poll, (unsigned long long)s->idle_poll_error,
+		(unsigned long long)s->barriers_in_place);
 	uint64_t msgs = 0, bytes = 0;
 	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++) {
 		fprintf(f, ", \"msgs_%s\": %llu, \"bytes_%s\": %llu", msg_names[k],

@@ -737,7 +737,7 @@ int dsm_sync_can_stand_in(const struct dsm_req *r)
 {
 	if (dsm.proto->thread_fault)
 		return 0;
-	if (r->kind == DSM_REQ_LOCK || r->kind == DSM_REQ_TRYLOCK)
+	if (r->kind == DSM_REQ_LOCK || r->kind == DSM_REQ_TRYLOCK || r->kind == DSM_REQ_BARRIER)
 		return 1;
 	if (r->kind != DSM_REQ_UNLOCK)
 		return 0;
@@ -745,6 +745,14 @@ int dsm_sync_can_stand_in(const struct dsm_req *r)
 	   thread reports (to every node, as only it can). */
 	const struct lockst *l = lock_lookup((uint32_t)r->a);
 	return l && l->local == LOCAL_HELD;
+}
+
+/* r's arrival made this node enter its barrier (r was the last of its team),
+   and the barrier goes on: what ends it comes in messages from the other
+   nodes (each node's entry to node 0, node 0's leave to the others). */
+int dsm_sync_barrier_entered(const struct dsm_req *r)
+{
+	return r->kind == DSM_REQ_BARRIER && bar_reqs == r && bar_local >= r->b;
 }
 
 void dsm_sync_request(struct dsm_req *r)

@@ -41,6 +41,18 @@
  *                         (proto_sc.c, untouched): the nodes together must
  *                         have taken some in place, and no node more than
  *                         its faults.
+ *   dsm_sent barrier R    R rounds: every node writes its word of a shared
+ *                         page, then, after a barrier, checks every node's
+ *                         word; a second barrier ends the round. A barrier
+ *                         is entered in place (comm.c, stand_in) by the
+ *                         thread whose arrival makes its node enter: no node
+ *                         may count more barriers in place than barriers,
+ *                         every node counts the 2R barriers, and the nodes
+ *                         together must have entered some in place under sc
+ *                         and lrc; none under avr, whose faults run on the
+ *                         faulting thread. The answers of barriers are not
+ *                         counted as answers taken or found looking: never
+ *                         more of those than misses sent in place.
  *
  * Exits 0 when every check held; prints what was wrong otherwise.
  */
@@ -202,11 +214,56 @@ static void first(long rounds)
 	free(blk);
 }
 
+static void barrier(long rounds)
+{
+	volatile int64_t *w = locus_dsm_alloc((size_t)nodes * sizeof(int64_t));
+	locus_dsm_stats s0, s1;
+	locus_dsm_stats_get(&s0);
+	int64_t seen[64];
+	if (nodes > 64)
+		fail("more nodes than the test keeps words of", 0, nodes, 64);
+	for (long r = 1; r <= rounds && nodes <= 64; r++) {
+		w[me] = value(r, (size_t)me);
+		locus_dsm_barrier();
+		/* Read into the stack, checked after the next locus-dsm call: avr
+		   may run the reads ahead with old values and roll them back
+		   (a rollback restores the stack, not what fail() printed). */
+		for (int n = 0; n < nodes; n++)
+			seen[n] = w[n];
+		locus_dsm_barrier();
+		for (int n = 0; n < nodes; n++)
+			if (seen[n] != value(r, (size_t)n))
+				fail("a word another node wrote before the barrier", r,
+				     (long)seen[n], value(r, (size_t)n));
+	}
+	locus_dsm_stats_get(&s1);
+	uint64_t bars = s1.barriers - s0.barriers;
+	uint64_t in_place = s1.barriers_in_place - s0.barriers_in_place;
+	uint64_t sent = s1.misses_in_place - s0.misses_in_place;
+	uint64_t taken = s1.answers_taken - s0.answers_taken;
+	uint64_t spun = s1.answers_spun - s0.answers_spun;
+	printf("dsm_sent: node %d: %ld rounds, %llu barriers, %llu in place\n", me, rounds,
+	       (unsigned long long)bars, (unsigned long long)in_place);
+	if (bars != (uint64_t)(2 * rounds))
+		fail("barriers counted", rounds, (long)bars, 2 * rounds);
+	if (in_place > bars)
+		fail("barriers in place, more than the barriers", rounds, (long)in_place, (long)bars);
+	if (taken > sent || spun > sent)
+		fail("answers taken or found looking, more than the misses sent in place", rounds,
+		     (long)(taken > spun ? taken : spun), (long)sent);
+	int avr = !strcmp(locus_dsm_protocol(), "avr");
+	if (avr && in_place)
+		fail("barriers in place under avr", rounds, (long)in_place, 0);
+	long total = sum_over_nodes((long)in_place);
+	if (me == 0 && !avr && !total)
+		fail("no barrier entered in place on any node", rounds, 0, 1);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 3 ||
-	    (strcmp(argv[1], "miss") && strcmp(argv[1], "miss_alt") && strcmp(argv[1], "first"))) {
-		fprintf(stderr, "usage: dsm_sent miss|miss_alt|first ROUNDS\n");
+	if (argc < 3 || (strcmp(argv[1], "miss") && strcmp(argv[1], "miss_alt") &&
+			 strcmp(argv[1], "first") && strcmp(argv[1], "barrier"))) {
+		fprintf(stderr, "usage: dsm_sent miss|miss_alt|first|barrier ROUNDS\n");
 		return 2;
 	}
 	long rounds = atol(argv[2]);
@@ -216,6 +273,8 @@ int main(int argc, char **argv)
 	nodes = locus_dsm_nodes();
 	if (!strcmp(argv[1], "first"))
 		first(rounds);
+	else if (!strcmp(argv[1], "barrier"))
+		barrier(rounds);
 	else
 		miss(rounds, !strcmp(argv[1], "miss_alt"));
 	char what[96];
