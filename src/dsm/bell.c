@@ -191,6 +191,12 @@ int dsm_bell_answer_sleep(uint32_t seen, uint64_t ns)
 	return ld_acquire(&own->answer) != seen;
 }
 
+void dsm_bell_answer_wake_waiting(void)
+{
+	if (ld_seqcst(&own->waiters))
+		dsm_bell_answer_wake();
+}
+
 void dsm_bell_answer_wake(void)
 {
 	faa_seqcst(&own->answer, 1);

@@ -283,7 +283,11 @@ static int stand_in(struct dsm_req *r)
 	   request, or a lock queued behind a holder here, waits as before). */
 	int sent = (stand_in_msgs && (r->kind != DSM_REQ_FAULT || r->result == DSM_REMOTE)) ||
 		   (waits && dsm_sync_barrier_entered(r));
-	r->on_bell = waits && sent && !wake && dsm_bell_shared() && dsm.cfg.take_answers;
+	/* Not under an emulated delay: what the waiter sends while it takes
+	   messages (a barrier's leave, an answer) waits in the peers' queues for
+	   the communication thread, which nothing would wake. */
+	r->on_bell = waits && sent && !wake && dsm_bell_shared() && dsm.cfg.take_answers &&
+		     !dsm.cfg.delay_ns && !dsm.cfg.delay_ns_per_byte;
 	pthread_mutex_unlock(&comm_mu);
 	if (wake)
 		dsm_bell_ring_self();
@@ -291,6 +295,24 @@ static int stand_in(struct dsm_req *r)
 }
 
 static void await_answer(struct dsm_req *r);
+
+void dsm_take_or_post(struct dsm_req *r)
+{
+	if (!dsm_forked && pthread_mutex_trylock(&comm_mu) == 0) {
+		if (comm_looping) {
+			req_start(r);
+			r->next = NULL;
+			take(r); /* r may be gone now */
+			turn_end();
+			pthread_mutex_unlock(&comm_mu);
+			if (dsm.cfg.delay_ns || dsm.cfg.delay_ns_per_byte)
+				dsm_bell_ring_self(); /* held in the peer's queue for the thread */
+			return;
+		}
+		pthread_mutex_unlock(&comm_mu);
+	}
+	dsm_post(r);
+}
 
 void dsm_call(struct dsm_req *r)
 {
@@ -974,14 +996,29 @@ static int owed(void)
  * same pages all through its permutation: in half the runs 4 times the
  * misses and twice the time).
  */
-static int spin_for_answer(struct dsm_req *r, uint32_t seen, uint64_t *until)
+/* What a waiting thread waits for: its request r done, or else (r NULL)
+   *word no longer holding seen. */
+struct awaited {
+	struct dsm_req *r;
+	const uint64_t *word;
+	uint64_t seen;
+};
+
+static int awaited_done(const struct awaited *a)
 {
-	if (!dsm.cfg.spin_ns || (r->kind == DSM_REQ_FAULT && r->b))
+	if (a->r)
+		return ld_acquire(&a->r->done) != 0;
+	return __atomic_load_n(a->word, __ATOMIC_SEQ_CST) != a->seen;
+}
+
+static int spin_for_answer(const struct awaited *a, uint32_t seen, uint64_t *until)
+{
+	if (!dsm.cfg.spin_ns || (a->r && a->r->kind == DSM_REQ_FAULT && a->r->b))
 		return 0;
 	if (!*until) /* one budget for the whole wait, whatever rings meanwhile */
 		*until = mono_ns() + dsm.cfg.spin_ns;
 	for (;;) {
-		if (dsm_bell_answer_seen() != seen || ld_acquire(&r->done))
+		if (dsm_bell_answer_seen() != seen || awaited_done(a))
 			return 1;
 		if (mono_ns() >= *until)
 			return 0;
@@ -989,22 +1026,32 @@ static int spin_for_answer(struct dsm_req *r, uint32_t seen, uint64_t *until)
 	}
 }
 
-static void await_answer(struct dsm_req *r)
+/* Misses and locks are counted as answers taken or found; barriers and
+   words are not. */
+static int counts_answer(const struct awaited *a)
 {
+	return a->r && a->r->kind != DSM_REQ_BARRIER && dsm_self.counted;
+}
+
+static void await_taking(const struct awaited *a)
+{
+	struct dsm_req *r = a->r;
 	dsm_bell_answer_enter();
 	int rung = 0; /* this look follows a ring (not the first look, not a timeout) */
 	int slept = 0, spun = 0;
 	uint64_t spin_until = 0;
-	while (!ld_acquire(&r->done)) {
+	while (!awaited_done(a)) {
 		uint32_t seen = dsm_bell_answer_seen();
 		int looked = 0, busy = 0, owes = 0;
 		if (pthread_mutex_trylock(&comm_mu) == 0) {
 			looked = comm_looping;
-			if (looked && !ld_relaxed(&r->done)) {
+			/* A word is read only outside comm_mu: its page may be
+			   away, and the fault's handling needs the state. */
+			if (looked && !(r && ld_relaxed(&r->done))) {
 				uint64_t now = mono_ns();
 				standing_for = r;
 				receive(now);
-				if (r->done && rung && dsm_self.counted && r->kind != DSM_REQ_BARRIER)
+				if (rung && counts_answer(a) && r->done)
 					STAT_ADD(answers_taken, 1);
 				/* A timer to run, or a send MPI has not finished:
 				   the communication thread's to watch. */
@@ -1019,20 +1066,20 @@ static void await_answer(struct dsm_req *r)
 		}
 		if (!looked || busy)
 			dsm_bell_ring_self();
-		if (ld_acquire(&r->done))
+		if (awaited_done(a))
 			break;
 		if (owes) { /* said sent, not yet out of MPI: look again soon */
 			sched_yield();
 			continue;
 		}
-		if (!slept && spin_for_answer(r, seen, &spin_until)) {
+		if (!slept && spin_for_answer(a, seen, &spin_until)) {
 			rung = spun = 1;
 			continue;
 		}
 		slept = 1;
 		rung = dsm_bell_answer_sleep(seen, ANSWER_WAIT_NS);
 	}
-	if (spun && !slept && dsm_self.counted && r->kind != DSM_REQ_BARRIER)
+	if (spun && !slept && counts_answer(a))
 		STAT_ADD(answers_spun, 1);
 	dsm_bell_answer_leave();
 	/* A peer that rang after the last look chose this thread: the
@@ -1044,6 +1091,37 @@ static void await_answer(struct dsm_req *r)
 	}
 	if (owes)
 		dsm_bell_ring_self();
+}
+
+static void await_answer(struct dsm_req *r)
+{
+	struct awaited a = {.r = r};
+	await_taking(&a);
+}
+
+/*
+ * At a word's home, a thread that waits for it to move (an object's wait:
+ * a barrier's generation, a semaphore's count, a condition's sequence)
+ * waits as a thread that sent a request does: the call that moves it comes
+ * from another node, and a peer's ring wakes this thread, which takes the
+ * call out of MPI and runs it itself (the communication thread's run_here),
+ * where that thread would have woken first, then woken it. A mover elsewhere
+ * (the communication thread, the server, another thread here) wakes it
+ * through the objects' wake (dsm_bell_answer_wake). 0 when it may not wait
+ * so (as for await_answer: every peer rings, answers are taken, no delay is
+ * emulated, a protocol whose faults run on this thread's side not in use):
+ * the caller sleeps on the word.
+ */
+int dsm_await_word(const uint64_t *word, uint64_t seen)
+{
+	if (dsm_forked || dsm.proto->thread_fault || !dsm.cfg.take_answers ||
+	    !dsm_bell_shared() || dsm_bell_peers() != dsm.nodes - 1 || dsm.nodes == 1 ||
+	    dsm.cfg.delay_ns || dsm.cfg.delay_ns_per_byte)
+		return 0;
+	struct awaited a = {.word = word, .seen = seen};
+	dsm_stall_waits();
+	await_taking(&a);
+	return 1;
 }
 
 /* Sleep on the doorbell for at most ns; 1 if it was rung. */

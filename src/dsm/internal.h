@@ -557,6 +557,7 @@ uint32_t dsm_bell_answer_seen(void);		      /* the answer word, before a look */
 int dsm_bell_shared(void); /* the own doorbell is on a shared page: peers can ring it */
 int dsm_bell_answer_sleep(uint32_t seen, uint64_t ns); /* until rung or woken (1), or ns */
 void dsm_bell_answer_wake(void);		      /* an answer came: wake them all */
+void dsm_bell_answer_wake_waiting(void); /* the same, if any waits (a word moved) */
 void dsm_req_forget(void);			/* a request taken that completes no one */
 /* comm.c: communication thread side */
 void dsm_req_done(struct dsm_req *r, int64_t result);
@@ -573,6 +574,13 @@ void dsm_sync_request(struct dsm_req *r);
    a lock this node holds, or a barrier, under a protocol that runs no part
    of a fault on the faulting thread. */
 int dsm_sync_can_stand_in(const struct dsm_req *r);
+/* comm.c: at a word's home, until *word no longer holds seen, taking the
+   messages out of MPI meanwhile; 0 if this thread may not (sleep on the word). */
+int dsm_await_word(const uint64_t *word, uint64_t seen);
+/* comm.c: work of the communication thread's that nobody waits for (a
+   parked call's answer): done on this thread when that thread's state is
+   free (as a stand-in), else posted to it. r may be gone on return. */
+void dsm_take_or_post(struct dsm_req *r);
 /* r, a barrier handled in place, made its node enter the barrier, which
    goes on: its end comes in messages from other nodes (under comm_mu). */
 int dsm_sync_barrier_entered(const struct dsm_req *r);

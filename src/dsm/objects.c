@@ -85,15 +85,19 @@ static void wait_moved(uint64_t *word, uint64_t seen, unsigned *us)
 			pause_for(us);
 		return;
 	}
+	if (dsm_await_word(word, seen))
+		return;
 	/* A backstop against a wake lost to a page taken away meanwhile. */
 	struct timespec backstop = {0, 10 * 1000 * 1000};
 	futex_wait_for((uint32_t *)word, (uint32_t)seen, &backstop);
 }
 
-/* At the word's home, after it moved: every thread of the node sleeping on it. */
+/* At the word's home, after it moved: every thread of the node sleeping on
+   it, and those waiting on the doorbell (dsm_await_word). */
 static void wake_all(uint64_t *word)
 {
 	futex_call((uint32_t *)word, FUTEX_WAKE_PRIVATE, FUTEX_WAKE_ALL, NULL, 0);
+	dsm_bell_answer_wake_waiting();
 }
 
 static uint64_t add_wake(void *w, uint64_t v, uint64_t b, uint64_t c)

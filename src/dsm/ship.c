@@ -314,7 +314,8 @@ static void answer(struct batch *b)
 	}
 	if (b->from != dsm.node) {
 		b->req.kind = DSM_REQ_SHIP_DONE;
-		dsm_post(&b->req); /* the communication thread answers and frees it */
+		/* answered and freed here, or by the communication thread */
+		dsm_take_or_post(&b->req);
 		return;
 	}
 	complete((struct ship_call *)(uintptr_t)b->calls[0].token, b->results[0]);
