@@ -121,6 +121,23 @@ static pthread_mutex_t comm_mu = PTHREAD_MUTEX_INITIALIZER;
 static int comm_looping; /* the loop runs: stand-ins are welcome (under comm_mu) */
 /* this thread works in the communication thread's place, for this request of its own */
 static __thread struct dsm_req *standing_for;
+static __thread int standing_in; /* this application thread holds comm_mu */
+
+/* comm_mu, taken by an application thread in the communication thread's
+   place (a fatal error there tells the other nodes, as that thread's would). */
+static int stand_in_lock(void)
+{
+	if (pthread_mutex_trylock(&comm_mu) != 0)
+		return 0;
+	standing_in = 1;
+	return 1;
+}
+
+static void stand_in_unlock(void)
+{
+	standing_in = 0;
+	pthread_mutex_unlock(&comm_mu);
+}
 static int stand_in_msgs; /* messages a stand-in sent for its own request (under comm_mu) */
 static int abort_peers(const char *msg);
 static void turn_end(void);
@@ -143,7 +160,8 @@ void dsm_fatal(const char *fmt, ...)
 	dsm_bell_unlink();
 	/* The communication thread, or a thread in its place (holding comm_mu,
 	   so it may call MPI): a message it took may be what was wrong. */
-	if ((pthread_equal(pthread_self(), comm_thread) || standing_for) && !stopping) {
+	if ((pthread_equal(pthread_self(), comm_thread) || standing_for || standing_in) &&
+	    !stopping) {
 		stopping = 1;
 		if (abort_peers(msg))
 			exit_after_grace();
@@ -248,10 +266,10 @@ static int may_stand_in(const struct dsm_req *r)
 static int stand_in(struct dsm_req *r)
 {
 	if (dsm_forked || (r->kind == DSM_REQ_FAULT && !dsm.proto->fault_in_place) ||
-	    pthread_mutex_trylock(&comm_mu) != 0)
+	    !stand_in_lock())
 		return 0;
 	if (!comm_looping || !may_stand_in(r)) {
-		pthread_mutex_unlock(&comm_mu);
+		stand_in_unlock();
 		return 0;
 	}
 	req_start(r);
@@ -288,7 +306,7 @@ static int stand_in(struct dsm_req *r)
 	   the communication thread, which nothing would wake. */
 	r->on_bell = waits && sent && !wake && dsm_bell_shared() && dsm.cfg.take_answers &&
 		     !dsm.cfg.delay_ns && !dsm.cfg.delay_ns_per_byte;
-	pthread_mutex_unlock(&comm_mu);
+	stand_in_unlock();
 	if (wake)
 		dsm_bell_ring_self();
 	return r->on_bell ? 2 : 1;
@@ -298,18 +316,21 @@ static void await_answer(struct dsm_req *r);
 
 void dsm_take_or_post(struct dsm_req *r)
 {
-	if (!dsm_forked && pthread_mutex_trylock(&comm_mu) == 0) {
-		if (comm_looping) {
+	if (!dsm_forked && stand_in_lock()) {
+		/* Behind what was posted before it (a batch's answer the
+		   server posted: under lrc it ends the interval this one's
+		   answer must carry): posted too, while any waits. */
+		if (comm_looping && !ld_acquire(&dsm.posted)) {
 			req_start(r);
 			r->next = NULL;
 			take(r); /* r may be gone now */
 			turn_end();
-			pthread_mutex_unlock(&comm_mu);
+			stand_in_unlock();
 			if (dsm.cfg.delay_ns || dsm.cfg.delay_ns_per_byte)
 				dsm_bell_ring_self(); /* held in the peer's queue for the thread */
 			return;
 		}
-		pthread_mutex_unlock(&comm_mu);
+		stand_in_unlock();
 	}
 	dsm_post(r);
 }
@@ -997,7 +1018,7 @@ static int owed(void)
  * misses and twice the time).
  */
 /* What a waiting thread waits for: its request r done, or else (r NULL)
-   *word no longer holding seen. */
+   *word no longer holding seen (word: the alias view's, never away). */
 struct awaited {
 	struct dsm_req *r;
 	const uint64_t *word;
@@ -1043,10 +1064,8 @@ static void await_taking(const struct awaited *a)
 	while (!awaited_done(a)) {
 		uint32_t seen = dsm_bell_answer_seen();
 		int looked = 0, busy = 0, owes = 0;
-		if (pthread_mutex_trylock(&comm_mu) == 0) {
+		if (stand_in_lock()) {
 			looked = comm_looping;
-			/* A word is read only outside comm_mu: its page may be
-			   away, and the fault's handling needs the state. */
 			if (looked && !(r && ld_relaxed(&r->done))) {
 				uint64_t now = mono_ns();
 				standing_for = r;
@@ -1062,7 +1081,7 @@ static void await_taking(const struct awaited *a)
 				standing_for = NULL;
 				owes = owed();
 			}
-			pthread_mutex_unlock(&comm_mu);
+			stand_in_unlock();
 		}
 		if (!looked || busy)
 			dsm_bell_ring_self();
@@ -1085,9 +1104,9 @@ static void await_taking(const struct awaited *a)
 	/* A peer that rang after the last look chose this thread: the
 	   communication thread takes that message. */
 	int owes = 1;
-	if (pthread_mutex_trylock(&comm_mu) == 0) {
+	if (stand_in_lock()) {
 		owes = owed();
-		pthread_mutex_unlock(&comm_mu);
+		stand_in_unlock();
 	}
 	if (owes)
 		dsm_bell_ring_self();
@@ -1118,7 +1137,15 @@ int dsm_await_word(const uint64_t *word, uint64_t seen)
 	    !dsm_bell_shared() || dsm_bell_peers() != dsm.nodes - 1 || dsm.nodes == 1 ||
 	    dsm.cfg.delay_ns || dsm.cfg.delay_ns_per_byte)
 		return 0;
-	struct awaited a = {.word = word, .seen = seen};
+	/* Read through the alias view, which never faults: the thread is
+	   counted among the doorbell's waiters, which a fault's wait would
+	   leave unwoken. An object's word changes only at its home, by its
+	   calls, on the home's own copy of the page (a copy taken away holds
+	   it as it was). */
+	const char *at = dsm_canon(word);
+	if (at < dsm.app || at + sizeof(*word) > dsm.app + dsm.size)
+		return 0;
+	struct awaited a = {.word = (const uint64_t *)(dsm.alias + (at - dsm.app)), .seen = seen};
 	dsm_stall_waits();
 	await_taking(&a);
 	return 1;

@@ -34,6 +34,15 @@
  *                           (an interval no node hears of at that barrier,
  *                           which lrc may collect: LOCUS_DSM_GC_BYTES=1);
  *                           after one more barrier every node reads it
+ *   dsm_ship publish N      N rounds: every other node posts node 0's server a
+ *                           call that writes the round into a page of data,
+ *                           then posts a semaphore homed at node 0 (a word
+ *                           call the server runs inline), and waits on the
+ *                           semaphore: once the wait returns, the node reads
+ *                           the round in the page (lrc: the wait's answer
+ *                           carries the server's writes before the post,
+ *                           whether it found the count up or was parked
+ *                           until the post; here it mostly finds it up)
  *   dsm_ship refuse         a function outside the image and a bad node are
  *                           refused with a message (post: -1)
  *
@@ -483,6 +492,56 @@ static int mode_collect(void)
 	return 0;
 }
 
+/* ---- publish ---- */
+
+struct pub {
+	locus_dsm_sem sem[64];
+	uint64_t pad[512 - 64]; /* the data in pages of their own */
+	uint64_t data[64][PAGE / 8];
+};
+
+static uint64_t publish(void *state, uint64_t round, uint64_t node, uint64_t c)
+{
+	(void)c;
+	struct pub *p = state;
+	for (size_t k = 0; k < PAGE / 8; k += 64)
+		p->data[node][k] = round;
+	locus_dsm_sem_post(&p->sem[node]);
+	return 0;
+}
+
+static int mode_publish(void)
+{
+	if (nodes > 64)
+		fail("publish: at most 64 nodes");
+	struct pub *p = locus_dsm_alloc_at(sizeof(*p), 0);
+	if (me == 0)
+		for (int n = 0; n < nodes; n++)
+			locus_dsm_sem_init(&p->sem[n], 0);
+	locus_dsm_barrier();
+	if (me != 0)
+		for (long round = 1; round <= iters; round++) {
+			if (locus_dsm_post(0, publish, p, (uint64_t)round, (uint64_t)me, 0, NULL,
+					   NULL) != 0)
+				fail("publish: the post was refused");
+			locus_dsm_sem_wait(&p->sem[me]);
+			locus_dsm_avr_pause();
+			for (size_t k = 0; k < PAGE / 8; k += 64)
+				if (p->data[me][k] != (uint64_t)round)
+					fail("publish: round %ld: after the semaphore, word %zu holds "
+					     "%llu",
+					     round, k, (unsigned long long)p->data[me][k]);
+			locus_dsm_avr_resume();
+		}
+	locus_dsm_drain();
+	locus_dsm_barrier();
+	if (me == 0)
+		printf("publish: %ld rounds, each node read the server's writes after the "
+		       "semaphore\n",
+		       iters);
+	return 0;
+}
+
 /* ---- atomics ---- */
 
 static int mode_atomics(void)
@@ -645,7 +704,7 @@ int main(int argc, char **argv)
 		     {"callbacks", mode_callbacks}, {"nested", mode_nested},
 		     {"atomics", mode_atomics},	    {"executor", mode_executor},
 		     {"entered", mode_entered},	    {"collect", mode_collect},
-		     {"refuse", mode_refuse}};
+		     {"publish", mode_publish},	    {"refuse", mode_refuse}};
 	int rc = 2;
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(mode, modes[i].name))
