@@ -111,11 +111,15 @@ static int stopping; /* dsm_fatal has started on this thread */
  * may a fault the protocol lets it handle (fault_in_place: under lrc, a page
  * to twin and write, of which Splash-3's FFT takes 50,000 a node, or one to
  * fetch; under sc, a fault that sends a request, or a page's first touch
- * on the node it was born at). A stand-in hands the
- * messages it sends to MPI itself, and rings their peers, so a remote miss
- * or lock costs no wake-up of this thread on the way out; the answers come
- * to this thread. Under an emulated delay they wait in the peer's queue for
- * this thread, which the stand-in wakes.
+ * on the node it was born at), or a barrier (the arrival that makes its node
+ * enter sends the entry, or on node 0 the leave). A stand-in hands the
+ * messages it sends to MPI itself, and rings their peers, so a remote miss,
+ * lock or barrier costs no wake-up of this thread on the way out; the
+ * answers come to this thread, or to the stand-in waiting for them on its
+ * doorbell (await_taking), as do the calls that move an object's word for a
+ * thread waiting at its home (dsm_await_word). Under an emulated delay the
+ * messages a stand-in sends wait in the peer's queue for this thread, which
+ * the stand-in wakes.
  */
 static pthread_mutex_t comm_mu = PTHREAD_MUTEX_INITIALIZER;
 static int comm_looping; /* the loop runs: stand-ins are welcome (under comm_mu) */
@@ -1001,6 +1005,21 @@ static int owed(void)
  */
 #define ANSWER_WAIT_NS 1000000ull /* a look at least this often, whatever rings */
 
+/* What a waiting thread waits for: its request r done, or else (r NULL)
+   *word no longer holding seen (word: the alias view's, never away). */
+struct awaited {
+	struct dsm_req *r;
+	const uint64_t *word;
+	uint64_t seen;
+};
+
+static int awaited_done(const struct awaited *a)
+{
+	if (a->r)
+		return ld_acquire(&a->r->done) != 0;
+	return __atomic_load_n(a->word, __ATOMIC_SEQ_CST) != a->seen;
+}
+
 /*
  * Before it sleeps, the waiting thread looks for its answer for a while
  * (cfg.spin_ns, LOCUS_DSM_SPIN_US), giving the CPU to any other runnable
@@ -1017,21 +1036,6 @@ static int owed(void)
  * same pages all through its permutation: in half the runs 4 times the
  * misses and twice the time).
  */
-/* What a waiting thread waits for: its request r done, or else (r NULL)
-   *word no longer holding seen (word: the alias view's, never away). */
-struct awaited {
-	struct dsm_req *r;
-	const uint64_t *word;
-	uint64_t seen;
-};
-
-static int awaited_done(const struct awaited *a)
-{
-	if (a->r)
-		return ld_acquire(&a->r->done) != 0;
-	return __atomic_load_n(a->word, __ATOMIC_SEQ_CST) != a->seen;
-}
-
 static int spin_for_answer(const struct awaited *a, uint32_t seen, uint64_t *until)
 {
 	if (!dsm.cfg.spin_ns || (a->r && a->r->kind == DSM_REQ_FAULT && a->r->b))
