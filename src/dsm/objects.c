@@ -85,11 +85,18 @@ static void wait_moved(uint64_t *word, uint64_t seen, unsigned *us)
 			pause_for(us);
 		return;
 	}
-	if (dsm_await_word(word, seen))
-		return;
-	/* A backstop against a wake lost to a page taken away meanwhile. */
-	struct timespec backstop = {0, 10 * 1000 * 1000};
-	futex_wait_for((uint32_t *)word, (uint32_t)seen, &backstop);
+	/* A stall, as a wait shipped from elsewhere is (ship.c): under
+	   LOCUS_DSM_SWITCH=sync it gives the node's run token up, without
+	   which the team thread that would move the word never runs. */
+	struct dsm_stall st;
+	dsm_stall_begin_lazy(&st, STALL_OTHER);
+	if (!dsm_await_word(word, seen)) {
+		/* A backstop against a wake lost to a page taken away meanwhile. */
+		struct timespec backstop = {0, 10 * 1000 * 1000};
+		dsm_stall_waits();
+		futex_wait_for((uint32_t *)word, (uint32_t)seen, &backstop);
+	}
+	dsm_stall_end(&st, mono_ns(), DSM_LOCAL);
 }
 
 /* At the word's home, after it moved: every thread of the node sleeping on
