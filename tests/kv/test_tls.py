@@ -268,11 +268,23 @@ def test_tls_unix_socket_stays_plain(kv, certs, tmp_path):
             *tls_opts(certs), "-s", str(sock)]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
-    try:
-        poll(lambda: sock.exists() or proc.poll() is not None, "the Unix socket")
-        with socket.socket(socket.AF_UNIX) as u:
-            u.settimeout(REPLY_SECONDS)
+    def accepting():
+        # The file exists from bind(); a connect before listen() is refused.
+        if proc.poll() is not None:
+            return "exited"
+        u = socket.socket(socket.AF_UNIX)
+        u.settimeout(REPLY_SECONDS)
+        try:
             u.connect(str(sock))
+        except OSError:
+            u.close()
+            return None
+        return u
+
+    try:
+        u = poll(accepting, "the Unix socket to accept")
+        assert u != "exited", "the server exited before its Unix socket accepted"
+        with u:
             u.sendall(b"version\r\n")
             assert u.recv(100).startswith(b"VERSION ")
     finally:
