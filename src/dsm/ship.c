@@ -737,10 +737,27 @@ static void wait_for(struct ship_call *c)
 		futex_wait(&c->req.done, 0);
 }
 
+/*
+ * An atomic that writes at its home, run there by the calling thread, is a
+ * release no message carries: the next answer to shipped calls ends this
+ * node's interval, so that a node that sees the atomic's effect through a
+ * call (a barrier's generation, polled; a wait parked here and answered by
+ * the atomic) gets the writes before it (lrc). So is a writing call the
+ * server runs inline.
+ */
+static uint32_t release_pending;
+
+int dsm_ship_release_take(void)
+{
+	return xchg_seqcst(&release_pending, 0u) != 0;
+}
+
 /* A call the server makes to its own node runs inline: the server would
    otherwise wait for itself (under its guard, unless the server holds it). */
 static uint64_t inline_call(const struct ship_call *c, locus_fn fn)
 {
+	if (call_may_write(c->guard, c->flags))
+		st_seqcst(&release_pending, 1u);
 	int take = c->guard && c->guard != guard_held;
 	if (take)
 		locus_dsm_lock(c->guard - 1);
@@ -813,19 +830,6 @@ static int atomic_runs_here(int home)
 int dsm_atomic_here(const void *state)
 {
 	return atomic_runs_here(locus_dsm_home(state));
-}
-
-/*
- * An atomic that writes at its home, run there by the calling thread, is a
- * release no message carries: the next answer to shipped calls ends this
- * node's interval, so that a node that sees the atomic's effect through a
- * call (a barrier's generation, polled) gets the writes before it (lrc).
- */
-static uint32_t release_pending;
-
-int dsm_ship_release_take(void)
-{
-	return xchg_seqcst(&release_pending, 0u) != 0;
 }
 
 static uint64_t call_atomic(const char *what, locus_fn fn, void *state, uint64_t a, uint64_t b,

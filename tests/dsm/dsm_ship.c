@@ -43,6 +43,13 @@
  *                           carries the server's writes before the post,
  *                           whether it found the count up or was parked
  *                           until the post; here it mostly finds it up)
+ *   dsm_ship parked N       N rounds: every other node waits on its condition
+ *                           homed at node 0; once node 0's server has parked
+ *                           every wait, node 0 posts its own server a call
+ *                           that writes a page, then signals without the
+ *                           mutex (a call the server runs inline): each wait
+ *                           ends parked, and its answer carries the writes
+ *                           (lrc)
  *   dsm_ship refuse         a function outside the image and a bad node are
  *                           refused with a message (post: -1)
  *
@@ -542,6 +549,77 @@ static int mode_publish(void)
 	return 0;
 }
 
+/* ---- parked ---- */
+
+struct parked {
+	locus_dsm_mutex mu[64];
+	locus_dsm_cond cond[64];
+	uint64_t pad[512 - 128];
+	uint64_t data[64][PAGE / 8];
+};
+
+/* Until this node's server has parked `want` waits in all. */
+static void until_parked(uint64_t want)
+{
+	for (;;) {
+		locus_dsm_stats s;
+		locus_dsm_stats_get(&s);
+		if (s.calls_parked >= want)
+			return;
+		sched_yield();
+	}
+}
+
+/* Writes, then a signal without the mutex: the server runs the signal
+   inline, and the parked wait's answer is the only message that can carry
+   the writes (the waiter's mutex stays at its node). */
+static uint64_t signal_after(void *state, uint64_t round, uint64_t node, uint64_t c)
+{
+	(void)c;
+	struct parked *p = state;
+	for (size_t k = 0; k < PAGE / 8; k += 64)
+		p->data[node][k] = round;
+	locus_dsm_cond_signal(&p->cond[node]);
+	return 0;
+}
+
+static int mode_parked(void)
+{
+	if (nodes > 64)
+		fail("parked: at most 64 nodes");
+	struct parked *p = locus_dsm_alloc_at(sizeof(*p), 0);
+	if (me == 0)
+		for (int n = 0; n < nodes; n++)
+			locus_dsm_cond_init(&p->cond[n]);
+	locus_dsm_barrier();
+	for (long round = 1; round <= iters; round++) {
+		if (me == 0) {
+			until_parked((uint64_t)round * (uint64_t)(nodes - 1));
+			for (int n = 1; n < nodes; n++)
+				if (locus_dsm_post(0, signal_after, p, (uint64_t)round,
+						   (uint64_t)n, 0, NULL, NULL) != 0)
+					fail("parked: the post was refused");
+			continue;
+		}
+		locus_dsm_mutex_lock(&p->mu[me]);
+		locus_dsm_cond_wait(&p->cond[me], &p->mu[me]);
+		locus_dsm_mutex_unlock(&p->mu[me]);
+		locus_dsm_avr_pause();
+		for (size_t k = 0; k < PAGE / 8; k += 64)
+			if (p->data[me][k] != (uint64_t)round)
+				fail("parked: round %ld: after the wait, word %zu holds %llu", round,
+				     k, (unsigned long long)p->data[me][k]);
+		locus_dsm_avr_resume();
+	}
+	locus_dsm_drain();
+	locus_dsm_barrier();
+	if (me == 0)
+		printf("parked: %ld rounds, each node's condition wait parked at node 0 read "
+		       "the writes its server made before the signal\n",
+		       iters);
+	return 0;
+}
+
 /* ---- atomics ---- */
 
 static int mode_atomics(void)
@@ -704,7 +782,8 @@ int main(int argc, char **argv)
 		     {"callbacks", mode_callbacks}, {"nested", mode_nested},
 		     {"atomics", mode_atomics},	    {"executor", mode_executor},
 		     {"entered", mode_entered},	    {"collect", mode_collect},
-		     {"publish", mode_publish},	    {"refuse", mode_refuse}};
+		     {"publish", mode_publish},	    {"parked", mode_parked},
+		     {"refuse", mode_refuse}};
 	int rc = 2;
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(mode, modes[i].name))
