@@ -343,6 +343,11 @@ typedef struct locus_dsm_stats {
 	   itself, instead of handing it to the communication thread (of
 	   barriers, above) */
 	uint64_t barriers_in_place;
+	/* messages (of msgs_sent) that left together with others for the same
+	   node, and the MPI messages that carried them: the answers to one
+	   message's requests, a fault's requests with its walk's */
+	uint64_t bundled;
+	uint64_t bundles;
 } locus_dsm_stats;
 
 /*

@@ -528,6 +528,8 @@ void locus_dsm_stats_get(locus_dsm_stats *s)
 	s->answers_taken = d.answers_taken;
 	s->answers_spun = d.answers_spun;
 	s->barriers_in_place = d.barriers_in_place;
+	s->bundled = d.bundled;
+	s->bundles = d.bundles;
 	s->idle_poll = (uint64_t)dsm_idle_held();
 	s->idle_poll_error = (uint64_t)dsm_idle_error();
 	s->calls_shipped = d.calls_shipped;

@@ -145,12 +145,12 @@ static int ring(struct bell *b)
 	return 1;
 }
 
-int dsm_bell_ring(int node)
+int dsm_bell_ring(int node, uint32_t msgs)
 {
 	struct bell *b = peer[node];
 	if (!b)
 		return 0;
-	faa_seqcst(&b->sent[dsm.node], 1);
+	faa_seqcst(&b->sent[dsm.node], msgs);
 	if (ld_seqcst(&b->waiters)) { /* a thread there waits for an answer: it takes it */
 		faa_seqcst(&b->seq, 1);
 		faa_seqcst(&b->answer, 1);

@@ -30,6 +30,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <mpi.h>
 #include <poll.h>
 #include <pthread.h>
@@ -98,6 +99,10 @@ uint64_t dsm_progress;
    message being dispatched was taken out of MPI (0 outside a dispatch). */
 static struct dsm_req *taking;
 static uint64_t rx_ns;
+/* While set, every message is held to the end of the work (dsm_send): a
+   fault's requests with its walk's, the answers to one MPI message's
+   requests, leave together (send_held). */
+static int corked;
 static int stopping; /* dsm_fatal has started on this thread */
 
 /*
@@ -206,12 +211,18 @@ static void take(struct dsm_req *r)
 		r->t_taken = mono_ns();
 		faults_waiting++;
 		taking = r;
+		corked++; /* its requests and its walk's leave together */
 		dsm.proto->fault(r);
+		if (!--corked)
+			turn_end();
 		taking = NULL;
 		break;
 	case DSM_REQ_PREFETCH:
+		corked++;
 		if (dsm.proto->prefetch)
 			dsm.proto->prefetch(r->a, r->b, r->result == 1);
+		if (!--corked)
+			turn_end();
 		dsm_req_done(r, 0);
 		break;
 	case DSM_REQ_CALL:
@@ -422,7 +433,8 @@ static void hand_to_mpi(struct outmsg *m, uint64_t now)
 	inflight = m;
 	if (now > peers[m->dst].reaches_ns)
 		peers[m->dst].reaches_ns = now;
-	dsm_bell_ring(m->dst);
+	const struct dsm_hdr *h = (const struct dsm_hdr *)(const void *)m->buf;
+	dsm_bell_ring(m->dst, h->kind == DSM_MSG_BUNDLE ? (uint32_t)h->a : 1u);
 }
 
 /* Transport delay: this node's emulated outgoing link (communication
@@ -454,12 +466,13 @@ static uint64_t serving, serving_at;
 
 static void send_now(int dst, const struct dsm_hdr *h, const void *payload, size_t len,
 		     struct dsm_req *tk);
+static void send_held(void);
 
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 {
 	if (dst == dsm.node || dst < 0 || dst >= dsm.nodes)
 		dsm_fatal("message of kind %d to node %d", h->kind, dst);
-	if (!nheld_msgs && !dsm_region_held()) {
+	if (!corked && !nheld_msgs && !dsm_region_held()) {
 		send_now(dst, h, payload, len, taking);
 		return;
 	}
@@ -488,12 +501,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 static void turn_end(void)
 {
 	dsm_region_apply();
-	for (size_t i = 0; i < nheld_msgs; i++) {
-		struct held_msg *m = &held_msgs[i];
-		send_now(m->dst, &m->h, m->payload, m->len, m->taking);
-		free(m->copy);
-	}
-	nheld_msgs = 0;
+	send_held();
 	if (serving) {
 		STAT_ADD(served, serving);
 		STAT_ADD(serve_ns, serving * mono_ns() - serving_at);
@@ -501,38 +509,51 @@ static void turn_end(void)
 	}
 }
 
-static void send_now(int dst, const struct dsm_hdr *h, const void *payload, size_t len,
-		     struct dsm_req *tk)
+/* One message into buf: its header (numbered in dst's sequence), then its
+   payload; its size. */
+static size_t put_msg(char *buf, int dst, const struct dsm_hdr *h, const void *payload,
+		      size_t len)
 {
-	struct peer *p = &peers[dst];
-	size_t total = sizeof(*h) + len;
-	struct outmsg *m = malloc(sizeof(*m) + total);
-	if (!m)
-		dsm_fatal("out of memory for a message");
-	struct dsm_hdr *wh = (struct dsm_hdr *)m->buf;
+	struct dsm_hdr *wh = (struct dsm_hdr *)(void *)buf;
 	*wh = *h;
 	wh->src = (uint16_t)dsm.node;
-	wh->seq = ++p->send_seq;
+	wh->seq = ++peers[dst].send_seq;
 	if (len)
-		memcpy(m->buf + sizeof(*h), payload, len);
-	m->dst = dst;
-	m->len = (int)total;
-	m->next = NULL;
+		memcpy(buf + sizeof(*h), payload, len);
+	size_t total = sizeof(*h) + len;
 	if (h->kind < LOCUS_DSM_MSG_KINDS) {
 		STAT_ADD(msgs_sent[h->kind], 1);
 		STAT_ADD(bytes_sent[h->kind], total);
 	}
+	return total;
+}
+
+static struct outmsg *outmsg_new(size_t total)
+{
+	if (total > INT_MAX)
+		dsm_fatal("a message of %zu bytes", total);
+	struct outmsg *m = malloc(sizeof(*m) + total);
+	if (!m)
+		dsm_fatal("out of memory for a message");
+	m->len = (int)total;
+	m->next = NULL;
+	return m;
+}
+
+/* m, filled, to MPI now, or to the link's queue under an emulated delay. */
+static void post_out(int dst, struct outmsg *m)
+{
+	struct peer *p = &peers[dst];
+	m->dst = dst;
 	uint64_t now = mono_ns();
 	if (standing_for)
 		stand_in_msgs++;
 	if (dsm.cfg.delay_ns == 0 && dsm.cfg.delay_ns_per_byte == 0 && !p->qhead) {
 		hand_to_mpi(m, now);
-		if (tk && !tk->t_sent)
-			tk->t_sent = mono_ns();
 		return;
 	}
-	uint64_t rel =
-		dsm_link_send(&out_link, now, total, dsm.cfg.delay_ns, dsm.cfg.delay_ns_per_byte);
+	uint64_t rel = dsm_link_send(&out_link, now, (size_t)m->len, dsm.cfg.delay_ns,
+				     dsm.cfg.delay_ns_per_byte);
 	/* Never before its predecessor: the link's arrivals only grow. */
 	p->reaches_ns = rel;
 	m->release_ns = rel;
@@ -541,8 +562,81 @@ static void send_now(int dst, const struct dsm_hdr *h, const void *payload, size
 	else
 		p->qhead = m;
 	p->qtail = m;
+}
+
+static void send_now(int dst, const struct dsm_hdr *h, const void *payload, size_t len,
+		     struct dsm_req *tk)
+{
+	struct outmsg *m = outmsg_new(sizeof(*h) + len);
+	put_msg(m->buf, dst, h, payload, len);
+	post_out(dst, m);
 	if (tk && !tk->t_sent)
-		tk->t_sent = now;
+		tk->t_sent = mono_ns();
+}
+
+/*
+ * Held messages leave grouped by destination: two or more for one node go
+ * as one MPI message, a bundle, in the order they were sent (their order
+ * between two nodes is all that is kept; messages to different nodes were
+ * never ordered). A bundle is a header (DSM_MSG_BUNDLE, a = how many)
+ * and, for each message, its size as a uint64_t, then the message as it
+ * would go alone, padded to 8 bytes. A turn that serves a run of pages (a
+ * bundle of forwards from their manager, a walk's requests) so answers it
+ * with one MPI message, one doorbell and one receive at the other end,
+ * instead of one per page.
+ */
+#define BUNDLE_ALIGN 8u
+
+static size_t bundled_size(size_t len)
+{
+	return sizeof(uint64_t) +
+	       ((sizeof(struct dsm_hdr) + len + BUNDLE_ALIGN - 1) & ~(size_t)(BUNDLE_ALIGN - 1));
+}
+
+static void send_held(void)
+{
+	if (!nheld_msgs)
+		return;
+	uint32_t count[DSM_MAX_NODES] = {0};
+	size_t bytes[DSM_MAX_NODES] = {0}, at[DSM_MAX_NODES];
+	struct outmsg *bundle[DSM_MAX_NODES] = {0};
+	for (size_t i = 0; i < nheld_msgs; i++) {
+		count[held_msgs[i].dst]++;
+		bytes[held_msgs[i].dst] += bundled_size(held_msgs[i].len);
+	}
+	for (size_t i = 0; i < nheld_msgs; i++) {
+		struct held_msg *m = &held_msgs[i];
+		int d = m->dst;
+		if (!bundle[d] && count[d] == 1) { /* alone: as it would have gone */
+			send_now(d, &m->h, m->payload, m->len, m->taking);
+			free(m->copy);
+			continue;
+		}
+		if (!bundle[d]) {
+			bundle[d] = outmsg_new(sizeof(struct dsm_hdr) + bytes[d]);
+			struct dsm_hdr *bh = (struct dsm_hdr *)(void *)bundle[d]->buf;
+			*bh = (struct dsm_hdr){.kind = DSM_MSG_BUNDLE,
+					       .src = (uint16_t)dsm.node,
+					       .a = count[d]};
+			at[d] = sizeof(*bh);
+			STAT_ADD(bundles, 1);
+		}
+		char *b = bundle[d]->buf;
+		size_t n = put_msg(b + at[d] + sizeof(uint64_t), d, &m->h, m->payload, m->len);
+		uint64_t n64 = n;
+		memcpy(b + at[d], &n64, sizeof(n64));
+		memset(b + at[d] + sizeof(uint64_t) + n, 0, bundled_size(m->len) - sizeof(uint64_t) - n);
+		at[d] += bundled_size(m->len);
+		STAT_ADD(bundled, 1);
+		free(m->copy);
+		if (--count[d] == 0) /* its last: the bundle is whole */
+			post_out(d, bundle[d]);
+	}
+	uint64_t sent = mono_ns();
+	for (size_t i = 0; i < nheld_msgs; i++)
+		if (held_msgs[i].taking && !held_msgs[i].taking->t_sent)
+			held_msgs[i].taking->t_sent = sent;
+	nheld_msgs = 0;
 }
 
 /* Hand due delayed messages to MPI; returns the next release time. */
@@ -672,6 +766,77 @@ static void dispatch(const struct dsm_hdr *h, const void *payload, size_t len)
 	}
 }
 
+/* One message from src, in its order: checked, counted and handled.
+   sent_ns: when the MPI message that carried it was handed to MPI. */
+static void deliver(int src, const char *buf, size_t count, uint64_t sent_ns)
+{
+	const struct dsm_hdr *h = (const struct dsm_hdr *)(const void *)buf;
+	if (count < sizeof(*h) || h->src != src || h->kind == DSM_MSG_BUNDLE)
+		dsm_fatal("malformed message from node %d", src);
+	struct peer *p = &peers[src];
+	if (h->kind == DSM_MSG_ABORT) /* may overtake messages still delayed */
+		on_abort(src, buf + sizeof(*h), count - sizeof(*h));
+	if (h->seq != p->recv_seq + 1)
+		dsm_fatal("message %u from node %d out of sequence (expected %u)", h->seq, src,
+			  p->recv_seq + 1);
+	p->recv_seq = h->seq;
+	if (h->kind < LOCUS_DSM_MSG_KINDS) {
+		STAT_ADD(msgs_recv[h->kind], 1);
+		STAT_ADD(bytes_recv[h->kind], (uint64_t)count);
+	}
+	uint64_t at = mono_ns();
+	if (p->local && page_kind(h->kind) && at > sent_ns) {
+		STAT_ADD(delivered, 1);
+		STAT_ADD(deliver_ns, at - sent_ns);
+	}
+	uint16_t kind = h->kind;
+	rx_ns = at;
+	dispatch(h, buf + sizeof(*h), count - sizeof(*h));
+	rx_ns = 0;
+	if (kind == LOCUS_DSM_MSG_PAGE_REQ || kind == LOCUS_DSM_MSG_PAGE_FWD) {
+		if (nheld_msgs || dsm_region_held() || corked) {
+			serving++; /* answered when what it sent leaves (turn_end) */
+			serving_at += at;
+		} else {
+			STAT_ADD(served, 1);
+			STAT_ADD(serve_ns, mono_ns() - at);
+		}
+	}
+}
+
+/* A bundle's messages (send_held), each delivered in turn. Its buffer is
+   this function's while they are handled, which may receive again. */
+static void deliver_bundle(int src, int count)
+{
+	char *buf = rxbuf;
+	int cap = rxcap;
+	rxbuf = NULL;
+	rxcap = 0;
+	const struct dsm_hdr *bh = (const struct dsm_hdr *)(void *)buf;
+	size_t off = sizeof(*bh), len = (size_t)count;
+	uint64_t n = bh->a, sent_ns = bh->sent_ns;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t one;
+		if (len - off < sizeof(one))
+			dsm_fatal("malformed bundle from node %d", src);
+		memcpy(&one, buf + off, sizeof(one));
+		if (one < sizeof(struct dsm_hdr) || one > len - off - sizeof(one))
+			dsm_fatal("malformed bundle from node %d", src);
+		deliver(src, buf + off + sizeof(one), (size_t)one, sent_ns);
+		off += bundled_size((size_t)one - sizeof(struct dsm_hdr));
+		if (off > len)
+			dsm_fatal("malformed bundle from node %d", src);
+	}
+	if (off != len || !n)
+		dsm_fatal("malformed bundle from node %d", src);
+	if (!rxbuf) {
+		rxbuf = buf;
+		rxcap = cap;
+	} else {
+		free(buf);
+	}
+}
+
 static int receive(uint64_t now)
 {
 	int got = 0;
@@ -693,40 +858,19 @@ static int receive(uint64_t now)
 		mpi_check(MPI_Recv(rxbuf, count, MPI_BYTE, st.MPI_SOURCE, DSM_TAG, comm,
 				   MPI_STATUS_IGNORE),
 			  "MPI_Recv");
-		const struct dsm_hdr *h = (const struct dsm_hdr *)rxbuf;
+		const struct dsm_hdr *h = (const struct dsm_hdr *)(void *)rxbuf;
 		int src = st.MPI_SOURCE;
 		if ((size_t)count < sizeof(*h) || h->src != src)
 			dsm_fatal("malformed message from node %d", src);
-		struct peer *p = &peers[src];
-		if (h->kind == DSM_MSG_ABORT) /* may overtake messages still delayed */
-			on_abort(src, rxbuf + sizeof(*h), (size_t)count - sizeof(*h));
-		if (h->seq != p->recv_seq + 1)
-			dsm_fatal("message %u from node %d out of sequence (expected %u)", h->seq,
-				  src, p->recv_seq + 1);
-		p->recv_seq = h->seq;
-		p->last_heard_ns = now;
-		if (h->kind < LOCUS_DSM_MSG_KINDS) {
-			STAT_ADD(msgs_recv[h->kind], 1);
-			STAT_ADD(bytes_recv[h->kind], (uint64_t)count);
-		}
-		uint64_t at = mono_ns();
-		if (p->local && page_kind(h->kind) && at > h->sent_ns) {
-			STAT_ADD(delivered, 1);
-			STAT_ADD(deliver_ns, at - h->sent_ns);
-		}
-		uint16_t kind = h->kind;
-		rx_ns = at;
-		dispatch(h, rxbuf + sizeof(*h), (size_t)count - sizeof(*h));
-		rx_ns = 0;
-		if (kind == LOCUS_DSM_MSG_PAGE_REQ || kind == LOCUS_DSM_MSG_PAGE_FWD) {
-			if (nheld_msgs || dsm_region_held()) {
-				serving++; /* answered when what it sent leaves (turn_end) */
-				serving_at += at;
-			} else {
-				STAT_ADD(served, 1);
-				STAT_ADD(serve_ns, mono_ns() - at);
-			}
-		}
+		peers[src].last_heard_ns = now;
+		/* What its requests' answers send leaves together (send_held). */
+		corked++;
+		if (h->kind == DSM_MSG_BUNDLE)
+			deliver_bundle(src, count);
+		else
+			deliver(src, rxbuf, (size_t)count, h->sent_ns);
+		if (!--corked)
+			turn_end();
 		got = 1;
 	}
 	return got;
@@ -811,7 +955,7 @@ static int abort_peers(const char *msg)
 		if (MPI_Isend(buf[n], (int)(sizeof(h) + len), MPI_BYTE, i, DSM_TAG, comm,
 			      &req[n]) == MPI_SUCCESS) {
 			n++;
-			dsm_bell_ring(i);
+			dsm_bell_ring(i, 1);
 		} else
 			free(buf[n]);
 	}

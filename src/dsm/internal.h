@@ -93,6 +93,7 @@ struct dsm_hdr {
 #define DSM_MSG_PROBE	    (LOCUS_DSM_MSG_KINDS + 2) /* watchdog: node 0 asks a = round */
 #define DSM_MSG_STATUS	    (LOCUS_DSM_MSG_KINDS + 3) /* watchdog: the answer (watch.c) */
 #define DSM_MSG_LOCK_RECALL (LOCUS_DSM_MSG_KINDS + 4) /* lock manager -> a node keeping it */
+#define DSM_MSG_BUNDLE	    (LOCUS_DSM_MSG_KINDS + 5) /* messages to one node, together (comm.c) */
 
 /* Counters: written by one thread, read by any (relaxed atomics). All
    uint64_t: a snapshot is subtracted element by element (stats reset). */
@@ -114,6 +115,7 @@ struct dsm_counters {
 	uint64_t answers_taken;	  /* answers their waiting thread took, woken by a ring */
 	uint64_t answers_spun;	  /* answers their thread found looking, before it slept */
 	uint64_t barriers_in_place; /* entered by the thread that made the node enter */
+	uint64_t bundles, bundled; /* MPI messages that carried several, and those they carried */
 	uint64_t calls_shipped;	  /* calls sent to other nodes (ship.c) */
 	uint64_t calls_parked;	  /* calls whose answer waited here for a word (ship.c) */
 	uint64_t calls_run_by_comm; /* calls the communication thread ran (ship.c) */
@@ -544,7 +546,9 @@ int dsm_bell_create(char name[DSM_BELL_NAME]); /* 0, or -1: no shared page (name
 int dsm_bell_open(int node, const char *name); /* map a peer's; 0 or -1 */
 void dsm_bell_unlink(void);		       /* remove this node's file (signal-safe) */
 void dsm_bell_close(void);		       /* unmap the peers' */
-int dsm_bell_ring(int node);		       /* after a message to node: 1 if it woke it */
+/* after msgs messages to node (one MPI message: a bundle carries several,
+   each numbered in the pair's sequence): 1 if it woke it */
+int dsm_bell_ring(int node, uint32_t msgs);
 void dsm_bell_ring_self(void);		       /* a local request */
 uint32_t dsm_bell_seen(void);		       /* the own word, before looking for work */
 uint64_t dsm_bell_sent(int node); /* messages node said it handed to MPI for this one */

@@ -89,6 +89,9 @@ void locus_dsm_stats_print(FILE *f, int node, const locus_dsm_stats *s)
 			fprintf(f, " %s=%llu/%lluB", msg_names[k],
 				(unsigned long long)s->msgs_sent[k],
 				(unsigned long long)s->bytes_sent[k]);
+	if (s->bundles)
+		fprintf(f, " (%llu of them in %llu bundles)", (unsigned long long)s->bundled,
+			(unsigned long long)s->bundles);
 	fprintf(f, "; comm cpu %.3f s (handling %.3f s during stalls), slept %llu times, %.3f s; ",
 		s->comm_cpu_s, s->overhead_in_stall_s, (unsigned long long)s->comm_sleeps,
 		s->comm_sleep_s);
@@ -152,9 +155,11 @@ void locus_dsm_stats_json(FILE *f, int node, const locus_dsm_stats *s)
 		(unsigned long long)s->answers_taken, (unsigned long long)s->answers_spun,
 		(unsigned long long)s->calls_shipped,
 		(unsigned long long)s->calls_parked, (unsigned long long)s->calls_run_by_comm);
-	fprintf(f, ", \"idle_poll\": %llu, \"idle_poll_error\": %llu, \"barriers_in_place\": %llu",
+	fprintf(f, ", \"idle_poll\": %llu, \"idle_poll_error\": %llu, \"barriers_in_place\": %llu"
+		", \"bundled\": %llu, \"bundles\": %llu",
 		(unsigned long long)s->idle_poll, (unsigned long long)s->idle_poll_error,
-		(unsigned long long)s->barriers_in_place);
+		(unsigned long long)s->barriers_in_place, (unsigned long long)s->bundled,
+		(unsigned long long)s->bundles);
 	uint64_t msgs = 0, bytes = 0;
 	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++) {
 		fprintf(f, ", \"msgs_%s\": %llu, \"bytes_%s\": %llu", msg_names[k],

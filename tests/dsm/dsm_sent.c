@@ -53,6 +53,16 @@
  *                         faulting thread. The answers of barriers are not
  *                         counted as answers taken or found looking: never
  *                         more of those than misses sent in place.
+ *   dsm_sent walk R       R rounds: node r % nodes writes every word it
+ *                         checks of a block of 32 pages, then, after a
+ *                         barrier, every other node reads the block in
+ *                         order (a walk: its pages are asked for together)
+ *                         and checks every word. Messages a turn sends to
+ *                         one node leave together (comm.c, send_held): no
+ *                         node may count a bundle of fewer than two, nor
+ *                         more bundled messages than messages it sent, and
+ *                         under sc the nodes together must have sent some
+ *                         bundle (a walk's pages, its forwards).
  *
  * Exits 0 when every check held; prints what was wrong otherwise.
  */
@@ -171,6 +181,43 @@ static void miss(long rounds, int alt)
 		fail("no answer taken by a faulting thread on any node", rounds, 0, 1);
 }
 
+static void walk(long rounds)
+{
+	const size_t words = PAGES * PAGE / 4;
+	volatile int32_t *w = locus_dsm_alloc(PAGES * PAGE);
+	locus_dsm_stats s0, s1;
+	locus_dsm_stats_get(&s0);
+	for (long r = 1; r <= rounds; r++) {
+		int writer = (int)(r % nodes);
+		if (me == writer)
+			for (size_t i = 0; i < words; i += STEP)
+				w[i] = value(r, i);
+		locus_dsm_barrier();
+		if (me != writer)
+			for (size_t i = 0; i < words; i += STEP)
+				if (w[i] != value(r, i))
+					fail("a word written by another node, read in order", r,
+					     w[i], value(r, i));
+		locus_dsm_barrier();
+	}
+	locus_dsm_stats_get(&s1);
+	uint64_t bundles = s1.bundles - s0.bundles, bundled = s1.bundled - s0.bundled, msgs = 0;
+	for (int k = 0; k < LOCUS_DSM_MSG_KINDS; k++)
+		msgs += s1.msgs_sent[k] - s0.msgs_sent[k];
+	printf("dsm_sent: node %d: %ld rounds, %llu messages sent, %llu of them in %llu "
+	       "bundles\n",
+	       me, rounds, (unsigned long long)msgs, (unsigned long long)bundled,
+	       (unsigned long long)bundles);
+	if (bundled < 2 * bundles)
+		fail("bundles of fewer than two messages", rounds, (long)bundled,
+		     (long)(2 * bundles));
+	if (bundled > msgs)
+		fail("more messages bundled than sent", rounds, (long)bundled, (long)msgs);
+	long total = sum_over_nodes((long)bundles);
+	if (me == 0 && nodes > 1 && !strcmp(locus_dsm_protocol(), "sc") && !total)
+		fail("no bundle sent on any node while nodes walked pages", rounds, 0, 1);
+}
+
 static void first(long rounds)
 {
 	const size_t per_page = PAGE / 4;
@@ -262,8 +309,9 @@ static void barrier(long rounds)
 int main(int argc, char **argv)
 {
 	if (argc < 3 || (strcmp(argv[1], "miss") && strcmp(argv[1], "miss_alt") &&
-			 strcmp(argv[1], "first") && strcmp(argv[1], "barrier"))) {
-		fprintf(stderr, "usage: dsm_sent miss|miss_alt|first|barrier ROUNDS\n");
+			 strcmp(argv[1], "first") && strcmp(argv[1], "barrier") &&
+			 strcmp(argv[1], "walk"))) {
+		fprintf(stderr, "usage: dsm_sent miss|miss_alt|first|barrier|walk ROUNDS\n");
 		return 2;
 	}
 	long rounds = atol(argv[2]);
@@ -275,6 +323,8 @@ int main(int argc, char **argv)
 		first(rounds);
 	else if (!strcmp(argv[1], "barrier"))
 		barrier(rounds);
+	else if (!strcmp(argv[1], "walk"))
+		walk(rounds);
 	else
 		miss(rounds, !strcmp(argv[1], "miss_alt"));
 	char what[96];
