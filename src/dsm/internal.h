@@ -566,6 +566,11 @@ void dsm_req_forget(void);			/* a request taken that completes no one */
 /* comm.c: communication thread side */
 void dsm_req_done(struct dsm_req *r, int64_t result);
 void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len);
+/* Between these, messages dsm_send is given are held, to leave together at
+   the release (one MPI message for each node: comm.c, send_held); they
+   nest. Communication thread (or its stand-in) only, as dsm_send. */
+void dsm_send_hold(void);
+void dsm_send_release(void);
 void dsm_comm_leaving(void);	/* past the last barrier: peers may exit now */
 uint64_t dsm_comm_cpu_ns(void); /* CPU time of the communication thread */
 int dsm_comm_pending(void);	/* messages not yet delivered (delayed or in MPI) */

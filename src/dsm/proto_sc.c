@@ -621,8 +621,10 @@ void sc_message(const struct dsm_hdr *h, const void *payload, size_t len)
 		if (h->c < 1 || h->c > dsm.npages - p)
 			dsm_fatal("node %d asked for %llu pages from page %zu of %zu", h->src,
 				  (unsigned long long)h->c, p, dsm.npages);
+		dsm_send_hold(); /* the run's forwards or pages: together */
 		for (size_t q = p; q < p + h->c; q++)
 			manage(q, (int)h->b, h->src);
+		dsm_send_release();
 		break;
 	case LOCUS_DSM_MSG_PAGE_FWD:
 		serve(p, (int)h->b, (int)h->c);
