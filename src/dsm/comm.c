@@ -609,14 +609,27 @@ static void send_held(void)
 	uint32_t count[DSM_MAX_NODES] = {0};
 	size_t bytes[DSM_MAX_NODES] = {0}, at[DSM_MAX_NODES];
 	struct outmsg *bundle[DSM_MAX_NODES] = {0};
+	uint8_t first[DSM_MAX_NODES] = {0};
 	for (size_t i = 0; i < nheld_msgs; i++) {
-		count[held_msgs[i].dst]++;
-		bytes[held_msgs[i].dst] += bundled_size(held_msgs[i].len);
+		int d = held_msgs[i].dst;
+		if (!first[d]) { /* (see below) */
+			first[d] = 1;
+			continue;
+		}
+		count[d]++;
+		bytes[d] += bundled_size(held_msgs[i].len);
 	}
+	memset(first, 0, sizeof(first));
 	for (size_t i = 0; i < nheld_msgs; i++) {
 		struct held_msg *m = &held_msgs[i];
 		int d = m->dst;
-		if (!bundle[d] && count[d] == 1) { /* alone: as it would have gone */
+		/* The first for a node goes alone, ahead of the others: most
+		   often the answer or the request a thread waits for (the
+		   faulted page, then its walk's), which a bundle would have
+		   held until the whole walk had been received. A second alone
+		   too: a bundle of one saves nothing. */
+		if (!first[d] || (!bundle[d] && count[d] == 1)) {
+			first[d] = 1;
 			send_now(d, &m->h, m->payload, m->len, m->taking);
 			free(m->copy);
 			continue;
