@@ -445,7 +445,8 @@ static struct dsm_link out_link;
  * out once the changes are applied (turn_end). A page's contents (a payload
  * in the alias view) are read then, so its copy is taken after its
  * protection came down; any other payload is copied when held, as the
- * sender's buffer may be gone by then. An acknowledgement of an
+ * sender's buffer may be gone by then, and so is a page's held only for a
+ * piece of work that leaves together (dsm_send_hold). An acknowledgement of an
  * invalidation leaves after the page is unmapped. A turn that serves a run
  * of pages so pays one protection change for them.
  */
@@ -485,8 +486,12 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	struct held_msg *m = &held_msgs[nheld_msgs++];
 	*m = (struct held_msg){
 		.dst = dst, .h = *h, .payload = payload, .len = len, .taking = taking};
+	/* A page's contents are read when it leaves only behind protection
+	   changes (above); held for the cork alone, it is copied now, as a
+	   message sent at once would be: what runs before the release may
+	   write the page through the alias view (a diff applied). */
 	const char *at = payload;
-	if (len && !(at >= dsm.alias && at + len <= dsm.alias + dsm.size)) {
+	if (len && (!dsm_region_held() || !(at >= dsm.alias && at + len <= dsm.alias + dsm.size))) {
 		if (!(m->copy = malloc(len)))
 			dsm_fatal("out of memory for a message");
 		memcpy(m->copy, payload, len);
@@ -826,15 +831,13 @@ static void deliver(int src, const char *buf, size_t count, uint64_t sent_ns)
 	}
 }
 
-/* A bundle's messages (send_held), each delivered in turn. Its buffer is
-   this function's while they are handled, which may receive again. */
+/* A bundle's messages (send_held), each delivered in turn. (receive is
+   never re-entered: its caller holds comm_mu, which a stand-in only
+   tries.) */
 static void deliver_bundle(int src, int count)
 {
-	char *buf = rxbuf;
-	int cap = rxcap;
-	rxbuf = NULL;
-	rxcap = 0;
-	const struct dsm_hdr *bh = (const struct dsm_hdr *)(void *)buf;
+	const char *buf = rxbuf;
+	const struct dsm_hdr *bh = (const struct dsm_hdr *)(const void *)buf;
 	size_t off = sizeof(*bh), len = (size_t)count;
 	uint64_t n = bh->a, sent_ns = bh->sent_ns;
 	for (uint64_t i = 0; i < n; i++) {
@@ -851,12 +854,6 @@ static void deliver_bundle(int src, int count)
 	}
 	if (off != len || !n)
 		dsm_fatal("malformed bundle from node %d", src);
-	if (!rxbuf) {
-		rxbuf = buf;
-		rxcap = cap;
-	} else {
-		free(buf);
-	}
 }
 
 static int receive(uint64_t now)
