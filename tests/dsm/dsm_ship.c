@@ -507,12 +507,29 @@ struct pub {
 	uint64_t data[64][PAGE / 8];
 };
 
+/* A node's page of data: every 64th word the round (written by a server),
+   read back after the wait that follows its post or signal. */
+static void write_round(uint64_t *data, uint64_t round)
+{
+	for (size_t k = 0; k < PAGE / 8; k += 64)
+		data[k] = round;
+}
+
+static void check_round(const uint64_t *data, long round, const char *what)
+{
+	locus_dsm_avr_pause();
+	for (size_t k = 0; k < PAGE / 8; k += 64)
+		if (data[k] != (uint64_t)round)
+			fail("%s: round %ld: after the wait, word %zu holds %llu", what, round, k,
+			     (unsigned long long)data[k]);
+	locus_dsm_avr_resume();
+}
+
 static uint64_t publish(void *state, uint64_t round, uint64_t node, uint64_t c)
 {
 	(void)c;
 	struct pub *p = state;
-	for (size_t k = 0; k < PAGE / 8; k += 64)
-		p->data[node][k] = round;
+	write_round(p->data[node], round);
 	locus_dsm_sem_post(&p->sem[node]);
 	return 0;
 }
@@ -532,13 +549,7 @@ static int mode_publish(void)
 					   NULL) != 0)
 				fail("publish: the post was refused");
 			locus_dsm_sem_wait(&p->sem[me]);
-			locus_dsm_avr_pause();
-			for (size_t k = 0; k < PAGE / 8; k += 64)
-				if (p->data[me][k] != (uint64_t)round)
-					fail("publish: round %ld: after the semaphore, word %zu holds "
-					     "%llu",
-					     round, k, (unsigned long long)p->data[me][k]);
-			locus_dsm_avr_resume();
+			check_round(p->data[me], round, "publish");
 		}
 	locus_dsm_drain();
 	locus_dsm_barrier();
@@ -577,8 +588,7 @@ static uint64_t signal_after(void *state, uint64_t round, uint64_t node, uint64_
 {
 	(void)c;
 	struct parked *p = state;
-	for (size_t k = 0; k < PAGE / 8; k += 64)
-		p->data[node][k] = round;
+	write_round(p->data[node], round);
 	locus_dsm_cond_signal(&p->cond[node]);
 	return 0;
 }
@@ -604,12 +614,7 @@ static int mode_parked(void)
 		locus_dsm_mutex_lock(&p->mu[me]);
 		locus_dsm_cond_wait(&p->cond[me], &p->mu[me]);
 		locus_dsm_mutex_unlock(&p->mu[me]);
-		locus_dsm_avr_pause();
-		for (size_t k = 0; k < PAGE / 8; k += 64)
-			if (p->data[me][k] != (uint64_t)round)
-				fail("parked: round %ld: after the wait, word %zu holds %llu", round,
-				     k, (unsigned long long)p->data[me][k]);
-		locus_dsm_avr_resume();
+		check_round(p->data[me], round, "parked");
 	}
 	locus_dsm_drain();
 	locus_dsm_barrier();
