@@ -611,20 +611,13 @@ static void send_held(void)
 {
 	if (!nheld_msgs)
 		return;
-	uint32_t count[DSM_MAX_NODES] = {0};
+	uint32_t total[DSM_MAX_NODES] = {0}, done[DSM_MAX_NODES] = {0};
 	size_t bytes[DSM_MAX_NODES] = {0}, at[DSM_MAX_NODES];
 	struct outmsg *bundle[DSM_MAX_NODES] = {0};
-	uint8_t first[DSM_MAX_NODES] = {0};
 	for (size_t i = 0; i < nheld_msgs; i++) {
-		int d = held_msgs[i].dst;
-		if (!first[d]) { /* (see below) */
-			first[d] = 1;
-			continue;
-		}
-		count[d]++;
-		bytes[d] += bundled_size(held_msgs[i].len);
+		total[held_msgs[i].dst]++;
+		bytes[held_msgs[i].dst] += bundled_size(held_msgs[i].len);
 	}
-	memset(first, 0, sizeof(first));
 	for (size_t i = 0; i < nheld_msgs; i++) {
 		struct held_msg *m = &held_msgs[i];
 		int d = m->dst;
@@ -633,8 +626,9 @@ static void send_held(void)
 		   faulted page, then its walk's), which a bundle would have
 		   held until the whole walk had been received. A second alone
 		   too: a bundle of one saves nothing. */
-		if (!first[d] || (!bundle[d] && count[d] == 1)) {
-			first[d] = 1;
+		if (done[d]++ == 0 || total[d] == 2) {
+			if (done[d] == 1)
+				bytes[d] -= bundled_size(m->len);
 			send_now(d, &m->h, m->payload, m->len, m->taking);
 			free(m->copy);
 			continue;
@@ -644,7 +638,7 @@ static void send_held(void)
 			struct dsm_hdr *bh = (struct dsm_hdr *)(void *)bundle[d]->buf;
 			*bh = (struct dsm_hdr){.kind = DSM_MSG_BUNDLE,
 					       .src = (uint16_t)dsm.node,
-					       .a = count[d]};
+					       .a = total[d] - 1};
 			at[d] = sizeof(*bh);
 			STAT_ADD(bundles, 1);
 		}
@@ -656,7 +650,7 @@ static void send_held(void)
 		at[d] += bundled_size(m->len);
 		STAT_ADD(bundled, 1);
 		free(m->copy);
-		if (--count[d] == 0) /* its last: the bundle is whole */
+		if (done[d] == total[d]) /* its last: the bundle is whole */
 			post_out(d, bundle[d]);
 	}
 	uint64_t sent = mono_ns();
