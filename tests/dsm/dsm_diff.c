@@ -4,7 +4,7 @@
  * runs at both ends of the page, a page written back to its twin's values,
  * single bytes — applying diff(page, twin) to a copy of the twin gives the
  * page back, the diff is never longer than dsm_diff_max, and a page equal to
- * its twin has an empty diff. Two writers of different bytes of the same
+ * its twin has an empty diff; one page's diff is checked byte for byte. Two writers of different bytes of the same
  * words (as two nodes in one interval): both diffs applied, in either order,
  * give every byte either wrote. Malformed diffs (cut short, a run past the page's end, a run of
  * zero words) are refused. dsm_diff_take gives dsm_diff_make's bytes and
@@ -103,8 +103,43 @@ static int take_while_written(size_t size, uint64_t seed, long takes)
 	return bad;
 }
 
+/* One page whose diff is known byte for byte: the masks of a run of seven
+   words (four at a time and three after) and a run of one, from make and
+   from take; then applied to its twin. */
+static void known_answer(void)
+{
+	unsigned char twin[48], page[48], d[64], d2[64], want[64], copy[48];
+	memset(twin, 0x5a, sizeof(twin));
+	memcpy(page, twin, sizeof(page));
+	page[4] = 0xaa;		      /* word 1, byte 0 */
+	memset(page + 8, 0x11, 24);   /* words 2 to 7 */
+	memcpy(page + 16, twin + 16, 4); /* word 4 ... */
+	page[18] = 0x22;	      /* ... byte 2 only */
+	page[39] = 0x33;	      /* word 9, byte 3 */
+	static const unsigned char masks1[4] = {0xf1, 0x4f, 0xff, 0x0f}, mask2 = 0x08;
+	size_t n = 0;
+	uint16_t h1[2] = {1, 7}, h2[2] = {9, 1};
+	memcpy(want + n, h1, 4);
+	memcpy(want + n + 4, page + 4, 28);
+	memcpy(want + n + 32, masks1, 4);
+	n += 36;
+	memcpy(want + n, h2, 4);
+	memcpy(want + n + 4, page + 36, 4);
+	want[n + 8] = mask2;
+	n += 9;
+	size_t nm = dsm_diff_make(page, twin, sizeof(page), d);
+	check(nm == n && !memcmp(d, want, n), "make: not the known diff", -1);
+	memcpy(copy, twin, sizeof(copy));
+	size_t nt = dsm_diff_take(page, copy, sizeof(page), d2);
+	check(nt == n && !memcmp(d2, want, n), "take: not the known diff", -1);
+	memcpy(copy, twin, sizeof(copy));
+	check(dsm_diff_apply(copy, sizeof(copy), want, n) == 0 && !memcmp(copy, page, sizeof(page)),
+	      "the known diff applied: not the page", -1);
+}
+
 int main(int argc, char **argv)
 {
+	known_answer();
 	long iters = argc > 1 ? atol(argv[1]) : 20000;
 	rng = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x9e3779b97f4a7c15ull;
 	if (!rng)
