@@ -57,6 +57,7 @@ struct lrc_page {
 	uint8_t hot, idle;	     /* diffed at every interval end; intervals unwritten */
 	uint8_t prefetched;	     /* by locus_dsm_prefetch, no fault on it since */
 	uint8_t want_write;	     /* a write prefetch: writable (hot) when it arrives */
+	uint8_t written;	     /* made writable here before (a write walk's block) */
 	uint8_t live;		     /* in lrc.live (lrc_page) */
 	uint8_t cls;		     /* CLS_*: private to this node or shared (lrc_class.c) */
 	uint8_t asking;		     /* this node asked its home for the class */
@@ -117,6 +118,7 @@ struct lrc_settings {
 			      (-1 unset: lrc_config_resolve decides at init) */
 	int push;	   /* LOCUS_DSM_LRC_PUSH: diffs go at a barrier to the nodes reading them */
 	int move;	   /* LOCUS_DSM_LRC_MOVE: a private page taken back the first time moves */
+	int write_blocks;  /* LOCUS_DSM_LRC_BLOCKS: a write column walk takes the rows between */
 };
 extern struct lrc_settings lrc_set;
 
@@ -232,6 +234,13 @@ static inline void lrc_send(int dst, uint16_t kind, uint64_t a, uint64_t b, cons
 			    size_t len)
 {
 	struct dsm_hdr h = {.kind = kind, .a = a, .b = b};
+	/* A page sent from the alias view leaves as it is now: the access given
+	   this turn (lrc_set_access, held for the turn's end) is applied first,
+	   so that dsm_send sends or copies it at once instead of reading it at
+	   the turn's end, after later work of the turn may have written it. */
+	const char *at = payload;
+	if (len && at >= dsm.alias && at < dsm.alias + dsm.size)
+		dsm_region_apply();
 	dsm_send(dst, &h, payload, len);
 }
 

@@ -1,6 +1,6 @@
 /*
  * lrc's settings (LOCUS_DSM_GC_BYTES, LOCUS_DSM_LRC_PRIVATE,
- * LOCUS_DSM_LRC_PUSH, LOCUS_DSM_LRC_MOVE) and its
+ * LOCUS_DSM_LRC_PUSH, LOCUS_DSM_LRC_MOVE, LOCUS_DSM_LRC_BLOCKS) and its
  * statistics' rows: what the protocol table (proto_lrc.c) hands the runtime
  * for them.
  */
@@ -11,7 +11,8 @@
 
 #include "lrc.h"
 
-struct lrc_settings lrc_set = {.gc_bytes = 32ull << 20, .private_pages = -1, .push = 1, .move = 1};
+struct lrc_settings lrc_set = {
+	.gc_bytes = 32ull << 20, .private_pages = -1, .push = 1, .move = 1, .write_blocks = 1};
 
 #define LRC_STAT_ROW(id, f, json, label, kind)                                                     \
 	{json, label, offsetof(locus_dsm_stats, f), DSM_STAT_##kind},
@@ -33,7 +34,8 @@ static int env_switch(const char *name, uint64_t *v, const char *on, const char 
 
 int lrc_config(void)
 {
-	uint64_t gc_bytes = 32ull << 20, private_pages = 2 /* unset */, push = 1, move = 1;
+	uint64_t gc_bytes = 32ull << 20, private_pages = 2 /* unset */, push = 1, move = 1,
+		 blocks = 1;
 	if (dsm_env_u64("LOCUS_DSM_GC_BYTES", &gc_bytes, 1) != 0 ||
 	    env_switch("LOCUS_DSM_LRC_PRIVATE", &private_pages,
 		       "a page only one node uses goes without twins, diffs and notices",
@@ -43,12 +45,16 @@ int lrc_config(void)
 		       "diffs are fetched at a fault only") != 0 ||
 	    env_switch("LOCUS_DSM_LRC_MOVE", &move,
 		       "a private page another node asks for moves to it the first time",
-		       "it becomes shared") != 0)
+		       "it becomes shared") != 0 ||
+	    env_switch("LOCUS_DSM_LRC_BLOCKS", &blocks,
+		       "a write down a column makes the rows between its pages writable too",
+		       "the column's pages only") != 0)
 		return -1;
 	lrc_set.gc_bytes = gc_bytes;
 	lrc_set.private_pages = private_pages > 1 ? -1 : (int)private_pages;
 	lrc_set.push = (int)push;
 	lrc_set.move = (int)move;
+	lrc_set.write_blocks = (int)blocks;
 	return 0;
 }
 

@@ -107,12 +107,19 @@ static int lrc_init(void)
 
 static const int prot_of[] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE};
 
+/* A page's access, and its protection: taken away at once (a write the
+   protocol has stopped looking for must fault), given at the end of the
+   turn, with its neighbours' (region.c: a fetched run, a walk's pages; the
+   thread that faulted runs on after it). */
 void lrc_set_access(size_t p, uint8_t acc)
 {
 	struct lrc_page *pg = lrc_page(p);
 	if (pg->access == acc)
 		return;
-	dsm_region_protect(p, 1, prot_of[acc]);
+	if (acc > pg->access)
+		dsm_region_protect_later(p, prot_of[acc]);
+	else
+		dsm_region_protect(p, 1, prot_of[acc]);
 	pg->access = acc;
 }
 
@@ -482,6 +489,7 @@ void lrc_make_writable(size_t p, int hot)
 	struct lrc_page *pg = lrc_page(p);
 	uint32_t cur = lrc.vt[dsm.node] + 1;
 	pg->have = HAVE_COPY; /* the zero page, or a current copy */
+	pg->written = 1;
 	if (pg->cls == CLS_PRIVATE) {
 		lrc_set_access(p, ACC_WRITE);
 		return;
@@ -503,6 +511,41 @@ void lrc_make_writable(size_t p, int hot)
 		lrc.dirty[lrc.ndirty++] = p;
 	}
 	lrc_set_access(p, ACC_WRITE);
+}
+
+/* A write fault on page p, which this node may write, and its walk: p and
+ * the pages the walk names (run of them, step pages apart) that this node
+ * may write without a fetch become writable (their protection changes at
+ * the end of the turn, a run of neighbours at once); a page whose class is
+ * unknown is asked for (lrc_class.c; taken back unused, if so). Down a
+ * column (|step| > 1), the pages between its steps too, those this node
+ * made writable before: a row-major array written a column at a
+ * time (Splash-3's fft transposes, rows of 8 pages) then takes one fault
+ * and a protection change for a block of rows, instead of one of each per
+ * page. A page made writable and left as it was is dropped at the
+ * interval's end (lrc_close_interval: no notice).
+ */
+static void write_walk(size_t p, ptrdiff_t step, size_t run)
+{
+	size_t span = (size_t)(step > 0 ? step : -step) * run;
+	size_t lo = step > 0 ? p : p - span, hi = step > 0 ? p + span : p; /* inclusive */
+	int block = step != 1 && step != -1 && lrc_set.write_blocks;
+	for (size_t q = lo; q <= hi; q++) {
+		int on_walk = ((ptrdiff_t)(q - p) % step) == 0;
+		struct lrc_page *pg = &lrc.pg[q];
+		if (q == p) {
+			lrc_make_writable(p, 0);
+			continue;
+		}
+		if (on_walk && !pg->cls && !pg->asking &&
+		    lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN)
+			STAT_ADD(run_ahead, 1);
+		if ((on_walk || block) && pg->cls && !lrc_stale(q) && !pg->replies_left &&
+		    pg->access != ACC_WRITE && (on_walk || pg->written)) {
+			STAT_ADD(run_ahead, 1);
+			lrc_make_writable(q, 0);
+		}
+	}
 }
 
 /* A fault; again: one that waited for its page's class goes on (it was
@@ -593,25 +636,12 @@ static void fault(struct dsm_req *r, int again)
 		dsm_req_done(r, r->result);
 		return;
 	}
-	lrc_make_writable(p, 0);
 	/* A node writing pages in order, or a column: make the next valid ones
-	   writable too (a page twinned but left as it was gets no notice:
-	   close_interval). */
+	   writable too. */
 	ptrdiff_t st;
 	size_t run = dsm_run_ahead(p, 1, &st);
 	lrc_batch_begin();
-	for (size_t i = 1; i <= run; i++) {
-		size_t q = dsm_walk_page(p, st, i);
-		if (!lrc.pg[q].cls) { /* asked, not used: lrc_class.c, taken back unused */
-			if (!lrc.pg[q].asking && lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN)
-				STAT_ADD(run_ahead, 1);
-			continue;
-		}
-		if (!lrc_stale(q) && !lrc.pg[q].replies_left && lrc.pg[q].access != ACC_WRITE) {
-			STAT_ADD(run_ahead, 1);
-			lrc_make_writable(q, 0);
-		}
-	}
+	write_walk(p, st, run);
 	lrc_batch_send();
 	dsm_req_done(r, r->result);
 }

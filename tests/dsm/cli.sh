@@ -153,6 +153,8 @@ for v in 2 -1 yes 01; do
 		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 	expect 1 "LOCUS_DSM_LRC_MOVE=$v" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_LRC_MOVE=$v \
 		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+	expect 1 "LOCUS_DSM_LRC_BLOCKS=$v" env LOCUS_DSM_PROTOCOL=lrc LOCUS_DSM_LRC_BLOCKS=$v \
+		"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
 done
 # Unset, private pages are off where messages are slow (the seed's network): each
 # node then twins the rows it writes, as with LOCUS_DSM_LRC_PRIVATE=0, and more

@@ -55,6 +55,23 @@
  *               LOCUS_DSM_LRC_PUSH=0, nothing is pushed; with
  *               LOCUS_DSM_GC_BYTES set, the values only, and collections
  *               happened.
+ *   block R     three row-major matrices written a column at a time, rows
+ *               of 3 pages and a word (rows share pages, and the nodes'
+ *               blocks of rows meet on one): round k writes matrix k mod 3,
+ *               each node every word of its rows, column by column (in
+ *               every other pass over a matrix only the first two pages'
+ *               worth of columns: the rest keeps its last value, its pages
+ *               made writable by a walk and left as they were); after a
+ *               barrier every node reads every row of it and checks each
+ *               word. A matrix is written three intervals apart, so its
+ *               pages never turn hot (written at every interval end, no
+ *               fault). Once every matrix was written twice, a write walk
+ *               down a column makes the rows between its pages writable
+ *               too, a run of neighbours with one protection change
+ *               (proto_lrc.c, write_walk): a round's writes change
+ *               protections fewer than half as many times as pages they
+ *               write (a page at a time: about one and a half times).
+ *               With LOCUS_DSM_LRC_BLOCKS=0, the values only.
  *
  * Exits 0 when every check held; prints what was wrong otherwise.
  */
@@ -643,12 +660,66 @@ static void push(long rounds)
 		fail("push: pushes stopped (the page read twice)", rounds, 0, 1);
 }
 
+static uint64_t protects_now(void)
+{
+	locus_dsm_stats s;
+	locus_dsm_stats_get(&s);
+	return s.protects;
+}
+
+static void block(long rounds)
+{
+	enum { ROWS = 48, WORDS = PAGE / 8, LEN = 3 * WORDS + 1, MATS = 3 };
+	size_t rows = (size_t)nodes * ROWS, bytes = rows * LEN * 8;
+	volatile int64_t *m[MATS];
+	for (int k = 0; k < MATS; k++)
+		m[k] = locus_dsm_alloc(bytes);
+	long last[MATS][2] = {{0}}; /* the round that last wrote each part of a matrix */
+	const char *v = getenv("LOCUS_DSM_LRC_BLOCKS");
+	int blocks = !(v && !strcmp(v, "0"));
+	/* The most protection changes a round's writes made, and the pages one
+	   node's rows span. */
+	uint64_t worst = 0, written = (ROWS * LEN * 8 + PAGE - 1) / PAGE;
+	for (long r = 1; r <= rounds * MATS; r++) {
+		int k = (int)(r % MATS);
+		size_t cols = (r / MATS) % 2 ? 2 * WORDS : LEN;
+		volatile int64_t *a = m[k];
+		uint64_t p0 = protects_now();
+		for (size_t c = 0; c < cols; c++)
+			for (size_t i = (size_t)me * ROWS; i < (size_t)(me + 1) * ROWS; i++)
+				a[i * LEN + c] = r * 1000000 + (long)(i * 2000 + c);
+		uint64_t f = protects_now() - p0;
+		last[k][0] = r;
+		if (cols == LEN)
+			last[k][1] = r;
+		if (r > 2 * MATS && f > worst) /* every matrix written twice before */
+			worst = f;
+		locus_dsm_barrier();
+		for (size_t i = 0; i < rows; i++)
+			for (size_t c = 0; c < LEN; c++) {
+				long want = last[k][c >= 2 * WORDS] * 1000000 + (long)(i * 2000 + c);
+				if (!last[k][c >= 2 * WORDS])
+					want = 0;
+				if (a[i * LEN + c] != want)
+					fail("block: a word of a matrix written by columns", r,
+					     (long)a[i * LEN + c], want);
+			}
+		locus_dsm_barrier();
+	}
+	printf("block: node %d: %ld rounds, at most %llu protection changes for about %llu pages "
+	       "written in a round\n",
+	       me, rounds * MATS, (unsigned long long)worst, (unsigned long long)written);
+	if (blocks && rounds > 2 && worst * 2 >= written)
+		fail("block: protection changes in a round's writes, against pages written / 2",
+		     rounds, (long)worst, (long)written / 2);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr,
 			"usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc|private|push|move|inplace|"
-			"inplace_alt ROUNDS\n");
+			"inplace_alt|block ROUNDS\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -683,6 +754,8 @@ int main(int argc, char **argv)
 		inplace(rounds, 0);
 	else if (!strcmp(mode, "inplace_alt"))
 		inplace(rounds, 1);
+	else if (!strcmp(mode, "block"))
+		block(rounds);
 	else {
 		fprintf(stderr, "dsm_lrc: unknown mode %s\n", mode);
 		bad++;
