@@ -4,10 +4,12 @@
  * word, and its diff is made, taken and applied at every interval: the
  * work is done four words at a time with SSE2, which every x86-64 has. A
  * byte compare of 16 bytes and its movemask give the four words' masks as
- * the format packs them (two words a byte, the low nibble first), and a
- * mask expands back to a byte blend. Elsewhere, or built with
- * LOCUS_DSM_DIFF_SCALAR (the test builds both), a word at a time, without
- * a branch per byte. The two write the same bytes. */
+ * the format packs them (two words a byte, the low nibble first). Applying
+ * writes only the bytes a mask names: with AVX-512's byte-masked stores
+ * where the processor has them (the masks are the stores' as they stand),
+ * else four words at once where their masks name every byte. Elsewhere, or
+ * built with LOCUS_DSM_DIFF_SCALAR (the test builds each path), a word at a
+ * time, without a branch per byte in the making. All write the same bytes. */
 #include <stdint.h>
 #include <string.h>
 
@@ -19,20 +21,19 @@
 #else
 #define DIFF_SSE2 0
 #endif
+/* x86-64 with GCC or clang: AVX-512's masked stores for applying, where the
+   processor has them (not with LOCUS_DSM_DIFF_NO_AVX512: the test builds
+   the SSE2 path alone too). */
+#if DIFF_SSE2 && defined(__x86_64__) && defined(__GNUC__) && !defined(LOCUS_DSM_DIFF_NO_AVX512)
+#define DIFF_AVX512 1
+#include <immintrin.h>
+#else
+#define DIFF_AVX512 0
+#endif
 
 /* Byte k of a value's representation is its low byte on a little-endian
    machine, its high one otherwise. */
 #define ENDIAN_LITTLE (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
-
-/* The bytes a mask nibble names, as a word to blend with: byte b of the
-   word (in memory) all ones where bit b is set. */
-#define BYTE_SHIFT(b) (ENDIAN_LITTLE ? 8 * (b) : 24 - 8 * (b))
-#define BLEND(m)                                                                                   \
-	((((m) & 1 ? 0xffu : 0) << BYTE_SHIFT(0)) | (((m) & 2 ? 0xffu : 0) << BYTE_SHIFT(1)) |     \
-	 (((m) & 4 ? 0xffu : 0) << BYTE_SHIFT(2)) | (((m) & 8 ? 0xffu : 0) << BYTE_SHIFT(3)))
-static const uint32_t blend[16] = {BLEND(0),  BLEND(1),	 BLEND(2),  BLEND(3), BLEND(4),  BLEND(5),
-				   BLEND(6),  BLEND(7),	 BLEND(8),  BLEND(9), BLEND(10), BLEND(11),
-				   BLEND(12), BLEND(13), BLEND(14), BLEND(15)};
 
 /* Which bytes of a word differ: bit b for the word's byte b in memory.
    Without a branch per byte (the bytes of changed doubles differ or not
@@ -178,36 +179,82 @@ static size_t put_masks(unsigned char *o, const unsigned char *vals, const uint3
 	return n;
 }
 
-/* Writes a run's values over dst where its masks say. */
+/* Writes a word's bytes that mask m names (bit b: byte b). */
+static void apply_word(unsigned char *d, const unsigned char *s, unsigned m)
+{
+	if (m == 0xf) {
+		memcpy(d, s, DSM_DIFF_WORD);
+		return;
+	}
+	for (unsigned b = 0; b < DSM_DIFF_WORD; b++)
+		if (m >> b & 1)
+			d[b] = s[b];
+}
+
+#if DIFF_AVX512
+/* apply_run with AVX-512's byte-masked stores, where the processor has them
+   (chosen at run time): a run's two mask bytes for four words are the
+   store's mask as they stand, and a word whose bytes changed in part (the
+   high word of a double, its exponent kept) costs no more than a whole
+   one. */
+__attribute__((target("avx512bw,avx512vl"))) static void
+apply_run_avx512(unsigned char *dst, const unsigned char *src, const unsigned char *mask,
+		 size_t count)
+{
+	size_t k = 0;
+	for (; k + 4 <= count; k += 4) {
+		__mmask16 m = (__mmask16)(mask[k / 2] | (unsigned)mask[k / 2 + 1] << 8);
+		_mm_mask_storeu_epi8(dst + k * DSM_DIFF_WORD, m,
+				     _mm_loadu_si128((const __m128i *)(src + k * DSM_DIFF_WORD)));
+	}
+	for (; k < count; k++)
+		apply_word(dst + k * DSM_DIFF_WORD, src + k * DSM_DIFF_WORD,
+			   (mask[k / 2] >> (k % 2 * 4)) & 0xf);
+}
+
+static int avx512(void)
+{
+	static int have = -1; /* -1: not looked yet */
+	int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+	if (h < 0) {
+		__builtin_cpu_init();
+		h = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+		__atomic_store_n(&have, h, __ATOMIC_RELAXED);
+	}
+	return h;
+}
+#endif
+
+/* Writes a run's values over dst, only the bytes its masks name: another
+   thread may write the word's other bytes meanwhile (a call shipped here
+   while a barrier writes pushed diffs in place, lrc_push.c), and a
+   read-modify-write of the word would lose them. Four words at once where
+   the masks name all their bytes. */
 static void apply_run(unsigned char *dst, const unsigned char *src, const unsigned char *mask,
 		      size_t count)
 {
 	size_t k = 0;
-#if DIFF_SSE2
-	const __m128i bits = _mm_set_epi8((char)0x80, 0x40, 0x20, 0x10, 8, 4, 2, 1, (char)0x80,
-					  0x40, 0x20, 0x10, 8, 4, 2, 1);
-	for (; k + 4 <= count; k += 4) {
-		unsigned m = mask[k / 2] | (unsigned)mask[k / 2 + 1] << 8;
-		__m128i v = load4(src + k * DSM_DIFF_WORD);
-		__m128i *d = (__m128i *)(dst + k * DSM_DIFF_WORD);
-		if (m != 0xffff) { /* byte i of the blend: bit i of m */
-			__m128i x = _mm_cvtsi32_si128((int)m);
-			x = _mm_unpacklo_epi8(x, x);
-			x = _mm_unpacklo_epi16(x, x);
-			x = _mm_unpacklo_epi32(x, x);
-			__m128i sel = _mm_cmpeq_epi8(_mm_and_si128(x, bits), bits);
-			v = _mm_or_si128(_mm_and_si128(sel, v), _mm_andnot_si128(sel, load4(d)));
-		}
-		_mm_storeu_si128(d, v);
+#if DIFF_AVX512
+	if (avx512()) {
+		apply_run_avx512(dst, src, mask, count);
+		return;
 	}
 #endif
-	for (; k < count; k++) {
-		uint32_t m = blend[(mask[k / 2] >> (k % 2 * 4)) & 0xf], v, old;
-		memcpy(&v, src + k * DSM_DIFF_WORD, DSM_DIFF_WORD);
-		memcpy(&old, dst + k * DSM_DIFF_WORD, DSM_DIFF_WORD);
-		old = (old & ~m) | (v & m);
-		memcpy(dst + k * DSM_DIFF_WORD, &old, DSM_DIFF_WORD);
+#if DIFF_SSE2
+	for (; k + 4 <= count; k += 4) {
+		if (mask[k / 2] == 0xff && mask[k / 2 + 1] == 0xff) {
+			_mm_storeu_si128((__m128i *)(dst + k * DSM_DIFF_WORD),
+					 load4(src + k * DSM_DIFF_WORD));
+			continue;
+		}
+		for (size_t j = k; j < k + 4; j++)
+			apply_word(dst + j * DSM_DIFF_WORD, src + j * DSM_DIFF_WORD,
+				   (mask[j / 2] >> (j % 2 * 4)) & 0xf);
 	}
+#endif
+	for (; k < count; k++)
+		apply_word(dst + k * DSM_DIFF_WORD, src + k * DSM_DIFF_WORD,
+			   (mask[k / 2] >> (k % 2 * 4)) & 0xf);
 }
 
 static size_t put_header(unsigned char *o, size_t first, size_t count)

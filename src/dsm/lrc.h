@@ -57,7 +57,8 @@ struct lrc_page {
 	uint8_t hot, idle;	     /* diffed at every interval end; intervals unwritten */
 	uint8_t prefetched;	     /* by locus_dsm_prefetch, no fault on it since */
 	uint8_t want_write;	     /* a write prefetch: writable (hot) when it arrives */
-	uint8_t written;	     /* made writable here before (a write walk's block) */
+	uint8_t written;	     /* changed in the last interval it was writable here, or
+					private and made writable (a write walk's block) */
 	uint8_t live;		     /* in lrc.live (lrc_page) */
 	uint8_t cls;		     /* CLS_*: private to this node or shared (lrc_class.c) */
 	uint8_t asking;		     /* this node asked its home for the class */
@@ -234,13 +235,11 @@ static inline void lrc_send(int dst, uint16_t kind, uint64_t a, uint64_t b, cons
 			    size_t len)
 {
 	struct dsm_hdr h = {.kind = kind, .a = a, .b = b};
-	/* A page sent from the alias view leaves as it is now: the access given
-	   this turn (lrc_set_access, held for the turn's end) is applied first,
-	   so that dsm_send sends or copies it at once instead of reading it at
-	   the turn's end, after later work of the turn may have written it. */
-	const char *at = payload;
-	if (len && at >= dsm.alias && at < dsm.alias + dsm.size)
-		dsm_region_apply();
+	/* The access given so far this turn (lrc_set_access holds it for the
+	   turn's end) is applied first: a message held behind it would wait,
+	   copied, and a page sent from the alias view would be read at the
+	   turn's end, after later work of the turn may have written it. */
+	dsm_region_apply();
 	dsm_send(dst, &h, payload, len);
 }
 

@@ -122,6 +122,9 @@ size_t lrc_ship_in(int from, const void *p, size_t len, int barrier, void **keep
 	const uint32_t *vt = take_vt_and_records(from, p, len);
 	if (barrier)
 		lrc_push_apply();
+	/* The access it gave, now: the calls may run on the communication
+	   thread only with nothing held (ship.c, run_here). */
+	dsm_region_apply();
 	size_t head = lrc.nodes * sizeof(uint32_t);
 	*keep = lrc_xmalloc(head);
 	memcpy(*keep, vt, head);

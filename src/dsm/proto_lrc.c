@@ -292,18 +292,23 @@ void lrc_close_interval(void)
 			pg->dirty = 0;
 			if (valid && !memcmp(pg->twin, dsm_page_alias(p), dsm.page_size)) {
 				drop_twin(p); /* twinned, not changed: nothing to tell */
+				pg->written = 0;
 				continue;
 			}
 			written[nw++] = (uint32_t)p;
+			pg->written = 1;
 			continue;
 		}
 		if (diff_now(p, idx)) {
 			written[nw++] = (uint32_t)p;
 			pg->idle = 0;
+			pg->written = 1;
 		} else {
 			pg->idle++;
 		}
 		if (!valid || pg->idle >= HOT_IDLE) {
+			if (pg->idle >= HOT_IDLE)
+				pg->written = 0; /* unchanged for as many intervals */
 			drop_twin(p);
 			pg->dirty = 0;
 			continue;
@@ -489,8 +494,8 @@ void lrc_make_writable(size_t p, int hot)
 	struct lrc_page *pg = lrc_page(p);
 	uint32_t cur = lrc.vt[dsm.node] + 1;
 	pg->have = HAVE_COPY; /* the zero page, or a current copy */
-	pg->written = 1;
 	if (pg->cls == CLS_PRIVATE) {
+		pg->written = 1;
 		lrc_set_access(p, ACC_WRITE);
 		return;
 	}
@@ -519,11 +524,12 @@ void lrc_make_writable(size_t p, int hot)
  * the end of the turn, a run of neighbours at once); a page whose class is
  * unknown is asked for (lrc_class.c; taken back unused, if so). Down a
  * column (|step| > 1), the pages between its steps too, those this node
- * made writable before: a row-major array written a column at a
- * time (Splash-3's fft transposes, rows of 8 pages) then takes one fault
- * and a protection change for a block of rows, instead of one of each per
- * page. A page made writable and left as it was is dropped at the
- * interval's end (lrc_close_interval: no notice).
+ * changed the last time it had them writable (or keeps private): a
+ * row-major array written a column at a time (Splash-3's fft transposes,
+ * rows of 8 pages) then takes one fault and a protection change for a
+ * block of rows, instead of one of each per page. A page made writable and
+ * left as it was is dropped at the interval's end (lrc_close_interval: no
+ * notice), and left out of the next blocks.
  */
 static void write_walk(size_t p, ptrdiff_t step, size_t run)
 {
@@ -537,9 +543,11 @@ static void write_walk(size_t p, ptrdiff_t step, size_t run)
 			lrc_make_writable(p, 0);
 			continue;
 		}
-		if (on_walk && !pg->cls && !pg->asking &&
-		    lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN)
-			STAT_ADD(run_ahead, 1);
+		if (on_walk && !pg->cls) { /* asked, not used: lrc_class.c, taken back unused */
+			if (!pg->asking && lrc_class_of(q, LRC_ASK_AHEAD) == CLS_UNKNOWN)
+				STAT_ADD(run_ahead, 1);
+			continue;
+		}
 		if ((on_walk || block) && pg->cls && !lrc_stale(q) && !pg->replies_left &&
 		    pg->access != ACC_WRITE && (on_walk || pg->written)) {
 			STAT_ADD(run_ahead, 1);

@@ -4,7 +4,8 @@
  * runs at both ends of the page, a page written back to its twin's values,
  * single bytes — applying diff(page, twin) to a copy of the twin gives the
  * page back, the diff is never longer than dsm_diff_max, and a page equal to
- * its twin has an empty diff; one page's diff is checked byte for byte. Two writers of different bytes of the same
+ * its twin has an empty diff; every diff is the format byte for byte (the
+ * test writes it out plainly), and one page's is known. Two writers of different bytes of the same
  * words (as two nodes in one interval): both diffs applied, in either order,
  * give every byte either wrote. Malformed diffs (cut short, a run past the page's end, a run of
  * zero words) are refused. dsm_diff_take gives dsm_diff_make's bytes and
@@ -103,6 +104,44 @@ static int take_while_written(size_t size, uint64_t seed, long takes)
 	return bad;
 }
 
+#define MAX_SIZE 262144
+
+/* The format (diff.h) written out plainly, a word and a byte at a time, to
+   hold every build's diffs to: runs of changed words, a run cut at 65535
+   words (the next starts at once), the word that ends a run passed over. */
+static size_t plain_diff(const unsigned char *page, const unsigned char *twin, size_t size,
+			 unsigned char *out)
+{
+	size_t words = size / 4, n = 0, w = 0;
+	while (w < words) {
+		if (!memcmp(page + 4 * w, twin + 4 * w, 4)) {
+			w++;
+			continue;
+		}
+		size_t first = w;
+		while (w < words && w - first < 65535 && memcmp(page + 4 * w, twin + 4 * w, 4))
+			w++;
+		size_t count = w - first;
+		uint16_t hdr[2] = {(uint16_t)first, (uint16_t)count};
+		memcpy(out + n, hdr, 4);
+		n += 4;
+		memcpy(out + n, page + 4 * first, 4 * count);
+		n += 4 * count;
+		for (size_t k = 0; k < count; k++) {
+			unsigned m = 0;
+			for (unsigned b = 0; b < 4; b++)
+				m |= (unsigned)(page[4 * (first + k) + b] != twin[4 * (first + k) + b]) << b;
+			if (k % 2 == 0)
+				out[n] = (unsigned char)m;
+			else
+				out[n++] |= (unsigned char)(m << 4);
+		}
+		if (count % 2)
+			n++;
+	}
+	return n;
+}
+
 /* One page whose diff is known byte for byte: the masks of a run of seven
    words (four at a time and three after) and a run of one, from make and
    from take; then applied to its twin. */
@@ -144,12 +183,15 @@ int main(int argc, char **argv)
 	rng = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x9e3779b97f4a7c15ull;
 	if (!rng)
 		rng = 1;
-	static const size_t sizes[] = {4, 64, 4096, 16384, 65536};
-	unsigned char *twin = malloc(65536), *page = malloc(65536), *copy = malloc(65536);
-	unsigned char *d = malloc(dsm_diff_max(65536)), *d2 = malloc(dsm_diff_max(65536));
+	/* The largest size is the most a header counts (65536 words): a run
+	   of every word is cut at 65535. */
+	static const size_t sizes[] = {4,    64,   4096, 16384, 65536, 4096, 4096, 4096,
+				       4096, 4096, 4096, 4096,  4096,  4096, 4096, MAX_SIZE};
+	unsigned char *twin = malloc(MAX_SIZE), *page = malloc(MAX_SIZE), *copy = malloc(MAX_SIZE);
+	unsigned char *d = malloc(dsm_diff_max(MAX_SIZE)), *d2 = malloc(dsm_diff_max(MAX_SIZE));
 	size_t words_changed = 0, bytes_total = 0;
 	for (long it = 0; it < iters; it++) {
-		size_t size = sizes[next() % 5];
+		size_t size = sizes[next() % 16];
 		size_t words = size / 4;
 		uint32_t *t = (uint32_t *)twin, *p = (uint32_t *)page;
 		for (size_t w = 0; w < words; w++)
@@ -194,6 +236,11 @@ int main(int argc, char **argv)
 		}
 		size_t n = dsm_diff_make(page, twin, size, d);
 		check(n <= dsm_diff_max(size), "diff longer than its bound", it);
+		{ /* byte for byte the format as diff.h says it */
+			size_t nr = plain_diff(page, twin, size, d2);
+			check(nr == n && !memcmp(d, d2, n), "make differs from the format written out",
+			      it);
+		}
 		{ /* the take: the same bytes, and the twin becomes the page */
 			memcpy(copy, twin, size);
 			size_t nt = dsm_diff_take(page, copy, size, d2);
