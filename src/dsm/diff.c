@@ -31,6 +31,21 @@
 #define DIFF_AVX512 0
 #endif
 
+/* Under ThreadSanitizer a take reads the page (which another thread may be
+   writing) with atomic word loads only. The whole-page and vector compares
+   below read each word once as well, but as plain loads: the sanitizer
+   would report them as the race the take is made for. */
+#if defined(__SANITIZE_THREAD__)
+#define TAKE_WORDS_ONLY 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TAKE_WORDS_ONLY 1
+#endif
+#endif
+#ifndef TAKE_WORDS_ONLY
+#define TAKE_WORDS_ONLY 0
+#endif
+
 /* Byte k of a value's representation is its low byte on a little-endian
    machine, its high one otherwise. */
 #define ENDIAN_LITTLE (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
@@ -103,6 +118,14 @@ static size_t first_change(const uint32_t *p, const uint32_t *t, size_t w, size_
 	return w;
 }
 
+/* first_change with atomic word loads (TAKE_WORDS_ONLY). */
+static size_t first_change_once(const uint32_t *p, const uint32_t *t, size_t w, size_t words)
+{
+	while (w < words && word_once(p + w) == t[w])
+		w++;
+	return w;
+}
+
 /* The first word from w on, before limit, equal to its twin (limit if
    none). */
 static size_t run_end(const uint32_t *p, const uint32_t *t, size_t w, size_t limit)
@@ -126,7 +149,7 @@ static size_t run_end(const uint32_t *p, const uint32_t *t, size_t w, size_t lim
 static size_t take_run(const uint32_t *p, const uint32_t *t, size_t w, size_t limit,
 		       unsigned char *out)
 {
-#if DIFF_SSE2
+#if DIFF_SSE2 && !TAKE_WORDS_ONLY
 	for (; w + 4 <= limit; w += 4, out += 4 * DSM_DIFF_WORD) {
 		__m128i v = load4(p + w);
 		unsigned same = same_words(v, load4(t + w));
@@ -292,9 +315,10 @@ size_t dsm_diff_take(const void *page, void *twin, size_t size, void *out)
 	unsigned char *o = out;
 	/* A stretch found equal is skipped; a write to it after the look
 	   differs from the twin at the next take. */
-	if (!memcmp(page, twin, size))
+	if (!TAKE_WORDS_ONLY && !memcmp(page, twin, size))
 		return 0;
-	while ((w = first_change(p, t, w, words)) < words) {
+	while ((w = TAKE_WORDS_ONLY ? first_change_once(p, t, w, words)
+				    : first_change(p, t, w, words)) < words) {
 		/* A run: each word read once, into the diff; the word that ends
 		   it was seen equal and is passed over, so runs stay apart. (The
 		   first may have been written back since first_change looked: the
