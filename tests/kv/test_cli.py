@@ -166,9 +166,13 @@ def test_section_stats_count_every_section_run(start):
     """--section-stats: a set runs hash, alloc (LRU link) and slabs (a chunk) once each;
     a get runs hash once; every worker's counts reach stats. Time is reported, never asserted.
     (The class's first item also looks for an expired item before taking a page: stored first.
-    Without the LRU maintainer, whose juggles are alloc sections of their own.)"""
+    Without the LRU maintainer, whose juggles are alloc sections of their own. The main
+    thread's slab automover samples the classes 10 times a second, whatever its mode, with
+    an alloc section and two slabs sections a tick (src/kv/store/automove.c): those are
+    allowed for the time between the two stats, which a slow build makes long enough.)"""
     with start("--section-stats", "-t", "2", "-o", "no_lru_maintainer").conn() as c:
         c.call("set first 0 0 1\r\nx\r\n", "STORED\r\n")
+        t0 = time.monotonic()
         before = c.stats("sync")
         assert before["section_stats"] == "on"
         n = 50
@@ -177,9 +181,10 @@ def test_section_stats_count_every_section_run(start):
         for i in range(n):
             c.call(f"get k{i}\r\n", f"VALUE k{i} 0 1\r\nx\r\nEND\r\n")
         after = c.stats("sync")
+        ticks = int((time.monotonic() - t0) * 10) + 2  # automover ticks that may fall between
     runs = {s: int(after[f"{s}:runs"]) - int(before[f"{s}:runs"]) for s in ("hash", "alloc", "slabs")}
     assert runs["hash"] >= 2 * n, runs          # the crawler may add stripe sweeps
-    assert runs["alloc"] == n and runs["slabs"] == n, runs
+    assert n <= runs["alloc"] <= n + ticks and n <= runs["slabs"] <= n + 2 * ticks, (runs, ticks)
     assert int(after["stats:runs"]) > int(before["stats:runs"])
     for s in ("hash", "alloc", "slabs", "stats"):
         runs_s, ns, avg, mx = (int(after[f"{s}:{f}"]) for f in ("runs", "time_ns", "avg_ns", "max_ns"))
