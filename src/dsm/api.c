@@ -268,6 +268,7 @@ void locus_dsm_finalize(void)
 	dsm_region_unmap();
 	dsm_home_fini();
 	dsm_table_free(dsm.resume_ns, dsm.npages, sizeof(uint64_t));
+	dsm_keep_release();
 	free(dsm.all_stats);
 	dsm.resume_ns = NULL;
 	dsm.all_stats = NULL;

@@ -65,6 +65,7 @@ struct outmsg {
 	uint64_t release_ns;
 	int dst;
 	int len;
+	size_t cap; /* of the whole, for dsm_keep_put */
 	MPI_Request req;
 	_Alignas(16) char buf[]; /* a struct dsm_hdr first */
 };
@@ -455,7 +456,8 @@ struct held_msg {
 	struct dsm_hdr h;
 	const void *payload;
 	size_t len;
-	void *copy; /* the payload, copied: freed once sent */
+	void *copy; /* the payload, copied: given back once sent */
+	size_t copy_cap;
 	struct dsm_req *taking;
 };
 static struct held_msg *held_msgs;
@@ -492,7 +494,7 @@ void dsm_send(int dst, const struct dsm_hdr *h, const void *payload, size_t len)
 	   write the page through the alias view (a diff applied). */
 	const char *at = payload;
 	if (len && (!dsm_region_held() || !(at >= dsm.alias && at + len <= dsm.alias + dsm.size))) {
-		if (!(m->copy = malloc(len)))
+		if (!(m->copy = dsm_keep_get(len, &m->copy_cap)))
 			dsm_fatal("out of memory for a message");
 		memcpy(m->copy, payload, len);
 		m->payload = m->copy;
@@ -546,9 +548,11 @@ static struct outmsg *outmsg_new(size_t total)
 {
 	if (total > INT_MAX)
 		dsm_fatal("a message of %zu bytes", total);
-	struct outmsg *m = malloc(sizeof(*m) + total);
+	size_t cap;
+	struct outmsg *m = dsm_keep_get(sizeof(*m) + total, &cap);
 	if (!m)
 		dsm_fatal("out of memory for a message");
+	m->cap = cap;
 	m->len = (int)total;
 	m->next = NULL;
 	return m;
@@ -630,7 +634,7 @@ static void send_held(void)
 			if (done[d] == 1)
 				bytes[d] -= bundled_size(m->len);
 			send_now(d, &m->h, m->payload, m->len, m->taking);
-			free(m->copy);
+			dsm_keep_put(m->copy, m->copy_cap);
 			continue;
 		}
 		if (!bundle[d]) {
@@ -649,7 +653,7 @@ static void send_held(void)
 		memset(b + at[d] + sizeof(uint64_t) + n, 0, bundled_size(m->len) - sizeof(uint64_t) - n);
 		at[d] += bundled_size(m->len);
 		STAT_ADD(bundled, 1);
-		free(m->copy);
+		dsm_keep_put(m->copy, m->copy_cap);
 		if (done[d] == total[d]) /* its last: the bundle is whole */
 			post_out(d, bundle[d]);
 	}
@@ -689,7 +693,7 @@ static void reap_sends(void)
 		mpi_check(MPI_Test(&m->req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
 		if (flag) {
 			*pp = m->next;
-			free(m);
+			dsm_keep_put(m, m->cap);
 		} else {
 			pp = &m->next;
 		}

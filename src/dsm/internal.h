@@ -432,6 +432,16 @@ void dsm_idle_hold(void);
 int dsm_idle_held(void);
 int dsm_idle_error(void); /* why the request could not be made: an errno, or 0 */
 void dsm_idle_release(void);
+/* keep.c: buffers kept for reuse. A buffer of at least n bytes (*cap: its
+   size, for dsm_keep_put), NULL without memory; given back with its cap. */
+void *dsm_keep_get(size_t n, size_t *cap);
+void dsm_keep_put(void *p, size_t cap);
+void *dsm_keep_page(void); /* a buffer of dsm.page_size bytes, NULL without memory */
+void dsm_keep_page_put(void *p);
+void dsm_keep_release(void); /* at finalize: everything kept is freed */
+/* slab.c: lrc's diffs, cut from slabs (NULL without memory). */
+void *dsm_slab_alloc(size_t n);
+void dsm_slab_free(void *p);
 /* A team thread enters a barrier (k = 0) or team barrier (k = 1): stop the
    node if a thread of its team has returned without entering as many. */
 void dsm_team_count_barrier(int k);

@@ -159,8 +159,10 @@ void lrc_class_send(void)
 			size_t count = k == OUT_TAKE ? l->len / TAKE_WORDS : l->len;
 			size_t len = head + (outs[k].data ? l->len * dsm.page_size : 0);
 			unsigned char *buf = (unsigned char *)l->w;
+			size_t cap = 0;
 			if (outs[k].data) { /* the contents now, as they are */
-				buf = lrc_xmalloc(len);
+				if (!(buf = dsm_keep_get(len, &cap)))
+					dsm_fatal("lrc: out of memory (%zu bytes)", len);
 				memcpy(buf, l->w, head);
 				for (size_t i = 0; i < l->len; i++)
 					memcpy(buf + head + i * dsm.page_size,
@@ -170,7 +172,7 @@ void lrc_class_send(void)
 			}
 			lrc_send((int)n, outs[k].kind, count, outs[k].b, buf, len);
 			if (buf != (unsigned char *)l->w)
-				free(buf);
+				dsm_keep_put(buf, cap);
 			l->len = 0;
 		}
 }

@@ -241,7 +241,10 @@ void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len)
 	}
 	if (off != words)
 		dsm_fatal("lrc: malformed diff request from node %d", to);
-	unsigned char *out = lrc_xmalloc(total);
+	size_t cap;
+	unsigned char *out = dsm_keep_get(total, &cap);
+	if (!out)
+		dsm_fatal("lrc: out of memory (%zu bytes)", total);
 	size_t o = 0;
 	off = 0;
 	nd = 0;
@@ -261,7 +264,7 @@ void lrc_serve_diffs(uint64_t pages, int to, const void *payload, size_t len)
 		off += 2 + w[off + 1];
 	}
 	lrc_send(to, LOCUS_DSM_MSG_DIFF, pages, 0, out, total);
-	free(out);
+	dsm_keep_put(out, cap);
 	free(found);
 }
 

@@ -74,7 +74,7 @@ void lrc_gc_free(void)
 			lrc_find_diff(p, pg->twin_iv); /* a kept interval's diff, made now */
 		pg->dirty = pg->hot = pg->want_write = 0;
 		pg->wrote_iv = 0;
-		free(pg->twin);
+		dsm_keep_page_put(pg->twin);
 		pg->twin = NULL;
 		uint32_t kept = 0;
 		for (uint32_t i = 0; i < pg->ndiffs; i++) {
@@ -82,7 +82,7 @@ void lrc_gc_free(void)
 				mem += pg->diffs[i].len + sizeof(struct owndiff);
 				pg->diffs[kept++] = pg->diffs[i];
 			} else {
-				free(pg->diffs[i].data);
+				dsm_slab_free(pg->diffs[i].data);
 			}
 		}
 		pg->ndiffs = kept;

@@ -177,7 +177,9 @@ uint64_t lrc_vt_sum(const uint32_t *vt)
 static void keep_scratch(size_t p, uint32_t idx, size_t n)
 {
 	struct lrc_page *pg = lrc_page(p);
-	unsigned char *buf = lrc_xmalloc(n);
+	unsigned char *buf = dsm_slab_alloc(n);
+	if (!buf)
+		dsm_fatal("lrc: out of memory for a diff (%zu bytes)", n);
 	memcpy(buf, lrc.scratch, n);
 	if (pg->ndiffs == pg->capdiffs) {
 		pg->capdiffs = pg->capdiffs ? pg->capdiffs * 2 : 4;
@@ -208,7 +210,7 @@ static void make_diff(size_t p)
 	if (pg->access == ACC_WRITE)
 		dsm_fatal("lrc: diff of page %zu while it is writable", p);
 	keep_diff(p, pg->twin_iv, 1);
-	free(pg->twin);
+	dsm_keep_page_put(pg->twin);
 	pg->twin = NULL;
 	lrc_mem_add(-(int64_t)dsm.page_size);
 }
@@ -250,7 +252,7 @@ static int diff_now(size_t p, uint32_t idx)
 static void drop_twin(size_t p)
 {
 	struct lrc_page *pg = lrc_page(p);
-	free(pg->twin);
+	dsm_keep_page_put(pg->twin);
 	pg->twin = NULL;
 	pg->hot = 0;
 	lrc_mem_add(-(int64_t)dsm.page_size);
@@ -502,7 +504,8 @@ void lrc_make_writable(size_t p, int hot)
 	if (pg->twin && pg->twin_iv != cur)
 		make_diff(p);
 	if (!pg->twin) {
-		pg->twin = lrc_xmalloc(dsm.page_size);
+		if (!(pg->twin = dsm_keep_page()))
+			dsm_fatal("lrc: out of memory for a twin");
 		memcpy(pg->twin, dsm_page_alias(p), dsm.page_size);
 		pg->twin_iv = cur;
 		pg->hot = hot || (pg->wrote_iv && cur - pg->wrote_iv <= HOT_GAP);
