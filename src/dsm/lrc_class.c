@@ -131,6 +131,10 @@ static void put_word(int kind, int node, uint32_t v)
 
 static void put(int kind, int node, size_t p)
 {
+	/* A copy of the page goes there: its next diffs from here go too, at
+	   barriers (lrc_push.c), as if that node had fetched them once. */
+	if (kind == OUT_SHARED || kind == OUT_BACK)
+		lrc_push_subscribe(p, node);
 	put_word(kind, node, (uint32_t)p);
 }
 
@@ -445,6 +449,7 @@ static void shared_arrived(size_t p, const unsigned char *data, int from)
 		pg->have = HAVE_COPY;
 	}
 	become(p, CLS_SHARED);
+	lrc_push_subscribe(p, from); /* it holds a copy: this node's diffs go there */
 	shared_here(p);
 }
 
@@ -603,6 +608,7 @@ static void handle(const struct dsm_hdr *h, const void *payload, size_t len)
 			}
 			memcpy(dsm_page_alias(p), data + i * dsm.page_size, dsm.page_size);
 			pg->have = HAVE_COPY;
+			lrc_push_subscribe(p, from); /* it keeps a copy */
 			/* answered by the node that gave it back (never the home: a
 			   move to the home that the holder turned down, told = the
 			   home, sent it nothing but this) */

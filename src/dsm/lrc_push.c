@@ -5,7 +5,11 @@
  * A node that keeps reading a page another node writes faults on it after
  * every barrier and asks the writer for its diff: a round trip per page and
  * phase (the rows at the edge of each node's part in Jacobi or SOR). So a
- * writer remembers which nodes asked it for its diffs of a page (subs); at
+ * writer remembers which nodes asked it for its diffs of a page, and which
+ * hold a copy it exchanged with them as the page became shared
+ * (lrc_class.c: the copy sent to a node that asked, or given back to the
+ * home, and the copy received; otherwise their first phases would each
+ * fetch before the pushes began) (subs); at
  * each barrier entry, its interval just ended, it sends each of them the
  * page's diffs of its intervals since its last entry, in one message per
  * node (DIFF with b = 1; the payload is DIFF's, one section per page and

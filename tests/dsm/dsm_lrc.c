@@ -50,7 +50,9 @@
  *               nodes (where a push always comes before the barrier's exit:
  *               both travel on one pair of nodes), also: from the 4th phase
  *               on no read of E or M sends a message (their diffs were
- *               pushed), pushed diffs were used, and each node stopped the
+ *               pushed), and from the 2nd none of E (the reader got its copy
+ *               as the page became shared, in the 1st, and its writer pushes
+ *               to a node it gave a copy), pushed diffs were used, and each node stopped the
  *               pushes of the O page it no longer reads. With
  *               LOCUS_DSM_LRC_PUSH=0, nothing is pushed; with
  *               LOCUS_DSM_GC_BYTES set, the values only, and collections
@@ -471,7 +473,7 @@ static void move_pages(long rounds)
 	locus_dsm_stats s0, s1;
 	uint64_t moved_msgs = 0;
 	for (long r = 1; r <= rounds; r++) {
-		if (r == 2)
+		if (r == 4)
 			locus_dsm_stats_get(&s0);
 		uint64_t before = page_msgs();
 		for (size_t i = 0; i < PER * WORDS; i += 8) {
@@ -603,7 +605,8 @@ static void push(long rounds)
 	volatile int64_t *m = locus_dsm_alloc(PAGE);
 	size_t per = WORDS / (size_t)nodes;  /* words of M per node */
 	int from = (me + nodes - 1) % nodes; /* whose E and O this node reads */
-	locus_dsm_stats s0, s1;
+	locus_dsm_stats s0, s1, se, se1;
+	long e_misses = 0; /* reads of E that sent a message, from the 2nd phase */
 	locus_dsm_barrier();
 	for (long r = 1; r <= rounds; r++) {
 		if (r == 4)
@@ -615,11 +618,18 @@ static void push(long rounds)
 		for (size_t i = 0; i < per; i++)
 			m[(size_t)me * per + i] = r * 100000 + me * 1000 + (long)i;
 		locus_dsm_barrier();
+		locus_dsm_stats_get(&se);
 		for (size_t i = 0; i < WORDS; i += 16) {
 			long want = r * 1000 + from * 10 + (long)i;
 			if (e[(size_t)from * WORDS + i] != want)
 				fail("push: the page a neighbour writes", r,
 				     (long)e[(size_t)from * WORDS + i], want);
+		}
+		locus_dsm_stats_get(&se1);
+		if (r >= 2)
+			e_misses += (long)(se1.remote_misses - se.remote_misses);
+		for (size_t i = 0; i < WORDS; i += 16) {
+			long want = r * 1000 + from * 10 + (long)i;
 			if (r <= 2 && o[(size_t)from * WORDS + i] != -want)
 				fail("push: the page read twice", r,
 				     (long)o[(size_t)from * WORDS + i], -want);
@@ -654,6 +664,10 @@ static void push(long rounds)
 		return;
 	if (misses)
 		fail("push: remote misses from phase 4", rounds, misses, 0);
+	if (e_misses)
+		fail("push: reads of E that sent a message from phase 2 (its copy came with "
+		     "the page's class: pushed from then on)",
+		     rounds, e_misses, 0);
 	if (!s1.pushed_used)
 		fail("push: pushed diffs used", rounds, 0, rounds);
 	if (!s1.push_stopped)
