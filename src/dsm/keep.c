@@ -15,10 +15,12 @@
  *
  * Two pools, each under its own lock (the communication thread and threads
  * handling their own faults use them):
- *   - large buffers (KEEP_MIN bytes and more): up to KEEP_BUFS of them,
- *     KEEP_BYTES in all; a request takes the smallest that fits, and a new
- *     one is rounded up to an eighth of its power of two, so that sizes that
- *     vary a little reuse each other's;
+ *   - large buffers, by powers of two from KEEP_MIN to 2^KEEP_MAX_LOG
+ *     bytes: a request takes a buffer of the least power of two that holds
+ *     it (one kept, else a new one), so that messages of sizes that vary
+ *     reuse each other's buffers; up to KEEP_PER_CLASS kept of each size,
+ *     KEEP_BYTES in all. (A pool that fitted sizes exactly missed often
+ *     under sc's bundles, whose sizes vary: each miss a new mapping.)
  *   - pages (the region's page size): up to KEEP_PAGE_BYTES of them.
  * Smaller buffers, and what the pools have no room for, go to malloc and
  * free as before. Everything kept is freed at finalize.
@@ -28,82 +30,58 @@
 
 #include "internal.h"
 
-#define KEEP_MIN	((size_t)64 << 10)
-#define KEEP_BUFS	16
-#define KEEP_BYTES	((size_t)256 << 20)
-#define KEEP_PAGE_BYTES ((size_t)64 << 20)
+#define KEEP_MIN	  ((size_t)64 << 10) /* the smallest kept: 2^16 */
+#define KEEP_MIN_LOG	  16
+#define KEEP_MAX_LOG	  26 /* the largest: 64 MiB; beyond, malloc's */
+#define KEEP_PER_CLASS	  8
+#define KEEP_BYTES	  ((size_t)256 << 20)
+#define KEEP_PAGE_BYTES	  ((size_t)64 << 20)
 
 static pthread_mutex_t big_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	void *p;
-	size_t cap;
-} big[KEEP_BUFS];
-static size_t nbig, big_bytes;
+static void *big[KEEP_MAX_LOG + 1][KEEP_PER_CLASS]; /* by class: 2^c bytes */
+static size_t nbig[KEEP_MAX_LOG + 1], big_bytes;
 
 static pthread_mutex_t page_mu = PTHREAD_MUTEX_INITIALIZER;
 static void **pages; /* a stack of free pages */
 static size_t npages, pages_cap;
 
-/* n rounded up to an eighth of its power of two. */
-static size_t round_up(size_t n)
+/* The class of a buffer of at least n bytes (KEEP_MIN <= n): the least c with
+   2^c >= n. */
+static int class_of(size_t n)
 {
-	size_t step = (size_t)1 << (63 - __builtin_clzll((unsigned long long)n));
-	step = step >= 8 ? step / 8 : 1;
-	return (n + step - 1) / step * step;
+	return 64 - __builtin_clzll((unsigned long long)(n - 1));
 }
 
 void *dsm_keep_get(size_t n, size_t *cap)
 {
-	if (n < KEEP_MIN) {
+	if (n < KEEP_MIN || n > (size_t)1 << KEEP_MAX_LOG) {
 		*cap = n;
 		return malloc(n ? n : 1);
 	}
+	int c = class_of(n);
+	*cap = (size_t)1 << c;
 	pthread_mutex_lock(&big_mu);
-	size_t best = nbig;
-	for (size_t i = 0; i < nbig; i++)
-		if (big[i].cap >= n && (best == nbig || big[i].cap < big[best].cap))
-			best = i;
-	if (best < nbig) {
-		void *p = big[best].p;
-		*cap = big[best].cap;
-		big_bytes -= big[best].cap;
-		big[best] = big[--nbig];
-		pthread_mutex_unlock(&big_mu);
-		return p;
+	void *p = NULL;
+	if (nbig[c]) {
+		p = big[c][--nbig[c]];
+		big_bytes -= *cap;
 	}
 	pthread_mutex_unlock(&big_mu);
-	*cap = round_up(n);
-	return malloc(*cap);
+	return p ? p : malloc(*cap);
 }
 
 void dsm_keep_put(void *p, size_t cap)
 {
 	if (!p)
 		return;
-	if (cap < KEEP_MIN) {
+	if (cap < KEEP_MIN || cap > (size_t)1 << KEEP_MAX_LOG || (cap & (cap - 1))) {
 		free(p);
 		return;
 	}
+	int c = class_of(cap);
 	pthread_mutex_lock(&big_mu);
-	/* Full: the smallest kept goes, if this one is larger. */
-	if (nbig == KEEP_BUFS) {
-		size_t small = 0;
-		for (size_t i = 1; i < nbig; i++)
-			if (big[i].cap < big[small].cap)
-				small = i;
-		if (big[small].cap < cap) {
-			void *out = big[small].p;
-			big_bytes -= big[small].cap;
-			big[small] = big[--nbig];
-			pthread_mutex_unlock(&big_mu);
-			free(out);
-			pthread_mutex_lock(&big_mu);
-		}
-	}
-	if (nbig < KEEP_BUFS && big_bytes + cap <= KEEP_BYTES) {
-		big[nbig].p = p;
-		big[nbig].cap = cap;
-		nbig++;
+	if (nbig[c] < KEEP_PER_CLASS && big_bytes + cap <= KEEP_BYTES) {
+		big[c][nbig[c]++] = p;
 		big_bytes += cap;
 		p = NULL;
 	}
@@ -146,9 +124,12 @@ void dsm_keep_page_put(void *p)
 void dsm_keep_release(void)
 {
 	pthread_mutex_lock(&big_mu);
-	for (size_t i = 0; i < nbig; i++)
-		free(big[i].p);
-	nbig = big_bytes = 0;
+	for (int c = KEEP_MIN_LOG; c <= KEEP_MAX_LOG; c++) {
+		for (size_t i = 0; i < nbig[c]; i++)
+			free(big[c][i]);
+		nbig[c] = 0;
+	}
+	big_bytes = 0;
 	pthread_mutex_unlock(&big_mu);
 	pthread_mutex_lock(&page_mu);
 	for (size_t i = 0; i < npages; i++)

@@ -1,9 +1,9 @@
 /*
  * The runtime's kept buffers (src/dsm/keep.c) and lrc's diff slabs
  * (src/dsm/slab.c), on their own, no MPI:
- *   - a kept buffer holds at least what was asked, a small one exactly that;
- *     a large one given back is taken again by the next request it fits, the
- *     smallest kept that fits first; page buffers come back for reuse;
+ *   - a kept buffer holds at least what was asked (less than twice), a small
+ *     one exactly that; a large one given back is taken again by the next
+ *     request of its power of two; page buffers come back for reuse;
  *   - slab pieces never overlap, are 16-byte aligned, keep their bytes while
  *     others are cut and freed around them (in any order), pieces too large
  *     for a slab come from malloc, a slab emptied is cut again;
@@ -57,33 +57,42 @@ static void keep_sizes(void)
 	memset(small, 1, 1000);
 	dsm_keep_put(small, cap);
 
-	size_t sizes[] = {64 << 10, (64 << 10) + 1, 100000, 1 << 20, (3 << 20) + 12345};
+	size_t sizes[] = {64 << 10, (64 << 10) + 1, 100000, 1 << 20, (3 << 20) + 12345, 100 << 20};
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		void *p = dsm_keep_get(sizes[i], &cap);
-		CHECK(p && cap >= sizes[i] && cap <= sizes[i] + sizes[i] / 8,
-		      "%zu bytes asked: cap %zu", sizes[i], cap);
+		CHECK(p && cap >= sizes[i] && cap < 2 * sizes[i] + 1, "%zu bytes asked: cap %zu",
+		      sizes[i], cap);
 		memset(p, 2, cap);
 		dsm_keep_put(p, cap);
 	}
 
-	/* The smallest kept that fits (none kept before). */
+	/* A buffer given back is taken by the next request of its power of two,
+	   not by a larger one (none kept before). */
 	dsm_keep_release();
 	size_t c1, c4;
 	void *one = dsm_keep_get(1 << 20, &c1), *four = dsm_keep_get(4 << 20, &c4);
+	CHECK(c1 == 1 << 20 && c4 == 4 << 20, "caps %zu and %zu for 1 MiB and 4 MiB", c1, c4);
 	memset(one, 3, c1);
 	memset(four, 4, c4);
 	dsm_keep_put(four, c4);
 	dsm_keep_put(one, c1);
 	void *again = dsm_keep_get(900000, &cap);
-	CHECK(again == one && cap == c1, "900,000 bytes after 1 MiB and 4 MiB were given back: "
-					 "not the 1 MiB buffer (cap %zu)",
+	CHECK(again == one && cap == c1,
+	      "900,000 bytes after 1 MiB and 4 MiB were given back: not the 1 MiB buffer (cap %zu)",
 	      cap);
-	void *big = dsm_keep_get(2 << 20, &cap);
-	CHECK(big == four && cap == c4, "2 MiB next: not the 4 MiB buffer (cap %zu)", cap);
+	size_t c3;
+	void *three = dsm_keep_get(3 << 20, &c3);
+	CHECK(three == four && c3 == c4, "3 MiB next: not the 4 MiB buffer (cap %zu)", c3);
+	size_t c2;
+	void *two = dsm_keep_get(2 << 20, &c2);
+	CHECK(two && two != one && two != four && c2 == 2 << 20,
+	      "2 MiB with 1 MiB and 4 MiB taken: cap %zu", c2);
 	memset(again, 5, c1);
-	memset(big, 6, c4);
+	memset(three, 6, c3);
+	memset(two, 7, c2);
 	dsm_keep_put(again, c1);
-	dsm_keep_put(big, c4);
+	dsm_keep_put(three, c3);
+	dsm_keep_put(two, c2);
 	dsm_keep_put(NULL, 1 << 20);
 
 	/* Pages. */
