@@ -23,7 +23,8 @@
  *     under sc's bundles, whose sizes vary: each miss a new mapping.)
  *   - pages (the region's page size): up to KEEP_PAGE_BYTES of them.
  * Smaller buffers, and what the pools have no room for, go to malloc and
- * free as before. Everything kept is freed at finalize.
+ * free as before, and so does everything under a sanitizer
+ * (DSM_KEEP_NOTHING, internal.h). What the pools hold is freed at finalize.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ static int class_of(size_t n)
 
 void *dsm_keep_get(size_t n, size_t *cap)
 {
-	if (n < KEEP_MIN || n > (size_t)1 << KEEP_MAX_LOG) {
+	if (DSM_KEEP_NOTHING || n < KEEP_MIN || n > (size_t)1 << KEEP_MAX_LOG) {
 		*cap = n;
 		return malloc(n ? n : 1);
 	}
@@ -74,7 +75,8 @@ void dsm_keep_put(void *p, size_t cap)
 {
 	if (!p)
 		return;
-	if (cap < KEEP_MIN || cap > (size_t)1 << KEEP_MAX_LOG || (cap & (cap - 1))) {
+	if (DSM_KEEP_NOTHING || cap < KEEP_MIN || cap > (size_t)1 << KEEP_MAX_LOG ||
+	    (cap & (cap - 1))) {
 		free(p);
 		return;
 	}
@@ -91,6 +93,8 @@ void dsm_keep_put(void *p, size_t cap)
 
 void *dsm_keep_page(void)
 {
+	if (DSM_KEEP_NOTHING)
+		return malloc(dsm.page_size);
 	pthread_mutex_lock(&page_mu);
 	void *p = npages ? pages[--npages] : NULL;
 	pthread_mutex_unlock(&page_mu);
@@ -101,6 +105,10 @@ void dsm_keep_page_put(void *p)
 {
 	if (!p)
 		return;
+	if (DSM_KEEP_NOTHING) {
+		free(p);
+		return;
+	}
 	pthread_mutex_lock(&page_mu);
 	size_t most = KEEP_PAGE_BYTES / dsm.page_size;
 	if (npages < most) {

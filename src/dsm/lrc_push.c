@@ -331,6 +331,8 @@ void lrc_push_message(const struct dsm_hdr *h, const void *payload, size_t len)
 	}
 	uint32_t from = h->src;
 	size_t off = 0;
+	struct out stop[DSM_MAX_NODES];
+	memset(stop, 0, sizeof(stop));
 	for (uint64_t q = 0; q < h->a; q++) {
 		uint32_t sec[4];
 		if (len - off < sizeof(sec))
@@ -340,11 +342,21 @@ void lrc_push_message(const struct dsm_hdr *h, const void *payload, size_t len)
 		if (sec[0] >= dsm.npages || sec[1] != 2 * sizeof(uint32_t) + sec[3] ||
 		    len - off < sec[3] || from >= lrc.nodes || from == (uint32_t)dsm.node)
 			dsm_fatal("lrc: malformed pushed diffs from node %u", from);
-		keep(sec[0], from, sec[2], data + off, sec[3]);
+		const struct lrc_page *pg = &lrc.pg[sec[0]];
+		if (pg->cls == CLS_SHARED && pg->have != HAVE_NONE) {
+			keep(sec[0], from, sec[2], data + off, sec[3]);
+		} else {
+			/* A page this node does not use (a home that keeps a copy to
+			   serve it, a copy dropped at a collection): stop them. */
+			out_put(&stop[from], &sec[0], sizeof(sec[0]));
+			stop[from].count++;
+			PROTO_STAT_ADD(LRC_ST_PUSH_STOPPED, 1);
+		}
 		off += sec[3];
 	}
 	if (off != len)
 		dsm_fatal("lrc: malformed pushed diffs from node %u", from);
+	out_send(stop, LOCUS_DSM_MSG_DIFF_REQ);
 	/* Notices already here (a push that came after the barrier's exit). */
 	for (size_t k = 0; k < lrc.npushq; k++)
 		try_apply(lrc.pushq[k]);

@@ -12,7 +12,9 @@
  * unmapped) when its last diff is freed.
  *
  * Each diff is preceded by its slab's address (NULL for one too large for a
- * slab, which comes from malloc), so that freeing needs no lookup. One lock:
+ * slab, which comes from malloc, as every diff does under a sanitizer), so
+ * that freeing needs no lookup. Empty slabs kept stay to the process's end.
+ * One lock:
  * diffs are made and freed by whichever thread holds the node's state.
  */
 #include <pthread.h>
@@ -68,7 +70,7 @@ static struct slab *slab_new(void)
 void *dsm_slab_alloc(size_t n)
 {
 	size_t need = HEAD + ((n + 15) & ~(size_t)15);
-	if (need > room() / 4) {
+	if (DSM_KEEP_NOTHING || need > room() / 4) {
 		struct slab **h = malloc(need);
 		if (!h)
 			return NULL;

@@ -3,7 +3,8 @@
  * (src/dsm/slab.c), on their own, no MPI:
  *   - a kept buffer holds at least what was asked (less than twice), a small
  *     one exactly that; a large one given back is taken again by the next
- *     request of its power of two; page buffers come back for reuse;
+ *     request of its power of two; page buffers come back for reuse (not
+ *     under a sanitizer, where everything is malloc's: DSM_KEEP_NOTHING);
  *   - slab pieces never overlap, are 16-byte aligned, keep their bytes while
  *     others are cut and freed around them (in any order), pieces too large
  *     for a slab come from malloc, a slab emptied is cut again;
@@ -77,12 +78,12 @@ static void keep_sizes(void)
 	dsm_keep_put(four, c4);
 	dsm_keep_put(one, c1);
 	void *again = dsm_keep_get(900000, &cap);
-	CHECK(again == one && cap == c1,
+	CHECK((DSM_KEEP_NOTHING || again == one) && cap == c1,
 	      "900,000 bytes after 1 MiB and 4 MiB were given back: not the 1 MiB buffer (cap %zu)",
 	      cap);
 	size_t c3;
 	void *three = dsm_keep_get(3 << 20, &c3);
-	CHECK(three == four && c3 == c4, "3 MiB next: not the 4 MiB buffer (cap %zu)", c3);
+	CHECK((DSM_KEEP_NOTHING || three == four) && c3 == c4, "3 MiB next: not the 4 MiB buffer (cap %zu)", c3);
 	size_t c2;
 	void *two = dsm_keep_get(2 << 20, &c2);
 	CHECK(two && two != one && two != four && c2 == 2 << 20,
@@ -108,7 +109,7 @@ static void keep_sizes(void)
 	int found = 0;
 	for (int i = 0; i < 64; i++)
 		found |= q == pg[i];
-	CHECK(found, "a page given back was not taken again");
+	CHECK(DSM_KEEP_NOTHING || found, "a page given back was not taken again");
 	dsm_keep_page_put(q);
 	dsm_keep_page_put(NULL);
 	dsm_keep_release();
@@ -193,7 +194,7 @@ static void *work(void *arg)
 
 static void keep_threads(int rounds)
 {
-	/* Page and large buffers, taken and given back by threads at once. */
+	/* Slab pieces cut and freed by threads at once. */
 	enum { T = 8 };
 	pthread_t t[T];
 	struct worker w[T];
@@ -257,7 +258,8 @@ static void freed_twice(void)
 	}
 	int st = 0;
 	waitpid(c, &st, 0);
-	CHECK(WIFSIGNALED(st), "a piece freed twice: the node went on (status %d)", st);
+	/* (under a sanitizer, malloc's: the sanitizer stops it) */
+	CHECK(!WIFEXITED(st) || WEXITSTATUS(st) != 0, "a piece freed twice: the node went on");
 }
 
 int main(int argc, char **argv)

@@ -57,6 +57,12 @@
  *               LOCUS_DSM_LRC_PUSH=0, nothing is pushed; with
  *               LOCUS_DSM_GC_BYTES set, the values only, and collections
  *               happened.
+ *   push_home R a page homed at node 0 (which never touches it), written by
+ *               node 1 and read by node 2 every phase (3 nodes or more):
+ *               every value is checked, and node 1 pushes at most R + 2
+ *               diffs (to node 2, and no more than two to the home before
+ *               it stops them: pushes to a node that does not use the page
+ *               are stopped when they come).
  *   block R     three row-major matrices written a column at a time, rows
  *               of 3 pages and a word (rows share pages, and the nodes'
  *               blocks of rows meet on one): round k writes matrix k mod 3,
@@ -473,7 +479,7 @@ static void move_pages(long rounds)
 	locus_dsm_stats s0, s1;
 	uint64_t moved_msgs = 0;
 	for (long r = 1; r <= rounds; r++) {
-		if (r == 4)
+		if (r == 2)
 			locus_dsm_stats_get(&s0);
 		uint64_t before = page_msgs();
 		for (size_t i = 0; i < PER * WORDS; i += 8) {
@@ -674,6 +680,40 @@ static void push(long rounds)
 		fail("push: pushes stopped (the page read twice)", rounds, 0, 1);
 }
 
+/* A page homed at node 0, which never touches it, written by node 1 and read
+   by node 2 every phase: node 1 pushes its diffs to node 2, and any push to
+   node 0 (which keeps a copy to serve the page, and was given it back) is
+   stopped at once. Every value read is checked. */
+static void push_home(long rounds)
+{
+	if (rounds < 8)
+		rounds = 8;
+	volatile int64_t *pg = locus_dsm_alloc_at(PAGE, 0);
+	locus_dsm_stats s0, s1;
+	locus_dsm_barrier();
+	locus_dsm_stats_get(&s0);
+	for (long r = 1; r <= rounds; r++) {
+		if (me == 1)
+			for (size_t i = 0; i < PAGE / 8; i += 16)
+				pg[i] = r * 100000 + (long)i;
+		locus_dsm_barrier();
+		if (me == 2)
+			for (size_t i = 0; i < PAGE / 8; i += 16)
+				if (pg[i] != r * 100000 + (long)i)
+					fail("push_home: the page node 1 writes", r, (long)pg[i],
+					     r * 100000 + (long)i);
+		locus_dsm_barrier();
+	}
+	locus_dsm_stats_get(&s1);
+	long pushed = (long)(s1.pushed_diffs - s0.pushed_diffs);
+	printf("push_home: node %d: %ld phases, %ld diffs pushed, %llu pushes stopped\n", me, rounds,
+	       pushed, (unsigned long long)(s1.push_stopped - s0.push_stopped));
+	if (me == 1 && push_expected() && pushed > rounds + 2)
+		fail("push_home: diffs node 1 pushed (one a phase to node 2, and at most two to "
+		     "node 0 before it stops them)",
+		     rounds, pushed, rounds + 2);
+}
+
 static uint64_t protects_now(void)
 {
 	locus_dsm_stats s;
@@ -733,7 +773,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr,
 			"usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc|private|push|move|inplace|"
-			"inplace_alt|block ROUNDS\n");
+			"inplace_alt|block|push_home ROUNDS (push_home: 3 nodes or more)\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -762,6 +802,12 @@ int main(int argc, char **argv)
 		private_pages(rounds);
 	else if (!strcmp(mode, "push"))
 		push(rounds);
+	else if (!strcmp(mode, "push_home") && nodes >= 3)
+		push_home(rounds);
+	else if (!strcmp(mode, "push_home")) {
+		fprintf(stderr, "dsm_lrc: push_home needs 3 nodes or more\n");
+		bad++;
+	}
 	else if (!strcmp(mode, "move"))
 		move_pages(rounds);
 	else if (!strcmp(mode, "inplace"))
