@@ -8,10 +8,10 @@
  * frees it at the interval's end. Given back to malloc, a large buffer is
  * unmapped (glibc maps blocks above its threshold) or trimmed off the heap's
  * top, and the next one is new memory: a page fault and a zeroed page for
- * each of its pages, and an munmap's TLB shootdown when it goes. Splash-3's
- * fft under lrc on 2 nodes spent about 7% of its CPU time there
- * (docs/results/dsm-speed.md). Kept here, a buffer's pages stay mapped for
- * the next one.
+ * each of its pages, and an munmap's TLB shootdown when it goes: about 7% of
+ * the CPU samples of Splash-3's fft under lrc on 2 nodes (its time did not
+ * move measurably without them: docs/results/dsm-speed.md). Kept here, a
+ * buffer's pages stay mapped for the next one.
  *
  * Two pools, each under its own lock (the communication thread and threads
  * handling their own faults use them):
