@@ -86,14 +86,7 @@
 #include "common/futex.h"
 #include "internal.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define AVR_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define AVR_ASAN 1
-#endif
-#endif
-#ifdef AVR_ASAN
+#if LOCUS_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -214,7 +207,7 @@ static size_t fp_size(const void *fp)
 /* Make uc the checkpoint: the thread resumes at the faulting access. */
 static void restore_into(ucontext_t *uc)
 {
-#ifdef AVR_ASAN
+#if LOCUS_ASAN
 	__asan_unpoison_memory_region((void *)ck.stack_lo, ck.stack_hi - ck.stack_lo);
 #endif
 	raw_copy((void *)ck.sp_lo, ck.stack_buf, ck.stack_len);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/sanitizer.h"
 #include "diff.h"
 
 #if defined(__SSE2__) && !defined(LOCUS_DSM_DIFF_SCALAR)
@@ -35,16 +36,7 @@
    writing) with atomic word loads only. The whole-page and vector compares
    below read each word once as well, but as plain loads: the sanitizer
    would report them as the race the take is made for. */
-#if defined(__SANITIZE_THREAD__)
-#define TAKE_WORDS_ONLY 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TAKE_WORDS_ONLY 1
-#endif
-#endif
-#ifndef TAKE_WORDS_ONLY
-#define TAKE_WORDS_ONLY 0
-#endif
+#define TAKE_WORDS_ONLY LOCUS_TSAN
 
 /* Byte k of a value's representation is its low byte on a little-endian
    machine, its high one otherwise. */

@@ -26,6 +26,7 @@
 
 #include "common/atomic.h"
 #include "common/clock.h"
+#include "common/sanitizer.h"
 #include "locus/dsm.h"
 
 #define DSM_MAX_NODES	    64	   /* copysets are 64-bit masks */
@@ -436,16 +437,7 @@ void dsm_idle_release(void);
    size, for dsm_keep_put), NULL without memory; given back with its cap.
    Under a sanitizer (DSM_KEEP_NOTHING) every buffer goes to malloc and back to
    free, and every diff too, so that a use after free or an overrun is seen. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define DSM_KEEP_NOTHING 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define DSM_KEEP_NOTHING 1
-#endif
-#endif
-#ifndef DSM_KEEP_NOTHING
-#define DSM_KEEP_NOTHING 0
-#endif
+#define DSM_KEEP_NOTHING (LOCUS_ASAN || LOCUS_TSAN)
 void *dsm_keep_get(size_t n, size_t *cap);
 void dsm_keep_put(void *p, size_t cap);
 void *dsm_keep_page(void); /* a buffer of dsm.page_size bytes, NULL without memory */

@@ -109,21 +109,13 @@ void dsm_keep_page_put(void *p)
 		free(p);
 		return;
 	}
+	size_t most = KEEP_PAGE_BYTES / dsm.page_size; /* the stack, made whole at once */
 	pthread_mutex_lock(&page_mu);
-	size_t most = KEEP_PAGE_BYTES / dsm.page_size;
-	if (npages < most) {
-		if (npages == pages_cap) {
-			size_t cap = pages_cap ? 2 * pages_cap : 1024;
-			void **n = realloc(pages, (cap < most ? cap : most) * sizeof(*n));
-			if (n) {
-				pages = n;
-				pages_cap = cap < most ? cap : most;
-			}
-		}
-		if (npages < pages_cap) {
-			pages[npages++] = p;
-			p = NULL;
-		}
+	if (!pages && most && (pages = malloc(most * sizeof(*pages))))
+		pages_cap = most;
+	if (npages < pages_cap) {
+		pages[npages++] = p;
+		p = NULL;
 	}
 	pthread_mutex_unlock(&page_mu);
 	free(p);

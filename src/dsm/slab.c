@@ -79,14 +79,14 @@ void *dsm_slab_alloc(size_t n)
 	}
 	pthread_mutex_lock(&mu);
 	if (!cur || cur->used + need > room()) {
-		struct slab *old = cur;
-		if (!(cur = slab_new())) {
-			cur = old;
+		/* cur is full, so some of its pieces live (an empty one starts
+		   again from 0): the last of them to be freed gives it back. */
+		struct slab *s = slab_new();
+		if (!s) {
 			pthread_mutex_unlock(&mu);
 			return NULL;
 		}
-		if (old && !old->live)
-			slab_gone(old);
+		cur = s;
 	}
 	unsigned char *at = cur->data + cur->used;
 	cur->used += need;
