@@ -64,10 +64,8 @@ static void stats_mark(void)
 	frozen = 0;
 	/* This thread's run counts from here (the reset's barrier may not have
 	   read its CPU clock: team.c, dsm_stall_begin_lazy). */
-	if (dsm_self.counted) {
-		dsm_self.resumed_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-		dsm_self.unread_ns = 0;
-	}
+	if (dsm_self.counted)
+		dsm_self_resumed(clock_ns(CLOCK_THREAD_CPUTIME_ID), mono_ns());
 }
 
 /*
@@ -199,10 +197,8 @@ int locus_dsm_init(int *argc, char ***argv)
 	dsm.t0_ns = mono_ns();
 	dsm.team_size = 1;
 	st_relaxed(&dsm.team_word, 1);
-	dsm_self = (struct dsm_thread){.counted = 1,
-				       .id = 0,
-				       .team = 1,
-				       .resumed_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID)};
+	dsm_self = (struct dsm_thread){.counted = 1, .id = 0, .team = 1};
+	dsm_self_resumed(clock_ns(CLOCK_THREAD_CPUTIME_ID), mono_ns());
 	locus_dsm_stats_reset(); /* count the application, not start-up */
 	dsm_spawn_open();
 	return 0;

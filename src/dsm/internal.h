@@ -358,6 +358,7 @@ struct dsm_thread {
 	int spawned;		 /* started by locus_dsm_spawn */
 	int id, team;		 /* index in its team, and the team's size (0, 1 outside) */
 	uint64_t resumed_cpu_ns; /* its CPU clock when it last read it leaving a stall */
+	uint64_t resumed_ns;	 /* the wall clock (monotonic) then */
 	uint64_t unread_ns;	 /* since then: stalls taken to be all on the CPU (team.c) */
 	struct dsm_stall *stall; /* the stall it is in whose CPU clock is not read yet */
 	int locks;		 /* locus-dsm locks it holds (avr resolves as sc inside) */
@@ -365,6 +366,15 @@ struct dsm_thread {
 	uint64_t bars[2];	 /* in a team: its barrier and team-barrier calls */
 };
 extern __thread struct dsm_thread dsm_self __attribute__((tls_model("initial-exec")));
+
+/* The calling thread's run counts from here: its CPU clock read now (cpu)
+   and the wall clock (team.c). */
+static inline void dsm_self_resumed(uint64_t cpu, uint64_t wall)
+{
+	dsm_self.resumed_cpu_ns = cpu;
+	dsm_self.resumed_ns = wall;
+	dsm_self.unread_ns = 0;
+}
 
 /* Why an application thread stalls. */
 enum dsm_stall_kind { STALL_FAULT, STALL_LOCK, STALL_BARRIER, STALL_OTHER };

@@ -109,7 +109,8 @@ uint64_t dsm_team_resume(uint64_t now)
    its wall time, up to UNREAD_CAP_NS. What a stall does without waiting (a
    lock taken in place, a request handed to MPI) takes a few microseconds;
    a stretch longer than the cap was mostly spent descheduled, with more
-   threads than CPUs, and counting all of it would take it off busy. */
+   threads than CPUs, and counting all of it would take it off busy (unless
+   the clock, read, shows more: stall_on_cpu). */
 #define UNREAD_CAP_NS 10000
 static uint64_t on_cpu(uint64_t wall)
 {
@@ -125,13 +126,32 @@ static uint64_t run_since(uint64_t cpu)
 	return d > u ? d - u : 0;
 }
 
-/* Reads s's CPU clock; the last `in` ns of the stall, gone by unread, are
-   taken to have been on the CPU (as a stall that never waits is) and not
-   counted as run. */
-static void stall_read_cpu(struct dsm_stall *s, uint64_t in)
+/* How much of a stretch of a stall, `in` ns of wall time up to `now`, was on
+   the CPU, given `d`, the thread's CPU time since its last read, of which
+   `run` is its run: its wall time up to the cap (on_cpu), but never so
+   little that the run would have had more CPU than wall time. A stall that
+   handles long work in place (a fault's, under a sanitizer or with the CPU
+   shared) has more than the cap, and counting it as run would count it
+   twice, as busy and as a stall. The stalls meanwhile that were not read
+   count their wall time as CPU on both sides, and cancel out. */
+static uint64_t stall_on_cpu(uint64_t d, uint64_t run, uint64_t now, uint64_t in)
 {
-	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID), run = run_since(cpu);
-	uint64_t on = in < run ? in : run;
+	uint64_t on = on_cpu(in);
+	uint64_t since = now > dsm_self.resumed_ns ? now - dsm_self.resumed_ns : 0;
+	uint64_t outside = since > in ? since - in : 0; /* runs and unread stalls */
+	if (d > outside && d - outside > on)
+		on = d - outside;
+	return on < run ? on : run;
+}
+
+/* Reads s's CPU clock at wall time now; the stall so far (from s->wall_ns)
+   is taken to have been on the CPU (as a stall that never waits is: see
+   stall_on_cpu) and not counted as run. */
+static void stall_read_cpu(struct dsm_stall *s, uint64_t now)
+{
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t d = cpu - dsm_self.resumed_cpu_ns, run = run_since(cpu);
+	uint64_t on = stall_on_cpu(d, run, now, now > s->wall_ns ? now - s->wall_ns : 0);
 	s->cpu_ns = cpu - on;
 	s->cpu_read = 1;
 	STAT_ADD(run_ns, run - on);
@@ -152,7 +172,7 @@ static void stall_begin(struct dsm_stall *s, int kind, int lazy)
 	if (lazy)
 		dsm_self.stall = s;
 	else
-		stall_read_cpu(s, 0);
+		stall_read_cpu(s, s->wall_ns);
 	STAT_ADD(stalls, 1);
 	uint32_t others = dsm_team_stop(s->wall_ns);
 	s->gave = 0;
@@ -183,7 +203,7 @@ void dsm_stall_waits(void)
 {
 	struct dsm_stall *s = dsm_self.stall;
 	if (s && !s->cpu_read)
-		stall_read_cpu(s, on_cpu(mono_ns() - s->wall_ns));
+		stall_read_cpu(s, mono_ns());
 }
 
 uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
@@ -202,13 +222,18 @@ uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
 	uint64_t wall = now - s->wall_ns;
 	if (s->cpu_read) {
 		uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-		dsm_self.resumed_cpu_ns = cpu;
-		dsm_self.unread_ns = 0; /* any stall since the read was inside this one */
+		dsm_self_resumed(cpu, now); /* any stall since the read was inside this one */
 		STAT_ADD(stall_cpu_ns, cpu - s->cpu_ns);
-	} else { /* never waited: on the CPU throughout, as far as it knows */
-		uint64_t on = on_cpu(wall);
-		dsm_self.unread_ns += on;
+	} else if (wall < UNREAD_CAP_NS) { /* never waited: on the CPU throughout */
+		dsm_self.unread_ns += wall;
+		STAT_ADD(stall_cpu_ns, wall);
+	} else { /* never waited, but long: how much was on the CPU is read */
+		uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		uint64_t d = cpu - dsm_self.resumed_cpu_ns, run = run_since(cpu);
+		uint64_t on = stall_on_cpu(d, run, now, wall);
+		STAT_ADD(run_ns, run - on);
 		STAT_ADD(stall_cpu_ns, on);
+		dsm_self_resumed(cpu, now);
 	}
 	STAT_ADD(stall_ns, wall);
 	if (s->kind == STALL_FAULT)
@@ -275,8 +300,8 @@ int dsm_spawned_created(void)
 uint64_t dsm_spawned_enter(int counted)
 {
 	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	dsm_self = (struct dsm_thread){
-		.counted = counted, .spawned = 1, .team = 1, .resumed_cpu_ns = cpu};
+	dsm_self = (struct dsm_thread){.counted = counted, .spawned = 1, .team = 1};
+	dsm_self_resumed(cpu, mono_ns());
 	return cpu;
 }
 
@@ -302,8 +327,7 @@ void dsm_init_waits(int waits)
 	} else {
 		STAT_ADD(sync_ns, dsm_team_resume(mono_ns()));
 		dsm_self.counted = 1;
-		dsm_self.resumed_cpu_ns = cpu;
-		dsm_self.unread_ns = 0;
+		dsm_self_resumed(cpu, mono_ns());
 	}
 }
 
@@ -409,7 +433,7 @@ static void *member_main(void *p)
 		STAT_ADD(sync_ns, dsm_team_resume(mono_ns()));
 	}
 	uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	dsm_self.resumed_cpu_ns = cpu0;
+	dsm_self_resumed(cpu0, mono_ns());
 	m->fn(m->id, m->arg);
 	team_returned();
 	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
