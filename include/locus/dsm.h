@@ -372,7 +372,11 @@ LOCUS_API const char *locus_dsm_protocol(void);
  * gets the same pointer. Blocks are page-aligned and zero-filled. Returns NULL
  * (on every node, node 0 saying why) if the region has not that much left
  * (a size near SIZE_MAX, such as a negative int, never fits) or the sizes
- * differ between nodes.
+ * differ between nodes. Its pages' homes (locus_dsm_home) are as
+ * LOCUS_DSM_HOMES says: `blocks` (the default) cuts the block into as many
+ * equal runs of pages as there are nodes, node 0's first, the part a loop
+ * split in blocks gives each node (a block of fewer pages than nodes is
+ * dealt round robin); `spread` deals its pages round robin, page by page.
  */
 LOCUS_API void *locus_dsm_alloc(size_t size);
 
@@ -518,7 +522,8 @@ LOCUS_API double locus_dsm_now(void);
  * there, whatever each process's load address. Anything else is refused
  * with a message.
  */
-#define LOCUS_DSM_HOME_SPREAD (-1) /* pages dealt round robin, as locus_dsm_alloc does */
+#define LOCUS_DSM_HOME_SPREAD (-1) /* pages dealt round robin, page by page */
+#define LOCUS_DSM_HOME_BLOCKS (-2) /* one run of pages per node, node 0's first */
 
 /* The home node of a shared address; -1 outside the region. In a
    fork-style run (locus_dsm_start) the program's globals are node 0's:
@@ -526,7 +531,8 @@ LOCUS_API double locus_dsm_now(void);
 LOCUS_API int locus_dsm_home(const void *addr);
 
 /* Collective, as locus_dsm_alloc, with every page of the block at node
-   `home` (or LOCUS_DSM_HOME_SPREAD); NULL on every node when nodes disagree. */
+   `home` (or as LOCUS_DSM_HOME_SPREAD or LOCUS_DSM_HOME_BLOCKS say, whatever
+   LOCUS_DSM_HOMES says); NULL on every node when nodes disagree. */
 LOCUS_API void *locus_dsm_alloc_at(size_t size, int home);
 
 /* Run fn at node and return its result (the calling thread waits). A bad

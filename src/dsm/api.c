@@ -289,19 +289,19 @@ const char *locus_dsm_protocol(void)
 	return dsm.proto ? dsm.cfg.protocol : "none"; /* the one asked for (proto_one.c) */
 }
 
-/* home: a node, or LOCUS_DSM_HOME_SPREAD (round robin by page). */
+/* home: a node, LOCUS_DSM_HOME_SPREAD or LOCUS_DSM_HOME_BLOCKS. */
 static void *alloc_at(const char *call, size_t size, int home)
 {
 	dsm_require_running(call);
 	refuse_in_fork(call, "use locus_dsm_malloc");
 	dsm_sync_point();
 	dsm_outside_team(call);
-	if (home < LOCUS_DSM_HOME_SPREAD || home >= dsm.nodes) {
+	int bad = home < LOCUS_DSM_HOME_BLOCKS || home >= dsm.nodes;
+	if (bad) /* every node still makes the call; this one disagrees */
 		fprintf(stderr,
-			"locus-dsm: %s: home %d: a node (0 to %d) or LOCUS_DSM_HOME_SPREAD\n", call,
-			home, dsm.nodes - 1);
-		home = -2; /* every node still makes the call; this one disagrees */
-	}
+			"locus-dsm: %s: home %d: a node (0 to %d), LOCUS_DSM_HOME_SPREAD or "
+			"LOCUS_DSM_HOME_BLOCKS\n",
+			call, home, dsm.nodes - 1);
 	/* Compared before rounding: a size near SIZE_MAX (a negative int passed
 	   as size_t) must not wrap to a small block. */
 	size_t left = dsm_heap_first() * dsm.page_size - dsm.alloc_next; /* the lower half */
@@ -315,22 +315,21 @@ static void *alloc_at(const char *call, size_t size, int home)
 	/* The block's homes are set before the barrier: a request for one of its
 	   pages that a node sends once the barrier is over finds them set here.
 	   (A refused block's pages are set again by the next allocation.) */
-	if (fits && home >= LOCUS_DSM_HOME_SPREAD)
-		dsm_home_place(dsm.alloc_next / dsm.page_size, bytes / dsm.page_size, home);
+	if (fits && !bad)
+		dsm_home_deal(dsm.alloc_next / dsm.page_size, bytes / dsm.page_size, home);
 	/* Every node must ask for the same size and home, in the same order
 	   (a region is at most 2^44 bytes: the home fits above the size). */
-	uint64_t value = fits && home >= LOCUS_DSM_HOME_SPREAD
-				 ? (uint64_t)(home + 2) << 48 | (uint64_t)size
-				 : UINT64_MAX - (home == -2);
+	uint64_t value = fits && !bad ? (uint64_t)(home + 3) << 48 | (uint64_t)size
+				      : UINT64_MAX - (uint64_t)bad;
 	int64_t differ = collective(DSM_BAR_ALLOC, value, 1, STALL_OTHER);
-	if (differ || !fits || home < LOCUS_DSM_HOME_SPREAD) {
+	if (differ || !fits || bad) {
 		if (dsm.node == 0 && differ)
 			fprintf(stderr,
 				"locus-dsm: alloc of %zu bytes: nodes asked for different "
 				"sizes or homes (every node calls locus_dsm_alloc with the same "
 				"size, in the same order)\n",
 				size);
-		else if (dsm.node == 0)
+		else if (dsm.node == 0 && !fits)
 			fprintf(stderr,
 				"locus-dsm: alloc of %zu bytes: region full (%zu of %zu bytes "
 				"left%s; collective allocations have the lower half of "
@@ -347,7 +346,7 @@ static void *alloc_at(const char *call, size_t size, int home)
 
 void *locus_dsm_alloc(size_t size)
 {
-	return alloc_at("locus_dsm_alloc", size, LOCUS_DSM_HOME_SPREAD);
+	return alloc_at("locus_dsm_alloc", size, dsm.cfg.homes);
 }
 
 void *locus_dsm_alloc_at(size_t size, int home)

@@ -310,6 +310,14 @@ int dsm_config_read(struct dsm_config *c)
 					  "(the protocol's machinery on one node too)");
 	if (c->one_node_protocol < 0)
 		return -1;
+	/* 0 and 1 stand for the two (env_choice's -1 is a refusal). */
+	static const struct choice homes[] = {{"blocks", 0}, {"spread", 1}, {NULL, 0}};
+	int spread = env_choice("LOCUS_DSM_HOMES", homes, 0,
+				"blocks (locus_dsm_alloc homes a block's pages in one run per "
+				"node, node 0's first) or spread (round robin, page by page)");
+	if (spread < 0)
+		return -1;
+	c->homes = spread ? LOCUS_DSM_HOME_SPREAD : LOCUS_DSM_HOME_BLOCKS;
 	c->idle_poll = env_choice("LOCUS_DSM_IDLE_POLL", onoff, 1,
 				  "1 (the machine's idle CPUs are asked to poll instead of halting "
 				  "while a run of several nodes lasts, where /dev/cpu_dma_latency "

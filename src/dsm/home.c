@@ -2,11 +2,15 @@
  * Homes: the node a page lives at. A page's home is its manager under every
  * protocol (sc's manager, which owns it first; lrc's manager, which keeps it
  * current) and the node its shipped calls run at. The lower half of the
- * region is for collective allocations, whose pages are dealt round robin
- * (page p: node p % nodes) unless locus_dsm_alloc_at places a block at one
- * node, on every node alike (the allocation is collective); the upper half
- * is the shared heap, one partition per node, homed there (malloc.c). So
- * every node agrees on every page's home without a message.
+ * region is for collective allocations, on every node alike (the allocation
+ * is collective). A block's pages are cut in one run per node, node 0's
+ * first (LOCUS_DSM_HOME_BLOCKS, locus_dsm_alloc's default: the part of an
+ * array a loop split in blocks gives each node, whose misses and asks then
+ * stay on the node), dealt round robin (LOCUS_DSM_HOME_SPREAD, and a block of
+ * fewer pages than nodes: page p at node p % nodes), or placed at one node
+ * (locus_dsm_alloc_at). The upper half is the shared heap, one partition per
+ * node, homed there (malloc.c). So every node agrees on every page's home
+ * without a message.
  */
 #include <stdio.h>
 
@@ -62,6 +66,19 @@ int dsm_home_of(size_t p)
 	if (p >= heap_first && part_pages && p < heap_first + part_pages * (size_t)dsm.nodes)
 		return (int)((p - heap_first) / part_pages);
 	return (int)(p % (size_t)dsm.nodes);
+}
+
+void dsm_home_deal(size_t first, size_t count, int home)
+{
+	size_t nodes = (size_t)dsm.nodes;
+	if (home != LOCUS_DSM_HOME_BLOCKS || count < nodes) {
+		dsm_home_place(first, count, home == LOCUS_DSM_HOME_BLOCKS ? -1 : home);
+		return;
+	}
+	for (size_t k = 0; k < nodes; k++) {
+		size_t lo = count * k / nodes, hi = count * (k + 1) / nodes;
+		dsm_home_place(first + lo, hi - lo, (int)k);
+	}
 }
 
 size_t dsm_walk_end(size_t p)

@@ -187,6 +187,7 @@ struct dsm_config {
 	int switch_sync;       /* LOCUS_DSM_SWITCH=sync: threads switch on synchronization only */
 	int one_node_protocol; /* LOCUS_DSM_ONE_NODE=protocol: no plain region on one node */
 	int idle_poll;	       /* LOCUS_DSM_IDLE_POLL: idle CPUs asked to poll during the run (idle.c) */
+	int homes;	       /* LOCUS_DSM_HOMES: locus_dsm_alloc's LOCUS_DSM_HOME_BLOCKS or _SPREAD */
 };
 
 struct dsm_runtime {
@@ -489,6 +490,9 @@ int dsm_home_init(void);
 void dsm_home_fini(void);
 int dsm_home_of(size_t p);
 void dsm_home_place(size_t first, size_t count, int home); /* home < 0: the default */
+/* A collective allocation's pages: at node home, or dealt as
+   LOCUS_DSM_HOME_SPREAD or LOCUS_DSM_HOME_BLOCKS say (home.c). */
+void dsm_home_deal(size_t first, size_t count, int home);
 /* Where a walk from page p stops (dsm_run_ahead): below the heap, the first page
    not yet allocated (locus_dsm_alloc_at may still place it at another home,
    and a page's protocol state, made at its first use, keeps the home it had

@@ -22,7 +22,8 @@
  *               worth, and collections happened
  *   private R   pages one node uses (lrc_class.c): 2 per node, the first
  *               `nodes` used by their home, the others by the node after
- *               their home (pages are homed round robin); each
+ *               their home (the block is dealt round robin,
+ *               LOCUS_DSM_HOME_SPREAD); each
  *               user writes its pages R rounds with barriers between, and
  *               no twin is made and no page moves meanwhile. Then every node
  *               reads every page (each becomes shared: its user gives it
@@ -328,7 +329,7 @@ static uint64_t waited_faults(void)
 static void private_pages(long rounds)
 {
 	size_t np = 2 * (size_t)nodes, words = PAGE / 8;
-	volatile int64_t *pg = locus_dsm_alloc(np * PAGE);
+	volatile int64_t *pg = locus_dsm_alloc_at(np * PAGE, LOCUS_DSM_HOME_SPREAD);
 	int user[2 * 64];
 	for (size_t i = 0; i < np; i++) {
 		int home = locus_dsm_home((const void *)(pg + i * words));

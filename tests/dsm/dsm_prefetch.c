@@ -48,8 +48,10 @@ int main(int argc, char **argv)
 	if (locus_dsm_init(&argc, &argv) != 0)
 		return 1;
 	int me = locus_dsm_node(), nodes = locus_dsm_nodes(), last = nodes - 1, bad = 0;
-	/* Pages with index % nodes == 0 start at node 0 (manager and owner). */
-	volatile char *region = locus_dsm_alloc((size_t)(2 * K + 2) * (size_t)nodes * PAGE);
+	/* Dealt round robin: pages with index % nodes == 0 start at node 0
+	   (manager and owner). */
+	volatile char *region = locus_dsm_alloc_at((size_t)(2 * K + 2) * (size_t)nodes * PAGE,
+						   LOCUS_DSM_HOME_SPREAD);
 	volatile uint64_t *verdict = locus_dsm_alloc(PAGE);
 	if (!region || !verdict || nodes < 2) {
 		if (me == 0)

@@ -186,8 +186,10 @@ static void combine_thread(int t, void *page)
 
 static int test_combine(void)
 {
-	/* Pages p with p % nodes == 0 are managed and owned by node 0 at start. */
-	char *region = locus_dsm_alloc((size_t)COMBINE_PAGES * (size_t)nodes * PAGE);
+	/* Dealt round robin: pages p with p % nodes == 0 are managed and owned
+	   by node 0 at start. */
+	char *region = locus_dsm_alloc_at((size_t)COMBINE_PAGES * (size_t)nodes * PAGE,
+					  LOCUS_DSM_HOME_SPREAD);
 	if (!region)
 		return 1;
 	int reader = nodes - 1, bad = 0;
