@@ -109,10 +109,9 @@ void *app_alloc(size_t bytes)
 	if (!p) {
 		if (app.me == 0)
 			fprintf(stderr,
-				"locus-%s: cannot allocate %zu shared bytes: the shared region is "
-				"too small for this size (raise LOCUS_DSM_SIZE on every node, or "
-				"ask for "
-				"a smaller problem)\n",
+				"locus-%s: cannot allocate %zu shared bytes (locus-dsm says why "
+				"above: a region too small for this size wants LOCUS_DSM_SIZE "
+				"raised on every node, or a smaller problem)\n",
 				app.name, bytes);
 		locus_dsm_finalize();
 		exit(2);

@@ -489,8 +489,8 @@ LOCUS_API double locus_dsm_now(void);
 
 /*
  * Shipping work to the data (docs/dsm.md, "Shipping"). Every page has a
- * home: its manager under every protocol, round robin by page unless
- * placed by locus_dsm_alloc_at. A call runs fn(state, a, b, c) on the
+ * home: its manager under every protocol, dealt as LOCUS_DSM_HOMES says
+ * (locus_dsm_alloc) unless placed by locus_dsm_alloc_at. A call runs fn(state, a, b, c) on the
  * server thread of a node, one call at a time per node, in the order each
  * caller made them; `state` is passed as it is (a shared address is the
  * same on every node). Instead of moving the data's pages to the caller,

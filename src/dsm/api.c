@@ -327,7 +327,7 @@ static void *alloc_at(const char *call, size_t size, int home)
 			fprintf(stderr,
 				"locus-dsm: alloc of %zu bytes: nodes asked for different "
 				"sizes or homes (every node calls locus_dsm_alloc with the same "
-				"size, in the same order)\n",
+				"size, in the same order, and the same LOCUS_DSM_HOMES)\n",
 				size);
 		else if (dsm.node == 0 && !fits)
 			fprintf(stderr,

@@ -485,7 +485,7 @@ void *dsm_table_new(size_t count, size_t size);
 void dsm_table_free(void *t, size_t count, size_t size);
 
 /* home.c: a page's home, its manager under every protocol and where its
-   shipped calls run (p % nodes unless placed). */
+   shipped calls run (as its allocation dealt it; p % nodes by default). */
 int dsm_home_init(void);
 void dsm_home_fini(void);
 int dsm_home_of(size_t p);
@@ -494,7 +494,7 @@ void dsm_home_place(size_t first, size_t count, int home); /* home < 0: the defa
    LOCUS_DSM_HOME_SPREAD or LOCUS_DSM_HOME_BLOCKS say (home.c). */
 void dsm_home_deal(size_t first, size_t count, int home);
 /* Where a walk from page p stops (dsm_run_ahead): below the heap, the first page
-   not yet allocated (locus_dsm_alloc_at may still place it at another home,
+   not yet allocated (the allocation that takes it may still deal it to another home,
    and a page's protocol state, made at its first use, keeps the home it had
    then); in the heap, whose homes never change, the region's end. */
 size_t dsm_walk_end(size_t p);

@@ -62,11 +62,53 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "diff.h"
 #include "lrc.h"
 
 struct lrc_state lrc;
+
+/*
+ * lrc collects only at locus_dsm_barrier (lrc_gc.c): a program that
+ * synchronizes otherwise (barrier objects, as a Splash program's BARRIER,
+ * and locks; a fork-style run, where that barrier is refused) keeps every
+ * record, diff and twin until it calls one. A node that keeps GC_WARN_TIMES
+ * LOCUS_DSM_GC_BYTES with no such barrier since it passed the setting says
+ * so on standard error, once: its memory grows with the run.
+ */
+#define GC_WARN_TIMES 4
+static uint64_t over_at = UINT64_MAX; /* barriers counted when it passed gc_bytes */
+static int gc_warned;
+
+static void gc_warn(uint64_t m)
+{
+	uint64_t gc = lrc_set.gc_bytes, bars = ld_relaxed(&dsm.cnt.barriers);
+	if (!gc || gc_warned)
+		return;
+	if (m <= gc) {
+		over_at = UINT64_MAX;
+		return;
+	}
+	if (over_at != bars) { /* passed it now, or a barrier since: count again */
+		over_at = bars;
+		return;
+	}
+	if (m / GC_WARN_TIMES < gc)
+		return;
+	gc_warned = 1;
+	char msg[512];
+	int n = snprintf(msg, sizeof(msg),
+			 "locus-dsm: node %d: lrc keeps %llu KiB of records, diffs and twins, %d "
+			 "times LOCUS_DSM_GC_BYTES (%llu KiB), with no locus_dsm_barrier since it "
+			 "passed it: lrc collects only at that barrier (not at barrier objects, "
+			 "such as a Splash program's BARRIER, nor at locks; never in a fork-style "
+			 "run), so this node's memory grows until one\n",
+			 dsm.node, (unsigned long long)(m >> 10), GC_WARN_TIMES,
+			 (unsigned long long)(gc >> 10));
+	if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0)
+		return;
+}
 
 void lrc_mem_add(int64_t d)
 {
@@ -74,6 +116,7 @@ void lrc_mem_add(int64_t d)
 	PROTO_STAT_SET(LRC_ST_META_BYTES, m);
 	if (m > PROTO_STAT_GET(LRC_ST_META_PEAK))
 		PROTO_STAT_SET(LRC_ST_META_PEAK, m);
+	gc_warn(m);
 }
 
 static int lrc_init(void)

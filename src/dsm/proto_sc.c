@@ -5,7 +5,7 @@
  * Per page and node: the access the application view allows (none, read,
  * read-write), whether this node is the owner (holds the latest contents
  * and, only here, the copyset), and whether a request of ours is in flight.
- * Page p is managed by its home (home.c: p % nodes unless placed), which
+ * Page p is managed by its home (home.c: as its allocation dealt it), which
  * remembers its probable owner: the last node it sent a request towards.
  *
  * A fault sends PAGE_REQ to the manager, which forwards it (PAGE_FWD) to the

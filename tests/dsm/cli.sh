@@ -124,6 +124,15 @@ expect 0 "verification passed" env LOCUS_DSM_IDLE_POLL=0 LOCUS_DSM_STATS=1 "$MPI
 grep -q "idle CPUs as the kernel chose" "$OUT" ||
 	{ echo "FAIL: LOCUS_DSM_IDLE_POLL=0 did not leave idle CPUs to the kernel"; fail=1; }
 expect 1 "LOCUS_DSM_IDLE_POLL=on" env LOCUS_DSM_IDLE_POLL=on "$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+# Homes of locus_dsm_alloc: either deal verifies; a bad value is named; nodes set
+# differently get no block, and node 0 names the setting.
+for h in blocks spread; do
+	expect 0 "verification passed" env LOCUS_DSM_HOMES=$h "$MPIEXEC" -n 3 "$APPS/locus-jacobi" -n 64 -i 2
+done
+expect 1 "LOCUS_DSM_HOMES=rows: expected blocks" env LOCUS_DSM_HOMES=rows \
+	"$MPIEXEC" -n 2 "$APPS/locus-jacobi" -n 16 -i 1
+expect 2 "the same LOCUS_DSM_HOMES" "$MPIEXEC" -n 1 env LOCUS_DSM_HOMES=spread "$APPS/locus-jacobi" -n 16 -i 1 : \
+	-n 1 env LOCUS_DSM_HOMES=blocks "$APPS/locus-jacobi" -n 16 -i 1
 # One node: the region is plain memory (not one fault), whatever the protocol, and
 # the protocol named is the one asked for; LOCUS_DSM_ONE_NODE=protocol keeps the
 # protocol's faults (and lrc's twins, for pages that are not private: every page

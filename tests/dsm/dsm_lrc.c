@@ -43,6 +43,13 @@
  *               from the second round, node 0 moved 4 pages away. Then
  *               node 0 reads them all back (they become shared) and checks
  *               them. With LOCUS_DSM_LRC_MOVE=0 nothing moves.
+ *   objects_gc R  R phases under barrier objects only (a Splash program's
+ *               BARRIER), each node writing 8 pages of its own, checked by
+ *               the next node; with LOCUS_DSM_GC_BYTES set, nothing is
+ *               collected (lrc collects at locus_dsm_barrier only) and the
+ *               node keeps more than 4 times the setting: the runtime then
+ *               says so on standard error, once (the test reads what the
+ *               phases wrote there, in a file, and prints it after).
  *   push R      diffs pushed at a barrier (lrc_push.c), at least 8 phases:
  *               node n writes its page E[n] every phase and node n + 1 reads
  *               it; it writes O[n] every phase and node n + 1 reads it in
@@ -89,6 +96,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dsm_verdict.h"
 #include "locus/dsm.h"
@@ -253,6 +261,69 @@ static void prefetch(long rounds)
 	       (unsigned long long)s.prefetches);
 }
 
+static void objects_gc(long rounds)
+{
+	const char *lim = getenv("LOCUS_DSM_GC_BYTES");
+	uint64_t limit = lim ? strtoull(lim, NULL, 10) : 0;
+	if (limit != 65536) {
+		fprintf(stderr, "dsm_lrc objects_gc: set LOCUS_DSM_GC_BYTES=65536\n");
+		bad++;
+		return;
+	}
+	enum { OWN = 8 };
+	volatile int64_t *own = locus_dsm_alloc((size_t)nodes * OWN * PAGE);
+	locus_dsm_barrier_obj *b = locus_dsm_alloc(sizeof(*b));
+	if (me == 0)
+		locus_dsm_barrier_init(b);
+	locus_dsm_barrier();
+	locus_dsm_stats s0, s;
+	locus_dsm_stats_get(&s0);
+	/* Standard error into a file while the phases run. */
+	char path[] = "/tmp/dsm_lrc_objects_gc_XXXXXX";
+	int fd = mkstemp(path), saved = dup(2);
+	if (fd < 0 || saved < 0 || dup2(fd, 2) < 0) {
+		perror("dsm_lrc objects_gc: standard error into a file");
+		bad++;
+		return;
+	}
+	int next = (me + 1) % nodes;
+	for (long r = 1; r <= rounds; r++) {
+		for (int k = 0; k < OWN; k++)
+			for (int i = 0; i < PAGE / 8; i += 2) /* half the page: a diff of 2 KiB */
+				own[((size_t)me * OWN + (size_t)k) * (PAGE / 8) + (size_t)i] = r * 10 + k;
+		locus_dsm_barrier_wait(b, (unsigned)nodes);
+		for (int k = 0; k < OWN; k++) {
+			size_t at = ((size_t)next * OWN + (size_t)k) * (PAGE / 8) + 32;
+			if (own[at] != r * 10 + k)
+				fail("objects_gc: the next node's page", r, (long)own[at], r * 10 + k);
+		}
+		locus_dsm_barrier_wait(b, (unsigned)nodes);
+	}
+	dup2(saved, 2);
+	close(saved);
+	char said[4096] = "";
+	ssize_t got = pread(fd, said, sizeof(said) - 1, 0);
+	said[got > 0 ? got : 0] = 0;
+	close(fd);
+	unlink(path);
+	fputs(said, stderr);
+	const char *warning = strstr(said, "lrc keeps");
+	if (!warning || !strstr(said, "4 times LOCUS_DSM_GC_BYTES (64 KiB)") ||
+	    strstr(warning + 1, "lrc keeps"))
+		fail("objects_gc: the node said once that it keeps 4 times LOCUS_DSM_GC_BYTES", rounds,
+		     warning != NULL, 1);
+	locus_dsm_stats_get(&s);
+	printf("objects_gc: node %d: %ld phases, %llu collections, kept at most %llu bytes "
+	       "(limit %llu)\n",
+	       me, rounds, (unsigned long long)(s.gcs - s0.gcs),
+	       (unsigned long long)s.meta_peak_bytes, (unsigned long long)limit);
+	if (s.gcs != s0.gcs)
+		fail("objects_gc: collections at barrier objects", rounds, (long)(s.gcs - s0.gcs), 0);
+	if (s.meta_peak_bytes <= 4 * limit)
+		fail("objects_gc: kept more than 4 times the limit (the run is too short)", rounds,
+		     (long)s.meta_peak_bytes, (long)(4 * limit));
+}
+
 static void gc(long rounds)
 {
 	const char *lim = getenv("LOCUS_DSM_GC_BYTES");
@@ -264,7 +335,10 @@ static void gc(long rounds)
 		return;
 	}
 	enum { OWN = 8 };
-	volatile int64_t *own = locus_dsm_alloc((size_t)nodes * OWN * PAGE);
+	/* Round robin: a node's own pages are managed by every node in turn, so
+	   a collection has managers fetch other writers' diffs. */
+	volatile int64_t *own =
+		locus_dsm_alloc_at((size_t)nodes * OWN * PAGE, LOCUS_DSM_HOME_SPREAD);
 	volatile int64_t *shared = locus_dsm_alloc(PAGE);
 	/* What one phase can add on a node (docs/dsm.md): for every page written
 	   in it (its own 8, the others' 8 each, the shared one), a twin and a
@@ -471,7 +545,8 @@ static int move_expected(void)
 static void move_pages(long rounds)
 {
 	enum { PER = 4, WORDS = PAGE / 8 };
-	volatile int64_t *pg = locus_dsm_alloc((size_t)nodes * PER * PAGE);
+	/* Round robin: a page moves to its home or away from it. */
+	volatile int64_t *pg = locus_dsm_alloc_at((size_t)nodes * PER * PAGE, LOCUS_DSM_HOME_SPREAD);
 	if (me == 0)
 		for (size_t i = 0; i < (size_t)nodes * PER * WORDS; i += 8)
 			pg[i] = (int64_t)i;
@@ -773,7 +848,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr,
-			"usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc|private|push|move|inplace|"
+			"usage: dsm_lrc mw|mp_lock|mp_bar|prefetch|gc|objects_gc|private|push|move|inplace|"
 			"inplace_alt|block|push_home ROUNDS (push_home: 3 nodes or more)\n");
 		return 2;
 	}
@@ -797,6 +872,8 @@ int main(int argc, char **argv)
 		mp_bar(rounds);
 	else if (!strcmp(mode, "prefetch"))
 		prefetch(rounds);
+	else if (!strcmp(mode, "objects_gc"))
+		objects_gc(rounds);
 	else if (!strcmp(mode, "gc"))
 		gc(rounds);
 	else if (!strcmp(mode, "private"))

@@ -186,8 +186,8 @@ static void combine_thread(int t, void *page)
 
 static int test_combine(void)
 {
-	/* Dealt round robin: pages p with p % nodes == 0 are managed and owned
-	   by node 0 at start. */
+	/* Dealt round robin (LOCUS_DSM_HOME_SPREAD), pages `nodes` apart share
+	   one home; node 0 writes them first, so it holds them. */
 	char *region = locus_dsm_alloc_at((size_t)COMBINE_PAGES * (size_t)nodes * PAGE,
 					  LOCUS_DSM_HOME_SPREAD);
 	if (!region)
