@@ -555,3 +555,11 @@ def test_where_the_time_went_per_node(tmp_path, fake_splash, fake_prefix):
     # and whether the machine's idle CPUs polled, over the one run that printed statistics
     assert ("Idle CPUs: asked to poll instead of halting in every one of the 1 run of several "
             "nodes") in part
+
+
+def test_a_failure_is_named_by_its_cause_not_by_lrc_keeping_metadata():
+    err = ("locus-dsm: node 0: lrc keeps 131072 KiB of records, diffs and twins, 4 times "
+           "LOCUS_DSM_GC_BYTES (32768 KiB), with no locus_dsm_barrier since it passed it\n"
+           "locus-dsm: node 1: fatal: a peer died\n")
+    assert splash3.failure(1, err, 10) == "exit 1: locus-dsm: node 1: fatal: a peer died"
+    assert splash3.failure(1, err.splitlines()[0] + "\n", 10) == "exit 1: " + err.splitlines()[0][:100]
