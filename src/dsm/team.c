@@ -224,9 +224,12 @@ uint64_t dsm_stall_end(struct dsm_stall *s, uint64_t now, int64_t how)
 		uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		dsm_self_resumed(cpu, now); /* any stall since the read was inside this one */
 		STAT_ADD(stall_cpu_ns, cpu - s->cpu_ns);
-	} else if (wall < UNREAD_CAP_NS) { /* never waited: on the CPU throughout */
-		dsm_self.unread_ns += wall;
-		STAT_ADD(stall_cpu_ns, wall);
+	} else if (wall < UNREAD_CAP_NS || s->outer) { /* never waited: on the CPU throughout */
+		/* (inside a lazy stall, whose clock was read as this one began,
+		   the outer one's end counts the time: up to the cap here) */
+		uint64_t on = on_cpu(wall);
+		dsm_self.unread_ns += on;
+		STAT_ADD(stall_cpu_ns, on);
 	} else { /* never waited, but long: how much was on the CPU is read */
 		uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		uint64_t d = cpu - dsm_self.resumed_cpu_ns, run = run_since(cpu);
