@@ -666,6 +666,11 @@ uint64_t dsm_call_atomic_barrier(const char *what, locus_fn fn, void *state, uin
    communication thread where its words are writable (ship.c). */
 size_t dsm_atomic_fn_len(locus_fn fn);
 size_t dsm_object_fn_len(locus_fn fn);
+/* What this node's threads wait at in objects.c (a barrier object, a
+   condition, a semaphore), for the deadlock watchdog: "waits at barrier
+   object 0x... (home node 1, 2 participants): 1 thread" and so on, in buf;
+   the characters written. */
+size_t dsm_objects_describe(char *buf, size_t cap);
 /* Whether an atomic of this node's threads wrote at this node since the last
    call (and no longer): the next answer to shipped calls must end the
    interval (lrc_ship.c). */

@@ -33,12 +33,86 @@
  * itself, taken and given as a futex lock (0 free, 1 held, 2 held with
  * sleepers), without the communication thread.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "common/futex.h"
 #include "internal.h"
+
+/*
+ * What this node's threads wait at, for the deadlock watchdog (watch.c,
+ * through dsm_sync_describe): a wait that never ends then names its object,
+ * its home and its count, so that two nodes waiting at two different
+ * barrier objects (each allocated its own with locus_dsm_malloc, say) show
+ * two addresses. A few objects at once; the rest are counted.
+ */
+#define WAITS_NAMED 4
+static struct {
+	const void *obj;
+	const char *what;
+	uint64_t count; /* participants of a barrier; 0 for the others */
+	uint32_t threads;
+} waits[WAITS_NAMED];
+static uint32_t waits_other;
+static pthread_mutex_t waits_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* A thread of this node starts waiting at obj: the slot it took, or -1. */
+static int wait_begin(const void *obj, const char *what, uint64_t count)
+{
+	int slot = -1;
+	pthread_mutex_lock(&waits_mu);
+	for (int i = 0; i < WAITS_NAMED && slot < 0; i++)
+		if (waits[i].threads && waits[i].obj == obj)
+			slot = i;
+	for (int i = 0; i < WAITS_NAMED && slot < 0; i++)
+		if (!waits[i].threads) {
+			slot = i;
+			waits[i].obj = obj;
+			waits[i].what = what;
+			waits[i].count = count;
+		}
+	if (slot >= 0)
+		waits[slot].threads++;
+	else
+		waits_other++;
+	pthread_mutex_unlock(&waits_mu);
+	return slot;
+}
+
+static void wait_end(int slot)
+{
+	pthread_mutex_lock(&waits_mu);
+	if (slot >= 0)
+		waits[slot].threads--;
+	else
+		waits_other--;
+	pthread_mutex_unlock(&waits_mu);
+}
+
+size_t dsm_objects_describe(char *buf, size_t cap)
+{
+	size_t at = 0;
+	pthread_mutex_lock(&waits_mu);
+	for (int i = 0; i < WAITS_NAMED && at < cap; i++) {
+		if (!waits[i].threads)
+			continue;
+		char count[48] = "";
+		if (waits[i].count)
+			snprintf(count, sizeof(count), ", %llu participants",
+				 (unsigned long long)waits[i].count);
+		at += (size_t)snprintf(buf + at, cap - at, "%swaits at %s %p (home node %d%s): %u thread%s",
+				       at ? "; " : "", waits[i].what, waits[i].obj,
+				       locus_dsm_home(waits[i].obj), count, waits[i].threads,
+				       waits[i].threads == 1 ? "" : "s");
+	}
+	if (waits_other && at < cap)
+		at += (size_t)snprintf(buf + at, cap - at, "%s%u more waiting at other objects",
+				       at ? "; " : "", waits_other);
+	pthread_mutex_unlock(&waits_mu);
+	return at < cap ? at : cap - 1;
+}
 
 /* An object's words must be aligned words of the region. */
 static void check(const char *call, const void *obj)
@@ -213,8 +287,10 @@ void locus_dsm_cond_wait(locus_dsm_cond *c, locus_dsm_mutex *m)
 	/* Read before the mutex goes: a signal after this moves it. */
 	uint64_t seq = locus_dsm_load(&c->seq);
 	locus_dsm_mutex_unlock(m);
+	int slot = wait_begin(c, "condition", 0);
 	for (unsigned us = 20; locus_dsm_load(&c->seq) == seq;)
 		wait_moved(&c->seq, seq, &us);
+	wait_end(slot);
 	locus_dsm_mutex_lock(m);
 }
 
@@ -245,7 +321,9 @@ void locus_dsm_sem_wait(locus_dsm_sem *s)
 		if (v > 0 && locus_dsm_compare_exchange(&s->count, &v, v - 1))
 			return;
 		if (v == 0) {
+			int slot = wait_begin(s, "semaphore", 0);
 			wait_moved(&s->count, 0, &us);
+			wait_end(slot);
 			v = locus_dsm_load(&s->count);
 		}
 	}
@@ -291,9 +369,10 @@ void locus_dsm_barrier_wait(locus_dsm_barrier_obj *b, unsigned participants)
 		fprintf(stderr, "locus-dsm: locus_dsm_barrier_wait: 0 participants\n");
 		exit(1);
 	}
+	int slot = wait_begin(b, "barrier object", participants);
 	uint64_t gen = dsm_call_atomic_barrier("locus_dsm_barrier_wait", arrive, b, participants);
-	if (gen >> 63)
-		return;
-	for (unsigned us = 20; locus_dsm_load(&b->generation) == gen;)
-		wait_moved(&b->generation, gen, &us);
+	if (!(gen >> 63))
+		for (unsigned us = 20; locus_dsm_load(&b->generation) == gen;)
+			wait_moved(&b->generation, gen, &us);
+	wait_end(slot);
 }

@@ -68,7 +68,9 @@ static void report(uint64_t now)
 	if (at < sizeof(msg))
 		snprintf(msg + at, sizeof(msg) - at,
 			 "\n  (a lock held into a barrier or finalize, a barrier one thread never "
-			 "reaches, or a lock one thread takes twice ends this way)");
+			 "reaches, a lock one thread takes twice, or nodes waiting at objects of "
+			 "their own, such as a barrier object each allocated with "
+			 "locus_dsm_malloc, ends this way)");
 	dsm_fatal("%s", msg);
 }
 

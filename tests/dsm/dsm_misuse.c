@@ -31,6 +31,9 @@
  *   extra-barrier      the last node makes one more barrier than the others
  *   two-threads        the init thread and another pthread both in the barrier
  *                      outside a team
+ *   barrier-apart      each node waits at a barrier object of its own (each
+ *                      allocated one with locus_dsm_malloc), counting every
+ *                      node: the deadlock watchdog names each node's object
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -448,6 +451,11 @@ static void mode_misuse(const char *how, int *argc, char ***argv)
 		if (me == 1)
 			locus_dsm_lock(7);
 		locus_dsm_barrier();
+	} else if (!strcmp(how, "barrier-apart")) {
+		locus_dsm_barrier_obj *b = locus_dsm_malloc(sizeof(*b)); /* not shared: a mistake */
+		locus_dsm_barrier_init(b);
+		locus_dsm_barrier_wait(b, (unsigned)nodes);
+		die("a barrier object of its own opened for %d nodes", nodes);
 	} else if (!strcmp(how, "barrier-after")) {
 		locus_dsm_finalize();
 		locus_dsm_barrier();

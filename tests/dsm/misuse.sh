@@ -136,6 +136,7 @@ named 2 team-return "thread 1 of the team returned from its function after 0 loc
 named 2 team-return-tb "returned from its function after 0 locus_dsm_team_barrier calls"
 named 2 lock-finalize "locus_dsm_finalize while this node holds lock 7"
 named 2 lock-barrier "deadlock: every node waits"
+named 2 barrier-apart "node 1: waits at barrier object 0x[0-9a-f]* (home node 1, 2 participants): 1 thread"
 every_node_told 3 lock-barrier "deadlock: every node waits"
 named 2 barrier-before "locus_dsm_barrier called before locus_dsm_init"
 named 2 alloc-before "locus_dsm_alloc called before locus_dsm_init"
