@@ -68,19 +68,6 @@ int dsm_home_of(size_t p)
 	return (int)(p % (size_t)dsm.nodes);
 }
 
-void dsm_home_deal(size_t first, size_t count, int home)
-{
-	size_t nodes = (size_t)dsm.nodes;
-	if (home != LOCUS_DSM_HOME_BLOCKS || count < nodes) {
-		dsm_home_place(first, count, home == LOCUS_DSM_HOME_BLOCKS ? -1 : home);
-		return;
-	}
-	for (size_t k = 0; k < nodes; k++) {
-		size_t lo = count * k / nodes, hi = count * (k + 1) / nodes;
-		dsm_home_place(first + lo, hi - lo, (int)k);
-	}
-}
-
 size_t dsm_walk_end(size_t p)
 {
 	if (p >= heap_first)
@@ -93,10 +80,24 @@ size_t dsm_walk_start(size_t p)
 	return p >= heap_first ? heap_first : 0;
 }
 
-void dsm_home_place(size_t first, size_t count, int home)
+/* home < 0: the default (round robin). */
+static void home_place(size_t first, size_t count, int home)
 {
 	for (size_t p = first; p < first + count; p++)
 		homes[p] = home < 0 ? 0 : (uint8_t)(home + 1);
+}
+
+void dsm_home_deal(size_t first, size_t count, int home)
+{
+	size_t nodes = (size_t)dsm.nodes;
+	if (home != LOCUS_DSM_HOME_BLOCKS || count < nodes) {
+		home_place(first, count, home == LOCUS_DSM_HOME_BLOCKS ? -1 : home);
+		return;
+	}
+	for (size_t k = 0; k < nodes; k++) {
+		size_t lo = count * k / nodes, hi = count * (k + 1) / nodes;
+		home_place(first + lo, hi - lo, (int)k);
+	}
 }
 
 uint32_t dsm_addr_lock(const void *addr)

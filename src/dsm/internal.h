@@ -489,7 +489,6 @@ void dsm_table_free(void *t, size_t count, size_t size);
 int dsm_home_init(void);
 void dsm_home_fini(void);
 int dsm_home_of(size_t p);
-void dsm_home_place(size_t first, size_t count, int home); /* home < 0: the default */
 /* A collective allocation's pages: at node home, or dealt as
    LOCUS_DSM_HOME_SPREAD or LOCUS_DSM_HOME_BLOCKS say (home.c). */
 void dsm_home_deal(size_t first, size_t count, int home);
@@ -668,9 +667,10 @@ size_t dsm_atomic_fn_len(locus_fn fn);
 size_t dsm_object_fn_len(locus_fn fn);
 /* What this node's threads wait at in objects.c (a barrier object, a
    condition, a semaphore), for the deadlock watchdog: "waits at barrier
-   object 0x... (home node 1, 2 participants): 1 thread" and so on, in buf;
-   the characters written. */
-size_t dsm_objects_describe(char *buf, size_t cap);
+   object 0x... (home node 1, 2 participants): 1 thread" and so on, written
+   into buf from `at` on (after a "; " when at > 0, as dsm_sync_describe's
+   parts are); where its text ends, past cap when it did not fit. */
+size_t dsm_objects_describe(char *buf, size_t cap, size_t at);
 /* Whether an atomic of this node's threads wrote at this node since the last
    call (and no longer): the next answer to shipped calls must end the
    interval (lrc_ship.c). */

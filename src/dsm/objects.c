@@ -91,9 +91,8 @@ static void wait_end(int slot)
 	pthread_mutex_unlock(&waits_mu);
 }
 
-size_t dsm_objects_describe(char *buf, size_t cap)
+size_t dsm_objects_describe(char *buf, size_t cap, size_t at)
 {
-	size_t at = 0;
 	pthread_mutex_lock(&waits_mu);
 	for (int i = 0; i < WAITS_NAMED && at < cap; i++) {
 		if (!waits[i].threads)
@@ -111,7 +110,7 @@ size_t dsm_objects_describe(char *buf, size_t cap)
 		at += (size_t)snprintf(buf + at, cap - at, "%s%u more waiting at other objects",
 				       at ? "; " : "", waits_other);
 	pthread_mutex_unlock(&waits_mu);
-	return at < cap ? at : cap - 1;
+	return at;
 }
 
 /* An object's words must be aligned words of the region. */

@@ -543,12 +543,7 @@ int dsm_sync_describe(char *buf, size_t cap)
 	if (lock_list(ids, sizeof(ids), 0, 6, 0) && at < cap)
 		at += (size_t)snprintf(buf + at, cap - at, "%swaits for lock %s", at ? "; " : "",
 				       ids);
-	if (at + 2 < cap) {
-		size_t o = dsm_objects_describe(buf + at + (at ? 2 : 0), cap - at - (at ? 2 : 0));
-		if (o && at)
-			memcpy(buf + at, "; ", 2);
-		at += o ? o + (at ? 2 : 0) : 0;
-	}
+	at = dsm_objects_describe(buf, cap, at);
 	for (size_t b = 0; b < lock_buckets; b++)
 		for (struct lockst *l = locks[b]; l; l = l->next)
 			if (l->local == LOCAL_HELD && l->uncounted)
